@@ -1,0 +1,77 @@
+"""The ``foundry-bridge`` command line: a thin shell over the library.
+
+Each command lives in ``foundry_bridge/commands/<name>.py`` and is imported only when it runs, so
+``foundry-bridge --help`` starts fast and never loads azure-ai-evaluation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+
+import click
+
+from .errors import FoundryBridgeError, redact
+
+__all__ = ["main"]
+
+# command name → (module under foundry_bridge.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("validate", "Check a dataset and a mapping (or hand-written criteria) offline."),
+    "plan": ("plan", "Build the Foundry eval-create body and run items from a dataset."),
+    "metrics": ("metrics", "Compute MRR, recall@k, precision@k, hit@k, NDCG@k and the negative-query report."),
+    "run": ("run", "Run the evaluation on Foundry (cloud), the emulator (mock) or locally."),
+    "report": ("report", "Merge a run's Foundry results with local metrics into one report."),
+    "compare": ("compare", "Compare two or more runs over the same queries."),
+    "mock-server": ("mock_server", "Serve the Foundry evaluation API emulator on 127.0.0.1."),
+    "schema": ("schema", "Write the JSON Schema of the mapping format."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"foundry_bridge.commands.{COMMANDS[cmd_name][0]}")
+        return module.command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, help_) for name, (_, help_) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="foundry-bridge")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Connect local RAG evaluation data to Microsoft Foundry's evaluators, and add what Foundry does not report."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: maps FoundryBridgeError to ``Error: ...`` and its exit code."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="foundry-bridge", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except FoundryBridgeError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"Error: {redact(str(exc))}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(0)

@@ -1,0 +1,79 @@
+"""Canonical records: one evaluation query, in Foundry's own field names, whatever the input layout."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["GroundTruthLabel", "Kind", "KindSource", "QueryRecord", "RetrievedDocument"]
+
+Kind = Literal["positive", "negative"]
+KindSource = Literal["declared", "labels", "unknown"]
+
+
+class RetrievedDocument(BaseModel):
+    """One search result; its position in ``QueryRecord.retrieved_documents`` is its rank (1-based)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_id: str
+    relevance_score: float | None = None
+    content: str | None = None
+    title: str | None = None
+
+
+class GroundTruthLabel(BaseModel):
+    """One human relevance judgement (a qrels line)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_id: str
+    query_relevance_label: int
+
+
+class QueryRecord(BaseModel):
+    """One query with its three artifacts (ranked results, context sent, response) and optional labels.
+
+    ``kind`` is always set: declared in the data (``kind_source="declared"``), or derived from the labels —
+    negative when no label reaches the relevance threshold (``"labels"``); ``"unknown"`` when the query has
+    neither a declared kind nor labels (then ``kind`` is ``"positive"`` by convention and reports say so).
+    ``line`` is the 1-based line of the row in ``source`` (for TREC input: of the run file).
+    """
+
+    query_id: str
+    query: str | None = None
+    kind: Kind = "positive"
+    kind_source: KindSource = "declared"
+    retrieved_documents: list[RetrievedDocument] = Field(default_factory=list)
+    retrieval_ground_truth: list[GroundTruthLabel] | None = None
+    context: str | None = None
+    response: str | None = None
+    ground_truth: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    source: str | None = None
+    line: int | None = None
+
+    def item(self) -> dict[str, Any]:
+        """The Foundry run item (the value under ``{"item": ...}``): canonical fields plus extras."""
+        item: dict[str, Any] = {"query_id": self.query_id}
+        if self.query is not None:
+            item["query"] = self.query
+        item["kind"] = self.kind
+        if self.context is not None:
+            item["context"] = self.context
+        if self.response is not None:
+            item["response"] = self.response
+        if self.ground_truth is not None:
+            item["ground_truth"] = self.ground_truth
+        item["retrieved_documents"] = [
+            {"document_id": d.document_id, "relevance_score": d.relevance_score}
+            for d in self.retrieved_documents
+        ]
+        if self.retrieval_ground_truth is not None:
+            item["retrieval_ground_truth"] = [
+                {"document_id": g.document_id, "query_relevance_label": g.query_relevance_label}
+                for g in self.retrieval_ground_truth
+            ]
+        item.update(self.extra)
+        return item

@@ -1,0 +1,242 @@
+"""The evaluator catalog: every supported Foundry builtin evaluator, described once, as data.
+
+Validation, the criteria builder, the emulator's scoring, the local backend and the report's columns all read
+this module; adding an evaluator is one entry in ``CATALOG``. Facts come from Foundry's builtin catalog
+(``GET /evaluators?type=builtin``) and azure-ai-evaluation 1.18 (see ``../shared/reference``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = [
+    "CATALOG",
+    "EvaluatorSpec",
+    "InputSpec",
+    "MetricSpec",
+    "ParamSpec",
+    "did_you_mean",
+    "get_evaluator",
+]
+
+InputType = Literal["string", "documents", "labels", "string_or_messages"]
+MetricKind = Literal["ordinal", "continuous", "boolean"]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One evaluator input (a key of the criterion's ``data_mapping``)."""
+
+    name: str
+    type: InputType
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One initialization parameter (a key of ``initialization_parameters``)."""
+
+    name: str
+    type: type
+    required: bool = False
+    default: object = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One output metric: its range, its direction and its default pass threshold."""
+
+    name: str
+    kind: MetricKind
+    higher_is_better: bool
+    min_value: float | None = None
+    max_value: float | None = None
+    threshold_param: str | None = None  # the init param holding this metric's threshold, if any
+    default_threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    """A builtin evaluator: Foundry name, inputs, init parameters, metrics.
+
+    ``input_groups`` lists alternative sets of inputs; a row is valid when every input of at least one
+    group is present (most evaluators have exactly one group: their required inputs).
+    """
+
+    name: str
+    version: str
+    description: str
+    inputs: tuple[InputSpec, ...]
+    input_groups: tuple[tuple[str, ...], ...]
+    params: tuple[ParamSpec, ...]
+    metrics: tuple[MetricSpec, ...]
+    primary_metric: str
+    needs_deployment: bool
+    preview: bool = False
+    sdk_class: str | None = None  # azure.ai.evaluation class computing the same thing locally
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def short_name(self) -> str:
+        """``builtin.groundedness`` → ``groundedness`` (the default criterion name)."""
+        return self.name.removeprefix("builtin.")
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(i.name for i in self.inputs)
+
+    @property
+    def required_inputs(self) -> frozenset[str]:
+        """Inputs present in every input group."""
+        groups = [set(g) for g in self.input_groups]
+        return frozenset(set.intersection(*groups)) if groups else frozenset()
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def param(self, name: str) -> ParamSpec:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def metric(self, name: str) -> MetricSpec:
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def input(self, name: str) -> InputSpec:
+        for i in self.inputs:
+            if i.name == name:
+                return i
+        raise KeyError(name)
+
+
+_QUERY = InputSpec("query", "string_or_messages", "the user's question")
+_RESPONSE = InputSpec("response", "string_or_messages", "the answer the model produced")
+_CONTEXT = InputSpec("context", "string", "the exact context string sent to the model")
+_GROUND_TRUTH = InputSpec("ground_truth", "string", "the reference answer")
+_DEPLOYMENT = ParamSpec("deployment_name", str, required=True, description="judge model deployment")
+
+
+def _judge(short: str, version: str, description: str, inputs: tuple[InputSpec, ...],
+           groups: tuple[tuple[str, ...], ...], sdk_class: str, *, preview: bool = False) -> EvaluatorSpec:
+    """An LLM judge: score 1–5, higher is better, pass at or above ``threshold`` (default 3)."""
+    return EvaluatorSpec(
+        name=f"builtin.{short}",
+        version=version,
+        description=description,
+        inputs=inputs,
+        input_groups=groups,
+        params=(_DEPLOYMENT, ParamSpec("threshold", float, default=3, description="pass at or above (1–5)")),
+        metrics=(MetricSpec(short, "ordinal", True, 1, 5, "threshold", 3),),
+        primary_metric=short,
+        needs_deployment=True,
+        preview=preview,
+        sdk_class=sdk_class,
+    )
+
+
+
+DOCUMENT_RETRIEVAL = EvaluatorSpec(
+    name="builtin.document_retrieval",
+    version="2",
+    description="Ranking quality against human labels (no model): ndcg@3, xdcg@3, fidelity, holes, ...",
+    inputs=(
+        InputSpec("retrieval_ground_truth", "labels", "[{document_id, query_relevance_label}] human labels"),
+        InputSpec("retrieved_documents", "documents", "[{document_id, relevance_score}] the search results"),
+    ),
+    input_groups=(("retrieval_ground_truth", "retrieved_documents"),),
+    params=(
+        ParamSpec("ground_truth_label_min", int, default=0, description="lowest label (means irrelevant)"),
+        ParamSpec("ground_truth_label_max", int, default=4, description="highest label"),
+        ParamSpec("ndcg_threshold", float, default=0.5),
+        ParamSpec("xdcg_threshold", float, default=50.0),
+        ParamSpec("fidelity_threshold", float, default=0.5),
+        ParamSpec("top1_relevance_threshold", float, default=50.0),
+        ParamSpec("top3_max_relevance_threshold", float, default=50.0),
+        ParamSpec("total_retrieved_documents_threshold", int, default=50),
+        ParamSpec("total_ground_truth_documents_threshold", int, default=50),
+    ),
+    metrics=(
+        MetricSpec("ndcg@3", "continuous", True, 0, 1, "ndcg_threshold", 0.5),
+        MetricSpec("xdcg@3", "continuous", True, 0, None, "xdcg_threshold", 50.0),
+        MetricSpec("fidelity", "continuous", True, 0, 1, "fidelity_threshold", 0.5),
+        MetricSpec("top1_relevance", "continuous", True, None, None, "top1_relevance_threshold", 50.0),
+        MetricSpec("top3_max_relevance", "continuous", True, None, None, "top3_max_relevance_threshold", 50.0),
+        MetricSpec("holes", "ordinal", False, 0, None, None, 0),
+        MetricSpec("holes_ratio", "continuous", False, 0, 1, None, 0),
+        MetricSpec("total_retrieved_documents", "ordinal", True, 0, None,
+                   "total_retrieved_documents_threshold", 50),
+        MetricSpec("total_ground_truth_documents", "ordinal", True, 0, None,
+                   "total_ground_truth_documents_threshold", 50),
+    ),
+    primary_metric="ndcg@3",
+    needs_deployment=False,
+    sdk_class="DocumentRetrievalEvaluator",
+    notes=(
+        "ranks by relevance_score, not list order; k is fixed at 3",
+        "an unlabelled retrieved document (hole) counts as label 0, even when the minimum label is 1",
+        "fidelity weights are mis-assigned when ground_truth_label_max >= 10",
+        "since azure-ai-evaluation 1.17 the primary metric is `document_retrieval` (= ndcg@3) "
+        "with the others under `properties`",
+    ),
+)
+
+CATALOG: dict[str, EvaluatorSpec] = {
+    spec.name: spec
+    for spec in (
+        DOCUMENT_RETRIEVAL,
+        _judge("retrieval", "8", "Is the retrieved context relevant to the query? (query ↔ context)",
+               (_QUERY, _CONTEXT), (("query", "context"),), "RetrievalEvaluator"),
+        _judge("groundedness", "8", "Is the response supported by the context? (context ↔ response)",
+               (_QUERY, _CONTEXT, _RESPONSE, InputSpec("tool_definitions", "string_or_messages")),
+               (("response", "context"), ("query", "response")), "GroundednessEvaluator"),
+        _judge("relevance", "8", "Does the response address the query? (query ↔ response)",
+               (_QUERY, _RESPONSE), (("query", "response"),), "RelevanceEvaluator"),
+        _judge("response_completeness", "5", "Does the response cover the reference answer?",
+               (_GROUND_TRUTH, _RESPONSE), (("ground_truth", "response"),), "ResponseCompletenessEvaluator",
+               preview=True),
+        EvaluatorSpec(
+            name="builtin.groundedness_pro",
+            version="6",
+            description="Service-side groundedness check (Azure AI Content Safety); boolean verdict",
+            inputs=(_QUERY, _CONTEXT, _RESPONSE),
+            input_groups=(("query", "context", "response"),),
+            params=(
+                ParamSpec("azure_ai_project", str, description="filled by the service when omitted"),
+                ParamSpec("threshold", float, default=5),
+            ),
+            metrics=(MetricSpec("groundedness_pro", "boolean", True, 0, 1, None, None),),
+            primary_metric="groundedness_pro",
+            needs_deployment=False,
+            preview=True,
+            sdk_class="GroundednessProEvaluator",
+            notes=("cannot run offline: it calls the Foundry safety service",),
+        ),
+    )
+}
+
+
+def did_you_mean(word: str, candidates: list[str] | tuple[str, ...] | set[str]) -> str | None:
+    """The closest candidate to ``word`` (case-insensitive first), or None."""
+    lowered = {c.lower(): c for c in candidates}
+    if word.lower() in lowered:
+        return lowered[word.lower()]
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def get_evaluator(name: str) -> EvaluatorSpec:
+    """Look an evaluator up by Foundry name (``builtin.x``) or short name; KeyError with a did-you-mean."""
+    spec = CATALOG.get(name) or CATALOG.get(f"builtin.{name}")
+    if spec is not None:
+        return spec
+    guess = did_you_mean(name, list(CATALOG)) or did_you_mean(f"builtin.{name}", list(CATALOG))
+    hint = f"; did you mean {guess!r}?" if guess else f"; known: {', '.join(CATALOG)}"
+    raise KeyError(f"unknown evaluator {name!r}{hint}")
