@@ -8,6 +8,7 @@ Run folder layout (written atomically, file by file):
 
     plan.json             the eval-create body and run settings that were (or will be) submitted
     items.jsonl           the run items, one ``{"item": {...}}`` per dataset row, in row order
+    records.jsonl         canonical QueryRecord per row (with document content), for local metrics
     state.json            backend, eval id, run id(s), dataset hash, plan hash, status (resume point)
     output_items.jsonl    raw output items as the service returned them (cloud/mock)
     results.jsonl         ResultRow per line
@@ -29,6 +30,7 @@ RUN_FILES = {
     "output_items": "output_items.jsonl",
     "results": "results.jsonl",
     "manifest": "manifest.json",
+    "records": "records.jsonl",
 }
 
 

@@ -67,8 +67,7 @@ class QueryRecord(BaseModel):
         if self.ground_truth is not None:
             item["ground_truth"] = self.ground_truth
         item["retrieved_documents"] = [
-            {"document_id": d.document_id, "relevance_score": d.relevance_score}
-            for d in self.retrieved_documents
+            {"document_id": d.document_id, "relevance_score": d.relevance_score} for d in self.retrieved_documents
         ]
         if self.retrieval_ground_truth is not None:
             item["retrieval_ground_truth"] = [

@@ -124,8 +124,16 @@ _GROUND_TRUTH = InputSpec("ground_truth", "string", "the reference answer")
 _DEPLOYMENT = ParamSpec("deployment_name", str, required=True, description="judge model deployment")
 
 
-def _judge(short: str, version: str, description: str, inputs: tuple[InputSpec, ...],
-           groups: tuple[tuple[str, ...], ...], sdk_class: str, *, preview: bool = False) -> EvaluatorSpec:
+def _judge(
+    short: str,
+    version: str,
+    description: str,
+    inputs: tuple[InputSpec, ...],
+    groups: tuple[tuple[str, ...], ...],
+    sdk_class: str,
+    *,
+    preview: bool = False,
+) -> EvaluatorSpec:
     """An LLM judge: score 1–5, higher is better, pass at or above ``threshold`` (default 3)."""
     return EvaluatorSpec(
         name=f"builtin.{short}",
@@ -140,7 +148,6 @@ def _judge(short: str, version: str, description: str, inputs: tuple[InputSpec, 
         preview=preview,
         sdk_class=sdk_class,
     )
-
 
 
 DOCUMENT_RETRIEVAL = EvaluatorSpec(
@@ -171,10 +178,10 @@ DOCUMENT_RETRIEVAL = EvaluatorSpec(
         MetricSpec("top3_max_relevance", "continuous", True, None, None, "top3_max_relevance_threshold", 50.0),
         MetricSpec("holes", "ordinal", False, 0, None, None, 0),
         MetricSpec("holes_ratio", "continuous", False, 0, 1, None, 0),
-        MetricSpec("total_retrieved_documents", "ordinal", True, 0, None,
-                   "total_retrieved_documents_threshold", 50),
-        MetricSpec("total_ground_truth_documents", "ordinal", True, 0, None,
-                   "total_ground_truth_documents_threshold", 50),
+        MetricSpec("total_retrieved_documents", "ordinal", True, 0, None, "total_retrieved_documents_threshold", 50),
+        MetricSpec(
+            "total_ground_truth_documents", "ordinal", True, 0, None, "total_ground_truth_documents_threshold", 50
+        ),
     ),
     primary_metric="ndcg@3",
     needs_deployment=False,
@@ -192,16 +199,39 @@ CATALOG: dict[str, EvaluatorSpec] = {
     spec.name: spec
     for spec in (
         DOCUMENT_RETRIEVAL,
-        _judge("retrieval", "8", "Is the retrieved context relevant to the query? (query ↔ context)",
-               (_QUERY, _CONTEXT), (("query", "context"),), "RetrievalEvaluator"),
-        _judge("groundedness", "8", "Is the response supported by the context? (context ↔ response)",
-               (_QUERY, _CONTEXT, _RESPONSE, InputSpec("tool_definitions", "string_or_messages")),
-               (("response", "context"), ("query", "response")), "GroundednessEvaluator"),
-        _judge("relevance", "8", "Does the response address the query? (query ↔ response)",
-               (_QUERY, _RESPONSE), (("query", "response"),), "RelevanceEvaluator"),
-        _judge("response_completeness", "5", "Does the response cover the reference answer?",
-               (_GROUND_TRUTH, _RESPONSE), (("ground_truth", "response"),), "ResponseCompletenessEvaluator",
-               preview=True),
+        _judge(
+            "retrieval",
+            "8",
+            "Is the retrieved context relevant to the query? (query ↔ context)",
+            (_QUERY, _CONTEXT),
+            (("query", "context"),),
+            "RetrievalEvaluator",
+        ),
+        _judge(
+            "groundedness",
+            "8",
+            "Is the response supported by the context? (context ↔ response)",
+            (_QUERY, _CONTEXT, _RESPONSE, InputSpec("tool_definitions", "string_or_messages")),
+            (("response", "context"), ("query", "response")),
+            "GroundednessEvaluator",
+        ),
+        _judge(
+            "relevance",
+            "8",
+            "Does the response address the query? (query ↔ response)",
+            (_QUERY, _RESPONSE),
+            (("query", "response"),),
+            "RelevanceEvaluator",
+        ),
+        _judge(
+            "response_completeness",
+            "5",
+            "Does the response cover the reference answer?",
+            (_GROUND_TRUTH, _RESPONSE),
+            (("ground_truth", "response"),),
+            "ResponseCompletenessEvaluator",
+            preview=True,
+        ),
         EvaluatorSpec(
             name="builtin.groundedness_pro",
             version="6",

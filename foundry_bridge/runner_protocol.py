@@ -1,0 +1,54 @@
+"""The contract every backend (cloud, mock, local) fulfils, and the run context they share.
+
+The runner (``foundry_bridge.runner``) creates the run folder, writes ``plan.json``, ``items.jsonl`` and
+``records.jsonl``, then calls ``backend.execute(ctx)``; the backend returns normalized ``ResultRow`` s (one per
+dataset row × criterion × metric; a failure is a row with ``error`` set, never a missing row) and may record
+ids and provenance in ``ctx.state`` / ``ctx.manifest``. ``ctx.save_state()`` persists ``state.json``
+atomically — a backend calls it as soon as it has ids worth resuming from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ._io import write_json
+from .mapping.plan import Plan
+from .results import RUN_FILES, ResultRow
+
+__all__ = ["Backend", "ProgressCallback", "RunContext"]
+
+# progress(stage, done, total): stage is e.g. "polling", "collecting", "judging"; total may be None
+ProgressCallback = Callable[[str, int, "int | None"], None]
+
+
+def _no_progress(stage: str, done: int, total: int | None) -> None:
+    return None
+
+
+@dataclass
+class RunContext:
+    """What a backend gets: the plan, the run folder, resumable state, provenance, a progress callback."""
+
+    plan: Plan
+    run_dir: Path
+    state: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    progress: ProgressCallback = _no_progress
+    resume: bool = False
+
+    def save_state(self) -> None:
+        """Write ``state.json`` atomically (call as soon as there are ids worth resuming from)."""
+        write_json(self.run_dir / RUN_FILES["state"], self.state)
+
+
+class Backend(Protocol):
+    """A way to execute a plan."""
+
+    name: str  # "cloud" | "mock" | "local"
+
+    def execute(self, ctx: RunContext) -> list[ResultRow]:
+        """Run every criterion on every item; return one ResultRow per (row, criterion, metric)."""
+        ...
