@@ -1,1 +1,35 @@
-"""metrics"""
+"""Locally computed metrics: pure numpy, no I/O.
+
+- ranking metrics Foundry does not report (rr/MRR, recall, precision, hit, distracting, NDCG) — ``ranking``
+- the negative-query report and the abstention heuristic — ``negative``
+- the context-assembly check (relevant passage retrieved but not sent) — ``assembly``
+- Foundry's ``builtin.document_retrieval``, computed exactly as the service does — ``document_retrieval``
+
+Names are imported lazily from their modules, so ``import foundry_bridge.metrics`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ranking_metrics": "ranking",
+    "RankingResult": "ranking",
+    "negative_query_report": "negative",
+    "is_abstention": "negative",
+    "assembly_check": "assembly",
+    "document_retrieval": "document_retrieval",
+    "document_retrieval_batch": "document_retrieval",
+    "flat_output": "document_retrieval",
+    "DocumentRetrievalError": "document_retrieval",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'foundry_bridge.metrics' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
