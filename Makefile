@@ -1,0 +1,32 @@
+# Two entry points, both from a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test lint setup clean
+
+$(BIN)/foundry-bridge: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@
+
+setup: $(BIN)/foundry-bridge
+
+## Validate the bundled sample, run it on the offline Foundry emulator, and print the merged report.
+demo: setup
+	$(BIN)/foundry-bridge validate samples/benefits/rag_eval.jsonl
+	$(BIN)/foundry-bridge run samples/benefits/rag_eval.jsonl --backend mock --out runs/demo --force --quiet
+	$(BIN)/foundry-bridge report runs/demo --format md
+
+## Lint and run the whole test suite (offline).
+test: setup
+	$(BIN)/ruff check foundry_bridge tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check foundry_bridge tests benchmarks
+	$(BIN)/ruff format --check foundry_bridge tests benchmarks
+
+clean:
+	rm -rf $(VENV) runs build *.egg-info .pytest_cache

@@ -1,0 +1,62 @@
+"""Rules of the codebase that keep it small and fast: one catalog, light start-up, documented commands."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from foundry_bridge.cli import COMMANDS, cli
+from foundry_bridge.mapping.catalog import CATALOG
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "foundry_bridge"
+HEAVY = ("azure.ai.evaluation", "azure.identity", "pandas", "ranx", "pytrec_eval", "numba", "openai")
+
+
+def test_no_module_but_the_catalog_hard_codes_an_evaluator_name() -> None:
+    names = "|".join(re.escape(n) for n in CATALOG)
+    pattern = re.compile(rf"[\"'](?:{names})[\"']")
+    offenders = [
+        f"{path.relative_to(ROOT)}:{lineno}"
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "catalog.py"
+        for lineno, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert offenders == [], "evaluator names belong in mapping/catalog.py only"
+
+
+def _modules_loaded_by(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    ).stdout
+    return set(out.split())
+
+
+def test_importing_the_package_loads_no_heavy_dependency() -> None:
+    loaded = _modules_loaded_by("import foundry_bridge, foundry_bridge.cli, foundry_bridge.metrics")
+    assert {m for m in loaded if m.startswith(HEAVY)} == set()
+
+
+def test_cli_help_loads_no_heavy_dependency() -> None:
+    code = (
+        "import sys\nfrom foundry_bridge.cli import main\nsys.argv=['foundry-bridge','--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    loaded = _modules_loaded_by(code)
+    assert {m for m in loaded if m.startswith(HEAVY)} == set()
+
+
+def test_every_command_has_help_and_is_documented() -> None:
+    runner = CliRunner()
+    docs = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
+    for name in COMMANDS:
+        result = runner.invoke(cli, [name, "--help"], catch_exceptions=False)
+        assert result.exit_code == 0, name
+        assert "Usage:" in result.output and len(result.output) > 200, name
+        assert f"foundry-bridge {name}" in docs, f"`foundry-bridge {name}` is not documented"
