@@ -1,0 +1,150 @@
+"""``foundry-bridge mock-server``: serve the Foundry evaluation API emulator on a loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+
+import click
+
+from ..errors import UsageError
+
+__all__ = ["command", "parse_indices"]
+
+
+def parse_indices(text: str | None) -> tuple[int, ...]:
+    """``"0,3,7"`` → ``(0, 3, 7)``; UsageError on anything else."""
+    if not text:
+        return ()
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"expected comma-separated row/run indices such as 0,3,7; got {text!r}") from None
+    if any(v < 0 for v in values):
+        raise UsageError(f"indices are 0-based and must be >= 0; got {text!r}")
+    return values
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command(
+    "mock-server",
+    epilog=(
+        "Example: foundry-bridge mock-server --port 8765, then point the openai SDK at "
+        "http://127.0.0.1:8765/api/projects/mock-project/openai/v1 (any api_key). See docs/mock.md."
+    ),
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
+@click.option("--project", default="mock-project", show_default=True, help="Project name shown in the endpoint.")
+@click.option(
+    "--polls-to-complete", default=2, show_default=True, type=click.IntRange(0), help="GETs a run stays in_progress."
+)
+@click.option(
+    "--seconds-to-complete", default=0.0, show_default=True, type=click.FloatRange(0), help="Minimum run duration."
+)
+@click.option(
+    "--docret-shape",
+    type=click.Choice(["single", "per_metric"]),
+    default="single",
+    show_default=True,
+    help="Document-retrieval results: one result with properties, or one result per metric.",
+)
+@click.option("--strict-evaluators", is_flag=True, help="Reject builtin evaluators that are not in the catalog.")
+@click.option("--rate-limit-rate", type=click.FloatRange(0, 1), default=0.0, help="Fraction of requests answered 429.")
+@click.option("--rate-limit-every", type=click.IntRange(0), default=0, help="Answer every N-th request with 429.")
+@click.option("--retry-after", type=click.FloatRange(0), default=1.0, show_default=True, help="Retry-After seconds.")
+@click.option("--server-error-rate", type=click.FloatRange(0, 1), default=0.0, help="Fraction answered 5xx.")
+@click.option("--server-error-every", type=click.IntRange(0), default=0, help="Answer every N-th request with 5xx.")
+@click.option(
+    "--server-error-status", type=click.Choice(["500", "503"]), default="500", show_default=True, help="5xx status."
+)
+@click.option("--fault-only", metavar="REGEX", help='Limit HTTP faults to requests matching "METHOD /path".')
+@click.option("--fail-runs", metavar="I,J", help="0-based run indices (creation order) that end `failed`.")
+@click.option("--run-failure-rate", type=click.FloatRange(0, 1), default=0.0, help="Fraction of runs that fail.")
+@click.option("--errored-rows", metavar="I,J", help="0-based rows whose results are errored in completed runs.")
+@click.option("--errored-row-rate", type=click.FloatRange(0, 1), default=0.0, help="Fraction of rows errored.")
+@click.option("--slow-polls", type=click.IntRange(0), default=0, help="Extra polls before a run completes.")
+@click.option("--slow-seconds", type=click.FloatRange(0), default=0.0, help="Extra seconds before a run completes.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault RNG.")
+def command(
+    host: str,
+    port: int,
+    project: str,
+    polls_to_complete: int,
+    seconds_to_complete: float,
+    docret_shape: str,
+    strict_evaluators: bool,
+    rate_limit_rate: float,
+    rate_limit_every: int,
+    retry_after: float,
+    server_error_rate: float,
+    server_error_every: int,
+    server_error_status: str,
+    fault_only: str | None,
+    fail_runs: str | None,
+    run_failure_rate: float,
+    errored_rows: str | None,
+    errored_row_rate: float,
+    slow_polls: int,
+    slow_seconds: float,
+    seed: int,
+) -> None:
+    """Serve the Foundry evaluation API emulator over HTTP until Ctrl-C.
+
+    The emulator keeps evals, runs, output items and uploaded datasets in memory, scores document retrieval
+    with the project's local metrics and gives LLM judges a deterministic lexical-overlap MOCK score (never a
+    real judgement). Fault options inject 429/5xx responses, failed runs, errored rows and slow runs.
+    """
+    from ..mock import FaultConfig, FoundryEmulator
+    from ..mock._server import MockServer
+
+    try:
+        faults = FaultConfig(
+            rate_limit_rate=rate_limit_rate,
+            rate_limit_every=rate_limit_every,
+            retry_after=retry_after,
+            server_error_rate=server_error_rate,
+            server_error_every=server_error_every,
+            server_error_status=int(server_error_status),
+            only=fault_only,
+            failed_runs=parse_indices(fail_runs),
+            run_failure_rate=run_failure_rate,
+            errored_rows=parse_indices(errored_rows),
+            errored_row_rate=errored_row_rate,
+            slow_polls=slow_polls,
+            slow_seconds=slow_seconds,
+            seed=seed,
+        )
+    except Exception as exc:  # re.error or ValueError from the fault settings
+        if isinstance(exc, UsageError):
+            raise
+        raise UsageError(f"bad fault option: {exc}") from exc
+    emulator = FoundryEmulator(
+        polls_to_complete=polls_to_complete,
+        seconds_to_complete=seconds_to_complete,
+        faults=faults,
+        docret_shape=docret_shape,  # type: ignore[arg-type]
+        strict_evaluators=strict_evaluators,
+        record_calls=False,
+    )
+    try:
+        server = MockServer(emulator, host, port, project=project)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    if not _is_loopback(host):
+        click.echo(f"warning: listening on {host}, not loopback: anyone who can reach it can use it", err=True)
+    click.echo(f"Foundry emulator listening on {server.url}")
+    click.echo(f"project endpoint: {server.endpoint}")
+    click.echo(f"OpenAI base URL:  {server.openai_base_url}")
+    click.echo("Press Ctrl-C to stop.", err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    click.echo("Foundry emulator stopped.", err=True)

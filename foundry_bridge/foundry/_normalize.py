@@ -1,0 +1,222 @@
+"""Output items → ``ResultRow`` s: one row per (dataset row, criterion, metric), errors kept as errors.
+
+Rules:
+* a result with ``sample.error`` becomes a row with ``score=None`` and ``error="CODE: message"``;
+* a result with no score and no error is an error too (``MISSING_SCORE``): a missing score is never a 0;
+* ``builtin.document_retrieval`` comes in two shapes and both give the same rows, one per sub-metric
+  (``ndcg@3``, ``xdcg@3``, ``fidelity``, ...): (a) one result entry per metric; (b) one entry with metric
+  ``document_retrieval`` (= ndcg@3) and the sub-metrics under ``properties`` (``<m>``, ``<m>_result``,
+  ``<m>_passed``, ``<m>_threshold``). The service's spelling ``total_groundtruth_documents`` is read as
+  ``total_ground_truth_documents``;
+* a criterion of the plan with no result in an item, and a dataset row with no output item, become error rows
+  (``MISSING_RESULT`` / ``MISSING_ITEM``) so that every row has every criterion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..mapping.catalog import CATALOG, DOCUMENT_RETRIEVAL
+from ..mapping.plan import CriterionPlan
+from ..results import ResultRow
+from ._models import OutputItem, OutputResult
+
+__all__ = ["expand_result", "missing_rows", "normalize_item"]
+
+_ALIASES = {"total_groundtruth_documents": "total_ground_truth_documents"}
+_DOCRET = DOCUMENT_RETRIEVAL.name
+_DOCRET_PRIMARY = DOCUMENT_RETRIEVAL.short_name  # the 1.17+ single-entry metric name (= ndcg@3)
+
+
+def _num(value: Any) -> float | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(out) else out
+
+
+def _bool(value: Any) -> bool | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in {"pass", "passed", "true"}:
+            return True
+        if low in {"fail", "failed", "false"}:
+            return False
+        return None
+    return bool(value)
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _docret_metrics() -> list[str]:
+    return [m.name for m in DOCUMENT_RETRIEVAL.metrics]
+
+
+def _row(**fields: Any) -> ResultRow:
+    """A ResultRow from values already of the right types (no re-validation: 120k rows per 10k items)."""
+    return ResultRow.model_construct(**fields)
+
+
+def _error_text(res: dict[str, Any]) -> str | None:
+    """``"CODE: message"`` from a result's ``sample.error``, or None."""
+    sample = res.get("sample")
+    err = sample.get("error") if isinstance(sample, dict) else None
+    if not err:
+        return None
+    if isinstance(err, dict):
+        parts = [str(p) for p in (err.get("code"), err.get("message")) if p]
+        return ": ".join(parts) or "ERROR: (no message)"
+    return str(err)
+
+
+def _expand_properties(res: dict[str, Any], base: dict[str, Any], error: str | None) -> list[ResultRow]:
+    """Shape (b): one document_retrieval entry with sub-metrics under ``properties``."""
+    props = {_alias(k): v for k, v in (res.get("properties") or {}).items()}
+    names = [m for m in _docret_metrics() if m in props]
+    names += [k for k in props if k not in names and not _is_meta_key(k) and _num(props[k]) is not None]
+    reason = _str(res.get("reason"))
+    rows = []
+    for name in names:
+        label = _str(props.get(f"{name}_result"))
+        passed = _bool(props.get(f"{name}_passed"))
+        if passed is None and label is not None:
+            passed = _bool(label)
+        score = _num(props.get(name))
+        rows.append(
+            _row(
+                **base,
+                metric=name,
+                score=score,
+                label=label,
+                passed=passed,
+                threshold=_num(props.get(f"{name}_threshold")),
+                reason=reason,
+                error=error if error else (None if score is not None else f"MISSING_SCORE: no {name} value"),
+                properties=None,
+            )
+        )
+    return rows
+
+
+def _alias(key: str) -> str:
+    """Service spellings → catalog names, also inside ``<metric>_result`` style keys."""
+    for old, new in _ALIASES.items():
+        if key == old or key.startswith(old + "_"):
+            return new + key[len(old) :]
+    return key
+
+
+def _is_meta_key(key: str) -> bool:
+    return key.endswith(("_result", "_passed", "_threshold", "_higher_is_better", "_reason", "_status"))
+
+
+def expand_result(
+    res: dict[str, Any] | OutputResult, *, row: int, query_id: str | None, evaluator: str
+) -> list[ResultRow]:
+    """The ResultRows of one result entry (several for document_retrieval's ``properties`` shape)."""
+    if isinstance(res, OutputResult):
+        res = res.model_dump()
+    error = _error_text(res)
+    name = str(res.get("name") or "")
+    base = {"row": row, "query_id": query_id, "criterion": name, "evaluator": evaluator}
+    metric = str(res.get("metric") or name)
+    if evaluator == _DOCRET and metric == _DOCRET_PRIMARY:
+        if res.get("properties"):
+            rows = _expand_properties(res, base, error)
+            if rows:
+                return rows
+        if error is not None:  # an errored single-entry result: one error row per sub-metric, as shape (a) gives
+            reason = _str(res.get("reason"))
+            return [
+                _row(**base, metric=m, score=None, label=None, passed=None, threshold=None, reason=reason, error=error)
+                for m in _docret_metrics()
+            ]
+        metric = DOCUMENT_RETRIEVAL.primary_metric  # the 1.17+ primary metric is ndcg@3 under another name
+    metric = _ALIASES.get(metric, metric)
+    score = _num(res.get("score"))
+    if error is None and score is None:
+        status = f" (status {res['status']})" if res.get("status") else ""
+        error = f"MISSING_SCORE: the service returned no score{status}"
+    props = res.get("properties")
+    return [
+        _row(
+            **base,
+            metric=metric,
+            score=score,
+            label=_str(res.get("label")),
+            passed=_bool(res.get("passed")),
+            threshold=_num(res.get("threshold")),
+            reason=_str(res.get("reason")),
+            error=error,
+            properties=dict(props) if isinstance(props, dict) and props else None,
+        )
+    ]
+
+
+def normalize_item(
+    item: dict[str, Any] | OutputItem,
+    *,
+    offset: int,
+    criteria: Sequence[CriterionPlan],
+    query_ids: Sequence[str | None],
+) -> list[ResultRow]:
+    """Rows for one output item (wire dict or model); ``offset`` is the first dataset row of its run."""
+    if isinstance(item, OutputItem):
+        item = item.model_dump(by_alias=True)
+    local = item.get("datasource_item_id")
+    if not isinstance(local, int):
+        try:
+            local = int(item.get("id")) - 1  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            local = 0
+    row = offset + local
+    source = item.get("datasource_item")
+    query_id = source.get("query_id") if isinstance(source, dict) else None
+    if query_id is None and 0 <= row < len(query_ids):
+        query_id = query_ids[row]
+    qid = _str(query_id)
+    evaluators = {c.name: c.evaluator for c in criteria}
+    out: list[ResultRow] = []
+    seen: set[str] = set()
+    for res in item.get("results") or []:
+        if not isinstance(res, dict):
+            continue
+        name = str(res.get("name") or "")
+        out.extend(expand_result(res, row=row, query_id=qid, evaluator=evaluators.get(name, "")))
+        seen.add(name)
+    for crit in criteria:
+        if crit.name not in seen:
+            out.append(_missing(row, qid, crit, "MISSING_RESULT: the output item has no result for it"))
+    return out
+
+
+def _missing(row: int, query_id: str | None, crit: CriterionPlan, error: str) -> ResultRow:
+    spec = CATALOG.get(crit.evaluator)
+    metric = spec.primary_metric if spec is not None else crit.name
+    return ResultRow(
+        row=row, query_id=query_id, criterion=crit.name, evaluator=crit.evaluator, metric=metric, error=error
+    )
+
+
+def missing_rows(
+    rows: Iterable[int], *, criteria: Sequence[CriterionPlan], query_ids: Sequence[str | None]
+) -> list[ResultRow]:
+    """Error rows for dataset rows that have no output item at all."""
+    return [
+        _missing(r, query_ids[r] if r < len(query_ids) else None, c, "MISSING_ITEM: the run returned no output item")
+        for r in rows
+        for c in criteria
+    ]

@@ -1,0 +1,141 @@
+"""Fault injection for the emulator: transient HTTP errors, failed runs, errored rows, slow completion.
+
+Every fault is deterministic: rates draw from a ``random.Random(seed)`` owned by the emulator instance, and the
+``*_every`` options fault exactly every N-th matching request (1-based: ``every=3`` faults requests 3, 6, 9...).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["FaultConfig", "FaultInjector", "TransientFault"]
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """What to break, and how often. The default breaks nothing.
+
+    Transient HTTP faults (answered before the request reaches a handler; ``only`` restricts them to requests
+    whose ``"METHOD /path"`` matches the regular expression, e.g. ``r"^POST .*/runs$"``):
+
+    - ``rate_limit_rate`` / ``rate_limit_every``: answer 429 with ``Retry-After: retry_after`` (seconds).
+    - ``server_error_rate`` / ``server_error_every``: answer ``server_error_status`` (500 or 503).
+
+    Run faults (decided when a run is created, 0-based in creation order across the emulator):
+
+    - ``failed_runs`` / ``run_failure_rate``: the run ends ``failed`` with ``error = {code, message}``.
+    - ``errored_rows`` / ``errored_row_rate``: inside a ``completed`` run, these rows' results are errored
+      (``score: null``, ``sample.error.code = "FAILED_EXECUTION"``); ``errored_criteria`` limits this to the
+      named testing criteria (empty: every criterion of the row).
+    - ``slow_polls`` / ``slow_seconds``: the run needs that many more polls / seconds to finish.
+    """
+
+    rate_limit_rate: float = 0.0
+    rate_limit_every: int = 0
+    retry_after: float = 1.0
+    server_error_rate: float = 0.0
+    server_error_every: int = 0
+    server_error_status: int = 500
+    only: str | None = None
+    failed_runs: tuple[int, ...] = ()
+    run_failure_rate: float = 0.0
+    run_error_code: str = "FAILED_EXECUTION"
+    run_error_message: str = "The evaluation run failed (fault injected by the foundry_bridge emulator)."
+    errored_rows: tuple[int, ...] = ()
+    errored_row_rate: float = 0.0
+    errored_criteria: tuple[str, ...] = ()
+    slow_polls: int = 0
+    slow_seconds: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("rate_limit_rate", "server_error_rate", "run_failure_rate", "errored_row_rate"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"FaultConfig.{name} must be within [0, 1], got {value}")
+        for name in ("rate_limit_every", "server_error_every", "slow_polls"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"FaultConfig.{name} must be >= 0")
+        if self.server_error_status < 500 or self.server_error_status > 599:
+            raise ValueError(f"FaultConfig.server_error_status must be a 5xx status, got {self.server_error_status}")
+        if self.retry_after < 0 or self.slow_seconds < 0:
+            raise ValueError("FaultConfig.retry_after and slow_seconds must be >= 0")
+        if self.only is not None:
+            try:
+                re.compile(self.only)
+            except re.error as exc:
+                raise ValueError(f"FaultConfig.only is not a valid regular expression: {exc}") from None
+
+    @property
+    def any_transient(self) -> bool:
+        return bool(self.rate_limit_rate or self.rate_limit_every or self.server_error_rate or self.server_error_every)
+
+
+@dataclass(frozen=True)
+class TransientFault:
+    """An HTTP fault to answer instead of handling the request."""
+
+    status: int
+    code: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FaultInjector:
+    """Applies a FaultConfig with its own seeded RNG and counters (one per emulator; not thread-safe alone)."""
+
+    def __init__(self, config: FaultConfig) -> None:
+        self.config = config
+        self._rng = random.Random(config.seed)
+        self._row_rng = random.Random(config.seed + 1)
+        self._only = re.compile(config.only) if config.only else None
+        self._matching = 0
+        self.injected: list[tuple[int, str]] = []  # (status, "METHOD /path") of every transient fault answered
+
+    def transient(self, method: str, path: str) -> TransientFault | None:
+        """The fault to answer for this request, if any (429 is checked before 5xx)."""
+        cfg = self.config
+        if not cfg.any_transient:
+            return None
+        target = f"{method} {path}"
+        if self._only is not None and not self._only.search(target):
+            return None
+        self._matching += 1
+        n = self._matching
+        fault: TransientFault | None = None
+        rate_limited = (cfg.rate_limit_every and n % cfg.rate_limit_every == 0) or (
+            cfg.rate_limit_rate and self._rng.random() < cfg.rate_limit_rate
+        )
+        if rate_limited:
+            seconds = cfg.retry_after
+            shown = int(seconds) if float(seconds).is_integer() else seconds
+            fault = TransientFault(
+                429,
+                "429",
+                f"Rate limit is exceeded. Try again in {shown} seconds. "
+                "(fault injected by the foundry_bridge emulator)",
+                {"Retry-After": str(shown)},
+            )
+        elif (cfg.server_error_every and n % cfg.server_error_every == 0) or (
+            cfg.server_error_rate and self._rng.random() < cfg.server_error_rate
+        ):
+            status = cfg.server_error_status
+            code = "ServiceUnavailable" if status == 503 else "InternalServerError"
+            fault = TransientFault(status, code, f"{code} (fault injected by the foundry_bridge emulator)")
+        if fault is not None:
+            self.injected.append((fault.status, target))
+        return fault
+
+    def run_fails(self, run_index: int) -> bool:
+        cfg = self.config
+        return run_index in cfg.failed_runs or (cfg.run_failure_rate > 0 and self._rng.random() < cfg.run_failure_rate)
+
+    def errored_rows(self, n_rows: int) -> set[int]:
+        """The 0-based rows whose results are errored in a run of ``n_rows`` rows."""
+        cfg = self.config
+        rows = {i for i in cfg.errored_rows if 0 <= i < n_rows}
+        if cfg.errored_row_rate > 0:
+            rows |= {i for i in range(n_rows) if self._row_rng.random() < cfg.errored_row_rate}
+        return rows
