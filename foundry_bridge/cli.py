@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: maps FoundryBridgeError to ``Error: ...`` and its exit code."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        cli.main(args=argv, prog_name="foundry-bridge", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="foundry-bridge", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -74,4 +74,4 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         click.echo(f"Error: {redact(str(exc))}", err=True)
         sys.exit(exc.exit_code)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,1 +1,7 @@
-"""dataset"""
+"""Read local RAG datasets (JSONL, TREC) into canonical ``QueryRecord``s, streaming."""
+
+from .problems import Problem
+from .reader import iter_jsonl, read_records
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
+
+__all__ = ["GroundTruthLabel", "Problem", "QueryRecord", "RetrievedDocument", "iter_jsonl", "read_records"]

@@ -13,6 +13,7 @@ from typing import Literal
 
 __all__ = [
     "CATALOG",
+    "INPUT_TYPE_SCHEMAS",
     "EvaluatorSpec",
     "InputSpec",
     "MetricSpec",
@@ -21,7 +22,18 @@ __all__ = [
     "get_evaluator",
 ]
 
-InputType = Literal["string", "documents", "labels", "string_or_messages"]
+InputType = Literal["string", "documents", "labels", "string_or_messages", "string_object_or_messages"]
+
+# JSON Schema of each input type, as Foundry's catalog ``data_schema`` writes it (used for the eval's item_schema).
+INPUT_TYPE_SCHEMAS: dict[str, dict[str, object]] = {
+    "string": {"type": "string"},
+    "string_or_messages": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
+    "string_object_or_messages": {
+        "anyOf": [{"type": "string"}, {"type": "object"}, {"type": "array", "items": {"type": "object"}}]
+    },
+    "documents": {"type": "array", "items": {"type": "object"}},
+    "labels": {"type": "array", "items": {"type": "object"}},
+}
 MetricKind = Literal["ordinal", "continuous", "boolean"]
 
 
@@ -203,7 +215,7 @@ CATALOG: dict[str, EvaluatorSpec] = {
             "retrieval",
             "8",
             "Is the retrieved context relevant to the query? (query ↔ context)",
-            (_QUERY, _CONTEXT),
+            (InputSpec("query", "string", "the user's question"), _CONTEXT),
             (("query", "context"),),
             "RetrievalEvaluator",
         ),
@@ -211,7 +223,7 @@ CATALOG: dict[str, EvaluatorSpec] = {
             "groundedness",
             "8",
             "Is the response supported by the context? (context ↔ response)",
-            (_QUERY, _CONTEXT, _RESPONSE, InputSpec("tool_definitions", "string_or_messages")),
+            (_QUERY, _CONTEXT, _RESPONSE, InputSpec("tool_definitions", "string_object_or_messages")),
             (("response", "context"), ("query", "response")),
             "GroundednessEvaluator",
         ),
@@ -236,7 +248,11 @@ CATALOG: dict[str, EvaluatorSpec] = {
             name="builtin.groundedness_pro",
             version="6",
             description="Service-side groundedness check (Azure AI Content Safety); boolean verdict",
-            inputs=(_QUERY, _CONTEXT, _RESPONSE),
+            inputs=(
+                InputSpec("query", "string", "the user's question"),
+                _CONTEXT,
+                InputSpec("response", "string", "the answer the model produced"),
+            ),
             input_groups=(("query", "context", "response"),),
             params=(
                 ParamSpec("azure_ai_project", str, description="filled by the service when omitted"),

@@ -36,6 +36,11 @@ class DocumentsField(_Strict):
     relevance_score: str | None = Field("relevance_score", description="key of the search engine score")
     content: str | None = Field("content", description="key of the document text (for the assembly check)")
     title: str | None = Field("title", description="key of the document title")
+    scores_from_rank: bool = Field(
+        False,
+        description="replace relevance_score by a monotone score from rank (n, n-1, ..., 1 for n documents), so "
+        "that Foundry, which ranks by score, keeps the list order (e.g. after a reranker)",
+    )
 
 
 class LabelsField(_Strict):

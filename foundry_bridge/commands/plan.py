@@ -1,0 +1,50 @@
+"""``foundry-bridge plan``: the eval-create body and the run items, built offline from a dataset and a mapping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+__all__ = ["command"]
+
+
+@click.command(name="plan")
+@click.argument("data", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--mapping",
+    "mapping_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Mapping file (YAML). Default: the packaged mappings/default.yaml (Foundry field names).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write DIR/eval.json (eval-create body) and DIR/items.jsonl (run items) instead of printing the body.",
+)
+@click.option("--name", default=None, help="Evaluation name (default: the dataset file name without extension).")
+def command(data: Path, mapping_path: Path | None, out: Path | None, name: str | None) -> None:
+    """Build the Foundry eval-create body and run items for DATA (a JSONL file, or a TREC directory).
+
+    Without --out, the eval-create body (`POST /openai/v1/evals`) is printed on standard output. With --out,
+    DIR/eval.json holds it and DIR/items.jsonl holds one `{"item": {...}}` row per query, as sent in the run's
+    `file_content`. `${VAR}` and `${VAR:-default}` in the mapping's init parameters are expanded from the
+    environment. Nothing is sent anywhere.
+    """
+    from .._io import dumps, write_json, write_jsonl
+    from ..dataset import read_records
+    from ..mapping import build_plan, load_mapping
+
+    mapping = load_mapping(mapping_path)
+    plan = build_plan(read_records(data, mapping), mapping, name=name, dataset_path=data, mapping_path=mapping_path)
+    if out is None:
+        click.echo(dumps(plan.eval_body, indent=True).decode("utf-8"))
+        return
+    write_json(out / "eval.json", plan.eval_body)
+    n = write_jsonl(out / "items.jsonl", plan.items)
+    click.echo(
+        f"wrote {out / 'eval.json'} ({len(plan.criteria)} criteria) and {out / 'items.jsonl'} ({n} items)", err=True
+    )

@@ -1,0 +1,69 @@
+"""``foundry-bridge validate``: check a dataset against a mapping (or hand-written criteria) offline."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from ..mapping.validator import ValidationReport
+
+__all__ = ["command", "render_text"]
+
+
+def render_text(report: ValidationReport) -> str:
+    """Readable report: one problem per line, then the counts."""
+    lines = [f"{p.severity}: {p}" for p in report.problems]
+    for code, n in sorted(report.omitted.items()):
+        lines.append(f"... and {n} more {code!r} problem(s) not listed")
+    verdict = "OK" if report.ok else "FAILED"
+    lines.append(f"{verdict}: {report.errors} error(s), {report.warnings} warning(s) in {report.rows} row(s)")
+    return "\n".join(lines)
+
+
+@click.command(name="validate")
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option(
+    "--mapping",
+    "mapping_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Mapping file (YAML). Default: the packaged mappings/default.yaml.",
+)
+@click.option(
+    "--criteria",
+    "criteria_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Hand-written testing criteria: a JSON list of Foundry testing_criteria, or a whole eval-create body.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--max-per-rule",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="List at most N problems of each kind (all are counted).",
+)
+def command(data: Path, mapping_path: Path | None, criteria_path: Path | None, fmt: str, max_per_rule: int) -> None:
+    """Check DATA (a JSONL file, or a TREC directory) and its criteria offline, in one streaming pass.
+
+    Every problem is listed with file, line, field, what is wrong and how to fix it. Exit status: 0 when
+    there are no errors (warnings do not fail), 1 when there is at least one error.
+    """
+    from .._io import dumps
+    from ..errors import UsageError
+    from ..mapping.validator import validate
+
+    if mapping_path is not None and criteria_path is not None:
+        raise UsageError("--mapping and --criteria are mutually exclusive: criteria come from one or the other")
+    report = validate(data, mapping=mapping_path, criteria_file=criteria_path, max_per_code=max_per_rule)
+    if fmt == "json":
+        click.echo(dumps(report.to_dict(), indent=True).decode("utf-8"))
+    else:
+        click.echo(render_text(report))
+    if not report.ok:
+        sys.exit(1)

@@ -1,0 +1,389 @@
+"""Turn one parsed JSON row into a ``QueryRecord`` through the mapping's field paths, collecting problems.
+
+Field paths: ``a.b.c`` walks nested objects; a numeric segment (``turns.0.text``) indexes a list. A document list
+is ``path`` (``docs`` or ``docs[]``) plus per-element keys, themselves paths (``id``, ``meta.score``).
+
+Type rules (documented in docs/mapping.md):
+- ``query_id`` and document ids are strings; an integer id is read as its decimal string (``7`` → ``"7"``) and the
+  validator warns about it, so ``1`` and ``"1"`` in one list show up as a duplicate id, never silently merged.
+  Floats, booleans, objects as ids are errors.
+- labels must be JSON integers (``2.0`` and ``true`` are rejected, as Foundry does); scores are numbers or absent.
+- ``context`` must be one string (the exact text the model received).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..mapping.catalog import did_you_mean
+from ..mapping.model import Mapping
+from .problems import Problem
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
+
+__all__ = ["MISSING", "ParsedRow", "RowParser", "compile_path", "float_label_problem", "get_path"]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+Path = tuple[str, ...]
+_Doc = tuple[str, float | None, str | None, str | None]  # id, score, content, title
+
+
+def compile_path(path: str) -> Path:
+    """``"docs[].meta.id"`` → ``("docs", "meta", "id")`` (``[]`` markers are decoration)."""
+    return tuple(seg for seg in path.replace("[]", "").split(".") if seg)
+
+
+def get_path(obj: Any, path: Path) -> Any:
+    """The value at ``path`` in ``obj``, or ``MISSING``."""
+    if len(path) == 1 and type(obj) is dict:  # the common case, kept fast
+        return obj.get(path[0], MISSING)
+    for seg in path:
+        if isinstance(obj, dict):
+            obj = obj.get(seg, MISSING)
+            if obj is MISSING:
+                return MISSING
+        elif isinstance(obj, list) and seg.isdigit() and int(seg) < len(obj):
+            obj = obj[int(seg)]
+        else:
+            return MISSING
+    return obj
+
+
+@dataclass
+class ParsedRow:
+    """A record (``None`` if unusable) with the problems found and the canonical fields absent from the row."""
+
+    record: QueryRecord | None
+    problems: list[Problem] = field(default_factory=list)
+    missing: set[str] = field(default_factory=set)
+    int_ids: int = 0  # how many document ids were JSON integers (read as strings)
+    item: dict[str, Any] | None = None  # with ``records=False``: the wire-form item (``QueryRecord.item()``)
+    kind_source: str | None = None
+
+
+def float_label_problem(value: float) -> tuple[str, str]:
+    """Message and hint for a label given as a JSON float."""
+    if value.is_integer():
+        return f"label {value!r} is a float; Foundry requires JSON integers", f"write {int(value)}"
+    return (
+        f"label {value!r} is not an integer; a fractional value in a label field is probably a search score",
+        "put human relevance labels (integers) here; search scores belong in relevance_score",
+    )
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+class RowParser:
+    """Compiled field paths of one mapping; ``parse(row, line)`` gives a ``ParsedRow``."""
+
+    def __init__(
+        self,
+        mapping: Mapping,
+        *,
+        source: str | None = None,
+        relevance_threshold: int | None = None,
+        records: bool = True,
+    ) -> None:
+        self.records = records  # False: fill ``ParsedRow.item`` (plain dicts) instead of building a QueryRecord
+        f = mapping.dataset.fields
+        self.mapping = mapping
+        self.source = source
+        self.threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
+        self.fields = f
+        self.p_query_id = compile_path(f.query_id)
+        self.p_query = compile_path(f.query)
+        self.p_kind = compile_path(f.kind) if f.kind else None
+        self.p_context = compile_path(f.context) if f.context else None
+        self.p_response = compile_path(f.response) if f.response else None
+        self.p_ground_truth = compile_path(f.ground_truth) if f.ground_truth else None
+        d = f.retrieved_documents
+        self.p_docs = compile_path(d.path) if d else None
+        self.p_doc_id = compile_path(d.document_id) if d else ()
+        self.p_doc_score = compile_path(d.relevance_score) if d and d.relevance_score else None
+        self.p_doc_content = compile_path(d.content) if d and d.content else None
+        self.p_doc_title = compile_path(d.title) if d and d.title else None
+        self.scores_from_rank = bool(d and d.scores_from_rank)
+        g = f.retrieval_ground_truth
+        self.p_labels = compile_path(g.path) if g else None
+        self.p_label_id = compile_path(g.document_id) if g else ()
+        self.p_label_value = compile_path(g.query_relevance_label) if g else ()
+        self.p_extra = {name: compile_path(p) for name, p in f.extra.items()}
+        self.rebuild = mapping.context.source == "rebuilt_from_documents"
+        self.separator = mapping.context.separator
+        self.top_k = mapping.context.top_k
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    def _problem(
+        self, problems: list[Problem], code: str, message: str, line: int, field_: str, hint: str | None = None
+    ) -> None:
+        problems.append(Problem("error", code, message, self.source, line, field_, hint))
+
+    def _string(self, row: dict[str, Any], path: Path | None, name: str, line: int, out: ParsedRow) -> str | None:
+        if path is None:
+            return None
+        value = get_path(row, path)
+        if value is MISSING:
+            out.missing.add(name)
+            return None
+        if value is None or isinstance(value, str):
+            return value
+        self._problem(out.problems, "not_a_string", f"must be a string, got {_type_name(value)}", line, ".".join(path))
+        return None
+
+    def _id(self, value: Any, line: int, field_: str, out: ParsedRow) -> str | None:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            out.int_ids += 1
+            return str(value)
+        if value is MISSING or value is None:
+            self._problem(out.problems, "missing_id", "document id is missing", line, field_)
+        else:
+            self._problem(
+                out.problems,
+                "bad_id",
+                f"document id must be a string, got {_type_name(value)} {value!r}",
+                line,
+                field_,
+                "write ids as JSON strings",
+            )
+        return None
+
+    # -- the row -----------------------------------------------------------------------------------------------
+    def parse(self, row: Any, line: int) -> ParsedRow:
+        out = ParsedRow(None)
+        probs = out.problems
+        if not isinstance(row, dict):
+            self._problem(probs, "not_an_object", f"a row must be a JSON object, got {_type_name(row)}", line, "")
+            return out
+        f = self.fields
+        qid_raw = get_path(row, self.p_query_id)
+        query_id: str | None = None
+        if isinstance(qid_raw, str) and qid_raw:
+            query_id = qid_raw
+        elif isinstance(qid_raw, int) and not isinstance(qid_raw, bool):
+            query_id = str(qid_raw)
+        elif qid_raw is MISSING or qid_raw is None or qid_raw == "":
+            guess = did_you_mean(f.query_id, list(row)) if qid_raw is MISSING else None
+            self._problem(
+                probs,
+                "missing_query_id",
+                "query id is missing",
+                line,
+                f.query_id,
+                f"did you mean {guess!r}? (set dataset.fields.query_id)" if guess else "every row needs a query id",
+            )
+        else:
+            self._problem(
+                probs, "bad_query_id", f"query id must be a string, got {_type_name(qid_raw)}", line, f.query_id
+            )
+
+        query = self._string(row, self.p_query, "query", line, out)
+        response = self._string(row, self.p_response, "response", line, out)
+        ground_truth = self._string(row, self.p_ground_truth, "ground_truth", line, out)
+
+        # documents
+        docs: list[_Doc] = []
+        if self.p_docs is not None:
+            raw_docs = get_path(row, self.p_docs)
+            dpath = ".".join(self.p_docs)
+            if raw_docs is MISSING or raw_docs is None:
+                out.missing.add("retrieved_documents")
+            elif not isinstance(raw_docs, list):
+                self._problem(probs, "not_a_list", f"must be a list, got {_type_name(raw_docs)}", line, dpath)
+            else:
+                docs = self._documents(raw_docs, dpath, line, out)
+
+        labels: list[tuple[str, int]] | None = None
+        if self.p_labels is not None:
+            raw_labels = get_path(row, self.p_labels)
+            lpath = ".".join(self.p_labels)
+            if raw_labels is MISSING or raw_labels is None:
+                out.missing.add("retrieval_ground_truth")
+            elif not isinstance(raw_labels, list):
+                self._problem(probs, "not_a_list", f"must be a list, got {_type_name(raw_labels)}", line, lpath)
+            else:
+                labels = self._labels(raw_labels, lpath, line, out)
+
+        # context
+        context: str | None = None
+        extra: dict[str, Any] = {}
+        if self.rebuild:
+            chosen = docs[: self.top_k] if self.top_k else docs
+            context = self.separator.join(d[2] for d in chosen if d[2])
+            extra["context_source"] = "rebuilt_from_documents"
+        elif self.p_context is not None:
+            value = get_path(row, self.p_context)
+            if value is MISSING:
+                out.missing.add("context")
+            elif value is None or isinstance(value, str):
+                context = value
+            elif isinstance(value, list):
+                self._problem(
+                    probs,
+                    "context_not_string",
+                    f"context is a list of {len(value)} chunks, not a string",
+                    line,
+                    ".".join(self.p_context),
+                    'join the chunks with two newlines ("\\n\\n".join(chunks)), exactly as sent to the model',
+                )
+            else:
+                self._problem(
+                    probs,
+                    "context_not_string",
+                    f"context must be a string, got {_type_name(value)}",
+                    line,
+                    ".".join(self.p_context),
+                )
+
+        # kind
+        kind, kind_source = self._kind(row, labels, line, out)
+
+        for name, path in self.p_extra.items():
+            value = get_path(row, path)
+            if value is not MISSING:
+                extra[name] = value
+
+        if query_id is None or any(p.severity == "error" for p in probs):
+            return out
+        out.kind_source = kind_source
+        if not self.records:
+            item: dict[str, Any] = {"query_id": query_id}
+            if query is not None:
+                item["query"] = query
+            item["kind"] = kind
+            for name, value in (("context", context), ("response", response), ("ground_truth", ground_truth)):
+                if value is not None:
+                    item[name] = value
+            item["retrieved_documents"] = [{"document_id": d[0], "relevance_score": d[1]} for d in docs]
+            if labels is not None:
+                item["retrieval_ground_truth"] = [{"document_id": g[0], "query_relevance_label": g[1]} for g in labels]
+            item.update(extra)
+            out.item = item
+            return out
+        out.record = QueryRecord(
+            query_id=query_id,
+            query=query,
+            kind=kind,
+            kind_source=kind_source,
+            retrieved_documents=[
+                RetrievedDocument(document_id=d[0], relevance_score=d[1], content=d[2], title=d[3]) for d in docs
+            ],
+            retrieval_ground_truth=(
+                None
+                if labels is None
+                else [GroundTruthLabel(document_id=g[0], query_relevance_label=g[1]) for g in labels]
+            ),
+            context=context,
+            response=response,
+            ground_truth=ground_truth,
+            extra=extra,
+            source=self.source,
+            line=line,
+        )
+        return out
+
+    def _documents(self, raw: list[Any], dpath: str, line: int, out: ParsedRow) -> list[_Doc]:
+        docs: list[_Doc] = []
+        id_key = ".".join(self.p_doc_id)
+        for i, el in enumerate(raw):
+            if type(el) is not dict:
+                where = f"{dpath}[{i}]"
+                self._problem(out.problems, "not_an_object", f"must be an object, got {_type_name(el)}", line, where)
+                continue
+            where = dpath  # completed with the index only when a problem is reported
+            raw_id = get_path(el, self.p_doc_id)
+            doc_id = raw_id if type(raw_id) is str else self._id(raw_id, line, f"{dpath}[{i}].{id_key}", out)
+            score: float | None = None
+            if self.scores_from_rank:
+                score = float(len(raw) - i)
+            elif self.p_doc_score is not None:
+                s = get_path(el, self.p_doc_score)
+                if isinstance(s, int | float) and not isinstance(s, bool):
+                    score = s
+                elif s is not MISSING and s is not None:
+                    self._problem(
+                        out.problems,
+                        "bad_score",
+                        f"relevance score must be a number, got {_type_name(s)} {s!r}",
+                        line,
+                        f"{where}[{i}].{'.'.join(self.p_doc_score)}",
+                    )
+            content = get_path(el, self.p_doc_content) if self.p_doc_content else None
+            title = get_path(el, self.p_doc_title) if self.p_doc_title else None
+            if doc_id is not None:
+                docs.append(
+                    (
+                        doc_id,
+                        score,
+                        content if isinstance(content, str) else None,
+                        title if isinstance(title, str) else None,
+                    )
+                )
+        return docs
+
+    def _labels(self, raw: list[Any], lpath: str, line: int, out: ParsedRow) -> list[tuple[str, int]]:
+        labels: list[tuple[str, int]] = []
+        id_key = ".".join(self.p_label_id)
+        label_key = ".".join(self.p_label_value)
+        for i, el in enumerate(raw):
+            where = f"{lpath}[{i}]"
+            if not isinstance(el, dict):
+                self._problem(out.problems, "not_an_object", f"must be an object, got {_type_name(el)}", line, where)
+                continue
+            doc_id = self._id(get_path(el, self.p_label_id), line, f"{where}.{id_key}", out)
+            value = get_path(el, self.p_label_value)
+            if isinstance(value, int) and not isinstance(value, bool):
+                if doc_id is not None:
+                    labels.append((doc_id, value))
+            elif isinstance(value, float):
+                message, hint = float_label_problem(value)
+                self._problem(out.problems, "label_not_integer", message, line, f"{where}.{label_key}", hint)
+            elif value is MISSING or value is None:
+                self._problem(out.problems, "missing_label", "label is missing", line, f"{where}.{label_key}")
+            else:
+                self._problem(
+                    out.problems,
+                    "label_not_integer",
+                    f"label must be an integer, got {_type_name(value)} {value!r}",
+                    line,
+                    f"{where}.{label_key}",
+                    "write labels as JSON integers",
+                )
+        return labels
+
+    def _kind(
+        self, row: dict[str, Any], labels: list[tuple[str, int]] | None, line: int, out: ParsedRow
+    ) -> tuple[Any, Any]:
+        if self.p_kind is not None:
+            value = get_path(row, self.p_kind)
+            if value in ("positive", "negative"):
+                return value, "declared"
+            if value is not MISSING and value is not None:
+                guess = did_you_mean(str(value), ["positive", "negative"])
+                self._problem(
+                    out.problems,
+                    "bad_kind",
+                    f"kind must be 'positive' or 'negative', got {value!r}",
+                    line,
+                    ".".join(self.p_kind),
+                    f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels",
+                )
+                return "positive", "unknown"
+        if labels is not None:
+            relevant = any(g[1] >= self.threshold for g in labels)
+            return ("positive" if relevant else "negative"), "labels"
+        return "positive", "unknown"

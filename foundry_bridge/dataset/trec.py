@@ -1,0 +1,220 @@
+"""TREC input: qrels (``qid 0 docid label``), a run (``qid Q0 docid rank score tag``), queries (``qid<TAB>text``)
+and optional responses (JSONL joined by query id), turned into the same ``QueryRecord``s as JSONL input.
+
+Run order follows trec_eval, which ignores the rank column: score descending, ties broken by document id in
+descending string order. Queries come out in the order of their first line in the run file, then queries that
+appear only in the queries file (with no retrieved documents). The files are loaded into memory (TREC runs are
+grouped by query in practice, but nothing guarantees it); only JSONL input streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..mapping.model import Mapping
+from .parse import MISSING, compile_path, get_path
+from .problems import Problem
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
+
+__all__ = ["read_trec"]
+
+
+class _Sink:
+    """Raise on the first error, or collect every problem into a list (validation)."""
+
+    def __init__(self, problems: list[Problem] | None) -> None:
+        self.problems = problems
+
+    def error(self, code: str, message: str, file: str, line: int | None, field: str, hint: str | None = None) -> None:
+        problem = Problem("error", code, message, file, line, field, hint)
+        if self.problems is None:
+            raise problem.to_error()
+        self.problems.append(problem)
+
+
+def _open_lines(path: Path, sink: _Sink, what: str) -> Iterator[tuple[int, str]]:
+    try:
+        fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        sink.error("missing_file", f"{what} file not found", str(path), None, "", f"set dataset.trec.{what}")
+        return
+    with fh:
+        for lineno, text in enumerate(fh, 1):
+            if text.strip():
+                yield lineno, text.rstrip("\n")
+
+
+def read_trec(
+    directory: str | Path,
+    mapping: Mapping,
+    *,
+    relevance_threshold: int | None = None,
+    problems: list[Problem] | None = None,
+) -> Iterator[QueryRecord]:
+    """Records from the TREC files named in ``mapping.dataset.trec``, relative to ``directory``.
+
+    With ``problems`` given, problems are appended and bad lines skipped; otherwise the first raises DatasetError.
+    """
+    base = Path(directory)
+    files = mapping.dataset.trec
+    threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
+    sink = _Sink(problems)
+
+    qrels: dict[str, list[GroundTruthLabel]] = {}
+    if files.qrels:
+        qrels_path = base / files.qrels
+        for lineno, text in _open_lines(qrels_path, sink, "qrels"):
+            parts = text.split()
+            if len(parts) != 4:
+                sink.error(
+                    "bad_qrels_line",
+                    f"expected 4 columns `qid 0 docid label`, got {len(parts)}",
+                    str(qrels_path),
+                    lineno,
+                    "",
+                )
+                continue
+            qid, _, docid, label = parts
+            try:
+                value = int(label)
+            except ValueError:
+                hint = "put human relevance labels (integers) here; search scores belong in the run file"
+                sink.error(
+                    "label_not_integer",
+                    f"label {label!r} is not an integer"
+                    + ("; a fractional value in a label field is probably a search score" if "." in label else ""),
+                    str(qrels_path),
+                    lineno,
+                    "label",
+                    hint,
+                )
+                continue
+            qrels.setdefault(qid, []).append(GroundTruthLabel(document_id=docid, query_relevance_label=value))
+
+    run_path = base / files.run
+    runs: dict[str, list[tuple[float, str]]] = {}
+    first_line: dict[str, int] = {}
+    for lineno, text in _open_lines(run_path, sink, "run"):
+        parts = text.split()
+        if len(parts) != 6:
+            sink.error(
+                "bad_run_line",
+                f"expected 6 columns `qid Q0 docid rank score tag`, got {len(parts)}",
+                str(run_path),
+                lineno,
+                "",
+            )
+            continue
+        qid, _, docid, _rank, score, _tag = parts
+        try:
+            value = float(score)
+        except ValueError:
+            sink.error("bad_score", f"score {score!r} is not a number", str(run_path), lineno, "score")
+            continue
+        runs.setdefault(qid, []).append((value, docid))
+        first_line.setdefault(qid, lineno)
+
+    queries: dict[str, str] = {}
+    if files.queries:
+        queries_path = base / files.queries
+        for lineno, text in _open_lines(queries_path, sink, "queries"):
+            qid, sep, query = text.partition("\t")
+            if not sep:
+                sink.error(
+                    "bad_queries_line", "expected `qid<TAB>text`", str(queries_path), lineno, "", "separate with a tab"
+                )
+                continue
+            queries[qid.strip()] = query
+
+    responses: dict[str, dict[str, Any]] = {}
+    if files.responses:
+        responses = _read_responses(base / files.responses, mapping, sink)
+
+    order = list(runs) + [q for q in queries if q not in runs]
+    rebuild = mapping.context.source == "rebuilt_from_documents"
+    for qid in order:
+        ranked = sorted(runs.get(qid, []), reverse=True)  # score desc, then docid desc: trec_eval's order
+        docs = [RetrievedDocument(document_id=d, relevance_score=s) for s, d in ranked]
+        labels = qrels.get(qid) if files.qrels else None
+        resp = responses.get(qid, {})
+        extra: dict[str, Any] = dict(resp.get("extra", {}))
+        kind = resp.get("kind")
+        if kind in ("positive", "negative"):
+            kind_source = "declared"
+        elif labels is not None:
+            kind = "positive" if any(g.query_relevance_label >= threshold for g in labels) else "negative"
+            kind_source = "labels"
+        else:
+            kind, kind_source = "positive", "unknown"
+        context = resp.get("context")
+        if rebuild:
+            context = None  # TREC runs carry no document text to rebuild from
+            extra["context_source"] = "rebuilt_from_documents"
+        yield QueryRecord(
+            query_id=qid,
+            query=queries.get(qid, resp.get("query")),
+            kind=kind,
+            kind_source=kind_source,
+            retrieved_documents=docs,
+            retrieval_ground_truth=labels,
+            context=context,
+            response=resp.get("response"),
+            ground_truth=resp.get("ground_truth"),
+            extra=extra,
+            source=str(run_path),
+            line=first_line.get(qid),
+        )
+
+
+def _read_responses(path: Path, mapping: Mapping, sink: _Sink) -> dict[str, dict[str, Any]]:
+    """query id → {context, response, ground_truth, kind, query, extra} from a JSONL file."""
+    f = mapping.dataset.fields
+    paths = {
+        name: compile_path(p)
+        for name, p in (
+            ("query", f.query),
+            ("kind", f.kind),
+            ("context", f.context),
+            ("response", f.response),
+            ("ground_truth", f.ground_truth),
+        )
+        if p
+    }
+    p_qid = compile_path(f.query_id)
+    p_extra = {name: compile_path(p) for name, p in f.extra.items()}
+    out: dict[str, dict[str, Any]] = {}
+    for lineno, text in _open_lines(path, sink, "responses"):
+        try:
+            row = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            sink.error("bad_json", f"malformed JSON: {exc}", str(path), lineno, "")
+            continue
+        qid = get_path(row, p_qid) if isinstance(row, dict) else MISSING
+        if isinstance(qid, int) and not isinstance(qid, bool):
+            qid = str(qid)
+        if not isinstance(qid, str):
+            sink.error("missing_query_id", "query id is missing", str(path), lineno, f.query_id)
+            continue
+        entry: dict[str, Any] = {}
+        for name, p in paths.items():
+            value = get_path(row, p)
+            if value is MISSING:
+                continue
+            if value is not None and not isinstance(value, str):
+                code = "context_not_string" if name == "context" else "not_a_string"
+                hint = (
+                    'join the chunks with two newlines ("\\n\\n".join(chunks)), exactly as sent to the model'
+                    if name == "context" and isinstance(value, list)
+                    else None
+                )
+                sink.error(code, f"{name} must be a string, got {type(value).__name__}", str(path), lineno, name, hint)
+                continue
+            entry[name] = value
+        extra = {name: get_path(row, p) for name, p in p_extra.items()}
+        entry["extra"] = {k: v for k, v in extra.items() if v is not MISSING}
+        out[qid] = entry
+    return out

@@ -1,0 +1,175 @@
+"""Load a mapping file: YAML → ``Mapping``, with errors that point at the file, line and key.
+
+``load_mapping(None)`` loads the packaged ``default.yaml``. The mapping files live once, in the repository's
+``mappings/`` folder; ``foundry_bridge/resources/mappings`` is a symlink to it, so the same files are read in an
+editable install and copied into a built wheel as package data (``importlib.resources``).
+
+Nothing is expanded here: ``${VAR}`` stays as written until ``build_plan`` (see ``expand_env``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import MappingError
+from .catalog import did_you_mean
+from .model import Mapping
+
+__all__ = ["MAPPINGS_PACKAGE_DIR", "expand_env", "load_mapping", "mapping_from_dict", "packaged_mapping_path"]
+
+MAPPINGS_PACKAGE_DIR = ("resources", "mappings")
+
+
+def packaged_mapping_path(name: str = "default.yaml") -> Path:
+    """Path of a mapping shipped with the package (``default.yaml``, ``trec.yaml``, ``custom_fields.yaml``)."""
+    ref = resources.files("foundry_bridge").joinpath(*MAPPINGS_PACKAGE_DIR, name)
+    return Path(str(ref))
+
+
+def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
+    """Read and validate a YAML mapping file; ``None`` → the packaged ``default.yaml``.
+
+    Raises ``MappingError`` (file, line, field path, did-you-mean for unknown keys) on bad YAML or bad keys.
+    """
+    import yaml
+
+    file = packaged_mapping_path() if path is None else Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise MappingError("mapping file not found", file=str(file)) from None
+    except OSError as exc:
+        raise MappingError(f"cannot read mapping file: {exc.strerror}", file=str(file)) from None
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise MappingError(f"invalid YAML: {problem}", file=str(file), line=line) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise MappingError("a mapping file must be a YAML mapping (key: value) at the top level", file=str(file))
+    return mapping_from_dict(data, file=str(file), node=node)
+
+
+def mapping_from_dict(data: dict[str, Any], *, file: str | None = None, node: Any = None) -> Mapping:
+    """Validate a parsed mapping; the first problem becomes a ``MappingError`` located via the YAML ``node``."""
+    try:
+        return Mapping.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        field = _dotted(loc)
+        line = _line_of(node, loc)
+        if err["type"] == "extra_forbidden":
+            key = str(loc[-1])
+            known = _known_keys(loc[:-1])
+            guess = did_you_mean(key, known) if known else None
+            hint = f"did you mean {guess!r}?" if guess else (f"known keys: {', '.join(known)}" if known else None)
+            raise MappingError(f"unknown key {key!r}", file=file, line=line, field=field, hint=hint) from None
+        if err["type"] == "missing":
+            raise MappingError("required key is missing", file=file, line=line, field=field) from None
+        raise MappingError(err["msg"], file=file, line=line, field=field) from None
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the pydantic model found at ``loc`` (for did-you-mean)."""
+    from pydantic import BaseModel
+
+    model: Any = Mapping
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = model.model_fields.get(str(part)) if isinstance(model, type) else None
+        if info is None:
+            return []
+        ann = info.annotation
+        model = _model_in(ann)
+        if model is None:
+            return []
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def _model_in(ann: Any) -> Any:
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in get_args(ann):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _line_of(node: Any, loc: tuple[Any, ...]) -> int | None:
+    """1-based line of the YAML key at ``loc`` (or of its closest existing parent)."""
+    import yaml
+
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == str(part):
+                    line = key_node.start_mark.line + 1
+                    node = value_node
+                    break
+            else:
+                return line if line is not None else (node.start_mark.line + 1)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+
+
+def expand_env(value: Any, *, environ: dict[str, str] | None = None, where: str | None = None) -> Any:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in strings, recursively through lists and dicts.
+
+    ``${VAR:-default}`` uses the default when VAR is unset or empty (as in POSIX shells). An unset ``${VAR}``
+    without default raises ``MappingError``. A string that is exactly one reference keeps the variable's text.
+    """
+    env = os.environ if environ is None else environ
+    if isinstance(value, str):
+
+        def sub(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            got = env.get(name)
+            if got:
+                return got
+            if default is not None:
+                return default
+            raise MappingError(
+                f"environment variable {name} is not set",
+                field=where,
+                hint=f"export {name}=... or write ${{{name}:-default}} in the mapping",
+            )
+
+        return _ENV.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: expand_env(v, environ=env, where=f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, environ=env, where=where) for v in value]
+    return value

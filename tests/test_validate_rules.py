@@ -1,0 +1,464 @@
+"""Every validation rule: a small bad file and the exact expected message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from foundry_bridge.mapping import validate
+from foundry_bridge.mapping.validator import MAX_DOCUMENTS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _row(qid: str = "q1", **over: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "query_id": qid,
+        "kind": "positive",
+        "query": "How many weeks of leave?",
+        "retrieved_documents": [
+            {"document_id": "a", "relevance_score": 0.9},
+            {"document_id": "b", "relevance_score": 0.5},
+        ],
+        "retrieval_ground_truth": [
+            {"document_id": "a", "query_relevance_label": 3},
+            {"document_id": "b", "query_relevance_label": 0},
+        ],
+        "context": "Sixteen weeks.",
+        "response": "16 weeks.",
+    }
+    row.update(over)
+    return {k: v for k, v in row.items() if v is not ...}
+
+
+def _data(tmp_path: Path, *rows: Any) -> Path:
+    p = tmp_path / "d.jsonl"
+    p.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return p
+
+
+def _mapping(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "m.yaml"
+    p.write_text(text)
+    return p
+
+
+def _criteria(tmp_path: Path, criteria: Any) -> Path:
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(criteria, indent=2))
+    return p
+
+
+def _found(report: Any) -> list[str]:
+    return [f"{p.severity}: {p}" for p in report.problems]
+
+
+JUDGE = "deployment_name: gpt-4o-mini"
+
+
+def test_clean_data_has_no_problem(tmp_path: Path) -> None:
+    report = validate(_data(tmp_path, _row("q1"), _row("q2")))
+    assert _found(report) == [] and report.ok and report.rows == 2
+
+
+# ---- errors ------------------------------------------------------------------------------------------------------
+
+
+def test_docs_typo_retrieval_documents_in_criteria(tmp_path: Path) -> None:
+    crit = _criteria(
+        tmp_path,
+        [
+            {
+                "type": "azure_ai_evaluator",
+                "name": "docret",
+                "evaluator_name": "builtin.document_retrieval",
+                "data_mapping": {
+                    "retrieval_ground_truth": "{{item.retrieval_ground_truth}}",
+                    "retrieval_documents": "{{item.retrieved_documents}}",
+                },
+            }
+        ],
+    )
+    report = validate(_data(tmp_path, _row()), criteria_file=crit)
+    assert (
+        f"error: {crit}:8: testing_criteria[0].data_mapping.retrieval_documents: 'retrieval_documents' is not an "
+        "input of builtin.document_retrieval (fix: did you mean 'retrieved_documents'?)" in _found(report)
+    )
+    assert not report.ok
+
+
+def test_docs_typo_retrieval_documents_in_mapping_inputs(tmp_path: Path) -> None:
+    m = _mapping(
+        tmp_path,
+        "evaluators:\n  - evaluator: builtin.document_retrieval\n"
+        "    inputs: {retrieval_documents: retrieved_documents}\n",
+    )
+    report = validate(_data(tmp_path, _row()), mapping=m)
+    assert _found(report) == [
+        f"error: {m}:3: evaluators[0].inputs.retrieval_documents: 'retrieval_documents' is not an input of "
+        "builtin.document_retrieval (fix: did you mean 'retrieved_documents'?)"
+    ]
+
+
+def test_template_field_no_row_has(tmp_path: Path) -> None:
+    crit = _criteria(
+        tmp_path,
+        [
+            {
+                "type": "azure_ai_evaluator",
+                "name": "rel",
+                "evaluator_name": "builtin.relevance",
+                "initialization_parameters": {"deployment_name": "d"},
+                "data_mapping": {"query": "{{item.query}}", "response": "{{item.respones}}"},
+            }
+        ],
+    )
+    data = _data(tmp_path, _row("q1"), _row("q2"))
+    report = validate(data, criteria_file=crit)
+    assert _found(report) == [
+        f"error: {data}: respones: no row has the field 'respones' that rel.response read "
+        "(fix: did you mean 'response'?)"
+    ]
+
+
+def test_mapping_path_no_row_has(tmp_path: Path) -> None:
+    m = _mapping(
+        tmp_path,
+        f"dataset:\n  fields: {{response: answr}}\nevaluators:\n"
+        f"  - evaluator: builtin.relevance\n    init: {{{JUDGE}}}\n",
+    )
+    data = _data(tmp_path, _row(response=..., answer="16 weeks."))
+    assert _found(validate(data, mapping=m)) == [
+        f"error: {data}: answr: no row has the field 'answr' that relevance.response read (fix: did you mean 'answer'?)"
+    ]
+
+
+def test_wrong_case_input_key_and_template_field(tmp_path: Path) -> None:
+    crit = _criteria(
+        tmp_path,
+        [
+            {
+                "type": "azure_ai_evaluator",
+                "name": "ret",
+                "evaluator_name": "builtin.retrieval",
+                "initialization_parameters": {"deployment_name": "d"},
+                "data_mapping": {"Query": "{{item.query}}", "context": "{{item.Context}}"},
+            }
+        ],
+    )
+    data = _data(tmp_path, _row())
+    found = _found(validate(data, criteria_file=crit))
+    assert found == [
+        f"error: {crit}:9: testing_criteria[0].data_mapping: builtin.retrieval needs input(s) query in data_mapping "
+        '(fix: "query": "{{item.query}}")',
+        f"error: {crit}:10: testing_criteria[0].data_mapping.Query: input 'Query' has the wrong case "
+        "(fix: write 'query')",
+        f"error: {data}: Context: no row has the field 'Context' that ret.context read "
+        "(fix: wrong case: the data has 'context')",
+    ]
+
+
+def test_missing_deployment_for_judge(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "evaluators:\n  - evaluator: builtin.groundedness\n    init: {threshold: 3}\n")
+    assert _found(validate(_data(tmp_path, _row()), mapping=m)) == [
+        f"error: {m}:3: evaluators[0].init.deployment_name: builtin.groundedness is an LLM judge and needs "
+        'deployment_name (fix: add deployment_name: "${AZURE_AI_MODEL_DEPLOYMENT_NAME}")'
+    ]
+
+
+def test_unset_env_var_in_deployment(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "evaluators:\n  - evaluator: builtin.relevance\n    init: {deployment_name: '${NOPE_X}'}\n")
+    assert _found(validate(_data(tmp_path, _row()), mapping=m, environ={})) == [
+        f"error: {m}:3: evaluators[0].init.deployment_name: environment variable NOPE_X is not set "
+        "(fix: export NOPE_X=... or write ${NOPE_X:-default} in the mapping)"
+    ]
+
+
+def test_init_param_not_accepted(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "evaluators:\n  - evaluator: builtin.document_retrieval\n    init: {ndcg_treshold: 0.5}\n")
+    assert _found(validate(_data(tmp_path, _row()), mapping=m)) == [
+        f"error: {m}:3: evaluators[0].init.ndcg_treshold: 'ndcg_treshold' is not an initialization parameter of "
+        "builtin.document_retrieval (fix: did you mean 'ndcg_threshold'?)"
+    ]
+
+
+def test_unknown_evaluator(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "evaluators:\n  - evaluator: builtin.groundednes\n")
+    assert _found(validate(_data(tmp_path, _row()), mapping=m)) == [
+        f"error: {m}:2: evaluators[0].evaluator: 'builtin.groundednes' is not a known builtin evaluator "
+        "(fix: did you mean 'builtin.groundedness'?)"
+    ]
+
+
+def test_required_input_missing_in_a_row(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, f"evaluators:\n  - evaluator: builtin.retrieval\n    init: {{{JUDGE}}}\n")
+    data = _data(tmp_path, _row("q1"), _row("q2", context=...))
+    assert _found(validate(data, mapping=m)) == [
+        f"error: {data}:2: context: required input 'context' of criterion 'retrieval' is missing (item field "
+        "'context') (fix: fill the field in every row, or drop the evaluator)"
+    ]
+
+
+def test_context_list_of_chunks(tmp_path: Path) -> None:
+    data = _data(tmp_path, _row(context=["one", "two", "three"]))
+    assert _found(validate(data)) == [
+        f"error: {data}:1: context: context is a list of 3 chunks, not a string "
+        '(fix: join the chunks with two newlines ("\\n\\n".join(chunks)), exactly as sent to the model)'
+    ]
+
+
+def test_float_label_is_probably_a_search_score(tmp_path: Path) -> None:
+    data = _data(tmp_path, _row(retrieval_ground_truth=[{"document_id": "a", "query_relevance_label": 3.7}]))
+    assert _found(validate(data)) == [
+        f"error: {data}:1: retrieval_ground_truth[0].query_relevance_label: label 3.7 is not an integer; a fractional "
+        "value in a label field is probably a search score "
+        "(fix: put human relevance labels (integers) here; search scores belong in relevance_score)"
+    ]
+
+
+def test_label_outside_declared_range(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "labels: {min: 0, max: 3}\nevaluators:\n  - evaluator: builtin.document_retrieval\n")
+    data = _data(
+        tmp_path,
+        _row(
+            retrieval_ground_truth=[
+                {"document_id": "a", "query_relevance_label": 4},
+                {"document_id": "b", "query_relevance_label": -1},
+            ]
+        ),
+    )
+    assert _found(validate(data, mapping=m)) == [
+        f"error: {data}:1: retrieval_ground_truth[0].query_relevance_label: label 4 is above ground_truth_label_max 3 "
+        "(criterion 'document_retrieval') "
+        "(fix: fix the label, or declare the range in the mapping's `labels` (min/max))",
+        f"error: {data}:1: retrieval_ground_truth[1].query_relevance_label: label -1 is below ground_truth_label_min 0 "
+        "(criterion 'document_retrieval') "
+        "(fix: fix the label, or declare the range in the mapping's `labels` (min/max))",
+    ]
+
+
+def test_more_than_10000_documents(tmp_path: Path) -> None:
+    docs = [{"document_id": f"d{i}", "relevance_score": 1.0} for i in range(MAX_DOCUMENTS + 1)]
+    data = _data(tmp_path, _row(retrieved_documents=docs))
+    assert _found(validate(data)) == [
+        f"error: {data}:1: retrieved_documents: 10001 documents in retrieved_documents; Foundry accepts at most 10000 "
+        "(fix: keep the top 10000)"
+    ]
+    ok = _data(tmp_path, _row(retrieved_documents=docs[:MAX_DOCUMENTS]))
+    assert validate(ok).ok
+
+
+def test_duplicate_query_id(tmp_path: Path) -> None:
+    data = _data(tmp_path, _row("q1"), _row("q2"), _row("q1"), _row("q3"), _row("q2"), _row("q1"))
+    assert _found(validate(data)) == [
+        f"error: {data}:3: query_id: query_id is already used on line 1 (fix: give every query a unique id)",
+        f"error: {data}:5: query_id: query_id is already used on line 2 (fix: give every query a unique id)",
+        f"error: {data}:6: query_id: query_id is already used on line 1 (fix: give every query a unique id)",
+    ]
+
+
+def test_malformed_json_line_is_reported_and_the_rest_checked(tmp_path: Path) -> None:
+    data = _data(tmp_path, _row("q1"), '{"query_id": "q2", "query": ', _row("q3", context=["x", "y"]))
+    report = validate(data)
+    assert _found(report) == [
+        f"error: {data}:2: malformed JSON line: unexpected end of data "
+        "(fix: each line must be one complete JSON object)",
+        f"error: {data}:3: context: context is a list of 2 chunks, not a string "
+        '(fix: join the chunks with two newlines ("\\n\\n".join(chunks)), exactly as sent to the model)',
+    ]
+    assert report.rows == 3
+
+
+# ---- warnings ----------------------------------------------------------------------------------------------------
+
+
+def test_duplicate_document_id_within_a_list(tmp_path: Path) -> None:
+    docs = [{"document_id": "a", "relevance_score": 0.9}, {"document_id": "a", "relevance_score": 0.5}]
+    data = _data(tmp_path, _row(retrieved_documents=docs))
+    report = validate(data)
+    assert _found(report) == [
+        f"warning: {data}:1: retrieved_documents[1].document_id: document 'a' appears twice in retrieved_documents: "
+        "Foundry keeps the last score, foundry_bridge's metrics the first position (fix: remove the duplicate)"
+    ]
+    assert report.ok
+
+
+def test_integer_and_string_id_are_not_merged_silently(tmp_path: Path) -> None:
+    docs = [{"document_id": 1, "relevance_score": 0.9}, {"document_id": "1", "relevance_score": 0.5}]
+    data = _data(tmp_path, _row(retrieved_documents=docs))
+    assert _found(validate(data)) == [
+        f"warning: {data}:1: document_id: 1 document id(s) are JSON numbers; read as strings ('1' and 1 become the "
+        "same id) (fix: write ids as JSON strings)",
+        f"warning: {data}:1: retrieved_documents[1].document_id: document '1' appears twice in retrieved_documents: "
+        "Foundry keeps the last score, foundry_bridge's metrics the first position (fix: remove the duplicate)",
+    ]
+
+
+def test_list_order_disagrees_with_scores(tmp_path: Path) -> None:
+    docs = [{"document_id": "a", "relevance_score": 0.2}, {"document_id": "b", "relevance_score": 0.9}]
+    data = _data(tmp_path, _row(retrieved_documents=docs))
+    assert _found(validate(data)) == [
+        f"warning: {data}:1: retrieved_documents[1].relevance_score: list order disagrees with relevance_score order "
+        "at rank 2 (0.9 > 0.2): Foundry ranks by score, so this list is scored in another order than it was shown "
+        "(fix: set dataset.fields.retrieved_documents.scores_from_rank: true to synthesize monotone scores from rank)"
+    ]
+
+
+def test_scores_from_rank_fixes_the_order_warning(tmp_path: Path) -> None:
+    docs = [{"document_id": "a", "relevance_score": 0.2}, {"document_id": "b", "relevance_score": 0.9}]
+    m = _mapping(
+        tmp_path,
+        "dataset:\n  fields:\n    retrieved_documents: {scores_from_rank: true}\n"
+        "evaluators:\n  - evaluator: builtin.document_retrieval\n",
+    )
+    assert _found(validate(_data(tmp_path, _row(retrieved_documents=docs)), mapping=m)) == []
+
+
+def test_label_max_10_or_more_fidelity_bug(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "labels: {min: 0, max: 10}\nevaluators:\n  - evaluator: builtin.document_retrieval\n")
+    report = validate(_data(tmp_path, _row()), mapping=m)
+    assert _found(report) == [
+        f"warning: {m}:3: evaluators[0].init.ground_truth_label_max: ground_truth_label_max is 10: Foundry's fidelity "
+        "metric mis-weights labels when the maximum is 10 or more (it sorts labels as strings) "
+        "(fix: rescale labels to 0-9 (e.g. round(label * 9 / 10)) or ignore fidelity)"
+    ]
+    assert report.ok
+
+
+def test_label_min_1_with_holes(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "labels: {min: 1, max: 4}\nevaluators:\n  - evaluator: builtin.document_retrieval\n")
+    data = _data(tmp_path, _row(retrieval_ground_truth=[{"document_id": "a", "query_relevance_label": 3}]))
+    assert _found(validate(data, mapping=m)) == [
+        f"warning: {data}:1: retrieved_documents: 1 retrieved document(s) without a label ('b'...): Foundry counts a "
+        "hole as label 0, below ground_truth_label_min 1 ('irrelevant'), so holes rank below documents judged "
+        "irrelevant (fix: label every retrieved document, or use labels from 0)"
+    ]
+
+
+def test_empty_query_and_response(tmp_path: Path) -> None:
+    data = _data(tmp_path, _row(query="  ", response=""))
+    assert _found(validate(data)) == [
+        f"warning: {data}:1: query: query is empty",
+        f"warning: {data}:1: response: response is empty",
+    ]
+
+
+def test_kind_disagrees_with_labels(tmp_path: Path) -> None:
+    zero = [{"document_id": "a", "query_relevance_label": 0}]
+    data = _data(tmp_path, _row("q1", retrieval_ground_truth=zero), _row("q2", kind="negative"))
+    assert _found(validate(data)) == [
+        f"warning: {data}:1: kind: kind is positive but no label reaches the relevance threshold 1 "
+        "(fix: label the passage that answers it, or mark the query negative)",
+        f"warning: {data}:2: kind: kind is negative but a label reaches the relevance threshold 1 "
+        "(fix: a negative query has no answer in the corpus: check the label or the kind)",
+    ]
+
+
+# ---- criteria files, caps, TREC ----------------------------------------------------------------------------------
+
+
+def test_whole_eval_create_body_is_accepted(tmp_path: Path) -> None:
+    body = json.loads((ROOT / "tests" / "data_plan" / "benefits_eval.json").read_text())
+    report = validate(ROOT / "samples" / "benefits" / "rag_eval.jsonl", criteria_file=_criteria(tmp_path, body))
+    assert _found(report) == [] and report.rows == 14
+
+
+def test_sample_template_is_rejected_for_a_dataset_run(tmp_path: Path) -> None:
+    crit = _criteria(
+        tmp_path,
+        [
+            {
+                "type": "azure_ai_evaluator",
+                "name": "rel",
+                "evaluator_name": "builtin.relevance",
+                "initialization_parameters": {"deployment_name": "d"},
+                "data_mapping": {"query": "{{item.query}}", "response": "{{sample.output_text}}"},
+            }
+        ],
+    )
+    found = _found(validate(_data(tmp_path, _row()), criteria_file=crit))
+    assert found == [
+        f"error: {crit}:11: testing_criteria[0].data_mapping.response: '{{{{sample.output_text}}}}' needs a model "
+        "or agent target; a dataset run has only item fields (fix: map it to a dataset field: "
+        '"{{item.response}}")'
+    ]
+
+
+def test_problems_are_capped_per_rule_but_all_counted(tmp_path: Path) -> None:
+    rows = [_row(f"q{i}", response="") for i in range(30)]
+    report = validate(_data(tmp_path, *rows), max_per_code=5)
+    assert len(report.problems) == 5 and report.warnings == 30
+    assert report.to_dict()["counts"]["omitted"] == {"empty_response": 25}
+
+
+def test_trec_directory_is_validated(tmp_path: Path) -> None:
+    (tmp_path / "run.txt").write_text("1 Q0 a 1 0.9 t\n1 Q0 b 2 0.5 t\n2 Q0 a 1 1 t\n2 Q0 a 2 1 t\n")
+    (tmp_path / "qrels.txt").write_text("1 0 a 9\n2 0 a 1\nbad line\n")
+    (tmp_path / "queries.tsv").write_text("1\tfirst\n2\tsecond\n")
+    m = _mapping(
+        tmp_path,
+        "dataset: {format: trec, trec: {responses: null}}\nlabels: {min: 0, max: 4}\n"
+        "evaluators:\n  - evaluator: builtin.document_retrieval\n",
+    )
+    run = tmp_path / "run.txt"
+    assert _found(validate(tmp_path, mapping=m)) == [
+        f"error: {run}:1: retrieval_ground_truth[0].query_relevance_label: label 9 is above ground_truth_label_max 4 "
+        "(criterion 'document_retrieval') "
+        "(fix: fix the label, or declare the range in the mapping's `labels` (min/max))",
+        f"warning: {run}:3: retrieved_documents[1].document_id: document 'a' appears twice in retrieved_documents: "
+        "Foundry keeps the last score, foundry_bridge's metrics the first position (fix: remove the duplicate)",
+        f"error: {tmp_path / 'qrels.txt'}:3: expected 4 columns `qid 0 docid label`, got 2",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "mapping"),
+    [
+        ("samples/benefits/rag_eval.jsonl", None),
+        ("samples/custom_fields/rag_eval.jsonl", "mappings/custom_fields.yaml"),
+        ("samples/trec", "mappings/trec.yaml"),
+    ],
+)
+def test_shipped_samples_are_clean(data: str, mapping: str | None) -> None:
+    report = validate(ROOT / data, mapping=ROOT / mapping if mapping else None)
+    assert _found(report) == [] and report.rows == 14
+
+
+def test_integral_float_label_is_named_as_a_float(tmp_path: Path) -> None:
+    data = _data(tmp_path, _row(retrieval_ground_truth=[{"document_id": "a", "query_relevance_label": 3.0}]))
+    expected = (
+        f"error: {data}:1: retrieval_ground_truth[0].query_relevance_label: label 3.0 is a float; Foundry requires "
+        "JSON integers (fix: write 3)"
+    )
+    assert _found(validate(data)) == [expected]
+    body = json.loads((ROOT / "tests" / "data_plan" / "benefits_eval.json").read_text())
+    assert expected in _found(validate(data, criteria_file=_criteria(tmp_path, body)))
+
+
+def test_float_label_in_hand_written_criteria_route(tmp_path: Path) -> None:
+    body = json.loads((ROOT / "tests" / "data_plan" / "benefits_eval.json").read_text())
+    data = _data(tmp_path, _row(retrieval_ground_truth=[{"document_id": "a", "query_relevance_label": 0.83}]))
+    assert (
+        f"error: {data}:1: retrieval_ground_truth[0].query_relevance_label: label 0.83 is not an integer; a "
+        "fractional value in a label field is probably a search score (fix: put human relevance labels (integers) "
+        "here; search scores belong in relevance_score)"
+    ) in _found(validate(data, criteria_file=_criteria(tmp_path, body)))
+
+
+def test_empty_dataset_is_an_error(tmp_path: Path) -> None:
+    data = _data(tmp_path)
+    assert _found(validate(data)) == [f"error: {data}: the dataset has no rows (fix: nothing to evaluate)"]
+
+
+def test_kind_with_wrong_case_and_missing_query_id(tmp_path: Path) -> None:
+    bad_kind = _row("q1", kind="Positive")
+    no_id = _row("q2")
+    no_id["queryid"] = no_id.pop("query_id")
+    data = _data(tmp_path, bad_kind, no_id)
+    assert _found(validate(data)) == [
+        f"error: {data}:1: kind: kind must be 'positive' or 'negative', got 'Positive' (fix: did you mean 'positive'?)",
+        f"error: {data}:2: query_id: query id is missing (fix: did you mean 'queryid'? (set dataset.fields.query_id))",
+    ]
