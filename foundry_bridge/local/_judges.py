@@ -1,0 +1,313 @@
+"""The LLM judges on this machine: model configuration, evaluator construction, cache keys, result rows.
+
+The judges are azure-ai-evaluation's own evaluator classes (named by the catalog's ``sdk_class``), pointed at an
+Azure OpenAI deployment or at any OpenAI-compatible ``base_url``. azure-ai-evaluation is imported only inside
+the functions that build evaluators.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import redact
+from ..mapping.catalog import EvaluatorSpec
+from ..results import ResultRow
+
+__all__ = [
+    "JudgeConfig",
+    "JudgeTimeout",
+    "build_evaluator",
+    "call_evaluator",
+    "clean_output",
+    "describe_exception",
+    "evaluation_library_version",
+    "judge_rows",
+    "looks_like_azure",
+    "output_failure",
+    "prompt_fingerprint",
+]
+
+_AZURE_HOST_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+_PLACEHOLDER_KEY = "not-needed"  # OpenAI-compatible servers without auth still need a non-empty key
+_DROPPED_PROPERTIES = ("sample_input", "sample_output")  # the inputs again; kept out of results and the cache
+_MAX_ERROR_CHARS = 600
+
+
+def looks_like_azure(endpoint: str) -> bool:
+    """True when the host is an Azure OpenAI / AI Services host."""
+    host = (urlsplit(endpoint).hostname or "").lower()
+    return host.endswith(_AZURE_HOST_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Where the judges run: an OpenAI-compatible ``base_url`` or an Azure OpenAI endpoint + deployment.
+
+    ``model`` is the model name (OpenAI style) or the deployment name (Azure). The API key is read from the
+    environment variable ``api_key_env`` when the model config is built; it never enters a cache key,
+    a log line or the manifest.
+    """
+
+    endpoint: str
+    model: str
+    azure: bool
+    api_key_env: str
+    api_version: str | None = None
+
+    def model_config(self) -> dict[str, Any]:
+        """A fresh model-config dict (the library mutates the one it is given)."""
+        key = os.environ.get(self.api_key_env) or None
+        if self.azure:
+            config: dict[str, Any] = {
+                "type": "azure_openai",
+                "azure_endpoint": self.endpoint,
+                "azure_deployment": self.model,
+            }
+            if self.api_version:
+                config["api_version"] = self.api_version
+            if key:
+                config["api_key"] = key
+            return config
+        return {"type": "openai", "base_url": self.endpoint, "model": self.model, "api_key": key or _PLACEHOLDER_KEY}
+
+    def needs_credential(self) -> bool:
+        """Azure without a key authenticates with an azure-identity token."""
+        return self.azure and not os.environ.get(self.api_key_env)
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies the judge in a cache key and the manifest (never the key itself)."""
+        return {
+            "api": "azure_openai" if self.azure else "openai",
+            "endpoint": redact(self.endpoint),
+            "model": self.model,
+            "api_version": self.api_version if self.azure else None,
+        }
+
+
+def evaluation_library_version() -> str:
+    """The installed azure-ai-evaluation version (read without importing the package)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("azure-ai-evaluation")
+    except PackageNotFoundError:  # pragma: no cover - a hard dependency
+        return "unknown"
+
+
+def _evaluator_class(spec: EvaluatorSpec) -> type:
+    import azure.ai.evaluation as aie  # heavy: ~2.5 s
+
+    if not spec.sdk_class or not hasattr(aie, spec.sdk_class):
+        raise LookupError(f"azure-ai-evaluation has no class {spec.sdk_class!r} for {spec.name}")
+    return getattr(aie, spec.sdk_class)
+
+
+@functools.lru_cache(maxsize=32)
+def _class_folder_without_import(sdk_class: str) -> Path | None:
+    """The folder of the module defining ``sdk_class`` inside azure-ai-evaluation, found by reading source text
+    (importing the package costs ~2.5 s, which a fully cached re-run should not pay). None if not found."""
+    try:
+        found = importlib.util.find_spec("azure.ai.evaluation")
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.origin:
+        return None
+    needle = re.compile(rf"^class {re.escape(sdk_class)}\b", re.MULTILINE)
+    for source in sorted((Path(found.origin).parent / "_evaluators").glob("*/*.py")):
+        try:
+            if needle.search(source.read_text(encoding="utf-8", errors="replace")):
+                return source.parent
+        except OSError:
+            continue
+    return None
+
+
+def prompt_fingerprint(spec: EvaluatorSpec) -> str:
+    """SHA-256 over the ``.prompty`` files shipped beside the evaluator class (its prompt texts)."""
+    folder = _class_folder_without_import(spec.sdk_class) if spec.sdk_class else None
+    if folder is None:
+        folder = Path(inspect.getfile(_evaluator_class(spec))).parent
+    h = hashlib.sha256()
+    for path in sorted(folder.glob("*.prompty")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _quiet_prompty_logging() -> Iterator[None]:
+    """The library's prompty layer logs every retry and failure, with tracebacks, to *stdout*; its level is read
+    from ``PF_LOGGING_LEVEL`` when an evaluator is built. Causes go into the result rows instead, so build
+    evaluators with that level at CRITICAL unless the user set one."""
+    if "PF_LOGGING_LEVEL" in os.environ:
+        yield
+        return
+    os.environ["PF_LOGGING_LEVEL"] = "CRITICAL"
+    try:
+        yield
+    finally:
+        os.environ.pop("PF_LOGGING_LEVEL", None)
+
+
+def build_evaluator(
+    spec: EvaluatorSpec, judge: JudgeConfig, *, threshold: Any, with_query: bool, credential: Any
+) -> Any:
+    """An evaluator instance for one criterion (one per query variant: GroundednessEvaluator switches its prompt
+    for good after a call with a query, so rows with and without a query get separate instances)."""
+    cls = _evaluator_class(spec)
+    kwargs: dict[str, Any] = {"threshold": threshold}
+    if credential is not None:
+        kwargs["credential"] = credential
+    with _quiet_prompty_logging():
+        evaluator = cls(judge.model_config(), **kwargs)
+        switch = getattr(evaluator, "_ensure_query_prompty_loaded", None)
+        if with_query and callable(switch):
+            switch()  # what the evaluator's own __call__ does with a query; done once, up front
+    return evaluator
+
+
+async def _call_async(evaluator: Any, inputs: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    call = evaluator._to_async()
+    if timeout is None:
+        return await call(**inputs)
+    return await asyncio.wait_for(call(**inputs), timeout)
+
+
+def call_evaluator(evaluator: Any, inputs: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    """One evaluator call in the current (worker) thread, bounded by ``timeout`` seconds overall (retries
+    included). Uses the evaluator's async entry point so a deadline really cancels the request."""
+    if not callable(getattr(evaluator, "_to_async", None)):  # pragma: no cover - older/newer library shapes
+        return evaluator(**inputs)
+    return asyncio.run(_call_async(evaluator, inputs, timeout))
+
+
+class JudgeTimeout(Exception):
+    """The judge call did not finish within the backend's ``timeout``."""
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(redact(text).split())
+    return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
+
+
+def describe_exception(exc: BaseException, *, timeout: float | None = None) -> str:
+    """``CODE: cause`` for an exception raised by one judge call (see docs/local.md for the codes)."""
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError | JudgeTimeout):
+        limit = f" within {timeout:g} s" if timeout is not None else ""
+        return f"JUDGE_TIMEOUT: no answer from the judge{limit} (retries included)"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"JUDGE_UNPARSEABLE: the judge's answer is not JSON ({exc.msg} at char {exc.pos})"
+    chain: list[BaseException] = [exc]  # WrappedOpenAIError -> openai error -> transport error -> ...
+    while chain[-1].__cause__ is not None and len(chain) < 6:
+        chain.append(chain[-1].__cause__)
+    for cause in chain:
+        status = getattr(getattr(cause, "response", None), "status_code", None)
+        name = type(cause).__name__
+        if isinstance(status, int):
+            return f"JUDGE_HTTP_ERROR: HTTP {status} from the judge ({name}: {_shorten(str(cause))})"
+        if name == "APITimeoutError":
+            return f"JUDGE_TIMEOUT: the request timed out ({_shorten(str(cause))})"
+        if name == "APIConnectionError" or isinstance(cause, ConnectionError):
+            detail = f"{name}: {_shorten(str(cause))}"
+            if cause.__cause__ is not None:
+                detail += f"; {type(cause.__cause__).__name__}: {_shorten(str(cause.__cause__))}"
+            return f"JUDGE_UNREACHABLE: could not connect to the judge ({detail})"
+    message = str(getattr(exc, "message", "") or exc)
+    if "invalid output" in message.lower():
+        return f"JUDGE_UNPARSEABLE: {_shorten(message)}"
+    if isinstance(exc, TypeError | ValueError) and "float" in message:
+        return f"JUDGE_UNPARSEABLE: the judge's score could not be read ({type(exc).__name__}: {_shorten(message)})"
+    return f"EVALUATOR_ERROR: {type(exc).__name__}: {_shorten(message)}"
+
+
+def clean_output(output: dict[str, Any]) -> dict[str, Any]:
+    """The evaluator's output without the bulky ``sample_input``/``sample_output`` properties, JSON round-tripped
+    (so a fresh answer and a cached one normalize to identical rows)."""
+    out = dict(output)
+    for key, value in output.items():
+        if key.endswith("_properties") and isinstance(value, dict):
+            out[key] = {k: v for k, v in value.items() if k not in _DROPPED_PROPERTIES}
+    return json.loads(json.dumps(out, default=str))
+
+
+def output_failure(spec: EvaluatorSpec, output: dict[str, Any]) -> str | None:
+    """Why an evaluator output cannot be used (``CODE: cause``), or None when every metric has a finite score."""
+    for metric in spec.metrics:
+        m = metric.name
+        status = output.get(f"{m}_status")
+        if status == "skipped" or output.get(f"{m}_result") == "not_applicable":
+            return f"JUDGE_SKIPPED: {_shorten(str(output.get(f'{m}_reason') or 'the judge marked the row skipped'))}"
+        score = output.get(m)
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            return f"JUDGE_NO_SCORE: the judge's answer had no {m} score (result {output.get(f'{m}_result')!r})"
+        if not math.isfinite(score):
+            return f"JUDGE_NO_SCORE: the judge's {m} score is not a finite number ({score!r})"
+    return None
+
+
+def judge_rows(
+    spec: EvaluatorSpec,
+    *,
+    row: int,
+    query_id: str | None,
+    criterion: str,
+    threshold: Any,
+    output: dict[str, Any] | None,
+    error: str | None,
+) -> list[ResultRow]:
+    """One ResultRow per metric of a judge (one, for the four RAG judges); ``error`` wins over ``output``."""
+    rows = []
+    thr = _float(threshold)
+    for metric in spec.metrics:
+        m = metric.name
+        base: dict[str, Any] = {
+            "row": row,
+            "query_id": query_id,
+            "criterion": criterion,
+            "evaluator": spec.name,
+            "metric": m,
+            "threshold": thr,
+        }
+        if output is None or error is not None:
+            reason = (output or {}).get(f"{m}_reason") or None
+            rows.append(ResultRow(**base, reason=reason, error=error or "EVALUATOR_ERROR: no output"))
+            continue
+        failure = output_failure(spec, output)
+        reason = output.get(f"{m}_reason") or None
+        if failure is not None:
+            rows.append(ResultRow(**base, reason=reason, error=failure))
+            continue
+        score = float(output[m])
+        label = output.get(f"{m}_result")
+        label = label if label in ("pass", "fail") else None
+        passed = output.get(f"{m}_passed")
+        passed = passed if isinstance(passed, bool) else (label == "pass" if label else None)
+        props = output.get(f"{m}_properties")
+        properties = dict(props) if isinstance(props, dict) else {}
+        properties["status"] = output.get(f"{m}_status", "completed")
+        base["threshold"] = _float(output.get(f"{m}_threshold", threshold))
+        rows.append(ResultRow(**base, score=score, label=label, passed=passed, reason=reason, properties=properties))
+    return rows
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
