@@ -1,1 +1,44 @@
-"""report"""
+"""One report: Foundry scores and local metrics merged, per query and in aggregate; and run comparison.
+
+- ``build_report(run_dir) -> Report`` reads a run folder; ``render_json`` / ``render_markdown`` /
+  ``render_html`` are pure functions of the report; ``write_labelling_queue`` writes the holes to label next.
+- ``compare_runs([run_a, run_b, ...]) -> Comparison`` pairs queries across runs and tests the differences.
+"""
+
+from __future__ import annotations
+
+from ._build import ReportError, build_report, foundry_key, load_run
+from ._compare import CompareGateFailed, Comparison, MetricComparison, compare_runs, parse_fail_on
+from ._compare_render import render_comparison_json, render_comparison_markdown
+from ._html import render_html
+from ._markdown import render_markdown
+from ._model import STAGES, QueryRow, Report, report_json_schema
+from ._queue import write_labelling_queue
+from ._render import FORMATS, render, render_json
+from ._stages import STAGE_RULES, attribute_stage
+
+__all__ = [
+    "FORMATS",
+    "STAGES",
+    "STAGE_RULES",
+    "CompareGateFailed",
+    "Comparison",
+    "MetricComparison",
+    "QueryRow",
+    "Report",
+    "ReportError",
+    "attribute_stage",
+    "build_report",
+    "compare_runs",
+    "foundry_key",
+    "load_run",
+    "parse_fail_on",
+    "render",
+    "render_comparison_json",
+    "render_comparison_markdown",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "report_json_schema",
+    "write_labelling_queue",
+]

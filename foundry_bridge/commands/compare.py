@@ -1,0 +1,77 @@
+"""``foundry-bridge compare RUN_A RUN_B [RUN_C ...]``: paired per-query comparison of runs, with a CI gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .._io import atomic_open
+
+__all__ = ["command"]
+
+
+@click.command(
+    "compare",
+    help="Compare runs over the same queries. The first run is the baseline; each other run is a candidate. "
+    "Per metric and per query kind: mean delta, a paired sign-flip randomization test (p), a bootstrap "
+    "confidence interval, win/tie/loss counts and the queries that got worse; a one-screen sweep table for N "
+    "candidates; queries present in only one run are listed. Exit code 3 when a --fail-on metric regresses "
+    "significantly or a Foundry metric's coverage drops. See docs/report.md.",
+)
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--metric", "metrics", multiple=True, help="Compare only this metric key (repeatable), e.g. rr@10.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="[negative:]METRIC[:DELTA]",
+    help="Exit 3 if METRIC got significantly worse by more than DELTA (default 0) on positive queries "
+    "(prefix negative: for negative ones). Repeatable.",
+)
+@click.option(
+    "--coverage-drop",
+    type=click.FloatRange(min=0, max=1),
+    default=None,
+    help="Exit 3 if a Foundry metric's coverage (scored ÷ queries) drops by more than this (default 0 when "
+    "--fail-on is given; unchecked otherwise).",
+)
+@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True), default=0.05, show_default=True)
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed of the numpy Generator.")
+@click.option("--resamples", type=click.IntRange(min=100), default=10_000, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["json", "md"]), default="md", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
+def command(
+    runs: tuple[Path, ...],
+    metrics: tuple[str, ...],
+    fail_on: tuple[str, ...],
+    coverage_drop: float | None,
+    alpha: float,
+    seed: int,
+    resamples: int,
+    fmt: str,
+    out: Path | None,
+) -> None:
+    from ..errors import UsageError
+    from ..report import CompareGateFailed, compare_runs, render_comparison_json, render_comparison_markdown
+
+    if len(runs) < 2:
+        raise UsageError("compare needs at least two run folders: RUN_A RUN_B [RUN_C ...]")
+    comparison = compare_runs(
+        list(runs),
+        metrics=list(metrics) or None,
+        seed=seed,
+        n_resamples=resamples,
+        alpha=alpha,
+        fail_on=list(fail_on),
+        coverage_drop=coverage_drop,
+    )
+    text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        with atomic_open(out) as fh:
+            fh.write(text.encode("utf-8"))
+        click.echo(f"wrote {out} ({fmt})", err=True)
+    if comparison.gate.get("failed"):
+        raise CompareGateFailed("compare gate failed: " + "; ".join(comparison.gate["reasons"]))

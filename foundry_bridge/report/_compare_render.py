@@ -1,0 +1,118 @@
+"""Renderers of a ``Comparison``: JSON and Markdown (a one-screen sweep table first, details after)."""
+
+from __future__ import annotations
+
+from ._compare import Comparison, MetricComparison
+from ._format import fmt_num, md_escape
+from ._model import STAGES
+
+__all__ = ["render_comparison_json", "render_comparison_markdown"]
+
+
+def render_comparison_json(comparison: Comparison) -> str:
+    """The comparison model as indented JSON."""
+    return comparison.model_dump_json(indent=2) + "\n"
+
+
+def _headline(comparison: Comparison, limit: int = 10) -> list[str]:
+    return comparison.headline[:limit]
+
+
+def _mark(mc: MetricComparison | None) -> str:
+    if mc is None or mc.delta is None or mc.delta == 0:
+        return ""
+    sign = "+" if mc.delta > 0 else ""
+    star = {"better": " ▲", "worse": " ▼", "changed": " *"}.get(mc.verdict, "")
+    return f" ({sign}{fmt_num(mc.delta)}{star})"
+
+
+def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -> str:
+    """Sweep table (runs × headline metrics), then per-candidate deltas with p and CI, got-worse lists, gate."""
+    by = {(m.candidate, m.section, m.metric): m for m in comparison.metrics}
+    heads = _headline(comparison)
+    out = [
+        "## foundry-bridge compare",
+        "",
+        f"Baseline `{md_escape(comparison.baseline)}`; {comparison.test}, {comparison.n_resamples} resamples "
+        f"(exact when fewer assignments exist), seed {comparison.seed}; {comparison.confidence:.0%} CI: "
+        f"{comparison.ci}; significant ⇔ p < {comparison.alpha}. ▲ better, ▼ worse (significant).",
+        "",
+        "### Sweep (positive queries, mean and Δ vs baseline)",
+        "",
+        "| run | coverage | " + " | ".join(STAGES) + " | " + " | ".join(md_escape(h) for h in heads) + " |",
+        "|---" * (2 + len(STAGES) + len(heads)) + "|",
+    ]
+    for run in comparison.runs:
+        cells = [md_escape(run.label), f"{run.scores_scored}/{run.scores_expected}"]
+        cells += [str(run.stages.get(s, 0)) for s in STAGES]
+        for h in heads:
+            mean = run.means.get(f"positive:{h}")
+            cells.append(fmt_num(mean) + _mark(by.get((run.label, "positive", h))))
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    if comparison.gate.get("checked"):
+        if comparison.gate.get("failed"):
+            out.append("**Gate: FAILED**")
+            out.extend(f"- {md_escape(r)}" for r in comparison.gate.get("reasons", []))
+        else:
+            out.append("**Gate: passed**")
+        out.append("")
+    for w in comparison.warnings:
+        out.append(f"> ⚠️ {md_escape(w)}")
+    if comparison.warnings:
+        out.append("")
+    for cand in comparison.candidates:
+        out.append(f"### {md_escape(cand)} vs {md_escape(comparison.baseline)}")
+        out.append("")
+        out.append("| section | metric | n | baseline | candidate | Δ | CI | p | verdict | W/T/L |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|")
+        rows = [m for m in comparison.metrics if m.candidate == cand]
+        shown = [m for m in rows if m.wins or m.losses or m.significant]
+        unchanged = [f"{m.section} {m.metric}" for m in rows if m.n_paired and m not in shown]
+        uncomparable = [f"{m.section} {m.metric}" for m in rows if not m.n_paired]
+        for m in shown:
+            ci = f"[{fmt_num(m.ci_low)}, {fmt_num(m.ci_high)}]" if m.ci_low is not None else "–"
+            p = f"{m.p_value:.4g}" if m.p_value is not None else "–"
+            n = f"{m.n_paired}" + (f" (+{m.n_excluded} undefined)" if m.n_excluded else "")
+            verdict = f"**{m.verdict}**" if m.verdict in ("better", "worse") else m.verdict
+            out.append(
+                f"| {m.section} | {md_escape(m.metric)} | {n} | {fmt_num(m.baseline_mean)} | "
+                f"{fmt_num(m.candidate_mean)} | {fmt_num(m.delta)} | {ci} | {p} | {verdict} | "
+                f"{m.wins}/{m.ties}/{m.losses} |"
+            )
+        if not shown:
+            out.append("| – | no metric changed on any query | | | | | | | | |")
+        out.append("")
+        if unchanged:
+            out.append(f"Identical on every paired query: {md_escape(', '.join(unchanged))}")
+        if uncomparable:
+            out.append(f"Not comparable (no query defined in both runs): {md_escape(', '.join(uncomparable))}")
+        out.append("")
+        worse = [m for m in rows if m.got_worse]
+        if worse:
+            out.append("Got worse:")
+            out.append("")
+            for m in worse:
+                ids = ", ".join(
+                    f"{md_escape(g['query_id'])} ({fmt_num(g['baseline'])}→{fmt_num(g['candidate'])})"
+                    for g in m.got_worse[:max_worse]
+                )
+                more = f" … +{len(m.got_worse) - max_worse}" if len(m.got_worse) > max_worse else ""
+                out.append(f"- {m.section} {md_escape(m.metric)}: {ids}{more}")
+            out.append("")
+        for q in comparison.queries:
+            if q.candidate != cand:
+                continue
+            if q.only_in_baseline:
+                out.append(f"Only in {md_escape(comparison.baseline)}: {', '.join(map(md_escape, q.only_in_baseline))}")
+            if q.only_in_candidate:
+                out.append(f"Only in {md_escape(cand)}: {', '.join(map(md_escape, q.only_in_candidate))}")
+            if q.kind_changed:
+                out.append(f"Kind changed: {', '.join(map(md_escape, q.kind_changed))}")
+        drops = [c for c in comparison.coverage if c.candidate == cand and c.drop > 0]
+        for c in drops:
+            out.append(
+                f"Coverage of {md_escape(c.metric)} dropped: {fmt_num(c.baseline)} → {fmt_num(c.candidate_coverage)}"
+            )
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,383 @@
+"""HTML renderer: one self-contained file (inline CSS, JS and SVG; no network), every dataset string escaped.
+
+The page loads nothing: a Content-Security-Policy forbids any fetch, and all dataset text goes through
+``html.escape`` — a response containing ``<script>`` shows as text. The per-query table sorts on a header click;
+sort keys live in ``data-v`` attributes, never in script source.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+from ..mapping.catalog import CATALOG
+from ._format import fmt_num, fmt_pct
+from ._markdown import negative_rows, summary_metric_keys
+from ._model import STAGES, MetricInfo, QueryRow, Report, Section
+
+__all__ = ["histogram_svg", "render_html"]
+
+_CSS = """
+:root{--pos:#2f6fb0;--neg:#d9822b;--bad:#b3261e;--good:#1e7b34;--muted:#666;--line:#ddd}
+*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222}
+header,main{max-width:1400px;margin:0 auto;padding:12px 20px}h1{font-size:20px;margin:8px 0}
+h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+.meta{color:var(--muted)}.meta code{background:#f4f4f4;padding:0 3px}
+.warn{background:#fff4e5;border-left:4px solid var(--neg);padding:6px 10px;margin:4px 0}
+table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;
+vertical-align:top}th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.short{color:var(--bad);font-weight:600}.fail{color:var(--bad)}.pass{color:var(--good)}.err{color:#7a4b00;
+font-style:italic}.grid{display:flex;flex-wrap:wrap;gap:14px}.chart{border:1px solid var(--line);padding:6px}
+.chart h3{font-size:13px;margin:0 0 4px}.legend span{display:inline-block;margin-right:12px}
+.sw{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+table.sortable th{cursor:pointer;user-select:none}table.sortable th[data-dir=asc]::after{content:" ▲"}
+table.sortable th[data-dir=desc]::after{content:" ▼"}td.text{min-width:260px;max-width:420px;white-space:pre-wrap;
+word-break:break-word}.stage-search{background:#fde8e6}.stage-assembly{background:#fff1db}
+.stage-generation{background:#fbe3f2}.scroll{overflow-x:auto}.stage-ok{background:#e6f4ea}.stage-unknown{background:#eee}
+"""
+
+_JS = """
+(function(){
+  function keyOf(td){
+    var v=td.getAttribute('data-v');if(v===null){v=td.textContent;}
+    if(v===''){return null;}var n=Number(v);return isNaN(n)?v.toLowerCase():n;
+  }
+  function cmp(a,b){
+    if(a===null&&b===null){return 0;}if(a===null){return 1;}if(b===null){return -1;}
+    if(typeof a===typeof b){return a<b?-1:(a>b?1:0);}return typeof a==='number'?-1:1;
+  }
+  var tables=document.querySelectorAll('table.sortable');
+  Array.prototype.forEach.call(tables,function(t){
+    var ths=t.tHead.rows[0].cells;
+    Array.prototype.forEach.call(ths,function(th,i){
+      th.addEventListener('click',function(){
+        var asc=th.getAttribute('data-dir')!=='asc';
+        Array.prototype.forEach.call(ths,function(h){h.removeAttribute('data-dir');});
+        th.setAttribute('data-dir',asc?'asc':'desc');
+        var body=t.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+        rows.sort(function(r1,r2){
+          var a=keyOf(r1.cells[i]),b=keyOf(r2.cells[i]);
+          if(a===null||b===null){return cmp(a,b);}return asc?cmp(a,b):cmp(b,a);
+        });
+        rows.forEach(function(r){body.appendChild(r);});
+      });
+    });
+  });
+  document.documentElement.setAttribute('data-report-ready','1');
+})();
+"""
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _bins(values: Sequence[float], lo: float | None, hi: float | None) -> tuple[list[float], bool]:
+    """Bin edges: one bin per integer for small integer scales (judges 1–5), else 10 equal bins."""
+    if lo is None or hi is None:
+        lo = min(values) if values else 0.0
+        hi = max(values) if values else 1.0
+    if values and all(float(v).is_integer() for v in values) and hi - lo <= 10 and float(lo).is_integer():
+        return [lo + i - 0.5 for i in range(int(hi - lo) + 2)], True
+    if hi <= lo:
+        hi = lo + 1.0
+    return [lo + (hi - lo) * i / 10 for i in range(11)], False
+
+
+def histogram_svg(
+    title: str,
+    positive: Sequence[float],
+    negative: Sequence[float],
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    width: int = 300,
+    height: int = 140,
+) -> str:
+    """An inline SVG histogram: positive and negative queries side by side, bar height = share of the section."""
+    edges, integer = _bins([*positive, *negative], lo, hi)
+    nb = len(edges) - 1
+
+    def counts(values: Sequence[float]) -> list[int]:
+        out = [0] * nb
+        for v in values:
+            idx = nb - 1
+            for b in range(nb):
+                if v < edges[b + 1]:
+                    idx = max(b, 0)
+                    break
+            out[idx] += 1
+        return out
+
+    cp, cn = counts(positive), counts(negative)
+    sp = [c / len(positive) if positive else 0.0 for c in cp]
+    sn = [c / len(negative) if negative else 0.0 for c in cn]
+    top = max([*sp, *sn, 1e-9])
+    pad_l, pad_b, pad_t = 28, 22, 6
+    plot_w, plot_h = width - pad_l - 4, height - pad_b - pad_t
+    bw = plot_w / nb
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{_e(title)}">',
+        f'<line x1="{pad_l}" y1="{pad_t + plot_h}" x2="{width - 4}" y2="{pad_t + plot_h}" stroke="#999"/>',
+        f'<text x="2" y="{pad_t + 9}" font-size="9" fill="#666">{top:.0%}</text>',
+    ]
+    for b in range(nb):
+        x0 = pad_l + b * bw
+        for j, (share, count, color, who) in enumerate(
+            ((sp[b], cp[b], "var(--pos)", "positive"), (sn[b], cn[b], "var(--neg)", "negative"))
+        ):
+            h = plot_h * share / top
+            x = x0 + 1 + j * (bw - 2) / 2
+            label = f"{who}: {count} in [{fmt_num(edges[b])}, {fmt_num(edges[b + 1])})"
+            parts.append(
+                f'<rect x="{x:.1f}" y="{pad_t + plot_h - h:.1f}" width="{max((bw - 2) / 2 - 1, 1):.1f}" '
+                f'height="{h:.1f}" fill="{color}"><title>{_e(label)}</title></rect>'
+            )
+        if integer:
+            tick = fmt_num((edges[b] + edges[b + 1]) / 2)
+            parts.append(
+                f'<text x="{x0 + bw / 2:.1f}" y="{height - 8}" font-size="10" text-anchor="middle">{tick}</text>'
+            )
+    if not integer:
+        for b in (0, nb // 2, nb):
+            x = pad_l + b * bw
+            parts.append(
+                f'<text x="{x:.1f}" y="{height - 8}" font-size="10" text-anchor="middle">{fmt_num(edges[b], 2)}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _values(rows: Sequence[QueryRow], info: MetricInfo) -> list[float]:
+    if info.source == "local":
+        vals = [q.local.get(info.key) for q in rows]
+    else:
+        vals = [q.foundry[info.key].score if q.foundry[info.key].status == "scored" else None for q in rows]
+    return [float(v) for v in vals if v is not None and not math.isnan(float(v))]
+
+
+def _section_table(report: Report, section: Section) -> str:
+    rows = []
+    for info in report.metrics:
+        agg = section.metrics.get(info.key)
+        if agg is None or (info.source == "local" and agg.scored == 0):
+            continue
+        short = info.source == "foundry" and agg.queries and agg.scored < agg.queries
+        cov = f'<td class="n{" short" if short else ""}">{agg.scored}/{agg.queries}</td>'
+        if info.source == "local":
+            errored, missing, rate = "–", str(agg.undefined), "–"
+        else:
+            errored, missing = str(agg.errored), str(agg.missing)
+            rate = fmt_pct(agg.passed, agg.passed + agg.failed)
+        rows.append(
+            f"<tr><td>{_e(info.key)}</td><td>{info.source}</td>{cov}<td class=n>{errored}</td>"
+            f"<td class=n>{missing}</td><td class=n>{fmt_num(agg.mean)}</td><td class=n>{fmt_num(agg.median)}</td>"
+            f"<td class=n>{_e(rate)}</td><td class=n>{fmt_num(info.threshold)}</td></tr>"
+        )
+    head = (
+        "<tr><th>metric</th><th>source</th><th>coverage</th><th>errored</th><th>missing / undefined</th>"
+        "<th>mean</th><th>median</th><th>pass rate</th><th>threshold</th></tr>"
+    )
+    return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _charts(report: Report) -> str:
+    pos = [q for q in report.queries if q.kind == "positive"]
+    neg = [q for q in report.queries if q.kind == "negative"]
+    out = []
+    for info in summary_metric_keys(report):
+        lo = hi = None
+        if info.source == "foundry" and info.evaluator:
+            spec = CATALOG.get(info.evaluator)
+            if spec is not None:
+                try:
+                    m = spec.metric(info.metric)
+                    lo, hi = m.min_value, m.max_value
+                except KeyError:
+                    pass
+        elif info.key.startswith(("rr@", "recall@", "precision@", "hit@", "ndcg")):
+            lo, hi = 0.0, 1.0
+        pv, nv = _values(pos, info), _values(neg, info)
+        if not pv and not nv:
+            continue
+        svg = histogram_svg(info.key, pv, nv, lo=lo, hi=hi)
+        pa, na = report.positive.metrics.get(info.key), report.negative.metrics.get(info.key)
+        note = []
+        for name, agg in (("positive", pa), ("negative", na)):
+            if agg is not None and agg.queries:
+                extra = f", {agg.errored} errored, {agg.missing} missing" if info.source == "foundry" else ""
+                note.append(f"{name}: {agg.scored} scored{extra}")
+        out.append(
+            f'<div class="chart"><h3>{_e(info.key)}</h3>{svg}<div class="meta">{_e("; ".join(note))}</div></div>'
+        )
+    legend = (
+        '<div class="legend"><span><i class="sw" style="background:var(--pos)"></i>positive</span>'
+        '<span><i class="sw" style="background:var(--neg)"></i>negative</span>'
+        "<span class=meta>bar height = share of the section's scored queries</span></div>"
+    )
+    return legend + f'<div class="grid">{"".join(out)}</div>'
+
+
+def _score_cell(report: Report, q: QueryRow, key: str) -> str:
+    fs = q.foundry.get(key)
+    if fs is None:
+        return "<td></td>"
+    if fs.status == "errored":
+        return f'<td class="err" data-v="" title="{_e(fs.error or "")}">errored</td>'
+    if fs.status == "missing":
+        return '<td class="err" data-v="">missing</td>'
+    cls = {True: "pass", False: "fail", None: ""}[fs.passed]
+    mark = {True: " ✓", False: " ✗", None: ""}[fs.passed]
+    v = "" if fs.score is None else repr(float(fs.score))
+    title = f' title="{_e(fs.reason)}"' if fs.reason else ""
+    return f'<td class="n {cls}" data-v="{v}"{title}>{fmt_num(fs.score)}{mark}</td>'
+
+
+def _query_table(report: Report) -> str:
+    k = report.params.stage_k
+    local_cols = [
+        c
+        for c in (f"rr@{k}", f"recall@{k}", f"ndcg@{k}", f"distracting@{k}")
+        if any(c in q.local for q in report.queries)
+    ]
+    foundry_cols = [m.key for m in report.metrics if m.source == "foundry" and m.primary]
+    head = "".join(
+        f"<th>{_e(h)}</th>"
+        for h in ["#", "query id", "kind", "stage", *local_cols, *foundry_cols, "canary", "query", "response", "why"]
+    )
+    body = []
+    order = {s: i for i, s in enumerate(STAGES)}
+    for q in report.queries:
+        cells = [
+            f'<td class=n data-v="{q.row}">{q.row}</td>',
+            f"<td>{_e(q.query_id)}</td>",
+            f"<td>{_e(q.kind)}</td>",
+            f'<td class="stage-{q.stage}" data-v="{order[q.stage]}">{q.stage}</td>',
+        ]
+        for c in local_cols:
+            v = q.local.get(c)
+            cells.append(f'<td class=n data-v="{"" if v is None else repr(float(v))}">{fmt_num(v)}</td>')
+        cells.extend(_score_cell(report, q, key) for key in foundry_cols)
+        cells.append(f"<td>{_e(q.canary or '')}</td>")
+        cells.append(f'<td class="text">{_e(q.query or "")}</td>')
+        cells.append(f'<td class="text">{_e(q.response or "")}</td>')
+        cells.append(f'<td class="text">{_e(q.stage_reason)}</td>')
+        body.append(f'<tr data-query-id="{_e(q.query_id)}">{"".join(cells)}</tr>')
+    table = f'<table id="queries" class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return f'<div class="scroll">{table}</div>'
+
+
+def _negative_table(report: Report) -> str:
+    keys = [m.key for m in report.metrics if m.source == "foundry" and m.primary]
+    head = "".join(
+        f"<th>{_e(h)}</th>" for h in ["query", "kind rule", "abstained", "top score", "surfaced", *keys, "stage"]
+    )
+    body = []
+    by_id = {q.query_id: q for q in report.queries if q.kind == "negative"}
+    for r in negative_rows(report):
+        q = by_id[str(r["query_id"])]
+        abst = {True: "yes", False: "no", None: "–"}[r["abstained"]]  # type: ignore[index]
+        cells = [
+            f"<td>{_e(r['query_id'])}</td><td>{_e(r['rule'])}</td>",
+            f'<td class="{"pass" if r["abstained"] else "fail"}">{abst}</td>',
+            f"<td class=n>{fmt_num(r['top_score'])}</td><td class=n>{fmt_num(r['surfaced'])}</td>",  # type: ignore[arg-type]
+            *(_score_cell(report, q, key) for key in keys),
+            f'<td class="stage-{q.stage}">{q.stage}</td>',
+        ]
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'<table class="sortable" id="negatives"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )
+
+
+def render_html(report: Report) -> str:
+    """The report as one self-contained HTML page."""
+    p, prov = report.params, report.provenance
+    meta = [
+        f"backend <code>{_e(prov.backend or 'unknown')}</code>",
+        f"k = {_e(', '.join(map(str, p.k)))} (stages at k = {p.stage_k})",
+        f"relevant ⇔ label ≥ {p.relevance_threshold}",
+        f"labels {p.label_min}–{p.label_max}",
+        f"NaN policy <code>{_e(p.nan_policy)}</code>",
+    ]
+    if prov.dataset_sha256:
+        meta.append(f"dataset sha256 <code>{_e(prov.dataset_sha256[:12])}</code>")
+    if prov.run_ids:
+        meta.append("run " + ", ".join(f"<code>{_e(r)}</code>" for r in prov.run_ids))
+    if prov.report_url:
+        meta.append(f"Foundry report: <code>{_e(prov.report_url)}</code>")
+    meta.append(f"built {_e(prov.created_at)} by foundry-bridge {_e(prov.tool_version)}")
+    cov = report.coverage
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>foundry-bridge report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<header><h1>foundry-bridge report</h1>",
+        f'<div class="meta">{" · ".join(meta)}</div></header><main>',
+        f"<p><strong>Coverage: {cov.get('scores_scored', 0)}/{cov.get('scores_expected', 0)} Foundry scores</strong>"
+        f" ({cov.get('scores_errored', 0)} errored, {cov.get('scores_missing', 0)} missing) · "
+        f"{report.positive.queries} positive, {report.negative.queries} negative queries</p>",
+    ]
+    parts.extend(f'<div class="warn">{_e(w)}</div>' for w in report.warnings)
+    for section in (report.positive, report.negative):
+        parts.append(f"<h2>{section.kind.capitalize()} queries ({section.queries})</h2>")
+        parts.append(_section_table(report, section) if section.queries else "<p>none</p>")
+    parts.append("<h2>Score distributions</h2>")
+    parts.append(_charts(report))
+    parts.append("<h2>Stage attribution</h2><table><thead><tr><th>stage</th><th>count</th><th>queries</th></tr>")
+    parts.append("</thead><tbody>")
+    for stage in STAGES:
+        ids = report.stages.queries.get(stage, [])
+        parts.append(
+            f'<tr><td class="stage-{stage}">{stage}</td><td class=n>{report.stages.counts.get(stage, 0)}</td>'
+            f"<td>{_e(', '.join(ids))}</td></tr>"
+        )
+    parts.append("</tbody></table><details><summary>Rules</summary><ul>")
+    parts.extend(f"<li>{_e(r)}</li>" for r in report.stages.rules)
+    parts.append("</ul></details>")
+    neg = report.negative_queries
+    if neg.queries:
+        parts.append("<h2>Negative queries</h2><ul>")
+        parts.append(f"<li>abstained: {len(neg.abstained)}/{len(neg.queries)}: {_e(', '.join(neg.abstained))}</li>")
+        parts.append(f"<li>answered anyway: {_e(', '.join(neg.answered) or 'none')}</li>")
+        parts.append(f"<li>surfaced evidence: {_e(', '.join(neg.surfaced_evidence) or 'none')}</li>")
+        if neg.label_contradictions:
+            parts.append(f"<li>relevant label on a negative query: {_e(', '.join(neg.label_contradictions))}</li>")
+        parts.append("</ul>")
+        parts.append(_negative_table(report))
+    if report.canaries:
+        parts.append("<h2>Judge canaries</h2><table><thead><tr><th>query</th><th>canary</th>")
+        parts.append("<th>passed by (flagged)</th><th>failed by</th><th>caught</th></tr></thead><tbody>")
+        for c in report.canaries:
+            caught = {True: "yes", False: "NO", None: "unknown"}[c.caught]
+            cls = "fail" if c.passed_by else "pass"
+            parts.append(
+                f"<tr><td>{_e(c.query_id)}</td><td>{_e(c.canary)}</td><td class={cls}>{_e(', '.join(c.passed_by))}"
+                f"</td><td>{_e(', '.join(c.failed_by))}</td><td>{caught}</td></tr>"
+            )
+        parts.append("</tbody></table>")
+    parts.append(f"<h2>Per query ({len(report.queries)})</h2><p class=meta>Click a header to sort.</p>")
+    parts.append(_query_table(report))
+    if report.labelling_queue:
+        parts.append(f"<h2>Label next ({len(report.labelling_queue)})</h2>")
+        parts.append(
+            '<table class="sortable" id="holes"><thead><tr><th>document</th><th>queries</th><th>best rank</th>'
+            "<th>mean rank</th><th>priority</th><th>where</th></tr></thead><tbody>"
+        )
+        for h in report.labelling_queue:
+            where = ", ".join(f"{d['query_id']}@{d['rank']}" for d in h.queries)
+            parts.append(
+                f"<tr><td>{_e(h.document_id)}</td><td class=n>{h.count}</td><td class=n>{h.best_rank}</td>"
+                f"<td class=n>{fmt_num(h.mean_rank)}</td><td class=n data-v='{h.priority!r}'>{fmt_num(h.priority)}"
+                f"</td><td>{_e(where)}</td></tr>"
+            )
+        parts.append("</tbody></table>")
+    parts.append(f"</main><script>{_JS}</script></body></html>")
+    return "\n".join(parts) + "\n"

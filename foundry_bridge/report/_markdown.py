@@ -1,0 +1,241 @@
+"""Markdown renderer: fits in a pull-request comment — summary first, worst queries after."""
+
+from __future__ import annotations
+
+from ._format import fmt_num, fmt_pct, md_escape
+from ._model import STAGES, MetricInfo, QueryRow, Report, Section
+
+__all__ = ["negative_rows", "render_markdown", "summary_metric_keys"]
+
+_STAGE_HINT = {
+    "search": "fix the index / retriever",
+    "assembly": "fix the context builder",
+    "generation": "fix the prompt / model",
+    "ok": "",
+    "unknown": "a fact needed to decide is missing",
+}
+
+
+def summary_metric_keys(report: Report) -> list[MetricInfo]:
+    """Metrics for the summary: each criterion's primary Foundry metric and the local metrics at every k."""
+    keep = ("rr@", "recall@", "precision@", "hit@", "ndcg@", "ndcg_exp@", "distracting@")
+    return [m for m in report.metrics if (m.source == "foundry" and m.primary) or m.key.startswith(keep)]
+
+
+def _section_table(report: Report, section: Section) -> list[str]:
+    lines = [
+        "| metric | coverage | errored | missing / undefined | mean | pass rate | threshold |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for info in summary_metric_keys(report):
+        agg = section.metrics.get(info.key)
+        if agg is None or (info.source == "local" and agg.scored == 0):
+            continue  # e.g. rank metrics on negative queries: undefined by definition (no relevant label)
+        label = md_escape(info.key)
+        if info.source == "local" and info.key.startswith("rr@"):
+            label += " (mean = MRR)"
+        if info.source == "local":
+            missing = str(agg.undefined)
+            errored = "–"
+            pass_rate = "–"
+        else:
+            missing = str(agg.missing)
+            errored = str(agg.errored)
+            pass_rate = fmt_pct(agg.passed, agg.passed + agg.failed)
+        coverage = f"{agg.scored}/{agg.queries}"
+        if info.source == "foundry" and agg.queries and agg.scored < agg.queries:
+            coverage = f"**{coverage}**"
+        lines.append(
+            f"| {label} | {coverage} | {errored} | {missing} | {fmt_num(agg.mean)} | {pass_rate} | "
+            f"{fmt_num(info.threshold)} |"
+        )
+    hidden = [
+        m.key
+        for m in summary_metric_keys(report)
+        if m.source == "local" and m.key in section.metrics and section.metrics[m.key].scored == 0
+    ]
+    if hidden:
+        lines.append("")
+        lines.append(
+            f"_Undefined for every {section.kind} query (no relevant label): {', '.join(map(md_escape, hidden))}_"
+        )
+    return lines
+
+
+def negative_rows(report: Report) -> list[dict[str, object]]:
+    """Per negative query: the local report's facts beside the primary Foundry scores (shared by the renderers)."""
+    local = {str(e.get("query_id")): e for e in report.negative_queries.local.get("per_query", []) or []}
+    rows = []
+    for q in report.queries:
+        if q.kind != "negative":
+            continue
+        e = local.get(q.query_id, {})
+        rows.append(
+            {
+                "query_id": q.query_id,
+                "rule": e.get("rule", q.kind_source),
+                "abstained": q.abstained,
+                "top_score": e.get("top_score"),
+                "surfaced": e.get("surfaced"),
+                "stage": q.stage,
+                "scores": {m.key: q.foundry[m.key] for m in report.metrics if m.source == "foundry" and m.primary},
+            }
+        )
+    return rows
+
+
+def _negative_table(report: Report, limit: int) -> list[str]:
+    rows = negative_rows(report)
+    keys = [m.key for m in report.metrics if m.source == "foundry" and m.primary]
+    head = ["query", "kind rule", "abstained", "top score", "surfaced", *keys, "stage"]
+    lines = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|---" * len(head) + "|"]
+    yes_no = {True: "yes", False: "**no**", None: "–"}
+    for r in rows[:limit]:
+        cells = [
+            md_escape(r["query_id"]),
+            md_escape(r["rule"]),
+            yes_no[r["abstained"]],  # type: ignore[index]
+            fmt_num(r["top_score"]),  # type: ignore[arg-type]
+            fmt_num(r["surfaced"]),  # type: ignore[arg-type]
+        ]
+        for key in keys:
+            fs = r["scores"][key]  # type: ignore[index]
+            if fs.status != "scored":
+                cells.append(fs.status)
+            else:
+                cells.append(fmt_num(fs.score) + {True: " ✓", False: " ✗", None: ""}[fs.passed])
+        cells.append(str(r["stage"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(rows) > limit:
+        lines.append(f"\n_… and {len(rows) - limit} more negative queries_")
+    return lines
+
+
+def _code(text: object) -> str:
+    return "`" + str(text).replace("`", "'") + "`"
+
+
+def _failed_metrics(report: Report, q: QueryRow) -> str:
+    primary = {m.key for m in report.metrics if m.source == "foundry" and m.primary}
+    bits = []
+    for key, fs in q.foundry.items():
+        if key not in primary:
+            continue
+        if fs.status == "errored":
+            bits.append(f"{md_escape(key)}: errored")
+        elif fs.status == "missing":
+            bits.append(f"{md_escape(key)}: missing")
+        elif fs.passed is False:
+            bits.append(f"{md_escape(key)} {fmt_num(fs.score)} ✗")
+    return "; ".join(bits)
+
+
+def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 10) -> str:
+    """The report as GitHub-flavoured Markdown (dataset text escaped)."""
+    p, prov = report.params, report.provenance
+    out: list[str] = ["## foundry-bridge report", ""]
+    meta = [
+        f"backend {_code(prov.backend or 'unknown')}",
+        f"queries {report.coverage.get('queries', len(report.queries))} "
+        f"({report.positive.queries} positive, {report.negative.queries} negative)",
+        f"k = {', '.join(map(str, p.k))} (stages at k = {p.stage_k})",
+        f"relevant ⇔ label ≥ {p.relevance_threshold}",
+        f"labels {p.label_min}–{p.label_max}",
+        f"NaN policy `{p.nan_policy}`",
+    ]
+    if prov.dataset_sha256:
+        meta.append(f"dataset sha256 `{prov.dataset_sha256[:12]}`")
+    if prov.run_ids:
+        meta.append("run " + ", ".join(_code(r) for r in prov.run_ids))
+    if prov.report_url:
+        meta.append(f"[Foundry report]({prov.report_url.replace(')', '%29')})")
+    out.append(" · ".join(meta))
+    out.append("")
+    cov = report.coverage
+    out.append(
+        f"**Coverage: {cov.get('scores_scored', 0)}/{cov.get('scores_expected', 0)} Foundry scores** "
+        f"({cov.get('scores_errored', 0)} errored, {cov.get('scores_missing', 0)} missing)"
+    )
+    out.append("")
+    for w in report.warnings:
+        out.append(f"> ⚠️ {md_escape(w)}")
+    if report.warnings:
+        out.append("")
+
+    for section in (report.positive, report.negative):
+        out.append(f"### {section.kind.capitalize()} queries ({section.queries})")
+        out.append("")
+        if section.queries:
+            out.extend(_section_table(report, section))
+        else:
+            out.append("_none_")
+        out.append("")
+
+    out.append("### Stage attribution")
+    out.append("")
+    out.append("| stage | queries | which | what to fix |")
+    out.append("|---|---|---|---|")
+    for stage in STAGES:
+        ids = report.stages.queries.get(stage, [])
+        shown = ", ".join(md_escape(i) for i in ids[:15]) + (" …" if len(ids) > 15 else "")
+        out.append(f"| {stage} | {report.stages.counts.get(stage, 0)} | {shown} | {_STAGE_HINT[stage]} |")
+    out.append("")
+
+    neg = report.negative_queries
+    if neg.queries:
+        out.append("### Negative queries")
+        out.append("")
+        out.append(f"- abstained: {len(neg.abstained)}/{len(neg.queries)} ({', '.join(map(md_escape, neg.abstained))})")
+        out.append(f"- answered anyway: {', '.join(map(md_escape, neg.answered)) or 'none'}")
+        out.append(f"- surfaced evidence: {', '.join(map(md_escape, neg.surfaced_evidence)) or 'none'}")
+        if neg.label_contradictions:
+            out.append(f"- relevant label on a negative query: {', '.join(map(md_escape, neg.label_contradictions))}")
+        agg = neg.local.get("aggregate") if isinstance(neg.local.get("aggregate"), dict) else {}
+        auc = agg.get("top_score_auc")
+        if isinstance(auc, int | float):
+            out.append(f"- top-score ROC AUC (positive vs negative): {fmt_num(float(auc))}")
+        out.append("")
+        out.extend(_negative_table(report, max_queries))
+        out.append("")
+
+    if report.canaries:
+        out.append("### Judge canaries")
+        out.append("")
+        out.append("| query | canary | passed by (flagged) | failed by | caught |")
+        out.append("|---|---|---|---|---|")
+        for c in report.canaries:
+            caught = {True: "yes", False: "**NO**", None: "unknown"}[c.caught]
+            out.append(
+                f"| {md_escape(c.query_id)} | {md_escape(c.canary)} | {', '.join(map(md_escape, c.passed_by)) or '–'} "
+                f"| {', '.join(map(md_escape, c.failed_by)) or '–'} | {caught} |"
+            )
+        out.append("")
+
+    worst = [q for q in report.queries if q.stage != "ok"]
+    order = {s: i for i, s in enumerate(STAGES)}
+    worst.sort(key=lambda q: (order[q.stage], q.row))
+    out.append(f"### Queries to look at ({len(worst)})")
+    out.append("")
+    if worst:
+        out.append("| query | kind | stage | why | failing scores |")
+        out.append("|---|---|---|---|---|")
+        for q in worst[:max_queries]:
+            out.append(
+                f"| {md_escape(q.query_id)} | {q.kind} | **{q.stage}** | {md_escape(q.stage_reason, 160)} "
+                f"| {_failed_metrics(report, q) or '–'} |"
+            )
+        if len(worst) > max_queries:
+            out.append(f"\n_… and {len(worst) - max_queries} more (see the JSON or HTML report)_")
+    else:
+        out.append("_every query is ok_")
+    out.append("")
+
+    if report.labelling_queue:
+        out.append(f"### Label next ({len(report.labelling_queue)} unlabelled retrieved documents)")
+        out.append("")
+        out.append("| document | queries | best rank | priority |")
+        out.append("|---|---|---|---|")
+        for h in report.labelling_queue[:max_holes]:
+            out.append(f"| {md_escape(h.document_id)} | {h.count} | {h.best_rank} | {fmt_num(h.priority)} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

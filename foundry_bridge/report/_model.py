@@ -1,0 +1,245 @@
+"""The report model: one pydantic value that the JSON, Markdown and HTML renderers read.
+
+Everything a reader needs to interpret the numbers travels inside the model: provenance, the declared
+parameters (k, relevance threshold, NaN policy, label range, pass thresholds), metric definitions, and counts of
+what was scored, errored, missing or undefined. Its JSON Schema is published as ``mappings/report.schema.json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "STAGES",
+    "CanaryFlag",
+    "FoundryScore",
+    "HoleEntry",
+    "MetricAggregate",
+    "MetricInfo",
+    "NegativeSection",
+    "Params",
+    "Provenance",
+    "QueryRow",
+    "Report",
+    "Section",
+    "Stage",
+    "StageSection",
+    "report_json_schema",
+]
+
+REPORT_SCHEMA_VERSION = "1"
+
+Stage = Literal["search", "assembly", "generation", "ok", "unknown"]
+STAGES: tuple[Stage, ...] = ("search", "assembly", "generation", "ok", "unknown")
+ScoreStatus = Literal["scored", "errored", "missing"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Provenance(_Model):
+    """Where the numbers come from."""
+
+    run_dir: str
+    backend: str | None = None
+    dataset_path: str | None = None
+    dataset_sha256: str | None = None
+    mapping_path: str | None = None
+    plan_fingerprint: str | None = None
+    eval_id: str | None = None
+    run_ids: list[str] = Field(default_factory=list)
+    report_url: str | None = None
+    evaluators: list[dict[str, Any]] = Field(
+        default_factory=list, description="[{criterion, evaluator, version}] as planned or echoed by the service"
+    )
+    tool_version: str = Field(description="foundry_bridge version that built this report")
+    run_tool_version: str | None = Field(None, description="foundry_bridge version that wrote the run folder")
+    created_at: str = Field(description="when this report was built (UTC, ISO 8601)")
+    run_started_at: str | None = None
+    run_finished_at: str | None = None
+    run_status: str | None = None
+
+
+class CriterionThreshold(_Model):
+    """A pass threshold as declared in the plan (or the catalog default)."""
+
+    criterion: str
+    evaluator: str
+    metric: str
+    threshold: float | None = None
+    higher_is_better: bool = True
+
+
+class Params(_Model):
+    """The declared parameters every number in the report depends on."""
+
+    k: list[int]
+    stage_k: int = Field(description="the cutoff used for stage attribution and the labelling queue (max of k)")
+    relevance_threshold: int = Field(description="relevant ⇔ label ≥ this")
+    nan_policy: Literal["propagate", "drop", "zerofill"]
+    label_min: int
+    label_max: int
+    surface_threshold: float | None = None
+    abstention_phrases: list[str] | None = Field(None, description="None → the built-in phrase list")
+    thresholds: list[CriterionThreshold] = Field(default_factory=list)
+    answer_criteria: list[str] = Field(
+        default_factory=list, description="criteria judging the response (used for stage attribution, canaries)"
+    )
+
+
+class MetricInfo(_Model):
+    """One column of the report."""
+
+    key: str = Field(description="the key in QueryRow.local / QueryRow.foundry and in the aggregates")
+    source: Literal["local", "foundry"]
+    criterion: str | None = None
+    evaluator: str | None = None
+    metric: str
+    higher_is_better: bool | None = None
+    threshold: float | None = None
+    primary: bool = Field(True, description="local metrics, and each criterion's primary metric (summary rows)")
+    definition: str = ""
+
+
+class FoundryScore(_Model):
+    """One Foundry (or local-judge) metric on one query, as the backend returned it."""
+
+    status: ScoreStatus = Field(description="scored | errored (error set) | missing (no result, or a null score)")
+    score: float | None = None
+    passed: bool | None = None
+    label: str | None = None
+    threshold: float | None = None
+    reason: str | None = None
+    error: str | None = None
+
+
+class QueryRow(_Model):
+    """Everything about one query."""
+
+    row: int
+    query_id: str
+    kind: Literal["positive", "negative"]
+    kind_source: str
+    query: str | None = None
+    response: str | None = None
+    canary: str | None = None
+    local: dict[str, float | None] = Field(default_factory=dict, description="local ranking metrics (NaN → null)")
+    foundry: dict[str, FoundryScore] = Field(default_factory=dict)
+    abstained: bool | None = None
+    dropped_relevant: list[str] = Field(default_factory=list, description="relevant top-k docs not in the context")
+    holes: list[str] = Field(default_factory=list, description="unlabelled documents in the top stage_k")
+    stage: Stage
+    stage_reason: str
+
+
+class MetricAggregate(_Model):
+    """One metric over one section (positive or negative queries). Coverage first."""
+
+    queries: int = Field(description="queries in the section (the denominator of coverage)")
+    scored: int
+    errored: int = 0
+    missing: int = 0
+    undefined: int = Field(0, description="local metrics: queries where the metric is undefined (NaN)")
+    coverage: float | None = Field(None, description="scored ÷ queries")
+    mean: float | None = Field(None, description="mean of scored values only (local: per the NaN policy)")
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    passed: int = 0
+    failed: int = 0
+    pass_rate: float | None = Field(None, description="passed ÷ (passed + failed); None when nothing was judged")
+
+
+class Section(_Model):
+    """Aggregates over one kind of query; positive and negative are never mixed."""
+
+    kind: Literal["positive", "negative"]
+    queries: int
+    kind_sources: dict[str, int] = Field(default_factory=dict)
+    metrics: dict[str, MetricAggregate] = Field(default_factory=dict)
+    stages: dict[str, int] = Field(default_factory=dict)
+
+
+class NegativeSection(_Model):
+    """Negative queries: the local negative-query report beside the Foundry scores for those queries."""
+
+    queries: list[str] = Field(default_factory=list)
+    surfaced_evidence: list[str] = Field(
+        default_factory=list, description="negative queries whose top k surfaced evidence (score ≥ surface_threshold)"
+    )
+    answered: list[str] = Field(default_factory=list, description="negative queries whose response did not abstain")
+    abstained: list[str] = Field(default_factory=list)
+    label_contradictions: list[str] = Field(default_factory=list)
+    local: dict[str, Any] = Field(default_factory=dict, description="foundry_bridge.metrics.negative_query_report")
+
+
+class StageSection(_Model):
+    """Where each query failed: fix the index (search), the context builder (assembly) or the prompt (generation)."""
+
+    counts: dict[str, int]
+    queries: dict[str, list[str]]
+    rules: list[str]
+
+
+class HoleEntry(_Model):
+    """A retrieved but unlabelled document: label it next."""
+
+    document_id: str
+    count: int = Field(description="queries whose top stage_k retrieved it")
+    best_rank: int
+    mean_rank: float
+    priority: float = Field(description="Σ 1/rank over its appearances: how often and how high")
+    queries: list[dict[str, Any]] = Field(default_factory=list, description="[{query_id, rank}]")
+
+
+class CanaryFlag(_Model):
+    """A deliberately broken answer and what the answer judges made of it."""
+
+    query_id: str
+    canary: str
+    passed_by: list[str] = Field(default_factory=list, description="answer criteria that passed it (flagged)")
+    failed_by: list[str] = Field(default_factory=list)
+    unscored: list[str] = Field(default_factory=list, description="answer criteria errored or missing")
+    caught: bool | None = Field(None, description="True if any answer judge failed it; None if none scored")
+
+
+class Report(_Model):
+    """The whole report."""
+
+    schema_version: str = REPORT_SCHEMA_VERSION
+    provenance: Provenance
+    params: Params
+    metrics: list[MetricInfo]
+    coverage: dict[str, Any] = Field(
+        default_factory=dict, description="rows, result rows, errored/missing counts: read this first"
+    )
+    positive: Section
+    negative: Section
+    negative_queries: NegativeSection
+    stages: StageSection
+    canaries: list[CanaryFlag] = Field(default_factory=list)
+    labelling_queue: list[HoleEntry] = Field(default_factory=list)
+    queries: list[QueryRow]
+    warnings: list[str] = Field(default_factory=list)
+
+    def metric(self, key: str) -> MetricInfo:
+        for m in self.metrics:
+            if m.key == key:
+                return m
+        raise KeyError(key)
+
+
+def report_json_schema() -> dict[str, Any]:
+    """The published JSON Schema of the report (``mappings/report.schema.json``)."""
+    schema = Report.model_json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$comment": "generated from foundry_bridge.report.Report; regenerate with "
+        "`python -m foundry_bridge.report.schema mappings/report.schema.json`",
+        **schema,
+        "title": "foundry-bridge report",
+    }

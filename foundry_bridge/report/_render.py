@@ -1,0 +1,27 @@
+"""Renderer dispatch: every renderer is a pure function of the ``Report``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._html import render_html
+from ._markdown import render_markdown
+from ._model import Report
+
+__all__ = ["FORMATS", "render", "render_json"]
+
+
+def render_json(report: Report) -> str:
+    """The report model as indented JSON (NaN never appears: undefined values are null)."""
+    return report.model_dump_json(indent=2) + "\n"
+
+
+FORMATS: dict[str, Callable[[Report], str]] = {"json": render_json, "md": render_markdown, "html": render_html}
+
+
+def render(report: Report, fmt: str) -> str:
+    """Render ``report`` as ``json``, ``md`` or ``html``."""
+    try:
+        return FORMATS[fmt](report)
+    except KeyError:
+        raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}") from None

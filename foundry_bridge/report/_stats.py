@@ -1,0 +1,79 @@
+"""Paired statistics over per-query differences: sign-flip randomization test and bootstrap CI (numpy, seeded)."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+__all__ = ["bootstrap_ci", "paired_generator", "sign_flip_test"]
+
+_CHUNK_CELLS = 4_000_000  # resamples × queries processed at once (bounded memory)
+
+
+def paired_generator(seed: int, key: str) -> Any:
+    """A ``numpy.random.Generator`` seeded from ``(seed, key)``: one metric's p-value never depends on which
+    other metrics were compared, or in which order."""
+    import numpy as np
+
+    return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(key.encode())]))
+
+
+def sign_flip_test(diffs: Any, *, n_resamples: int = 10_000, rng: Any) -> tuple[float, str]:
+    """Two-sided paired randomization (sign-flip) test of mean(diffs) = 0.
+
+    Under the null each per-query difference is as likely positive as negative. Exact over all 2^m sign
+    assignments of the m non-zero differences when 2^m ≤ ``n_resamples``; otherwise Monte Carlo with
+    p = (hits + 1) / (n_resamples + 1). Returns ``(p, method)``.
+    """
+    import numpy as np
+
+    d = np.asarray(diffs, dtype=np.float64)
+    nz = d[d != 0]
+    n, m = d.size, nz.size
+    if n == 0:
+        return float("nan"), "none (no paired queries)"
+    if m == 0:
+        return 1.0, "exact (all differences are 0)"
+    observed = abs(nz.sum()) / n
+    tol = 1e-12 * max(1.0, float(np.abs(nz).sum()))
+    if m <= 30 and 2**m <= n_resamples:
+        total = 2**m
+        hits = 0
+        step = max(1, _CHUNK_CELLS // m)
+        for start in range(0, total, step):
+            codes = np.arange(start, min(total, start + step), dtype=np.int64)
+            bits = (codes[:, None] >> np.arange(m, dtype=np.int64)) & 1
+            stats = np.abs((1 - 2 * bits) @ nz) / n
+            hits += int(np.count_nonzero(stats >= observed - tol))
+        return hits / total, f"exact sign-flip over {total} assignments"
+    hits = 0
+    step = max(1, _CHUNK_CELLS // m)
+    done = 0
+    while done < n_resamples:
+        size = min(step, n_resamples - done)
+        signs = rng.integers(0, 2, size=(size, m), dtype=np.int8) * 2 - 1
+        stats = np.abs(signs @ nz) / n
+        hits += int(np.count_nonzero(stats >= observed - tol))
+        done += size
+    return (hits + 1) / (n_resamples + 1), f"Monte Carlo sign-flip, {n_resamples} resamples"
+
+
+def bootstrap_ci(diffs: Any, *, confidence: float = 0.95, n_resamples: int = 10_000, rng: Any) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of mean(diffs), resampling queries with replacement."""
+    import numpy as np
+
+    d = np.asarray(diffs, dtype=np.float64)
+    n = d.size
+    if n == 0:
+        return float("nan"), float("nan")
+    if np.all(d == d[0]):
+        return float(d[0]), float(d[0])
+    means = np.empty(n_resamples, dtype=np.float64)
+    step = max(1, _CHUNK_CELLS // n)
+    for start in range(0, n_resamples, step):
+        size = min(step, n_resamples - start)
+        idx = rng.integers(0, n, size=(size, n))
+        means[start : start + size] = d[idx].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(lo), float(hi)

@@ -1,0 +1,110 @@
+"""The HTML report in a real headless browser (Debian's chromium).
+
+Install on Debian/Ubuntu: ``apt-get update && apt-get install -y chromium`` (the binary is /usr/bin/chromium).
+Skipped, with that message, only when no chromium binary can be found.
+
+The test prepends a probe script to the page that records every ``window.onerror`` / unhandled rejection into a
+DOM attribute, clicks a header of the per-query table after load, and writes the resulting first row into the DOM;
+``--dump-dom`` then serializes the DOM after the page's scripts ran.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from report_helpers import write_run
+
+from foundry_bridge.report import build_report, render_html
+
+pytestmark = pytest.mark.browser
+
+INJECTED = (
+    "<script>document.documentElement.setAttribute('data-pwned','1')</script>"
+    "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','2')\">"
+)
+
+PROBE = """<script>
+window.__errors = [];
+function __record(msg) {
+  window.__errors.push(String(msg));
+  document.documentElement.setAttribute('data-errors', window.__errors.join(' || '));
+}
+window.onerror = function (msg, src, line) { __record(msg + ' @' + line); };
+window.addEventListener('unhandledrejection', function (e) { __record('rejection: ' + e.reason); });
+window.addEventListener('load', function () {
+  try {
+    var table = document.getElementById('queries');
+    var th = table.tHead.rows[0].cells[1];  // "query id"
+    th.click(); th.click();                 // ascending, then descending
+    document.documentElement.setAttribute('data-first-desc', table.tBodies[0].rows[0].getAttribute('data-query-id'));
+    document.documentElement.setAttribute('data-probe', 'done');
+  } catch (e) { __record('probe: ' + e); }
+});
+</script>"""
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _dump_dom(html_path: Path, profile: Path) -> str:
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("chromium not found: install it with `apt-get update && apt-get install -y chromium`")
+    cmd = [
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        html_path.as_uri(),
+    ]
+    env = {**os.environ, "HOME": str(profile)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _inject(records):
+    return [r.model_copy(update={"response": INJECTED}) if r.query_id == "q04" else r for r in records]
+
+
+def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
+    report = build_report(write_run(tmp_path / "run", edit_records=_inject))
+    page = render_html(report)
+    page = page.replace("<head>", "<head>" + PROBE, 1)
+    html_path = tmp_path / "report.html"
+    html_path.write_text(page, encoding="utf-8")
+    dom = _dump_dom(html_path, tmp_path / "profile")
+
+    root = re.search(r"<html[^>]*>", dom)
+    assert root is not None
+    root_tag = root.group(0)
+    assert "data-errors" not in root_tag, root_tag  # no script error at all
+    assert 'data-report-ready="1"' in root_tag  # the page's own script ran to the end
+    assert 'data-probe="done"' in root_tag
+    assert "data-pwned" not in root_tag  # the injected <script> / onerror did not execute
+    # the injected markup is text inside the response cell, not elements
+    assert "&lt;script&gt;document.documentElement.setAttribute('data-pwned','1')&lt;/script&gt;" in dom
+    table = dom[dom.index('<table id="queries"') :]
+    table = table[: table.index("</table>")]
+    assert len(re.findall(r"<tr data-query-id=", table)) == len(report.queries) == 14
+    assert "<img" not in table
+    # sorting works: descending by query id puts q11 first
+    assert 'data-first-desc="q11"' in root_tag

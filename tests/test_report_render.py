@@ -1,0 +1,137 @@
+"""Renderers: Markdown (PR comment), self-contained HTML (escaped, offline), and the report CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from report_helpers import write_run
+
+from foundry_bridge.cli import cli
+from foundry_bridge.report import build_report, render_html, render_markdown
+from foundry_bridge.report._html import histogram_svg
+
+INJECTED = "<script>document.documentElement.setAttribute('data-pwned','1')</script> | pipe `tick` **bold**"
+
+
+def _inject(records):
+    out = []
+    for r in records:
+        if r.query_id == "q01":
+            r = r.model_copy(update={"response": INJECTED})
+        if r.query_id == "q03":
+            r = r.model_copy(update={"extra": {**r.extra, "canary": INJECTED}})
+        out.append(r)
+    return out
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_run(tmp_path_factory.mktemp("render") / "run", edit_records=_inject)
+
+
+@pytest.fixture(scope="module")
+def report(run_dir: Path):
+    return build_report(run_dir)
+
+
+def test_markdown_summary_first_then_worst_queries(report) -> None:
+    md = render_markdown(report)
+    pos = md.index("### Positive queries (11)")
+    neg = md.index("### Negative queries (3)")
+    worst = md.index("### Queries to look at")
+    assert pos < neg < worst
+    assert "**Coverage: 54/56 Foundry scores** (1 errored, 1 missing)" in md
+    row = next(line for line in md.splitlines() if line.startswith("| groundedness |"))
+    assert row.split("|")[2].strip() == "**10/11**"  # coverage first, and flagged
+    assert "80% (8/10)" in row
+    # worst queries: search before assembly before generation before unknown
+    lines = md[worst:].split("### Label next")[0].splitlines()
+    order = [line.split("|")[1].strip() for line in lines if line.startswith(("| q0", "| n0"))]
+    assert order == ["q07", "q06", "q03", "q04", "q05", "q08", "n02", "q02"]
+    assert len(md) < 65_000  # GitHub's comment limit
+
+
+def test_markdown_escapes_dataset_text(report) -> None:
+    md = render_markdown(report)
+    assert "<script>" not in md
+    row = next(line for line in md.splitlines() if line.startswith("| q03 |") and "data-pwned" in line)
+    assert row.count("|") - row.count("\\|") == 6  # 5 cells: the injected pipe is escaped
+    assert "&lt;script&gt;" in row and "\\`tick\\`" in row and "\\*\\*bold\\*\\*" in row
+
+
+def test_html_is_self_contained_and_escaped(report) -> None:
+    page = render_html(report)
+    assert "<script>document.documentElement.setAttribute" not in page
+    assert "&lt;script&gt;document.documentElement.setAttribute(&#x27;data-pwned&#x27;,&#x27;1&#x27;)" in page
+    assert len(re.findall(r"<script>", page)) == 1  # only the page's own sorter
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing loaded from the network
+    assert "default-src 'none'" in page
+    assert page.count('<tr data-query-id="') == 14
+    assert page.count("<svg") >= 4
+
+
+def test_histogram_puts_positive_and_negative_side_by_side() -> None:
+    svg = histogram_svg("g", [5, 5, 4, 1], [1, 1])
+    bars = re.findall(r"<title>(positive|negative): (\d+) in \[([\d.]+)", svg)
+    counts = {(who, float(lo)): int(n) for who, n, lo in bars}
+    assert counts[("positive", 4.5)] == 2 and counts[("positive", 0.5)] == 1 and counts[("negative", 0.5)] == 2
+    assert counts[("negative", 4.5)] == 0
+
+
+def test_report_cli_formats_and_queue(run_dir: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(cli, ["report", str(run_dir), "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0
+    data = json.loads(res.output)
+    assert data["positive"]["metrics"]["groundedness"]["errored"] == 1
+    out = tmp_path / "r.html"
+    queue = tmp_path / "label.txt"
+    res = runner.invoke(
+        cli, ["report", str(run_dir), "--out", str(out), "--labelling-queue", str(queue)], catch_exceptions=False
+    )
+    assert res.exit_code == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert queue.read_text().splitlines()[0] == "q07 0 pol-holiday-01 ?"
+    res = runner.invoke(cli, ["report", str(run_dir)], catch_exceptions=False)
+    assert res.output.startswith("## foundry-bridge report")
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave nothing behind
+
+
+def test_report_cli_error_on_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
+    from foundry_bridge.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(tmp_path)])
+    assert exc.value.code == 1
+
+
+def test_markdown_negative_table_puts_local_facts_beside_foundry_scores(report) -> None:
+    md = render_markdown(report)
+    section = md.split("### Negative queries\n")[1]
+    n02 = next(line for line in section.splitlines() if line.startswith("| n02 |"))
+    cells = [c.strip() for c in n02.strip("|").split("|")]
+    # query, rule, abstained, top score, surfaced, docret ndcg@3, retrieval, groundedness, relevance, stage
+    assert cells == ["n02", "declared kind: negative", "**no**", "0.780", "2", "0 ✗", "4 ✓", "2 ✗", "5 ✓", "generation"]
+    n03 = next(line for line in section.splitlines() if line.startswith("| n03 |"))
+    assert "missing" in n03 and "no label &gt;= 1" in n03
+
+
+def test_a_run_whose_judge_scores_all_errored_cannot_look_green(tmp_path: Path) -> None:
+    from report_helpers import ERROR, JUDGE_SCORES
+
+    scores = json.loads(json.dumps(JUDGE_SCORES))
+    scores["relevance"] = dict.fromkeys(
+        ["q01", "q02", "q03", "q04", "q05", "q06", "q07", "q08", "q09", "q10", "q11", "n01", "n02", "n03"], ERROR
+    )
+    rep = build_report(write_run(tmp_path / "run", scores=scores))
+    agg = rep.positive.metrics["relevance"]
+    assert (agg.scored, agg.errored, agg.mean, agg.pass_rate, agg.coverage) == (0, 11, None, None, 0.0)
+    row = next(line for line in render_markdown(rep).splitlines() if line.startswith("| relevance |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:6] == ["relevance", "**0/11**", "11", "0", "–", "–"]
+    # with every relevance verdict missing, no positive query that reached generation can be called ok
+    assert {q.stage for q in rep.queries if q.kind == "positive"} <= {"search", "assembly", "generation", "unknown"}
