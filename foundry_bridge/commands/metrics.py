@@ -1,0 +1,194 @@
+"""``foundry-bridge metrics``: ranking metrics, the negative-query report and the context-assembly check."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import click
+
+from ..errors import UsageError
+
+__all__ = ["command", "compute_metrics", "render_text"]
+
+
+def compute_metrics(
+    data: str | None = None,
+    *,
+    mapping_path: str | None = None,
+    qrels: str | None = None,
+    run: str | None = None,
+    ks: tuple[int, ...] = (),
+    relevance_threshold: int | None = None,
+    nan_policy: str | None = None,
+    surface_threshold: float | None = None,
+) -> dict[str, Any]:
+    """The command's whole JSON document: ``params``, ``per_query``, ``summary``, ``negative_report``, ``assembly``.
+
+    ``data`` (+ mapping) or ``qrels`` + ``run``; options left ``None``/empty take the mapping's ``metrics``
+    defaults (with ``--qrels/--run`` and no mapping: k=10, threshold 1, propagate).
+    """
+    from ..mapping import load_mapping
+    from ..mapping.model import LocalMetricsSpec
+    from ..metrics.loader import arrays_from_records, load_jsonl, load_trec_files
+    from ..metrics.negative import negative_report_from_arrays
+    from ..metrics.ranking import normalize_ks, ranking_from_arrays
+
+    if data is not None and (qrels or run):
+        raise UsageError("give either DATA or --qrels/--run, not both")
+    if data is None and not (qrels and run):
+        raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
+    mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
+    spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
+    try:
+        ks_ = normalize_ks(ks or spec.k)
+    except ValueError as exc:
+        raise UsageError(f"--k: {exc}") from None
+    threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
+    if threshold < 1:
+        raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {threshold}")
+    policy = nan_policy or spec.nan_policy
+    surface = spec.surface_threshold if surface_threshold is None else surface_threshold
+    phrases = spec.abstention_phrases
+    depth = ks_[-1]
+
+    if data is not None and mapping is not None:
+        if mapping.dataset.format == "jsonl":
+            arrays, assembly = load_jsonl(
+                data, mapping, depth=depth, relevance_threshold=threshold, abstention_phrases=phrases
+            )
+        else:
+            from ..dataset import read_records
+
+            arrays, assembly = arrays_from_records(
+                read_records(data, mapping, relevance_threshold=threshold),
+                depth=depth,
+                relevance_threshold=threshold,
+                abstention_phrases=phrases,
+            )
+        source: dict[str, Any] = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
+    else:
+        arrays, assembly = load_trec_files(qrels, run, depth=depth, relevance_threshold=threshold)  # type: ignore[arg-type]
+        source = {"qrels": str(qrels), "run": str(run)}
+        if mapping_path:
+            source["mapping"] = mapping_path
+
+    result = ranking_from_arrays(arrays, ks=ks_, nan_policy=policy)
+    negative = negative_report_from_arrays(arrays, k=depth, surface_threshold=surface)
+    params = dict(result.params)
+    params.update({"surface_threshold": surface, "report_k": depth, "input": source, "queries": arrays.n_queries})
+    checked = [row for row in assembly if row["checked"]]
+    return {
+        "params": params,
+        "per_query": result.per_query,
+        "summary": result.summary,
+        "negative_report": negative,
+        "assembly": {
+            "k": depth,
+            "relevance_threshold": threshold,
+            "queries_with_context": len(assembly),
+            "checked": len(checked),
+            "with_dropped_relevant": sum(1 for row in assembly if row["dropped_relevant"]),
+            "per_query": assembly,
+        },
+    }
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4f}"
+    return str(value)
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    """A short human-readable summary of ``compute_metrics``' output."""
+    p = doc["params"]
+    lines = [
+        f"queries: {p['queries']}  k: {', '.join(map(str, p['ks']))}  relevant: label >= {p['relevance_threshold']}"
+        f"  NaN policy: {p['nan_policy']}",
+        "",
+    ]
+    keys = [key for key in doc["summary"]["positive"] if "@" in key]
+    lines.append(f"{'metric':<18}{'positive':>12}{'negative':>12}")
+    for key in ["queries", "undefined", "undefined_ndcg", *keys]:
+        pos, neg = doc["summary"]["positive"][key], doc["summary"]["negative"][key]
+        lines.append(f"{key:<18}{_fmt(pos):>12}{_fmt(neg):>12}")
+    agg = doc["negative_report"]["aggregate"]
+    lines += [
+        "",
+        f"negative queries: {agg['negatives']} (declared {agg['by_rule']['declared']}, "
+        f"from labels {agg['by_rule']['labels']})",
+        f"  surfaced evidence (score >= {_fmt(p['surface_threshold'])}): {_fmt(agg['surfaced_evidence'])}",
+        f"  abstained (heuristic): {agg['abstained']} of {agg['with_response']} with a response",
+        f"  labelling contradictions: {agg['labelling_contradictions']}",
+        f"  positive queries that abstained: {', '.join(agg['positive_abstentions']) or '—'}",
+        f"  top-score ROC AUC (positive vs negative): {_fmt(agg['top_score_auc'])}",
+    ]
+    for row in agg["thresholds"]:
+        lines.append(
+            f"    abstain below {row['threshold']:.4g}: negatives suppressed {_fmt(row['negatives_suppressed'])}, "
+            f"positives lost {_fmt(row['positives_lost'])}"
+        )
+    asm = doc["assembly"]
+    lines += [
+        "",
+        f"context assembly (top {asm['k']}): {asm['checked']} checked, {asm['with_dropped_relevant']} "
+        "dropped a relevant retrieved document",
+    ]
+    for row in asm["per_query"]:
+        if row["dropped_relevant"]:
+            lines.append(f"  {row['query_id']}: dropped {', '.join(row['dropped_relevant'])}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command(name="metrics")
+@click.argument("data", required=False, type=click.Path(dir_okay=True))
+@click.option("--mapping", "mapping_path", type=click.Path(exists=True, dir_okay=False), help="Mapping file.")
+@click.option("--qrels", type=click.Path(exists=True, dir_okay=False), help="TREC qrels file (with --run).")
+@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False), help="TREC run file (with --qrels).")
+@click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, help="Cutoff; repeat for several.")
+@click.option("--relevance-threshold", type=int, default=None, help="Relevant ⇔ label ≥ this (default 1).")
+@click.option("--nan-policy", type=click.Choice(["propagate", "drop", "zerofill"]), default=None)
+@click.option("--surface-threshold", type=float, default=None, help="A top-k score ≥ this surfaced evidence.")
+@click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
+def command(
+    data: str | None,
+    mapping_path: str | None,
+    qrels: str | None,
+    run_file: str | None,
+    ks: tuple[int, ...],
+    relevance_threshold: int | None,
+    nan_policy: str | None,
+    surface_threshold: float | None,
+    fmt: str,
+    output: str | None,
+) -> None:
+    """Compute MRR, recall@k, precision@k, hit@k, NDCG@k, the negative-query report and the assembly check.
+
+    DATA is a dataset read through --mapping (default: the packaged mapping, whose `metrics` section gives the
+    defaults), or use --qrels and --run for TREC files ranked as trec_eval ranks them.
+    """
+    from .._io import atomic_open, dumps
+
+    doc = compute_metrics(
+        data,
+        mapping_path=mapping_path,
+        qrels=qrels,
+        run=run_file,
+        ks=ks,
+        relevance_threshold=relevance_threshold,
+        nan_policy=nan_policy,
+        surface_threshold=surface_threshold,
+    )
+    payload = dumps(doc) + b"\n" if fmt == "json" else render_text(doc).encode()
+    if output:
+        with atomic_open(output) as fh:
+            fh.write(payload)
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(payload)
+        sys.stdout.buffer.flush()

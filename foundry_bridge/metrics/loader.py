@@ -1,0 +1,526 @@
+"""Fast columnar readers for the ``metrics`` command: JSONL (through the mapping's field paths) and TREC files.
+
+The library path (``QueryRecord`` → arrays) builds a pydantic object per document; on millions of queries that is
+most of the time. The JSONL reader here decodes each line with msgspec into small typed structs generated from the
+mapping's field paths, keeps the retrieved-document list as raw JSON and decodes only the documents the metrics
+need (the first ``depth`` distinct ones; all of them for negative queries, whose distinct count is reported).
+Anything it does not handle — list-index path segments, a rebuilt context, a value of an unexpected type — makes it
+fall back to ``foundry_bridge.dataset.read_records``, which gives the same numbers or the precise ``DatasetError``.
+Documents past the first ``depth`` distinct ones are not validated by the fast reader (``validate`` checks them).
+
+Files over 64 MB are split at line boundaries and read by 2 forked processes (``jobs``); the parts are concatenated
+in file order, so the result does not depend on the split. Both readers also run the context-assembly check and the
+abstention heuristic while streaming, so document texts, contexts and responses are never held for more than one
+query.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DatasetError
+from ._arrays import ArraysBuilder, QueryArrays, check_threshold, concat_arrays
+from .assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
+from .negative import is_abstention
+
+if TYPE_CHECKING:
+    from ..dataset.records import QueryRecord
+    from ..mapping.model import Mapping
+
+__all__ = ["LoadResult", "arrays_from_records", "load_jsonl", "load_trec_files"]
+
+LoadResult = tuple[QueryArrays, list[dict[str, Any]]]
+
+
+class _Fallback(Exception):
+    """The fast reader cannot handle this input: use the records path."""
+
+
+# -- the records path (also the fallback) ----------------------------------------------------------------------
+def arrays_from_records(
+    records: Iterable[QueryRecord],
+    *,
+    depth: int,
+    relevance_threshold: int,
+    abstention_phrases: Sequence[str] | None = None,
+    min_prefix_chars: int = DEFAULT_MIN_PREFIX_CHARS,
+) -> LoadResult:
+    """Arrays plus assembly rows (queries that have a context) from records, in one pass."""
+    t = check_threshold(relevance_threshold)
+    builder = ArraysBuilder(depth, t)
+    assembly: list[dict[str, Any]] = []
+    for rec in records:
+        seen: dict[str, Any] = {}
+        for doc in rec.retrieved_documents:
+            if doc.document_id not in seen:
+                seen[doc.document_id] = doc
+        ids = list(seen)[:depth]
+        qrels = None
+        if rec.retrieval_ground_truth is not None:
+            qrels = {g.document_id: g.query_relevance_label for g in rec.retrieval_ground_truth}
+        abst = -1 if rec.response is None else int(is_abstention(rec.response, abstention_phrases))
+        builder.add(
+            rec.query_id,
+            rec.kind,
+            rec.kind_source,
+            ids,
+            [seen[i].relevance_score for i in ids],
+            qrels,
+            n_ret=len(seen),
+            abstains=abst,
+        )
+        if rec.context is not None:
+            relevant = [(i, seen[i].content) for i in ids if qrels and qrels.get(i, 0) >= t]
+            assembly.append(check_query(rec.query_id, rec.context, relevant, min_prefix_chars=min_prefix_chars))
+    return builder.build(), assembly
+
+
+# -- JSONL, fast ---------------------------------------------------------------------------------------------
+def _split(path: str) -> tuple[str, ...]:
+    return tuple(seg for seg in path.replace("[]", "").split(".") if seg)
+
+
+def _struct(name: str, leaves: dict[tuple[str, ...], Any]) -> tuple[type, dict[tuple[str, ...], str]]:
+    """A msgspec Struct type decoding the given paths (→ type), and each path's dotted attribute name."""
+    import msgspec
+
+    tree: dict[str, Any] = {}
+    for path, typ in leaves.items():
+        if not path or any(seg.isdigit() for seg in path):
+            raise _Fallback("list-index or empty path")
+        node = tree
+        for seg in path[:-1]:
+            child = node.setdefault(seg, {})
+            if not isinstance(child, dict):
+                raise _Fallback("a path is a prefix of another")
+            node = child
+        if path[-1] in node:
+            raise _Fallback("a path is a prefix of another, or used twice")
+        node[path[-1]] = ("leaf", typ)
+
+    counter = iter(range(1_000_000))
+
+    def build(node: dict[str, Any]) -> type:
+        fields: list[tuple[str, Any, Any]] = []
+        rename: dict[str, str] = {}
+        for key, value in node.items():
+            attr = f"f{next(counter)}"
+            rename[attr] = key
+            typ = value[1] if isinstance(value, tuple) else build(value)
+            fields.append((attr, typ | None, None))
+        return msgspec.defstruct(f"{name}{next(counter)}", fields, rename=rename, gc=False)
+
+    root = build(tree)
+
+    # resolve each path to attribute names by walking the generated types
+    attrs: dict[tuple[str, ...], str] = {}
+    for path in leaves:
+        typ, names = root, []
+        for seg in path:
+            info = msgspec.structs.fields(typ)
+            f = next(f for f in info if f.encode_name == seg)
+            names.append(f.name)
+            inner = [
+                a for a in getattr(f.type, "__args__", ()) if isinstance(a, type) and hasattr(a, "__struct_fields__")
+            ]
+            typ = inner[0] if inner else None
+        attrs[path] = ".".join(names)
+    return root, attrs
+
+
+def _getter(dotted: str) -> Callable[[Any], Any]:
+    """attrgetter that yields None when an intermediate object is None."""
+    if "." not in dotted:
+        return operator.attrgetter(dotted)
+    parts = dotted.split(".")
+
+    def get(obj: Any) -> Any:
+        for p in parts:
+            if obj is None:
+                return None
+            obj = getattr(obj, p)
+        return obj
+
+    return get
+
+
+def _str_id(value: Any) -> str:
+    if type(value) is str:
+        return value
+    if value is None:
+        raise _Fallback("missing id")
+    return str(value)
+
+
+def load_jsonl(
+    path: str | os.PathLike[str],
+    mapping: Mapping,
+    *,
+    depth: int,
+    relevance_threshold: int,
+    abstention_phrases: Sequence[str] | None = None,
+    min_prefix_chars: int = DEFAULT_MIN_PREFIX_CHARS,
+    jobs: int | None = None,
+) -> LoadResult:
+    """Arrays and assembly rows from a JSONL dataset, through ``mapping``'s field paths (fast; falls back).
+
+    ``jobs``: processes that read parts of the file in parallel (``None``: 2 for files over 64 MB on a machine with
+    at least 2 cores, else 1). The result does not depend on it.
+    """
+    t = check_threshold(relevance_threshold)
+    try:
+        source = Path(path)
+        if not source.exists():
+            raise DatasetError("dataset file not found", file=str(path))
+        if source.is_dir():
+            raise DatasetError(
+                "is a directory, not a JSONL file", file=str(path), hint="for TREC input set dataset.format: trec"
+            )
+        cfg = _FastConfig(mapping, depth=depth, threshold=t, phrases=abstention_phrases, min_prefix=min_prefix_chars)
+        size = source.stat().st_size
+        if jobs is None:
+            jobs = 2 if size > _PARALLEL_MIN_BYTES and (os.cpu_count() or 1) >= 2 else 1
+        ranges = _split_ranges(source, size, max(1, jobs))
+        if len(ranges) == 1:
+            return _scan(cfg, source, *ranges[0])
+        return _scan_parallel(cfg, source, ranges)
+    except _Fallback:
+        from ..dataset import read_records
+
+        return arrays_from_records(
+            read_records(path, mapping, relevance_threshold=t),
+            depth=depth,
+            relevance_threshold=t,
+            abstention_phrases=abstention_phrases,
+            min_prefix_chars=min_prefix_chars,
+        )
+
+
+_PARALLEL_MIN_BYTES = 64 << 20
+
+
+def _split_ranges(path: Path, size: int, jobs: int) -> list[tuple[int, int]]:
+    """``jobs`` byte ranges covering the file, each starting at the beginning of a line."""
+    cuts = [0]
+    with open(path, "rb") as fh:
+        for i in range(1, jobs):
+            fh.seek(max(cuts[-1], size * i // jobs))
+            fh.readline()
+            pos = fh.tell()
+            if cuts[-1] < pos < size:
+                cuts.append(pos)
+    cuts.append(size)
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a] or [(0, size)]
+
+
+class _FastConfig:
+    """msgspec decoders and attribute getters generated once from the mapping's field paths."""
+
+    def __init__(
+        self, mapping: Mapping, *, depth: int, threshold: int, phrases: Sequence[str] | None, min_prefix: int
+    ) -> None:
+        import msgspec
+
+        if mapping.dataset.format != "jsonl":
+            raise _Fallback("not JSONL")
+        if mapping.context.source != "saved":
+            raise _Fallback("context rebuilt from documents")
+        f = mapping.dataset.fields
+        d, g = f.retrieved_documents, f.retrieval_ground_truth
+        if d is not None and getattr(d, "scores_from_rank", False):
+            raise _Fallback("scores synthesized from rank")
+        self.depth, self.threshold, self.phrases, self.min_prefix = depth, threshold, phrases, min_prefix
+        want_content = bool(d and d.content and f.context)
+
+        def decoders(id_type: Any) -> tuple[Any, Any, dict[Any, str], dict[Any, str], dict[Any, str]]:
+            row_leaves: dict[tuple[str, ...], Any] = {_split(f.query_id): str | int}
+            for p in (f.kind, f.context, f.response):
+                if p:
+                    row_leaves[_split(p)] = str
+            lab_attrs: dict[tuple[str, ...], str] = {}
+            if g:
+                lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): int}
+                lab_type, lab_attrs = _struct("Label", lab_leaves)
+                row_leaves[_split(g.path)] = list[lab_type]  # type: ignore[valid-type]
+            if d:
+                row_leaves[_split(d.path)] = list[msgspec.Raw]
+            row_type, row_attrs = _struct("Row", row_leaves)
+            docs_dec, doc_attrs = None, {}
+            if d:
+                doc_leaves: dict[tuple[str, ...], Any] = {_split(d.document_id): id_type}
+                if d.relevance_score:
+                    doc_leaves[_split(d.relevance_score)] = float
+                if want_content and d.content:
+                    doc_leaves[_split(d.content)] = str
+                doc_type, doc_attrs = _struct("Doc", doc_leaves)
+                docs_dec = msgspec.json.Decoder(list[doc_type])  # type: ignore[valid-type]
+            return msgspec.json.Decoder(row_type), docs_dec, row_attrs, doc_attrs, lab_attrs
+
+        # strict: ids are JSON strings (no conversion); lenient, per line on demand: integer ids read as strings
+        self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str)
+        self.row_dec_l, self.docs_dec_l, *attrs_l = decoders(str | int)
+        if attrs_l != [row_attrs, doc_attrs, lab_attrs]:
+            raise _Fallback("internal: decoder layouts differ")
+
+        def none(_obj: Any) -> None:
+            return None
+
+        self.get_qid = _getter(row_attrs[_split(f.query_id)])
+        self.get_kind = _getter(row_attrs[_split(f.kind)]) if f.kind else none
+        self.get_context = _getter(row_attrs[_split(f.context)]) if f.context else none
+        self.get_response = _getter(row_attrs[_split(f.response)]) if f.response else none
+        self.get_docs = _getter(row_attrs[_split(d.path)]) if d else none
+        self.get_doc_id = _getter(doc_attrs[_split(d.document_id)]) if d else none
+        self.get_score = _getter(doc_attrs[_split(d.relevance_score)]) if d and d.relevance_score else none
+        self.get_content = _getter(doc_attrs[_split(d.content)]) if d and d.content and want_content else none
+        self.get_labels = _getter(row_attrs[_split(g.path)]) if g else none
+        self.get_lab_id = _getter(lab_attrs[_split(g.document_id)]) if g else none
+        self.get_lab_value = _getter(lab_attrs[_split(g.query_relevance_label)]) if g else none
+
+
+def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> LoadResult:
+    """Read the lines in the byte range ``[start, end)`` (``start`` at a line start) into arrays."""
+    import msgspec
+
+    depth, threshold, phrases, min_prefix = cfg.depth, cfg.threshold, cfg.phrases, cfg.min_prefix
+    row_dec, docs_dec = cfg.row_dec.decode, cfg.docs_dec.decode if cfg.docs_dec else None
+    get_qid, get_kind, get_context, get_response = cfg.get_qid, cfg.get_kind, cfg.get_context, cfg.get_response
+    get_docs, get_doc_id, get_score = cfg.get_docs, cfg.get_doc_id, cfg.get_score
+    get_labels, get_lab_id, get_lab_value = cfg.get_labels, cfg.get_lab_id, cfg.get_lab_value
+    validation_error = msgspec.ValidationError
+    join = b",".join
+
+    builder = ArraysBuilder(depth, threshold)
+    add = builder.adder()
+    assembly: list[dict[str, Any]] = []
+    pos = start
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        for line in fh:
+            if pos >= end:
+                break
+            pos += len(line)
+            if line.isspace():
+                continue
+            try:
+                try:
+                    row = row_dec(line)
+                    lenient = False
+                except validation_error:
+                    row = cfg.row_dec_l.decode(line)
+                    lenient = True
+                qid = get_qid(row)
+                if type(qid) is not str or not qid:
+                    qid = _query_id(qid)
+                labs = get_labels(row)
+                if labs is None:
+                    qrels = None
+                elif lenient:
+                    qrels = {_str_id(get_lab_id(x)): get_lab_value(x) for x in labs}
+                else:
+                    qrels = dict(zip(map(get_lab_id, labs), map(get_lab_value, labs)))  # noqa: B905 - same list
+                if qrels and (None in qrels or None in qrels.values()):
+                    raise _Fallback("label or label id missing")
+
+                kind = get_kind(row)
+                if kind is None:
+                    if qrels is None:
+                        kind, kind_source = "positive", "unknown"
+                    else:
+                        kind_source = "labels"
+                        kind = "positive" if any(v >= threshold for v in qrels.values()) else "negative"
+                elif kind == "positive" or kind == "negative":
+                    kind_source = "declared"
+                else:
+                    raise _Fallback("kind")
+
+                raws = get_docs(row)
+                if raws:
+                    blob = b"[" + join(raws[:depth]) + b"]"
+                    try:
+                        docs = docs_dec(blob)  # type: ignore[misc]
+                        ids = list(map(get_doc_id, docs))
+                    except validation_error:
+                        docs, ids = _lenient_docs(cfg, blob)
+                    if None in ids:
+                        raise _Fallback("document id missing")
+                    n = len(ids)
+                    if len(set(ids)) == n and len(raws) <= depth:
+                        n_ret = n
+                    elif kind != "negative" and len(set(ids)) == n:
+                        n_ret = -1
+                    else:
+                        docs, ids, n_ret = _dedup_docs(cfg, raws, docs, ids)
+                    scores = list(map(get_score, docs))
+                else:
+                    docs, ids, scores, n_ret = [], [], [], 0
+
+                response = get_response(row)
+                abst = -1 if response is None else int(is_abstention(response, phrases))
+                add(qid, kind, kind_source, ids, scores, qrels, n_ret, abst)
+                context = get_context(row)
+                if context is not None:
+                    assembly.append(_assembly_row(cfg, qid, context, ids, docs, qrels, min_prefix))
+            except (validation_error, msgspec.DecodeError, TypeError) as exc:
+                raise _Fallback(str(exc)) from exc
+    return builder.build(), assembly
+
+
+def _query_id(value: Any) -> str:
+    if type(value) is int:
+        return str(value)
+    raise _Fallback("query id missing, empty or not a string")
+
+
+def _lenient_docs(cfg: _FastConfig, blob: bytes) -> tuple[list[Any], list[str]]:
+    docs = cfg.docs_dec_l.decode(blob)
+    return docs, [_str_id(cfg.get_doc_id(x)) for x in docs]
+
+
+def _dedup_docs(cfg: _FastConfig, raws: list[Any], docs: list[Any], ids: list[str]) -> tuple[list[Any], list[str], int]:
+    """First occurrences (all documents decoded when needed): the top ``depth`` docs, their ids, the distinct count."""
+    import msgspec
+
+    if len(raws) > cfg.depth:
+        blob = b"[" + b",".join(raws) + b"]"
+        try:
+            docs = cfg.docs_dec.decode(blob)  # type: ignore[union-attr]
+            ids = list(map(cfg.get_doc_id, docs))
+        except msgspec.ValidationError:
+            docs, ids = _lenient_docs(cfg, blob)
+    if None in ids:
+        raise _Fallback("document id missing")
+    first: dict[str, Any] = {}
+    for i, x in zip(ids, docs, strict=True):
+        if i not in first:
+            first[i] = x
+    top = list(first)[: cfg.depth]
+    return [first[i] for i in top], top, len(first)
+
+
+def _assembly_row(
+    cfg: _FastConfig,
+    qid: str,
+    context: str,
+    ids: list[str],
+    docs: list[Any],
+    qrels: dict[str, int] | None,
+    min_prefix: int,
+) -> dict[str, Any]:
+    t = cfg.threshold
+    relevant = [(i, cfg.get_content(x)) for i, x in zip(ids, docs, strict=True) if qrels and qrels.get(i, 0) >= t]
+    return check_query(qid, context, relevant, min_prefix_chars=min_prefix)
+
+
+_CURRENT: tuple[_FastConfig, Path] | None = None
+
+
+def _scan_part(byte_range: tuple[int, int]) -> LoadResult | str:
+    if _CURRENT is None:
+        return "no configuration"
+    try:
+        return _scan(_CURRENT[0], _CURRENT[1], *byte_range)
+    except _Fallback as exc:
+        return str(exc)
+
+
+def _scan_parallel(cfg: _FastConfig, path: Path, ranges: list[tuple[int, int]]) -> LoadResult:
+    """Scan the ranges in forked worker processes (they inherit the decoders) and concatenate in file order."""
+    import multiprocessing
+
+    global _CURRENT
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:
+        return _scan(cfg, path, ranges[0][0], ranges[-1][1])
+    _CURRENT = (cfg, path)
+    try:
+        with ctx.Pool(len(ranges)) as pool:
+            parts = pool.map(_scan_part, ranges, chunksize=1)
+    finally:
+        _CURRENT = None
+    for part in parts:
+        if isinstance(part, str):
+            raise _Fallback(part)
+    arrays = concat_arrays([p[0] for p in parts])  # type: ignore[index]
+    assembly = [row for p in parts for row in p[1]]  # type: ignore[index]
+    return arrays, assembly
+
+
+# -- TREC files ------------------------------------------------------------------------------------------------
+def load_trec_files(
+    qrels_path: str | os.PathLike[str],
+    run_path: str | os.PathLike[str],
+    *,
+    depth: int,
+    relevance_threshold: int,
+) -> LoadResult:
+    """Arrays from a qrels file (``qid 0 docid label``) and a run file (``qid Q0 docid rank score tag``).
+
+    Each query's run is ordered as trec_eval orders it — score descending, ties by document id descending
+    (byte-wise) — and the rank column is ignored; a repeated document keeps its first (highest) position. Queries:
+    those of the run in order of first appearance, then qrels-only queries with an empty ranking (trec_eval ``-c``).
+    Kind comes from the labels (negative when no label reaches the threshold); a run query without qrels has
+    ``kind_source="unknown"``.
+    """
+    t = check_threshold(relevance_threshold)
+    qrels: dict[str, dict[str, int]] = {}
+    for lineno, parts in _lines(qrels_path):
+        if len(parts) != 4:
+            raise DatasetError(
+                f"expected 4 columns `qid 0 docid label`, got {len(parts)}", file=str(qrels_path), line=lineno
+            )
+        try:
+            label = int(parts[3])
+        except ValueError:
+            raise DatasetError(
+                f"label {parts[3]!r} is not an integer", file=str(qrels_path), line=lineno, field="label"
+            ) from None
+        qrels.setdefault(parts[0], {})[parts[2]] = label
+    runs: dict[str, list[tuple[float, str]]] = {}
+    for lineno, parts in _lines(run_path):
+        if len(parts) != 6:
+            raise DatasetError(
+                f"expected 6 columns `qid Q0 docid rank score tag`, got {len(parts)}", file=str(run_path), line=lineno
+            )
+        try:
+            score = float(parts[4])
+        except ValueError:
+            raise DatasetError(
+                f"score {parts[4]!r} is not a number", file=str(run_path), line=lineno, field="score"
+            ) from None
+        runs.setdefault(parts[0], []).append((score, parts[2]))
+    builder = ArraysBuilder(depth, t)
+    for qid in [*runs, *(q for q in qrels if q not in runs)]:
+        ranked = sorted(runs.get(qid, ()), key=lambda sd: (sd[0], sd[1].encode()), reverse=True)
+        first: dict[str, float] = {}
+        for score, doc in ranked:
+            if doc not in first:
+                first[doc] = score
+        ids = list(first)[:depth]
+        labels = qrels.get(qid)
+        if labels is None:
+            kind, source = "positive", "unknown"
+        else:
+            kind = "positive" if any(v >= t for v in labels.values()) else "negative"
+            source = "labels"
+        builder.add(qid, kind, source, ids, [first[i] for i in ids], labels, n_ret=len(first))
+    return builder.build(), []
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterable[tuple[int, list[str]]]:
+    p = Path(path)
+    try:
+        fh = open(p, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise DatasetError("file not found", file=str(p)) from None
+    with fh:
+        for lineno, text in enumerate(fh, 1):
+            parts = text.split()
+            if parts:
+                yield lineno, parts

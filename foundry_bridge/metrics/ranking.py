@@ -1,0 +1,236 @@
+"""Ranking metrics Foundry does not report — rr/MRR, recall, precision, hit, distracting, NDCG — for many k at once.
+
+Definitions (they hold exactly; see docs/metrics.md):
+
+- rank = 1-based position in the query's retrieved list as stored (for TREC runs: trec_eval's order, score
+  descending then document id descending). A repeated document id counts at its first position only.
+- relevant ⇔ label ≥ ``relevance_threshold`` (≥ 1); unlabelled documents have label 0. ``n_rel`` = qrels documents
+  that are relevant, retrieved or not.
+- ``rr@k`` = 1/rank of the first relevant document in the top k, else 0. ``recall@k`` = relevant in top k / n_rel.
+  ``precision@k`` = relevant in top k / k (also when fewer than k were retrieved). ``hit@k`` = 1 if any relevant in
+  the top k. ``distracting@k`` = non-relevant documents ranked above the first relevant one in the top k (all
+  retrieved top-k documents when none is relevant).
+- ``ndcg@k`` = trec_eval ``ndcg_cut_k``: gain = label for every label > 0 (the threshold does not apply),
+  discount 1/log2(rank + 1), ideal = all qrels labels sorted descending, cut at k. ``ndcg_exp@k``: gain 2^label − 1.
+- Undefined (NaN, ``null`` in JSON): rr, recall, precision, hit when n_rel = 0; ndcg when the ideal DCG is 0.
+  ``distracting`` is always defined.
+
+The core (``compute``) is numpy over the padded arrays of ``_arrays.QueryArrays``: no Python step per document,
+every k from one cumulative sum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from ._arrays import QueryArrays, check_threshold, from_records
+
+if TYPE_CHECKING:
+    from ..dataset.records import QueryRecord
+
+__all__ = [
+    "METRIC_NAMES",
+    "NAN_POLICIES",
+    "RankingResult",
+    "compute",
+    "normalize_ks",
+    "ranking_from_arrays",
+    "ranking_metrics",
+    "summarize",
+]
+
+NanPolicy = Literal["propagate", "drop", "zerofill"]
+NAN_POLICIES: tuple[str, ...] = ("propagate", "drop", "zerofill")
+METRIC_NAMES: tuple[str, ...] = ("rr", "recall", "precision", "hit", "distracting", "ndcg", "ndcg_exp")
+# per-query metric → summary key
+_SUMMARY_NAMES = {
+    "rr": "mrr",
+    "recall": "recall",
+    "precision": "precision",
+    "hit": "hit_rate",
+    "ndcg": "ndcg",
+    "ndcg_exp": "ndcg_exp",
+    "distracting": "distracting",
+}
+
+
+def normalize_ks(ks: Iterable[int]) -> tuple[int, ...]:
+    """Sorted distinct cutoffs; each must be a positive integer."""
+    out = sorted({int(k) for k in ks})
+    if not out:
+        raise ValueError("at least one cutoff k is needed")
+    if out[0] < 1:
+        raise ValueError(f"cutoffs must be >= 1, got {out[0]}")
+    return tuple(out)
+
+
+def _at(cum: np.ndarray, k: int) -> np.ndarray:
+    """Column ``min(k, width) - 1`` of a cumulative array, zeros when the array has no column."""
+    width = cum.shape[1]
+    if width == 0:
+        return np.zeros(cum.shape[0], dtype=cum.dtype)
+    return cum[:, min(k, width) - 1]
+
+
+def compute(arrays: QueryArrays, ks: Sequence[int]) -> dict[str, np.ndarray]:
+    """Per-query float64 arrays ``"{metric}@{k}"`` for every metric and k, plus ``n_rel``.
+
+    ``arrays.depth`` must be at least ``max(ks)``.
+    """
+    ks = normalize_ks(ks)
+    if arrays.depth < ks[-1]:
+        raise ValueError(f"arrays were built to depth {arrays.depth}, below k={ks[-1]}")
+    labels, t = arrays.labels, arrays.relevance_threshold
+    width = labels.shape[1]
+    ideal = arrays.ideal.astype(np.float64)
+    rel = labels >= t
+    cum_rel = np.cumsum(rel, axis=1, dtype=np.int64)
+    none = np.iinfo(np.int64).max  # "no relevant document": beyond every k
+    first = np.where(rel.any(axis=1), rel.argmax(axis=1), none) if width else np.full(labels.shape[0], none)
+
+    disc = 1.0 / np.log2(np.arange(2, max(width, ideal.shape[1]) + 2, dtype=np.float64))
+    lin = np.where(labels > 0, labels, 0).astype(np.float64)
+    dcg_lin = np.cumsum(lin * disc[:width], axis=1)
+    dcg_exp = np.cumsum((np.exp2(lin) - 1.0) * disc[:width], axis=1)
+    idisc = disc[: ideal.shape[1]]
+    idcg_lin = np.cumsum(ideal * idisc, axis=1)
+    idcg_exp = np.cumsum((np.exp2(ideal) - 1.0) * idisc, axis=1)
+
+    n_rel = arrays.n_rel.astype(np.float64)
+    undefined = arrays.n_rel == 0
+    length = arrays.length
+    out: dict[str, np.ndarray] = {"n_rel": arrays.n_rel}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in ks:
+            hits = _at(cum_rel, k).astype(np.float64)
+            in_k = first < k
+            rr = np.where(in_k, 1.0 / (first.astype(np.float64) + 1.0), 0.0)
+            out[f"rr@{k}"] = np.where(undefined, np.nan, rr)
+            out[f"recall@{k}"] = np.where(undefined, np.nan, hits / n_rel)
+            out[f"precision@{k}"] = np.where(undefined, np.nan, hits / k)
+            out[f"hit@{k}"] = np.where(undefined, np.nan, (hits > 0).astype(np.float64))
+            out[f"distracting@{k}"] = np.where(in_k, first, np.minimum(length, k)).astype(np.float64)
+            il, ie = _at(idcg_lin, k), _at(idcg_exp, k)
+            out[f"ndcg@{k}"] = np.where(il > 0, _at(dcg_lin, k) / il, np.nan)
+            out[f"ndcg_exp@{k}"] = np.where(ie > 0, _at(dcg_exp, k) / ie, np.nan)
+    return out
+
+
+def _mean(values: np.ndarray, policy: str) -> float:
+    if values.size == 0:
+        return math.nan
+    nan = np.isnan(values)
+    if policy == "propagate":
+        return math.nan if nan.any() else float(values.mean())
+    if policy == "drop":
+        return float(values[~nan].mean()) if (~nan).any() else math.nan
+    return float(np.where(nan, 0.0, values).mean())
+
+
+def summarize(
+    columns: dict[str, np.ndarray], negative: np.ndarray, ks: Sequence[int], nan_policy: str
+) -> dict[str, dict[str, Any]]:
+    """Per-kind means: ``{"positive": {...}, "negative": {...}}`` — the two are never averaged together.
+
+    Each holds ``queries``, ``undefined`` (queries with n_rel = 0: rr/recall/precision/hit undefined),
+    ``undefined_ndcg`` (ideal DCG = 0), and ``mrr@k``, ``recall@k``, ``precision@k``, ``hit_rate@k``, ``ndcg@k``,
+    ``ndcg_exp@k``, ``distracting@k`` averaged under ``nan_policy`` (NaN → ``None``).
+    """
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
+    ks = normalize_ks(ks)
+    out: dict[str, dict[str, Any]] = {}
+    for kind, mask in (("positive", ~negative), ("negative", negative)):
+        block: dict[str, Any] = {
+            "queries": int(mask.sum()),
+            "undefined": int((columns["n_rel"][mask] == 0).sum()),
+            "undefined_ndcg": int(np.isnan(columns[f"ndcg@{ks[0]}"][mask]).sum()),
+        }
+        for k in ks:
+            for name in ("rr", "recall", "precision", "hit", "ndcg", "ndcg_exp", "distracting"):
+                value = _mean(columns[f"{name}@{k}"][mask], nan_policy)
+                block[f"{_SUMMARY_NAMES[name]}@{k}"] = None if math.isnan(value) else value
+        out[kind] = block
+    return out
+
+
+@dataclass
+class RankingResult:
+    """Per-query metric columns, per-kind summary and the parameters that produced them.
+
+    ``columns`` maps ``"rr@10"``-style names to float arrays aligned with ``query_ids``; ``per_query`` is the same
+    as a list of dicts (NaN → ``None``), built on first access.
+    """
+
+    query_ids: list[str]
+    kinds: list[str]
+    kind_sources: list[str]
+    columns: dict[str, np.ndarray]
+    summary: dict[str, dict[str, Any]]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def metric_keys(self) -> list[str]:
+        """Per-query metric keys in output order: for each k, the seven metrics."""
+        return [f"{m}@{k}" for k in self.params["ks"] for m in METRIC_NAMES]
+
+    @cached_property
+    def per_query(self) -> list[dict[str, Any]]:
+        keys = ["query_id", "kind", "kind_source", "n_rel", *self.metric_keys]
+        cols: list[list[Any]] = [
+            self.query_ids,
+            self.kinds,
+            self.kind_sources,
+            self.columns["n_rel"].tolist(),
+        ]
+        for key in self.metric_keys:
+            arr = self.columns[key]
+            cols.append([None if v != v else v for v in arr.tolist()])  # NaN → None
+        return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"params", "per_query", "summary"}``, JSON-ready."""
+        return {"params": self.params, "per_query": self.per_query, "summary": self.summary}
+
+
+def ranking_from_arrays(
+    arrays: QueryArrays, *, ks: Sequence[int] = (10,), nan_policy: str = "propagate"
+) -> RankingResult:
+    """Ranking metrics on prebuilt arrays (the ``metrics`` command's fast path)."""
+    ks = normalize_ks(ks)
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
+    columns = compute(arrays, ks)
+    summary = summarize(columns, arrays.negative, ks, nan_policy)
+    params = {
+        "ks": list(ks),
+        "relevance_threshold": arrays.relevance_threshold,
+        "nan_policy": nan_policy,
+        "rank": "position in the retrieved list after removing later duplicates (TREC runs: score desc, docid desc)",
+        "ndcg_gain": "ndcg: label (every label > 0); ndcg_exp: 2^label - 1",
+    }
+    return RankingResult(arrays.query_ids, arrays.kinds, arrays.kind_sources, columns, summary, params)
+
+
+def ranking_metrics(
+    records: Sequence[QueryRecord] | Iterable[QueryRecord],
+    *,
+    ks: Sequence[int] = (10,),
+    relevance_threshold: int = 1,
+    nan_policy: NanPolicy = "propagate",
+) -> RankingResult:
+    """rr, recall, precision, hit, distracting, ndcg, ndcg_exp at every k in ``ks`` for each record.
+
+    ``records`` keep their own ``kind``; positives and negatives are summarized separately. See the module
+    docstring for the exact definitions and the NaN rules.
+    """
+    ks = normalize_ks(ks)
+    check_threshold(relevance_threshold)
+    arrays = from_records(records, ks[-1], relevance_threshold)
+    return ranking_from_arrays(arrays, ks=ks, nan_policy=nan_policy)

@@ -1,0 +1,67 @@
+"""The context-assembly check: whitespace-normalized containment, tolerant of truncation at the context's end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from foundry_bridge.dataset import read_records
+from foundry_bridge.dataset.records import GroundTruthLabel, QueryRecord, RetrievedDocument
+from foundry_bridge.mapping import load_mapping
+from foundry_bridge.metrics import assembly_check
+from foundry_bridge.metrics.assembly import contains_document, normalize_ws
+
+DOC = "The company matches 100% of the first 4% of salary you contribute to the 401(k)."
+
+
+def test_sample_q06_dropped_passage(benefits_jsonl: Path) -> None:
+    records = list(read_records(benefits_jsonl, load_mapping(None)))
+    rows = {row["query_id"]: row for row in assembly_check(records, k=10, relevance_threshold=1)}
+    assert len(rows) == len(records)
+    assert rows["q06"]["dropped_relevant"] == ["pol-parttime-01"]  # rank 3, label 3, not in the context
+    assert rows["q06"]["checked"] is True
+    assert [q for q, row in rows.items() if row["dropped_relevant"]] == ["q06"]
+    # k=2 excludes the rank-3 passage: nothing relevant was dropped within the top 2
+    rows2 = {row["query_id"]: row for row in assembly_check(records, k=2, relevance_threshold=1)}
+    assert rows2["q06"]["dropped_relevant"] == []
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        (f"Intro.\n\n{DOC}\n\nOutro.", "contained"),
+        ("Intro.\n\nThe company   matches 100% of the first\n4% of salary you contribute to the 401(k).", "contained"),
+        ("Intro.\n\nThe company matches 100% of the first 4% of sal", "truncated"),  # cut inside the document
+        ("Intro.\n\nThe company matches 100%", None),  # prefix shorter than 40 characters
+        ("The company matches 100% of the first 4% of salary. Outro.", None),  # changed text
+        ("Intro only.", None),
+    ],
+)
+def test_contains_document(context: str, expected: str | None) -> None:
+    assert contains_document(normalize_ws(context), normalize_ws(DOC)) == expected
+
+
+def test_short_document_needs_full_containment() -> None:
+    assert contains_document("a b c", "b c") == "contained"
+    assert contains_document("x short", "short doc") is None
+    assert contains_document("x short do", "short doc", min_prefix_chars=5) == "truncated"
+
+
+def _rec(context: str | None, contents: dict[str, str | None], labels: dict[str, int]) -> QueryRecord:
+    return QueryRecord(
+        query_id="q",
+        retrieved_documents=[RetrievedDocument(document_id=d, content=c) for d, c in contents.items()],
+        retrieval_ground_truth=[GroundTruthLabel(document_id=d, query_relevance_label=v) for d, v in labels.items()],
+        context=context,
+    )
+
+
+def test_checked_flags_and_thresholds() -> None:
+    rec = _rec(f"{DOC}", {"a": "other text entirely", "b": DOC, "c": None}, {"a": 1, "b": 2, "c": 3})
+    row = assembly_check([rec], k=10, relevance_threshold=1)[0]
+    assert row["dropped_relevant"] == ["a"] and row["no_content"] == ["c"] and row["checked"] is False
+    row = assembly_check([rec], k=10, relevance_threshold=2)[0]
+    assert row["relevant_top_k"] == ["b", "c"] and row["dropped_relevant"] == []
+    no_ctx = assembly_check([_rec(None, {"a": DOC}, {"a": 1})], k=10, relevance_threshold=1)[0]
+    assert no_ctx["checked"] is False and no_ctx["dropped_relevant"] == []

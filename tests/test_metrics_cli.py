@@ -1,0 +1,241 @@
+"""`foundry-bridge metrics` end to end, and the fast JSONL reader against the records path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from click.testing import CliRunner
+from metrics_helpers import generate
+
+import foundry_bridge.dataset as dataset_pkg
+from foundry_bridge.cli import cli, main
+from foundry_bridge.dataset import read_records
+from foundry_bridge.mapping import load_mapping
+from foundry_bridge.metrics.loader import arrays_from_records, load_jsonl
+
+
+def invoke(args: list[str]) -> tuple[int, str, bytes]:
+    result = CliRunner().invoke(cli, args)
+    return result.exit_code, result.output, result.stdout_bytes
+
+
+def test_metrics_json_on_sample(benefits_jsonl: Path) -> None:
+    code, out, raw = invoke(["metrics", str(benefits_jsonl)])
+    assert code == 0, out
+    doc = orjson.loads(raw)
+    assert set(doc) == {"params", "per_query", "summary", "negative_report", "assembly"}
+    # defaults from the packaged mapping: k 3 and 10, threshold 1, propagate, surface 0.6
+    assert doc["params"]["ks"] == [3, 10] and doc["params"]["surface_threshold"] == 0.6
+    q09 = next(row for row in doc["per_query"] if row["query_id"] == "q09")
+    assert q09["rr@10"] == 0.25 and q09["rr@3"] == 0.0 and q09["distracting@10"] == 3.0
+    for key in ("query_id", "kind", "rr@10", "recall@10", "precision@10", "hit@10", "distracting@10", "ndcg@10"):
+        assert key in q09
+    pos, neg = doc["summary"]["positive"], doc["summary"]["negative"]
+    assert pos["queries"] == 11 and neg["queries"] == 3 and neg["undefined"] == 3
+    assert neg["mrr@10"] is None  # propagate: every negative query is undefined
+    # MRR@10 of the 11 positive queries, from the sample's README and data: q07 misses, q09 at 4, q11 at 2
+    assert pos["mrr@10"] == pytest.approx((8 * 1.0 + 0 + 0.25 + 0.5) / 11)
+    assembly = {row["query_id"]: row for row in doc["assembly"]["per_query"]}
+    assert assembly["q06"]["dropped_relevant"] == ["pol-parttime-01"]
+    assert doc["assembly"]["with_dropped_relevant"] == 1
+    assert doc["negative_report"]["aggregate"]["surfaced_evidence"] == 1
+
+
+def test_metrics_options_override_mapping(benefits_jsonl: Path, tmp_path: Path) -> None:
+    out_file = tmp_path / "m.json"
+    code, out, _ = invoke(
+        [
+            "metrics",
+            str(benefits_jsonl),
+            "--k",
+            "5",
+            "--nan-policy",
+            "drop",
+            "--relevance-threshold",
+            "3",
+            "--surface-threshold",
+            "0.5",
+            "-o",
+            str(out_file),
+        ]
+    )
+    assert code == 0, out
+    doc = orjson.loads(out_file.read_bytes())
+    assert doc["params"]["ks"] == [5] and doc["params"]["nan_policy"] == "drop"
+    assert doc["params"]["relevance_threshold"] == 3 and "rr@5" in doc["per_query"][0]
+    assert doc["negative_report"]["aggregate"]["surfaced_evidence"] == 2  # n02 (0.78) and n03 (0.52)
+
+
+def test_metrics_text(benefits_jsonl: Path) -> None:
+    code, out, _ = invoke(["metrics", str(benefits_jsonl), "--format", "text"])
+    assert code == 0
+    assert "mrr@10" in out and "q06: dropped pol-parttime-01" in out and "ROC AUC" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["metrics"], "give DATA"),
+        (["metrics", "x.jsonl", "--qrels", "{q}", "--run", "{q}"], "not both"),
+        (["metrics", "--qrels", "{q}"], "give DATA"),
+    ],
+)
+def test_usage_errors(args: list[str], message: str, tmp_path: Path, capsys) -> None:
+    q = tmp_path / "qrels"
+    q.write_text("q 0 a 1\n")
+    with pytest.raises(SystemExit) as exc:
+        main([a.replace("{q}", str(q)) for a in args])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_row_reports_file_and_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "d.jsonl"
+    good = {"query_id": "a", "retrieved_documents": [{"document_id": "x"}], "retrieval_ground_truth": []}
+    bad = {
+        "query_id": "b",
+        "retrieved_documents": [],
+        "retrieval_ground_truth": [{"document_id": "x", "query_relevance_label": 0.7}],
+    }
+    path.write_bytes(orjson.dumps(good) + b"\n" + orjson.dumps(bad) + b"\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["metrics", str(path)])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert f"{path}:2" in err and "label" in err
+
+
+# -- the fast reader gives exactly what the records path gives -----------------------------------------------------
+def _write_generated(path: Path, seed: int) -> None:
+    g = generate(seed, n_queries=120, max_docs=25)
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i, rec in enumerate(g.records):
+        row = rec.item()
+        if i % 3 == 0:
+            del row["kind"]  # derived from the labels
+        elif i % 5 == 0:
+            row["kind"] = "negative"
+        if i % 4 == 0:
+            docs = row["retrieved_documents"]
+            for d in docs:
+                d["content"] = f"text of {d['document_id']} " * 3
+            row["context"] = " ".join(d["content"] for d in docs[: int(rng.integers(0, len(docs) + 1))])
+            row["response"] = "I don't know." if i % 8 == 0 else "An answer."
+        if i % 9 == 0 and row.get("retrieval_ground_truth"):
+            row["retrieval_ground_truth"][0]["document_id"] = 77  # an integer id, read as "77"
+        lines.append(orjson.dumps(row))
+    path.write_bytes(b"\n".join(lines) + b"\n\n")
+
+
+def _assert_same(a, b) -> None:
+    for name in ("labels", "judged", "length", "n_ret", "scores", "n_rel", "has_labels", "ideal", "abstains"):
+        x, y = getattr(a, name), getattr(b, name)
+        if name == "n_ret":  # the fast reader counts distinct documents for negative queries only
+            known = x >= 0
+            assert known[np.array(a.kinds) == "negative"].all()
+            x, y = x[known], y[known]
+        assert np.array_equal(x, y, equal_nan=name == "scores"), name
+    assert a.query_ids == b.query_ids and a.kinds == b.kinds and a.kind_sources == b.kind_sources
+    assert a.top_ids == b.top_ids
+
+
+@pytest.mark.parametrize(
+    ("seed", "depth", "threshold", "jobs"), [(1, 10, 1, 1), (2, 3, 2, 1), (3, 25, 1, 1), (4, 10, 1, 2), (5, 5, 2, 3)]
+)
+def test_fast_reader_matches_records(
+    seed: int, depth: int, threshold: int, jobs: int, tmp_path: Path, monkeypatch
+) -> None:
+    path = tmp_path / "d.jsonl"
+    _write_generated(path, seed)
+    mapping = load_mapping(None)
+    slow, slow_asm = arrays_from_records(
+        read_records(path, mapping, relevance_threshold=threshold), depth=depth, relevance_threshold=threshold
+    )
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("the fast reader fell back to read_records")
+
+    monkeypatch.setattr(dataset_pkg, "read_records", no_fallback)
+    fast, fast_asm = load_jsonl(path, mapping, depth=depth, relevance_threshold=threshold, jobs=jobs)
+    _assert_same(fast, slow)
+    assert fast_asm == slow_asm and len(fast_asm) > 0
+
+
+def test_fast_reader_nested_paths(tmp_path: Path, monkeypatch) -> None:
+    mapping_file = tmp_path / "m.yaml"
+    mapping_file.write_text(
+        "version: 1\n"
+        "dataset:\n"
+        "  format: jsonl\n"
+        "  fields:\n"
+        "    query_id: meta.qid\n"
+        "    kind: meta.kind\n"
+        "    context: gen.prompt_context\n"
+        "    response: gen.answer\n"
+        "    retrieved_documents: {path: search.hits, document_id: doc.id, relevance_score: doc.score,"
+        " content: doc.text, title: null}\n"
+        "    retrieval_ground_truth: {path: judgements, document_id: doc, query_relevance_label: grade}\n"
+        "metrics: {k: [2, 5]}\n"
+    )
+    rows = [
+        {
+            "meta": {"qid": "a"},
+            "search": {
+                "hits": [
+                    {"doc": {"id": "x", "score": 0.9, "text": "alpha"}},
+                    {"doc": {"id": "y", "score": 0.5, "text": "beta"}},
+                ]
+            },
+            "judgements": [{"doc": "y", "grade": 2}],
+            "gen": {"prompt_context": "alpha", "answer": "I don't know"},
+        },
+        {
+            "meta": {"qid": "b", "kind": "negative"},
+            "search": {"hits": [{"doc": {"id": "z", "score": 0.7}}]},
+            "judgements": [],
+        },
+    ]
+    data = tmp_path / "d.jsonl"
+    data.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    mapping = load_mapping(mapping_file)
+    slow, slow_asm = arrays_from_records(read_records(data, mapping), depth=5, relevance_threshold=1)
+    monkeypatch.setattr(dataset_pkg, "read_records", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    fast, fast_asm = load_jsonl(data, mapping, depth=5, relevance_threshold=1)
+    _assert_same(fast, slow)
+    assert fast_asm == slow_asm
+    assert fast_asm[0]["dropped_relevant"] == ["y"]
+    monkeypatch.undo()
+    code, out, raw = invoke(["metrics", str(data), "--mapping", str(mapping_file)])
+    assert code == 0, out
+    doc = orjson.loads(raw)
+    assert doc["params"]["ks"] == [2, 5]
+    assert doc["per_query"][0]["rr@2"] == 0.5
+    assert doc["negative_report"]["per_query"][0]["query_id"] == "b"
+
+
+def test_fallback_gives_the_same_numbers(tmp_path: Path, monkeypatch) -> None:
+    """A value the fast reader does not decode (a non-string content, which the records path ignores) → fallback."""
+    path = tmp_path / "d.jsonl"
+    _write_generated(path, 5)
+    rows = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    target = next(r for r in rows if r["retrieved_documents"] and "context" not in r)
+    target["retrieved_documents"][0]["content"] = 5
+    path.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    mapping = load_mapping(None)
+    slow, slow_asm = arrays_from_records(read_records(path, mapping), depth=10, relevance_threshold=1)
+    calls = []
+    real = dataset_pkg.read_records
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dataset_pkg, "read_records", counting)
+    fast, fast_asm = load_jsonl(path, mapping, depth=10, relevance_threshold=1)
+    assert calls == [1]
+    _assert_same(fast, slow)
+    assert fast_asm == slow_asm

@@ -1,0 +1,87 @@
+"""trec_eval's own test files: `metrics --qrels --run` reproduces its per-topic values to the printed 4 decimals."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from foundry_bridge.cli import cli
+
+TREC = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "trec_eval"
+
+pytestmark = pytest.mark.skipif(not TREC.is_dir(), reason="trec_eval reference files not found beside the repo")
+
+# trec_eval measure → (our per-query metric, cutoff parser)
+_MEASURE = re.compile(r"^(recip_rank|P|recall|success|ndcg_cut)(?:_(\d+))?$")
+_OURS = {"P": "precision", "recall": "recall", "success": "hit", "ndcg_cut": "ndcg"}
+
+
+def expected(name: str) -> dict[tuple[str, str], float]:
+    """(measure, topic) → value for the measures we reproduce, per topic (not `all`)."""
+    out: dict[tuple[str, str], float] = {}
+    for line in (TREC / name).read_text().splitlines():
+        parts = line.split()
+        if len(parts) != 3 or parts[1] == "all":
+            continue
+        if _MEASURE.match(parts[0]) or parts[0] == "num_rel":
+            out[(parts[0], parts[1])] = float(parts[2])
+    return out
+
+
+def run_metrics(qrels: str, threshold: int, ks: list[int]) -> dict:
+    args = ["metrics", "--qrels", str(TREC / qrels), "--run", str(TREC / "results.test")]
+    args += [x for k in ks for x in ("--k", str(k))]
+    args += ["--relevance-threshold", str(threshold)]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return orjson.loads(result.stdout_bytes)
+
+
+@pytest.mark.parametrize(
+    ("qrels", "out", "threshold"), [("qrels.test", "out.test.aq", 1), ("qrels.rel_level", "out.test.aql", 2)]
+)
+def test_reproduces_trec_eval(qrels: str, out: str, threshold: int) -> None:
+    exp = expected(out)
+    ks = sorted({int(m.group(2)) for (name, _), _v in exp.items() if (m := _MEASURE.match(name)) and m.group(2)})
+    assert ks == [1, 5, 10, 15, 20, 30, 100, 200, 500, 1000]
+    doc = run_metrics(qrels, threshold, [*ks, 100000])  # recip_rank has no cutoff: a k beyond every run
+    rows = {row["query_id"]: row for row in doc["per_query"]}
+    assert set(rows) == {topic for _, topic in exp}
+    checked = 0
+    for (name, topic), value in exp.items():
+        row = rows[topic]
+        if name == "num_rel":
+            assert row["n_rel"] == value
+            continue
+        m = _MEASURE.match(name)
+        assert m is not None
+        ours = row["rr@100000"] if m.group(1) == "recip_rank" else row[f"{_OURS[m.group(1)]}@{m.group(2)}"]
+        assert ours is not None, (name, topic)
+        assert round(ours, 4) == pytest.approx(value, abs=1e-9), (name, topic, ours, value)
+        checked += 1
+    # recip_rank, and P / recall / ndcg_cut at 9 cutoffs and success at 3, for 3 topics
+    assert checked == 3 * (1 + 3 * 9 + 3)
+
+
+def test_rank_column_is_ignored_and_ties_go_to_docid_desc(tmp_path: Path) -> None:
+    (tmp_path / "qrels").write_text("q 0 d10 1\n")
+    # listed (and ranked) d10 first, but the scores tie: trec_eval puts "d9" before "d10" (string order)
+    (tmp_path / "run").write_text("q Q0 d10 1 0.5 t\nq Q0 d9 2 0.5 t\n")
+    result = CliRunner().invoke(
+        cli, ["metrics", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--k", "10"]
+    )
+    assert result.exit_code == 0, result.output
+    row = orjson.loads(result.stdout_bytes)["per_query"][0]
+    assert row["rr@10"] == 0.5
+
+
+def test_qrels_only_topic_is_kept_with_an_empty_ranking(tmp_path: Path) -> None:
+    (tmp_path / "qrels").write_text("q1 0 a 1\nq2 0 b 1\n")
+    (tmp_path / "run").write_text("q1 Q0 a 1 2.0 t\n")
+    result = CliRunner().invoke(cli, ["metrics", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")])
+    rows = orjson.loads(result.stdout_bytes)["per_query"]
+    assert [(r["query_id"], r["rr@10"]) for r in rows] == [("q1", 1.0), ("q2", 0.0)]
