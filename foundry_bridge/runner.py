@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from ._io import loads, write_json, write_jsonl
+from ._io import dumps, loads, write_json, write_jsonl
 from .errors import BackendError, UsageError
 from .mapping.catalog import CATALOG
 from .mapping.plan import Plan
@@ -29,10 +29,12 @@ __all__ = [
     "BACKENDS",
     "MOCK_ENDPOINT",
     "RunSummary",
+    "backend_identity",
     "get_backend",
     "load_plan",
     "read_results",
     "run_evaluation",
+    "same_run",
     "summarize",
 ]
 
@@ -185,13 +187,9 @@ def run_evaluation(
     """
     run_dir = Path(run_dir)
     plan_hash = plan.fingerprint()
+    identity = backend_identity(backend)
     state = _read_state(run_dir)
-    same = (
-        state is not None
-        and state.get("plan_sha256") == plan_hash
-        and state.get("dataset_sha256") == plan.dataset_sha256
-        and state.get("backend") == backend.name
-    )
+    same = state is not None and same_run(state, plan, backend.name, identity)
     finished = same and state is not None and state.get("status") == "completed"
     if finished and not force and (run_dir / RUN_FILES["results"]).is_file():
         rows = read_results(run_dir)
@@ -213,10 +211,14 @@ def run_evaluation(
         raise UsageError(f"{run_dir} already holds {what}; use {hint}, or --force to submit again")
     if force or not resume:
         state = None
+    preflight = getattr(backend, "preflight", None)
+    if callable(preflight):  # refuse a plan the backend cannot run before anything is written
+        preflight(plan)
 
     started = time.monotonic()
     state = state or {
         "backend": backend.name,
+        "backend_identity": identity,
         "plan_sha256": plan_hash,
         "dataset_sha256": plan.dataset_sha256,
         "dataset_path": plan.dataset_path,
@@ -281,6 +283,22 @@ def run_evaluation(
     manifest.setdefault("evaluators", state.get("evaluators", []))
     write_json(run_dir / RUN_FILES["manifest"], manifest)
     return summary
+
+
+def backend_identity(backend: Backend) -> dict[str, Any]:
+    """The backend's ``identity`` (endpoint, judge model), JSON-normalized; {} for backends without one."""
+    identity = getattr(backend, "identity", None)
+    return loads(dumps(identity)) if isinstance(identity, dict) else {}
+
+
+def same_run(state: dict[str, Any], plan: Plan, backend: str, identity: dict[str, Any]) -> bool:
+    """Does ``state`` describe a run of this plan, dataset and backend (same endpoint / judge)?"""
+    return (
+        state.get("plan_sha256") == plan.fingerprint()
+        and state.get("dataset_sha256") == plan.dataset_sha256
+        and state.get("backend") == backend
+        and state.get("backend_identity", {}) == identity
+    )
 
 
 def _ids_into(summary: RunSummary, state: dict[str, Any]) -> None:

@@ -49,6 +49,12 @@ class Backend(Protocol):
 
     name: str  # "cloud" | "mock" | "local"
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What, besides the plan, determines the answers (endpoint, judge model): a finished run is reused only
+        when the plan, the dataset and this identity are all the same. Never holds a secret."""
+        ...
+
     def execute(self, ctx: RunContext) -> list[ResultRow]:
         """Run every criterion on every item; return one ResultRow per (row, criterion, metric)."""
         ...

@@ -145,3 +145,24 @@ def test_preflight(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="judge-endpoint"):
         LocalBackend(judge_endpoint=None, judge_model="m").preflight(benefits_plan(limit=1))
     LocalBackend(judge_endpoint="http://127.0.0.1:1/v1", judge_model="m").preflight(benefits_plan(limit=1))
+
+
+def test_a_finished_run_is_not_reused_for_another_judge(fresh_judge: FakeJudgeServer, tmp_path: Path) -> None:
+    plan = benefits_plan(limit=2)
+    first = LocalBackend(judge_endpoint=fresh_judge.base_url, judge_model="model-a", cache_dir=tmp_path / "c")
+    runner.run_evaluation(plan, tmp_path / "run", first)
+    again = runner.run_evaluation(plan, tmp_path / "run", first)
+    assert again.reused is True
+
+    other = LocalBackend(judge_endpoint=fresh_judge.base_url, judge_model="model-b", cache_dir=tmp_path / "c")
+    with pytest.raises(runner.UsageError, match="already holds a run of another plan"):
+        runner.run_evaluation(plan, tmp_path / "run", other)
+    state = json.loads((tmp_path / "run" / RUN_FILES["state"]).read_text())
+    assert state["backend_identity"]["judge_model"] == "model-a"
+
+
+def test_a_plan_the_backend_cannot_run_leaves_no_folder(tmp_path: Path) -> None:
+    backend = LocalBackend(judge_endpoint=None, judge_model=None, cache_dir=tmp_path / "c")
+    with pytest.raises(runner.UsageError, match="--judge-endpoint"):
+        runner.run_evaluation(benefits_plan(limit=2), tmp_path / "run", backend)
+    assert not (tmp_path / "run").exists()

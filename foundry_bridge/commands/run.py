@@ -124,16 +124,17 @@ def _default_out(data: Path, backend: str) -> Path:
     return Path("runs") / f"{stem}-{backend}-{stamp}"
 
 
-def _finished_twin(data: Path, backend: str, plan: Any) -> Path | None:
-    """An earlier finished run folder under ``runs/`` of the same dataset, plan and backend."""
+def _finished_twin(data: Path, backend: Any, plan: Any) -> Path | None:
+    """An earlier finished run folder under ``runs/`` of the same dataset, plan and backend (same identity)."""
     from .._io import loads
+    from ..runner import backend_identity, same_run
 
     stem = data.stem if data.is_file() else data.name
     base = Path("runs")
     if not base.is_dir():
         return None
-    fingerprint = plan.fingerprint()
-    for folder in sorted(base.glob(f"{stem}-{backend}-*"), reverse=True):
+    identity = backend_identity(backend)
+    for folder in sorted(base.glob(f"{stem}-{backend.name}-*"), reverse=True):
         state_path = folder / "state.json"
         if not (state_path.is_file() and (folder / "results.jsonl").is_file()):
             continue
@@ -141,12 +142,7 @@ def _finished_twin(data: Path, backend: str, plan: Any) -> Path | None:
             state = loads(state_path.read_bytes())
         except ValueError:
             continue
-        if (
-            state.get("status") == "completed"
-            and state.get("plan_sha256") == fingerprint
-            and state.get("dataset_sha256") == plan.dataset_sha256
-            and state.get("backend") == backend
-        ):
+        if state.get("status") == "completed" and same_run(state, plan, backend.name, identity):
             return folder
     return None
 
@@ -263,8 +259,7 @@ def command(
         if backend is None:
             raise UsageError("choose a backend: --backend cloud|mock|local")
         plan = _build(data, mapping_path)
-        twin = None if (out is not None or force) else _finished_twin(data, backend, plan)
-        run_dir = out or twin or _default_out(data, backend)
+        run_dir = out
 
     if mock_faults and backend != "mock":
         raise UsageError("--mock-fault only applies to --backend mock")
@@ -284,6 +279,9 @@ def command(
             "concurrency": concurrency,
         }
     runner_backend = get_backend(backend, **options)
+    if run_dir is None:
+        twin = None if force or data is None else _finished_twin(data, runner_backend, plan)
+        run_dir = twin or _default_out(data, backend)
 
     show = not quiet and sys.stderr.isatty()
     handler = None

@@ -71,6 +71,11 @@ class FoundryBackend:
     def __repr__(self) -> str:
         return f"FoundryBackend(name={self.name!r}, endpoint={self.client.endpoint!r})"
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The project the run goes to: part of the run-reuse check."""
+        return {"endpoint": self.client.endpoint}
+
     # ------------------------------------------------------------------------------------------------------------
     def execute(self, ctx: RunContext) -> list[ResultRow]:
         """Submit (or resume), wait, collect, normalize."""

@@ -174,6 +174,16 @@ class LocalBackend:
             f"LocalBackend(judge_endpoint={endpoint!r}, judge_model={self.judge_model!r}, use_cache={self.use_cache})"
         )
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The judge that answers (endpoint and model): part of the run-reuse check, never a key."""
+        return {
+            "judge_endpoint": redact(self.judge_endpoint) if self.judge_endpoint else None,
+            "judge_model": self.judge_model,
+            "azure": self.azure,
+            "api_version": self.api_version,
+        }
+
     # --- planning ----------------------------------------------------------------------------------------------
     def _judge_for(self, crit: CriterionPlan) -> JudgeConfig:
         model = self.judge_model or crit.init.get("deployment_name")
