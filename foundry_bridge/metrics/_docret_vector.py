@@ -1,0 +1,782 @@
+"""The numpy engine behind ``document_retrieval_batch``: many queries, no Python loop over documents in the math.
+
+Pipeline: flatten every row's items with C-level ``map`` calls and check their types per column (a row with any odd
+item is handed to the one-query path, which reproduces the library's exact result or error). Rows go in chunks of
+``CHUNK_ROWS`` so the items stay in CPU cache across those passes. Ids become integer codes through one small dict
+per chunk (exactly the library's dict semantics); if an id is unhashable, through ``hash`` instead, with every pair
+matched by code then checked with ``==``. Two engines compute the parts:
+
+- the matrix engine (rows with <= ``SHORT_ROW`` items per list): rows padded to (rows, width) matrices; duplicates
+  and ground-truth matches by broadcast comparison; ranking by a per-row lexsort on (first occurrence, -score);
+- the sort engine (any length): flat arrays keyed by ``row * n + code``, stable argsorts, one lexsort on
+  (row, -score, first position).
+
+``_finish`` then does the shared arithmetic (top-3 gains, ideal top 3, XDCG, holes, string-ordered fidelity sums),
+always adding floats in the library's order, so results are bit-identical, not merely close.
+``evaluate_arrow`` feeds the same engines from pyarrow's columnar JSON reader.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from itertools import chain, count, repeat
+from typing import Any
+
+import numpy as np
+
+from foundry_bridge.metrics import document_retrieval as _dr
+
+__all__ = ["evaluate_arrow", "evaluate_columns", "evaluate_rows"]
+
+_INT_TYPES = frozenset({int})
+_SCORE_TYPES = frozenset({float, int, bool, np.float64})
+_EXACT_INT = 2**53
+_LABEL_BOUND = 2**30
+_EMPTY: dict[str, Any] = {}
+#: Rows per pass through the engines (bounded memory, cache-friendly).
+CHUNK_ROWS = 2048
+
+
+def _vector_ok(cfg: _dr._Config) -> bool:
+    """Whether numpy reproduces this configuration exactly (else every row takes the one-query path)."""
+    return cfg.numeric_thresholds and cfg.lo > -_LABEL_BOUND and cfg.hi < _LABEL_BOUND
+
+
+def evaluate_rows(
+    gts: list[Any], rets: list[Any], cfg: _dr._Config
+) -> list[dict[str, Any] | _dr.DocumentRetrievalError]:
+    """Evaluate ground-truth / retrieved lists row by row in order; rows numpy cannot do exactly (bad input,
+    crashes, exotic types) go through the one-query path, which also produces their errors."""
+    n = len(gts)
+    out: list[Any] = [None] * n
+    if not _vector_ok(cfg):
+        return [_dr._evaluate_or_error(g, r, cfg) for g, r in zip(gts, rets, strict=True)]
+    if set(map(type, gts)) <= {list} and set(map(type, rets)) <= {list}:
+        g_len = np.fromiter(map(len, gts), dtype=np.int64, count=n)
+        r_len = np.fromiter(map(len, rets), dtype=np.int64, count=n)
+        fast = (g_len > 0) & (g_len <= _dr.MAX_ITEMS) & (r_len <= _dr.MAX_ITEMS)
+        rets_fast = rets
+    else:
+        fast = np.zeros(n, dtype=bool)
+        rets_fast = list(rets)
+        for i, (g, r) in enumerate(zip(gts, rets, strict=True)):
+            if type(g) is not list or not 0 < len(g) <= _dr.MAX_ITEMS or r is None:
+                continue
+            if type(r) is not list:
+                if isinstance(r, list):
+                    continue
+                rets_fast[i] = []  # the library ignores a non-list retrieved_documents
+            elif len(r) > _dr.MAX_ITEMS:
+                continue
+            fast[i] = True
+    idx = np.flatnonzero(fast)
+    if len(idx):
+        if len(idx) == n:
+            g_sel, r_sel = gts, rets_fast
+        else:
+            g_sel = [gts[i] for i in idx.tolist()]
+            r_sel = [rets_fast[i] for i in idx.tolist()]
+        results: list[dict[str, Any]] = []
+        oks: list[np.ndarray] = []
+        for a in range(0, len(g_sel), CHUNK_ROWS):  # chunks: the items stay in CPU cache across the passes
+            res, ok = _evaluate_lists(g_sel[a : a + CHUNK_ROWS], r_sel[a : a + CHUNK_ROWS], cfg)
+            results.extend(res)
+            oks.append(ok)
+        ok_all = np.concatenate(oks)
+        if len(idx) == n and ok_all.all():
+            return results  # every row done by the engines
+        for i, res, good in zip(idx.tolist(), results, ok_all.tolist(), strict=True):
+            if good:
+                out[i] = res
+    for i in range(n):
+        if out[i] is None:
+            out[i] = _dr._evaluate_or_error(gts[i], rets[i], cfg)
+    return out
+
+
+def _items_are_dicts(items: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> list[Any]:
+    if set(map(type, items)) <= {dict}:
+        return items
+    odd = np.fromiter((type(x) is not dict for x in items), dtype=bool, count=len(items))
+    bad_row[rows[odd]] = True
+    return [x if type(x) is dict else _EMPTY for x in items]
+
+
+def _int_labels(labels: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> np.ndarray:
+    if set(map(type, labels)) <= _INT_TYPES:
+        try:
+            return np.array(labels, dtype=np.int64)
+        except OverflowError:
+            pass
+    ok = [type(x) is int and -_LABEL_BOUND < x < _LABEL_BOUND for x in labels]
+    bad_row[rows[~np.array(ok, dtype=bool)]] = True
+    return np.array([x if good else 0 for x, good in zip(labels, ok, strict=True)], dtype=np.int64)
+
+
+def _float_scores(scores: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> np.ndarray:
+    arr: np.ndarray | None = None
+    types = set(map(type, scores))
+    if types <= _SCORE_TYPES:
+        try:
+            arr = np.array(scores, dtype=np.float64)
+        except (OverflowError, TypeError, ValueError):
+            arr = None
+    if arr is None:
+        ok = np.fromiter((type(x) in _SCORE_TYPES for x in scores), dtype=bool, count=len(scores))
+        bad_row[rows[~ok]] = True
+        arr = np.array([_to_float(x) if good else 0.0 for x, good in zip(scores, ok, strict=True)], dtype=np.float64)
+    # NaN sorts unpredictably and big ints lose precision as floats: the one-query path does those rows
+    odd = np.isnan(arr)
+    if int in types or (arr.size and float(np.max(np.abs(arr), initial=0.0)) > _EXACT_INT):
+        odd |= np.abs(arr) > _EXACT_INT
+    if odd.any():
+        bad_row[rows[odd]] = True
+        arr = np.where(odd, 0.0, arr)
+    return arr
+
+
+def _to_float(x: Any) -> float:
+    try:
+        return float(x)
+    except OverflowError:
+        return float("nan")
+
+
+def _hash_codes(ids: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> np.ndarray:
+    """Python ``hash`` of each id (equal ids hash equal); rows with an unhashable or ``None`` id are flagged.
+
+    ``None`` is found by its hash (an id that merely shares it is flagged too: harmless, that row goes slow).
+    Equal hashes of *different* ids are caught later by ``_verify`` (the row then takes the one-query path).
+    """
+    try:
+        codes = np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
+    except TypeError:  # an unhashable id somewhere
+        hashable = np.fromiter((_hashable(x) for x in ids), dtype=bool, count=len(ids))
+        bad_row[rows[~hashable]] = True
+        codes = np.array([hash(x) if ok else 0 for x, ok in zip(ids, hashable, strict=True)], dtype=np.int64)
+    bad_row[rows[codes == hash(None)]] = True
+    return codes
+
+
+def _verify(
+    a_ids: list[Any], a: np.ndarray, b_ids: list[Any], b: np.ndarray, rows: np.ndarray, mismatch: np.ndarray
+) -> None:
+    """Flag rows where ids paired by hash differ (a hash collision, or NaN ids): C-level ``map`` over the pairs."""
+    if len(a) == 0:
+        return
+    differ = np.fromiter(
+        map(operator.ne, map(a_ids.__getitem__, a.tolist()), map(b_ids.__getitem__, b.tolist())),
+        dtype=bool,
+        count=len(a),
+    )
+    mismatch[rows[differ]] = True
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+@dataclass
+class _Flat:
+    """A batch flattened to item arrays (rows contiguous, in row order)."""
+
+    m: int
+    bad_row: np.ndarray  # rows the one-query path must do (odd types, out-of-range labels, NaN scores, ...)
+    g_len: np.ndarray
+    r_len: np.ndarray
+    g_row: np.ndarray
+    g_code: np.ndarray  # equal ids have equal codes (hashes, or dictionary indices)
+    g_lab: np.ndarray
+    r_row: np.ndarray
+    r_code: np.ndarray
+    r_score: np.ndarray
+    ids: tuple[list[Any], list[Any]] | None = None  # Python ids behind hash codes: equality is then verified
+
+
+def _evaluate_lists(
+    gts: list[list[Any]], rets: list[list[Any]], cfg: _dr._Config
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """Flatten the rows, check item types per column, then run the array engines."""
+    m = len(gts)
+    bad_row = np.zeros(m, dtype=bool)
+    g_len = np.fromiter(map(len, gts), dtype=np.int64, count=m)
+    r_len = np.fromiter(map(len, rets), dtype=np.int64, count=m)
+    g_row = np.repeat(np.arange(m, dtype=np.int64), g_len)
+    r_row = np.repeat(np.arange(m, dtype=np.int64), r_len)
+    g_items = _items_are_dicts(list(chain.from_iterable(gts)), g_row, bad_row)
+    r_items = _items_are_dicts(list(chain.from_iterable(rets)), r_row, bad_row)
+    labels = _int_labels(list(map(dict.get, g_items, repeat("query_relevance_label"))), g_row, bad_row)
+    scores = _float_scores(list(map(dict.get, r_items, repeat("relevance_score"))), r_row, bad_row)
+    ids = list(map(dict.get, g_items, repeat("document_id")))
+    ids.extend(map(dict.get, r_items, repeat("document_id")))
+    codes, verify = _id_codes(ids, np.concatenate([g_row, r_row]), bad_row)
+    n_g = len(g_items)
+    bad_row[g_row[(labels < cfg.lo) | (labels > cfg.hi)]] = True
+    check = (ids[:n_g], ids[n_g:]) if verify else None
+    flat = _Flat(m, bad_row, g_len, r_len, g_row, codes[:n_g], labels, r_row, codes[n_g:], scores, check)
+    return _run(flat, cfg)
+
+
+def _id_codes(ids: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Codes for the ids of one chunk: equal codes <=> equal ids under the library's dict semantics
+    (1 == 1.0 == True, "1" != 1). One small dict per chunk (cache-resident); ``None`` ids flag their rows.
+
+    Falls back to hash codes (then verified pairwise, second value True) when an id is unhashable.
+    """
+    code_of: dict[Any, int] = {}
+    try:
+        codes = np.fromiter(map(code_of.setdefault, ids, count()), dtype=np.int64, count=len(ids))
+    except TypeError:
+        return _hash_codes(ids, rows, bad_row), True
+    if None in code_of:
+        bad_row[rows[codes == code_of[None]]] = True
+    return codes, False
+
+
+def evaluate_columns(
+    g_len: np.ndarray,
+    g_code: np.ndarray,
+    g_lab: np.ndarray,
+    r_len: np.ndarray,
+    r_code: np.ndarray,
+    r_score: np.ndarray,
+    cfg: _dr._Config,
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The engines on already columnar data (e.g. from pyarrow): lengths per row, flat codes, labels and scores.
+
+    Codes must be exact (equal code <=> equal id), e.g. dictionary indices. Returns the nine values per row and a
+    mask of the rows done; the caller re-runs the others through the one-query path with the original objects.
+    """
+    m = len(g_len)
+    bad_row = np.zeros(m, dtype=bool)
+    g_row = np.repeat(np.arange(m, dtype=np.int64), g_len)
+    r_row = np.repeat(np.arange(m, dtype=np.int64), r_len)
+    bad_row[(g_len == 0) | (g_len > _dr.MAX_ITEMS) | (r_len > _dr.MAX_ITEMS)] = True
+    bad_row[g_row[(g_lab < cfg.lo) | (g_lab > cfg.hi)]] = True
+    odd = np.isnan(r_score) | (np.abs(r_score) > _EXACT_INT)
+    bad_row[r_row[odd]] = True
+    r_score = np.where(odd, 0.0, r_score)
+    flat = _Flat(m, bad_row, g_len, r_len, g_row, g_code, g_lab, r_row, r_code, r_score)
+    return _run(flat, cfg)
+
+
+@dataclass
+class _Parts:
+    """What an engine hands to the shared arithmetic, one entry per row (rows it did not handle stay 0)."""
+
+    t: np.ndarray  # (m, 3) labels of the top 3 retrieved, 0-padded
+    present: np.ndarray  # (m, 3) whether that rank exists
+    it: np.ndarray  # (m, 3) top 3 ideal labels, 0-padded
+    holes: np.ndarray
+    normal: np.ndarray  # some retrieved label is non-zero
+    mismatch: np.ndarray  # ids paired by code are not equal: one-query path
+    f_rows: list[np.ndarray]  # (row, label) of retrieved docs counted by fidelity
+    f_labels: list[np.ndarray]
+    i_rows: list[np.ndarray]  # (row, label) of ground-truth docs counted by fidelity
+    i_labels: list[np.ndarray]
+
+    @classmethod
+    def zeros(cls, m: int) -> _Parts:
+        z3 = np.zeros((m, 3), dtype=np.int64)
+        return cls(
+            z3,
+            np.zeros((m, 3), dtype=bool),
+            z3.copy(),
+            np.zeros(m, dtype=np.int64),
+            np.zeros(m, dtype=bool),
+            np.zeros(m, dtype=bool),
+            [],
+            [],
+            [],
+            [],
+        )
+
+
+#: Rows with at most this many items in each list use the padded-matrix engine; longer rows the sort engine.
+SHORT_ROW = 32
+_MATRIX_CELLS = 250000
+
+
+def _run(flat: _Flat, cfg: _dr._Config) -> tuple[list[dict[str, Any]], np.ndarray]:
+    parts = _Parts.zeros(flat.m)
+    todo = ~flat.bad_row
+    short = todo & (flat.g_len <= SHORT_ROW) & (flat.r_len <= SHORT_ROW)
+    if short.any():
+        _matrix_engine(flat, short, cfg, parts)
+    if (todo & ~short).any():
+        _sort_engine(flat, todo & ~short, cfg, parts)
+    return _finish(flat, parts, cfg)
+
+
+def _select(rows: np.ndarray, mask_rows: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(mask_rows[rows])
+
+
+def _matrix_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr._Config, parts: _Parts) -> None:
+    """Rows padded into (rows, width) matrices; duplicates and matches by broadcast comparison."""
+    sel_rows = np.flatnonzero(rows_mask)
+    gi = _select(flat.g_row, rows_mask)
+    ri = _select(flat.r_row, rows_mask)
+    lg = max(int(flat.g_len[sel_rows].max()), 1)
+    lr = max(int(flat.r_len[sel_rows].max()), 3)
+    local = np.full(flat.m, -1, dtype=np.int64)
+    local[sel_rows] = np.arange(len(sel_rows))
+    n = len(sel_rows)
+
+    def placer(item_rows: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        at_row = local[item_rows]
+        start = np.cumsum(lens[sel_rows]) - lens[sel_rows]
+        return at_row, np.arange(len(item_rows)) - start[at_row]
+
+    def matrix(where: tuple[np.ndarray, np.ndarray], width: int, values: np.ndarray, fill: Any) -> np.ndarray:
+        out = np.full((n, width), fill, dtype=values.dtype)
+        out[where] = values
+        return out
+
+    g_at = placer(flat.g_row[gi], flat.g_len)
+    r_at = placer(flat.r_row[ri], flat.r_len)
+    gh = matrix(g_at, lg, flat.g_code[gi], 0)
+    gl = matrix(g_at, lg, flat.g_lab[gi], 0)
+    gv = np.arange(lg) < flat.g_len[sel_rows][:, None]
+    checking = flat.ids is not None
+    gx = matrix(g_at, lg, gi, -1) if checking else gh  # flat item index, for the id check
+    rh = matrix(r_at, lr, flat.r_code[ri], 0)
+    rs = matrix(r_at, lr, flat.r_score[ri], 0.0)
+    rv = np.arange(lr) < flat.r_len[sel_rows][:, None]
+    rx = matrix(r_at, lr, ri, -1) if checking else rh
+
+    later_g = np.triu(np.ones((lg, lg), dtype=bool), 1)
+    earlier_r = np.tril(np.ones((lr, lr), dtype=bool), -1)
+    col_r = np.arange(lr)
+    step = max(1, _MATRIX_CELLS // (max(lg, lr) ** 2))
+    start_rank = cfg.lo + 1
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        rows = sel_rows[a:b]
+        Gh, Gl, Gv, Gx = gh[a:b], gl[a:b], gv[a:b], gx[a:b]
+        Rh, Rs, Rv, Rx = rh[a:b], rs[a:b], rv[a:b], rx[a:b]
+        # ground truth: keep the last occurrence of each id
+        eq_g = (Gh[:, :, None] == Gh[:, None, :]) & Gv[:, :, None] & Gv[:, None, :] & later_g
+        g_dups = bool(eq_g.any())
+        keep_g = Gv & ~eq_g.any(axis=2) if g_dups else Gv
+        # retrieved: the first occurrence ranks, with the score of the last one
+        eq_r = (Rh[:, :, None] == Rh[:, None, :]) & Rv[:, :, None] & Rv[:, None, :]
+        r_dups = bool((eq_r & earlier_r).any())
+        if r_dups:
+            first_r = Rv & ~(eq_r & earlier_r).any(axis=2)
+            last_at = np.where(eq_r, col_r, -1).max(axis=2).clip(0)
+            score = np.take_along_axis(Rs, last_at, axis=1)
+        else:
+            first_r, score = Rv, Rs
+        match = (Rh[:, :, None] == Gh[:, None, :]) & keep_g[:, None, :]
+        found = match.any(axis=2) & first_r
+        g_at = match.argmax(axis=2)
+        label = np.where(found, np.take_along_axis(Gl, g_at, axis=1), 0)  # a hole is label 0
+
+        if flat.ids is not None:
+            g_ids, r_ids = flat.ids
+            if g_dups:
+                k, i, j = np.nonzero(eq_g)
+                _verify(g_ids, Gx[k, i], g_ids, Gx[k, j], rows[k], parts.mismatch)
+            if r_dups:
+                k, i, j = np.nonzero(eq_r & ~earlier_r & ~np.eye(lr, dtype=bool))
+                _verify(r_ids, Rx[k, i], r_ids, Rx[k, j], rows[k], parts.mismatch)
+            k, i = np.nonzero(found)
+            _verify(r_ids, Rx[k, i], g_ids, Gx[k, g_at[k, i]], rows[k], parts.mismatch)
+
+        parts.holes[rows] = (first_r & ~found).sum(axis=1)
+        parts.normal[rows] = (first_r & (label != 0)).any(axis=1)
+        order = np.lexsort((-score, ~first_r), axis=-1)[:, :3]
+        n_first = first_r.sum(axis=1)
+        present = np.arange(3) < n_first[:, None]
+        parts.present[rows] = present
+        parts.t[rows] = np.where(present, np.take_along_axis(label, order, axis=1), 0)
+        ideal = -np.sort(np.where(keep_g, -Gl, np.iinfo(np.int64).max), axis=1)[:, :3]
+        n_keep = keep_g.sum(axis=1)
+        ideal = ideal if ideal.shape[1] == 3 else np.pad(ideal, ((0, 0), (0, 3 - ideal.shape[1])))
+        parts.it[rows] = np.where(np.arange(3) < n_keep[:, None], ideal, 0)
+
+        counted = first_r & (label >= start_rank)
+        k, i = np.nonzero(counted)
+        parts.f_rows.append(rows[k])
+        parts.f_labels.append(label[k, i])
+        counted = keep_g & (Gl >= start_rank)
+        k, i = np.nonzero(counted)
+        parts.i_rows.append(rows[k])
+        parts.i_labels.append(Gl[k, i])
+
+
+def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr._Config, parts: _Parts) -> None:
+    """Any row length: de-duplicate and match through sorted ``row * width + code`` keys."""
+    m = flat.m
+    g_item = _select(flat.g_row, rows_mask)
+    r_item = _select(flat.r_row, rows_mask)
+    g_row, g_lab = flat.g_row[g_item], flat.g_lab[g_item]
+    r_row, r_score = flat.r_row[r_item], flat.r_score[r_item]
+    codes = np.unique(np.concatenate([flat.g_code[g_item], flat.r_code[r_item]]), return_inverse=True)[1]
+    codes = codes.reshape(-1)
+    width = max(len(codes), 1)
+    gkey = g_row * width + codes[: len(g_item)]
+    rkey = r_row * width + codes[len(g_item) :]
+
+    # ground truth: one label per (row, id), the last one given
+    g_order = np.argsort(gkey, kind="stable")
+    g_sorted = gkey[g_order]
+    _, last = _first_last(g_sorted)
+    ug_key, ug_idx = g_sorted[last], g_order[last]
+    ug_row, ug_lab = g_row[ug_idx], g_lab[ug_idx]
+
+    # retrieved: one score per (row, id), the last one given, ranked at its first position
+    r_order = np.argsort(rkey, kind="stable")
+    r_sorted = rkey[r_order]
+    first, last = _first_last(r_sorted)
+    ur_key, first_pos = r_sorted[first], r_order[first]
+    ur_row, ur_score = r_row[first_pos], r_score[r_order[last]]
+    n_ug = len(ug_key)
+    at = np.minimum(np.searchsorted(ug_key, ur_key), max(n_ug - 1, 0))
+    found = (ug_key[at] == ur_key) if n_ug else np.zeros(len(ur_key), dtype=bool)
+    ur_lab = np.where(found, ug_lab[at] if n_ug else 0, 0)  # a hole is label 0
+
+    if flat.ids is not None:  # equal codes must be equal ids, as in the library's dicts; else the row goes slow
+        g_ids, r_ids = flat.ids
+        dup = np.flatnonzero(g_sorted[1:] == g_sorted[:-1])
+        _verify(g_ids, g_item[g_order[dup]], g_ids, g_item[g_order[dup + 1]], g_row[g_order[dup]], parts.mismatch)
+        dup = np.flatnonzero(r_sorted[1:] == r_sorted[:-1])
+        _verify(r_ids, r_item[r_order[dup]], r_ids, r_item[r_order[dup + 1]], r_row[r_order[dup]], parts.mismatch)
+        hit = np.flatnonzero(found)
+        _verify(r_ids, r_item[first_pos[hit]], g_ids, g_item[ug_idx[at[hit]]], ur_row[hit], parts.mismatch)
+
+    rows = np.flatnonzero(rows_mask)
+    parts.holes[rows] = np.bincount(ur_row[~found], minlength=m)[rows]
+    nz = ur_row[ur_lab != 0]
+    parts.normal[nz] = True
+    ranked = np.lexsort((first_pos, -ur_score, ur_row))
+    t, present = _top3(ur_row[ranked], ur_lab[ranked], m)
+    parts.t[rows], parts.present[rows] = t[rows], present[rows]
+    ideal = np.lexsort((-ug_lab, ug_row))
+    it, _ = _top3(ug_row[ideal], ug_lab[ideal], m)
+    parts.it[rows] = it[rows]
+    start = cfg.lo + 1
+    counted = ur_lab >= start
+    parts.f_rows.append(ur_row[counted])
+    parts.f_labels.append(ur_lab[counted])
+    counted = ug_lab >= start
+    parts.i_rows.append(ug_row[counted])
+    parts.i_labels.append(ug_lab[counted])
+
+
+def _first_last(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = len(sorted_keys)
+    first = np.ones(n, dtype=bool)
+    last = np.ones(n, dtype=bool)
+    if n > 1:
+        diff = sorted_keys[1:] != sorted_keys[:-1]
+        first[1:] = diff
+        last[:-1] = diff
+    return first, last
+
+
+def _top3(rows: np.ndarray, labels: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows already grouped and ordered: first three labels per row (0-padded) and their presence mask."""
+    count = np.bincount(rows, minlength=m)
+    start = np.cumsum(count) - count
+    rank = np.arange(len(rows)) - start[rows]
+    top = rank < 3
+    t = np.zeros((m, 3), dtype=np.int64)
+    present = np.zeros((m, 3), dtype=bool)
+    t[rows[top], rank[top]] = labels[top]
+    present[rows[top], rank[top]] = True
+    return t, present
+
+
+def _dcg(t: np.ndarray) -> np.ndarray:
+    """DCG@3 summed in the library's order; padded ranks have gain 0 and add exactly nothing."""
+    gain = np.ldexp(1.0, t.astype(np.int32)) - 1.0
+    return (gain[:, 0] / _dr._LOG2[0] + gain[:, 1] / _dr._LOG2[1]) + gain[:, 2] / _dr._LOG2[2]
+
+
+def _weighted(
+    rows: np.ndarray, labels: np.ndarray, m: int, start: int, rank_of: np.ndarray, w: np.ndarray
+) -> np.ndarray:
+    """Per-row fidelity weight sums, added in the library's order (labels sorted as strings)."""
+    acc = np.zeros(m, dtype=np.float64)
+    if len(rows) == 0:
+        return acc
+    width = len(w)
+    key = rows * width + rank_of[labels - start]
+    if m * width <= 20_000_000:  # a count matrix, then one column per label string, in string order
+        counts = np.bincount(key, minlength=m * width).reshape(m, width)
+        for j in range(width):
+            acc += counts[:, j] * w[j]
+        return acc
+    uk, counts = np.unique(key, return_counts=True)
+    u_row, u_rank = uk // width, uk % width
+    terms = counts * w[u_rank]
+    per_row = np.bincount(u_row, minlength=m)
+    pos = np.arange(len(uk)) - (np.cumsum(per_row) - per_row)[u_row]
+    order = np.argsort(pos, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(pos))])
+    for j in range(len(bounds) - 1):  # one step per label *value*, vectorized over rows
+        sel = order[bounds[j] : bounds[j + 1]]
+        acc[u_row[sel]] += terms[sel]
+    return acc
+
+
+_TABLES: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _rank_table(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """(string rank of label v at index v - (lo+1), weight of the j-th string) for the numpy path."""
+    key = (lo, hi)
+    if key not in _TABLES:
+        table = _dr._weight_table(lo, hi)  # raises for ranges the library overflows on
+        start = lo + 1
+        strings = list(table)  # already in string order
+        rank_of = np.empty(len(strings), dtype=np.int64)
+        rank_of[np.array([int(s) - start for s in strings], dtype=np.int64)] = np.arange(len(strings))
+        _TABLES[key] = (rank_of, np.array(list(table.values()), dtype=np.float64))
+    return _TABLES[key]
+
+
+def _finish(flat: _Flat, parts: _Parts, cfg: _dr._Config) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The arithmetic shared by both engines, then Python values with the library's types per branch."""
+    m, lo, hi = flat.m, int(cfg.lo), int(cfg.hi)
+    t, it, present, normal = parts.t, parts.it, parts.present, parts.normal
+    crash = np.zeros(m, dtype=bool)
+    with np.errstate(all="ignore"):
+        dcg = _dcg(t)
+        idcg = _dcg(it)
+        crash |= normal & (idcg == 0)  # the library divides by zero
+        ndcg = dcg / idcg
+        x = (25 * t).astype(np.float64)
+        disc = _dr._XDCG_DISCOUNT
+        xdcg = ((x[:, 0] * disc[0] + x[:, 1] * disc[1]) + x[:, 2] * disc[2]) / _dr._XDCG_DENOMINATOR
+        top3 = np.where(present, t, np.iinfo(np.int64).min).max(axis=1)
+        ratio = parts.holes / np.maximum(flat.r_len, 1).astype(np.float64)
+        start = lo + 1
+        try:
+            rank_of, w = _rank_table(lo, hi)
+        except _dr.DocumentRetrievalError:  # weights overflow (max >= 1023) or range too wide
+            rank_of = w = None
+        if rank_of is None:
+            crash |= normal
+            fidelity = np.zeros(m)
+        else:
+            f_rows, f_labels = _cat(parts.f_rows), _cat(parts.f_labels)
+            outside = f_labels > hi  # a hole (label 0) above a negative maximum: KeyError in the library
+            crash[f_rows[outside]] = True
+            f_rows, f_labels = f_rows[~outside], f_labels[~outside]
+            w_found = _weighted(f_rows, f_labels, m, start, rank_of, w)
+            w_ideal = _weighted(_cat(parts.i_rows), _cat(parts.i_labels), m, start, rank_of, w)
+            fidelity = np.where(w_ideal == 0, np.nan, w_found / np.where(w_ideal == 0, 1.0, w_ideal))
+    crash &= normal
+
+    return _build_results(flat, parts, cfg, (ndcg, xdcg, fidelity, t[:, 0], top3), ratio), ~(
+        flat.bad_row | crash | parts.mismatch
+    )
+
+
+def _build_results(
+    flat: _Flat, parts: _Parts, cfg: _dr._Config, first5: tuple[np.ndarray, ...], ratio: np.ndarray
+) -> list[dict[str, Any]]:
+    """The 1.18 output dicts, verdicts compared in numpy (thresholds are plain numbers here, so exactly as Python).
+
+    Types per branch as in the library: normal floats/ints, zero-branch int 0, empty-branch 0.0 (holes_ratio int 0).
+    """
+    empty = flat.r_len == 0
+    zero = ~parts.normal & ~empty
+    numeric = []
+    values = []
+    for arr in first5:
+        num = np.where(zero | empty, 0, arr)
+        col = arr.astype(object)
+        col[zero] = 0
+        col[empty] = 0.0
+        numeric.append(num)
+        values.append(col.tolist())
+    ratio_obj = ratio.astype(object)
+    ratio_obj[empty] = 0
+    ratio_num = np.where(empty, 0.0, ratio)
+    holes = parts.holes
+    numeric += [holes, ratio_num, flat.r_len, flat.g_len]
+    values += [holes.tolist(), ratio_obj.tolist(), flat.r_len.tolist(), flat.g_len.tolist()]
+    t = cfg.thresholds
+    with np.errstate(invalid="ignore"):
+        passed = [
+            numeric[0] >= t[0],
+            numeric[1] >= t[1],
+            numeric[2] >= t[2],
+            numeric[3] >= t[3],
+            numeric[4] >= t[4],
+            numeric[5] <= 0,
+            numeric[6] <= 0,
+            numeric[7] >= t[5],
+            numeric[8] >= t[6],
+        ]
+        score = numeric[0].astype(np.float64)
+        env_passed = score >= cfg.primary
+    # one template per verdict combination (a few in practice, at most 2**9), keys already in the library's order:
+    # a row is then a dict copy plus its nine values, much cheaper than building 45 entries
+    verdict_code = np.zeros(len(score), dtype=np.int64)
+    for j, p in enumerate(passed):
+        verdict_code |= p.astype(np.int64) << j
+    codes = verdict_code.tolist()
+    base = _dr._result((0.0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0), cfg)
+    base_props = base.pop("document_retrieval_properties")
+    props_copy = {}
+    for code in set(codes):
+        props = dict(base_props)
+        for j, metric in enumerate(_dr.METRICS):
+            ok = bool(code >> j & 1)
+            props[metric + "_result"] = "pass" if ok else "fail"
+            props[metric + "_passed"] = ok
+        props_copy[code] = props.copy
+    env_copy = {}
+    for ok in (False, True):
+        env = dict(base)
+        env["document_retrieval_passed"] = ok
+        env["document_retrieval_result"] = "pass" if ok else "fail"
+        env_copy[ok] = env.copy
+    out = []
+    append = out.append
+    for nd, xd, fi, t1, t3, ho, hr, nr, ng, code, sc, ep in zip(
+        *values, codes, score.tolist(), env_passed.tolist(), strict=True
+    ):
+        p = props_copy[code]()
+        p["ndcg@3"] = nd
+        p["xdcg@3"] = xd
+        p["fidelity"] = fi
+        p["top1_relevance"] = t1
+        p["top3_max_relevance"] = t3
+        p["holes"] = ho
+        p["holes_ratio"] = hr
+        p["total_retrieved_documents"] = nr
+        p["total_ground_truth_documents"] = ng
+        e = env_copy[ep]()
+        e["document_retrieval"] = sc
+        e["document_retrieval_score"] = sc
+        e["document_retrieval_properties"] = p
+        append(e)
+    return out
+
+
+def _cat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+
+
+def evaluate_arrow(data: bytes, lines: list[bytes], cfg: _dr._Config) -> list[Any] | None:
+    """JSONL bytes through pyarrow's columnar reader; ``None`` when the file does not fit the column types numpy
+    can take exactly (string or integer ids, integer labels, numeric scores): the caller then parses with orjson.
+    Rows with nulls (missing fields) or anything else odd are re-parsed from their line and done one by one."""
+    import orjson
+    import pyarrow as pa
+    from pyarrow import json as pa_json
+
+    if not _vector_ok(cfg):
+        return None
+    try:
+        table = pa_json.read_json(pa.BufferReader(data))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    m = table.num_rows
+    if m != len(lines) or "retrieval_ground_truth" not in table.column_names:
+        return None
+    if "retrieved_documents" not in table.column_names:
+        return None
+    gt = _list_of_struct(table.column("retrieval_ground_truth"), "query_relevance_label", integer=True)
+    rt = _list_of_struct(table.column("retrieved_documents"), "relevance_score", integer=False)
+    if gt is None or rt is None:
+        return None
+    (g_len, g_ids, g_lab, g_badrow), (r_len, r_ids, r_score, r_badrow) = gt, rt
+    if g_ids.type != r_ids.type and not (pa.types.is_null(g_ids.type) or pa.types.is_null(r_ids.type)):
+        return None
+    if len(g_ids) + len(r_ids):
+        both = pa.concat_arrays([g_ids, r_ids.cast(g_ids.type)]) if len(r_ids) else g_ids
+        codes = _np(both.dictionary_encode().indices, np.int64)
+    else:
+        codes = np.zeros(0, dtype=np.int64)
+    g_code, r_code = codes[: len(g_ids)], codes[len(g_ids) :]
+    values, ok = evaluate_columns(g_len, g_code, g_lab, r_len, r_code, r_score, cfg)
+    ok &= ~(g_badrow | r_badrow)
+    out: list[Any] = values
+    for i in np.flatnonzero(~ok).tolist():
+        row = orjson.loads(lines[i])
+        gt_i, ret_i = _dr._row_inputs(row) if isinstance(row, dict) else (None, None)
+        out[i] = _dr._evaluate_or_error(gt_i, ret_i, cfg)
+    return out
+
+
+def _list_of_struct(column: Any, value_field: str, *, integer: bool) -> tuple[Any, ...] | None:
+    """(lengths, ids (arrow), values (numpy), rows with nulls) of a list<struct<document_id, value>> column."""
+    import pyarrow as pa
+
+    arr = column.combine_chunks()
+    if pa.types.is_null(arr.type):
+        n = len(arr)
+        return np.zeros(n, np.int64), pa.array([], pa.string()), np.zeros(0), np.ones(n, dtype=bool)
+    if not pa.types.is_list(arr.type) or not pa.types.is_struct(arr.type.value_type):
+        return None
+    struct_type = arr.type.value_type
+    names = [struct_type.field(i).name for i in range(struct_type.num_fields)]
+    n = len(arr)
+    offsets = _np(arr.offsets, np.int64)
+    lens = np.diff(offsets)
+    bad = _nulls(arr)
+    items = arr.flatten()  # respects slicing; null lists contribute nothing
+    rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+    if "document_id" not in names or value_field not in names:
+        return None
+    ids = items.field("document_id")
+    vals = items.field(value_field)
+    id_ok = pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type) or pa.types.is_integer(ids.type)
+    if not id_ok and not pa.types.is_null(ids.type):
+        return None
+    if integer and not (pa.types.is_integer(vals.type) or pa.types.is_null(vals.type)):
+        return None
+    if not integer and not (
+        pa.types.is_integer(vals.type) or pa.types.is_floating(vals.type) or pa.types.is_null(vals.type)
+    ):
+        return None
+    null_item = _nulls(items) | _nulls(ids) | _nulls(vals)
+    bad[rows[null_item]] = True
+    if pa.types.is_null(ids.type):
+        ids = ids.cast(pa.string())
+    if pa.types.is_null(vals.type):
+        np_vals = np.zeros(len(vals), dtype=np.int64 if integer else np.float64)
+    elif integer:
+        np_vals = _np(vals, np.int64)
+    else:
+        if pa.types.is_integer(vals.type):
+            ints = _np(vals, np.int64)
+            bad[rows[np.abs(ints) > _EXACT_INT]] = True
+        np_vals = _np(vals.cast(pa.float64()), np.float64)
+    if integer:
+        huge = np.abs(np_vals) >= _LABEL_BOUND
+        bad[rows[huge]] = True
+        np_vals = np.where(huge, 0, np_vals)
+    return lens, ids, np_vals, bad
+
+
+def _np(arr: Any, dtype: Any) -> np.ndarray:
+    """A primitive arrow array as numpy, read from its data buffer (null slots hold arbitrary values: callers flag
+    those rows). ``to_numpy``/``fill_null`` would import pandas on first use (~0.5 s)."""
+    import pyarrow as pa
+
+    t = arr.type
+    kind = "f" if pa.types.is_floating(t) else "u" if pa.types.is_unsigned_integer(t) else "i"
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.dtype(f"{kind}{t.bit_width // 8}"))
+    return raw[arr.offset : arr.offset + len(arr)].astype(dtype, copy=False)
+
+
+def _nulls(arr: Any) -> np.ndarray:
+    """Null mask of an arrow array as numpy bool (booleans via int8, avoiding the pandas route)."""
+    import pyarrow as pa
+
+    if arr.null_count == 0:
+        return np.zeros(len(arr), dtype=bool)
+    return _np(arr.is_null().cast(pa.int8()), np.int8).astype(bool)
