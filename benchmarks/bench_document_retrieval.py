@@ -123,7 +123,7 @@ def child(mode: str, path: Path) -> dict[str, Any]:
         import orjson  # noqa: F401
 
         import foundry_bridge.metrics._docret_vector  # noqa: F401  (numpy)
-        from foundry_bridge.metrics.document_retrieval import document_retrieval_jsonl
+        from foundry_bridge.metrics.docret import document_retrieval_jsonl
 
         if engine == "arrow":
             try:

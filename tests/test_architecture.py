@@ -33,7 +33,10 @@ def test_no_module_but_the_catalog_hard_codes_an_evaluator_name() -> None:
 def _modules_loaded_by(code: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
-        capture_output=True, text=True, check=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
     ).stdout
     return set(out.split())
 

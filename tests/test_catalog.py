@@ -69,5 +69,5 @@ def test_metrics_and_directions_match_the_service(recorded: dict[str, dict], nam
 
 def test_lookup_by_short_name_and_did_you_mean() -> None:
     assert get_evaluator("groundedness").name == "builtin.groundedness"
-    with pytest.raises(KeyError, match="did you mean 'builtin.groundedness'"):
+    with pytest.raises(KeyError, match=r"did you mean 'builtin\.groundedness'"):
         get_evaluator("builtin.groundednes")

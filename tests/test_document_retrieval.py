@@ -13,7 +13,7 @@ from foundry_bridge.metrics import (
     document_retrieval_batch,
     flat_output,
 )
-from foundry_bridge.metrics.document_retrieval import METRICS, normalize_output
+from foundry_bridge.metrics.docret import METRICS, normalize_output
 
 
 def gt(*pairs):
@@ -291,19 +291,19 @@ def test_flat_output_and_normalize_output():
         flat_output({"something": 1})
 
 
-def test_package_export_is_callable_after_submodule_import():
+def test_package_export_is_the_function_after_submodule_import():
     import importlib
 
     import foundry_bridge.metrics as metrics
 
-    importlib.import_module("foundry_bridge.metrics.document_retrieval")
-    fn = metrics.document_retrieval  # the module object once imported: callable all the same
+    importlib.import_module("foundry_bridge.metrics.docret")
+    fn = metrics.document_retrieval
     assert props(fn(gt(("a", 4)), ret(("a", 1.0))))["top1_relevance"] == 4
 
 
 def test_jsonl_bad_json_names_the_line(tmp_path):
     from foundry_bridge.errors import DatasetError
-    from foundry_bridge.metrics.document_retrieval import document_retrieval_jsonl
+    from foundry_bridge.metrics.docret import document_retrieval_jsonl
 
     path = tmp_path / "bad.jsonl"
     path.write_text('{"retrieval_ground_truth": [], "retrieved_documents": []}\n\n{oops\n')
@@ -332,8 +332,8 @@ def test_batch_hash_fallback_still_exact():
 
 
 def test_quirk_detection():
-    from foundry_bridge.metrics.document_retrieval import QUIRKS
-    from foundry_bridge.metrics.document_retrieval import document_retrieval_quirks as quirks
+    from foundry_bridge.metrics.docret import QUIRKS
+    from foundry_bridge.metrics.docret import document_retrieval_quirks as quirks
 
     clean = (gt(("a", 4), ("b", 2)), ret(("a", 0.9), ("b", 0.5)))
     assert quirks(*clean) == []

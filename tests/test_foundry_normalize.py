@@ -6,7 +6,7 @@ import pytest
 
 from foundry_bridge.foundry import OutputItem, normalize_item
 from foundry_bridge.mapping.plan import CriterionPlan
-from foundry_bridge.metrics.document_retrieval import normalize_output
+from foundry_bridge.metrics.docret import normalize_output
 
 F1 = CriterionPlan(name="f1", evaluator="builtin.f1_score")
 COHERENCE = CriterionPlan(name="coherence", evaluator="builtin.coherence")

@@ -207,10 +207,8 @@ def test_bad_options_are_refused() -> None:
         LocalBackend(judge_endpoint="http://127.0.0.1:1/v1", judge_model="m", cache_dir=None, cache_ttl=0)
 
 
-def test_document_retrieval_rows_are_the_same_with_the_library_fallback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
+def test_document_retrieval_rows_equal_azure_ai_evaluation(tmp_path: Path) -> None:
+    from azure.ai.evaluation import DocumentRetrievalEvaluator
 
     def spoil(items):
         items[1]["item"]["retrieval_ground_truth"] = []  # rejected by the evaluator: an errored row per metric
@@ -220,24 +218,35 @@ def test_document_retrieval_rows_are_the_same_with_the_library_fallback(
     plan = with_criteria(plan, [c for c in plan.criteria if c.evaluator == "builtin.document_retrieval"])
     backend = LocalBackend(judge_endpoint=None, judge_model=None, cache_dir=None)
     ctx = RunContext(plan=plan, run_dir=tmp_path)
-    local_rows = backend.execute(ctx)
-    assert ctx.manifest["local"]["document_retrieval"] == "foundry_bridge.metrics.document_retrieval"
+    rows = by_key(backend.execute(ctx))
+    assert ctx.manifest["local"]["document_retrieval"] == "foundry_bridge.metrics.docret"
+    assert len(rows) == 14 * len(DOCRET_METRICS)
 
-    monkeypatch.setitem(sys.modules, "foundry_bridge.metrics.document_retrieval", None)  # import fails
-    ctx2 = RunContext(plan=plan, run_dir=tmp_path)
-    library_rows = backend.execute(ctx2)
-    assert ctx2.manifest["local"]["document_retrieval"] == "azure-ai-evaluation DocumentRetrievalEvaluator"
-
-    assert len(local_rows) == len(library_rows) == 14 * len(DOCRET_METRICS)
-    for a, b in zip(local_rows, library_rows, strict=True):
-        assert (a.row, a.metric, a.label, a.passed, a.threshold) == (b.row, b.metric, b.label, b.passed, b.threshold)
-        assert (a.score is None) == (b.score is None)
-        if a.score is not None:
-            assert a.score == pytest.approx(b.score, rel=1e-12)
-        assert (a.error is None) == (b.error is None)
-    q02 = [r for r in local_rows if r.query_id == "q02"]
-    assert all(r.error and r.score is None for r in q02)
-    q03 = by_key(local_rows)[("q03", "document_retrieval", "ndcg@3")]
+    (crit,) = plan.criteria
+    evaluator = DocumentRetrievalEvaluator(**crit.init)
+    for it in plan.items:
+        item = it["item"]
+        keyed = {m: rows[(item["query_id"], crit.name, m)] for m in DOCRET_METRICS}
+        if not item["retrieval_ground_truth"]:
+            with pytest.raises(Exception, match="must contain at least one item"):
+                evaluator(
+                    retrieval_ground_truth=item["retrieval_ground_truth"],
+                    retrieved_documents=item["retrieved_documents"],
+                )
+            assert all(r.error and r.score is None for r in keyed.values())
+            continue
+        expected = evaluator(
+            retrieval_ground_truth=item["retrieval_ground_truth"], retrieved_documents=item["retrieved_documents"]
+        )["document_retrieval_properties"]
+        for m, r in keyed.items():
+            assert r.error is None
+            assert r.score == pytest.approx(float(expected[m]), rel=1e-12)
+            assert (r.label, r.passed, r.threshold) == (
+                expected[f"{m}_result"],
+                expected[f"{m}_passed"],
+                expected[f"{m}_threshold"],
+            )
+    q03 = rows[("q03", "document_retrieval", "ndcg@3")]
     assert (q03.score, q03.label) == (0.0, "fail")
 
 

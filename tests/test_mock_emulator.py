@@ -539,21 +539,3 @@ def test_model_target_run_exposes_sample_output_text(client: httpx.Client) -> No
     item = all_items(client, ev["id"], run["id"])[0]
     assert "capital of France" in item["datasource_item"]["sample.output_text"]
     assert item["results"][0]["score"] == 5  # the mock output echoes the query
-
-
-def test_document_retrieval_falls_back_to_azure_ai_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
-    monkeypatch.setitem(sys.modules, "foundry_bridge.metrics.document_retrieval", None)  # import now fails
-    from foundry_bridge.mock._scoring import docret_backend_name
-
-    assert docret_backend_name() == "azure-ai-evaluation (fallback)"
-    client = client_for(FoundryEmulator(polls_to_complete=0))
-    ev = _create_eval(client, eval_body(rag_criteria()[:1]))
-    row = sample_rows()[8]
-    run = _create_run(client, ev["id"], [row])
-    run_to_completion(client, ev["id"], run["id"])
-    (result,) = all_items(client, ev["id"], run["id"])[0]["results"]
-    expected = _reference_docret(row, ground_truth_label_min=0, ground_truth_label_max=4)
-    assert result["score"] == pytest.approx(expected["document_retrieval"])
-    assert result["properties"] == pytest.approx(_json_clean(expected["document_retrieval_properties"]))

@@ -26,6 +26,7 @@ from ..mapping.plan import CriterionPlan, Plan
 from ..results import ResultRow
 from ..runner_protocol import RunContext
 from ._cache import CACHE_FORMAT, ResponseCache, cache_key, default_cache_dir
+from ._docret import IMPLEMENTATION as DOCRET_IMPLEMENTATION
 from ._docret import compute_document_retrieval, docret_rows
 from ._judges import (
     JudgeConfig,
@@ -319,7 +320,8 @@ class LocalBackend:
             payload.append({name: inputs[name] for name in spec.input_names if name in inputs})
         outputs: list[dict[str, Any] | str] = []
         if payload:
-            outputs, self._docret_impl = compute_document_retrieval(spec, payload, dict(crit.init))
+            outputs = compute_document_retrieval(spec, payload, dict(crit.init))
+            self._docret_impl = DOCRET_IMPLEMENTATION
         for r, out in zip(ready, outputs, strict=True):
             if isinstance(out, dict):
                 rows = docret_rows(spec, row=r, query_id=query_ids[r], criterion=crit.name, output=out, error=None)

@@ -1,7 +1,7 @@
 """``document_retrieval`` on this machine: the project's own metrics, normalized to one ResultRow per metric.
 
 Uses ``foundry_bridge.metrics.document_retrieval_batch`` (exact parity with azure-ai-evaluation's
-DocumentRetrievalEvaluator); if that module is not importable, falls back to the library class itself.
+DocumentRetrievalEvaluator, the same code as the cloud builtin).
 Both output shapes (1.17+ envelope with ``document_retrieval_properties``, and the older flat dict) are read.
 """
 
@@ -15,10 +15,9 @@ from ..errors import redact
 from ..mapping.catalog import EvaluatorSpec
 from ..results import ResultRow
 
-__all__ = ["LIBRARY_IMPLEMENTATION", "LOCAL_IMPLEMENTATION", "compute_document_retrieval", "docret_rows"]
+__all__ = ["IMPLEMENTATION", "compute_document_retrieval", "docret_rows"]
 
-LOCAL_IMPLEMENTATION = "foundry_bridge.metrics.document_retrieval"
-LIBRARY_IMPLEMENTATION = "azure-ai-evaluation DocumentRetrievalEvaluator"
+IMPLEMENTATION = "foundry_bridge.metrics.docret"
 
 
 def _init_params(spec: EvaluatorSpec, init: dict[str, Any]) -> dict[str, Any]:
@@ -29,38 +28,17 @@ def _init_params(spec: EvaluatorSpec, init: dict[str, Any]) -> dict[str, Any]:
 
 def compute_document_retrieval(
     spec: EvaluatorSpec, rows: Sequence[dict[str, Any]], init: dict[str, Any]
-) -> tuple[list[dict[str, Any] | str], str]:
-    """Outputs for ``rows`` (each ``{retrieval_ground_truth, retrieved_documents}``) and the implementation used;
-    an error is a ``"CODE: message"`` string in place of the output dict."""
+) -> list[dict[str, Any] | str]:
+    """Outputs for ``rows`` (each ``{retrieval_ground_truth, retrieved_documents}``); an error is a
+    ``"CODE: message"`` string in place of the output dict."""
+    from ..metrics import document_retrieval_batch
+
     params = _init_params(spec, init)
     try:
-        from ..metrics import document_retrieval_batch
-
         results = document_retrieval_batch(list(rows), **params)
-    except (ImportError, AttributeError):  # the local metrics are unavailable: use the library class
-        return _with_library(spec, rows, params), LIBRARY_IMPLEMENTATION
     except Exception as exc:  # bad init params: every row fails with the same cause
-        return [_error_text(exc)] * len(rows), LOCAL_IMPLEMENTATION
-    return [r if isinstance(r, dict) else _error_text(r) for r in results], LOCAL_IMPLEMENTATION
-
-
-def _with_library(
-    spec: EvaluatorSpec, rows: Sequence[dict[str, Any]], params: dict[str, Any]
-) -> list[dict[str, Any] | str]:
-    import azure.ai.evaluation as aie
-
-    cls = getattr(aie, spec.sdk_class or "")
-    try:
-        evaluator = cls(**params)
-    except Exception as exc:
         return [_error_text(exc)] * len(rows)
-    out: list[dict[str, Any] | str] = []
-    for row in rows:
-        try:
-            out.append(evaluator(**row))
-        except Exception as exc:
-            out.append(_error_text(exc))
-    return out
+    return [r if isinstance(r, dict) else _error_text(r) for r in results]
 
 
 def _error_text(exc: Any) -> str:

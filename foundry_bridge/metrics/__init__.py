@@ -3,7 +3,7 @@
 - ranking metrics Foundry does not report (rr/MRR, recall, precision, hit, distracting, NDCG) — ``ranking``
 - the negative-query report and the abstention heuristic — ``negative``
 - the context-assembly check (relevant passage retrieved but not sent) — ``assembly``
-- Foundry's ``builtin.document_retrieval``, computed exactly as the service does — ``document_retrieval``
+- Foundry's ``builtin.document_retrieval``, computed exactly as the service does — ``docret``
 
 Names are imported lazily from their modules, so ``import foundry_bridge.metrics`` stays cheap.
 """
@@ -19,10 +19,11 @@ _EXPORTS = {
     "negative_query_report": "negative",
     "is_abstention": "negative",
     "assembly_check": "assembly",
-    "document_retrieval": "document_retrieval",
-    "document_retrieval_batch": "document_retrieval",
-    "flat_output": "document_retrieval",
-    "DocumentRetrievalError": "document_retrieval",
+    "document_retrieval": "docret",
+    "document_retrieval_batch": "docret",
+    "flat_output": "docret",
+    "normalize_output": "docret",
+    "DocumentRetrievalError": "docret",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from foundry_bridge.metrics import document_retrieval as _dr
+from foundry_bridge.metrics import docret as _dr
 
 __all__ = ["evaluate_arrow", "evaluate_columns", "evaluate_rows"]
 

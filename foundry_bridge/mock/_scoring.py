@@ -3,9 +3,8 @@
 Which scorer runs is read from the catalog entry, never from an evaluator's name:
 
 - an evaluator that takes human labels and needs no model (``inputs`` of type ``labels``): the project's local
-  document-retrieval metrics (``foundry_bridge.metrics.document_retrieval``; until that module exists,
-  azure-ai-evaluation's class named by the entry's ``sdk_class``), in the ``single`` (1.17+, ``properties``) or
-  ``per_metric`` (one result per catalog metric) shape;
+  document-retrieval metrics (``foundry_bridge.metrics.docret``, the service's exact arithmetic), in the
+  ``single`` (1.17+, ``properties``) or ``per_metric`` (one result per catalog metric) shape;
 - an LLM judge (``needs_deployment``) or a boolean service evaluator: a **mock score**, lexical token overlap
   between the mapped inputs (see ``overlap``), never a model's judgement — the ``reason`` says so;
 - a ``builtin.*`` evaluator absent from the catalog: a generic 0–1 overlap score, documented as meaningless.
@@ -16,11 +15,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..mapping.catalog import EvaluatorSpec, MetricSpec
+from ..metrics.docret import document_retrieval
 
 __all__ = [
     "DocretShape",
@@ -212,33 +212,6 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _docret_function(spec: EvaluatorSpec) -> Callable[..., dict[str, Any]]:
-    """The local document-retrieval function, or azure-ai-evaluation's class as a fallback (imported lazily)."""
-    try:
-        from ..metrics.document_retrieval import document_retrieval
-    except ImportError:
-        document_retrieval = None
-    if document_retrieval is not None:
-        return document_retrieval
-
-    def via_sdk(retrieval_ground_truth: Any, retrieved_documents: Any, **init: Any) -> dict[str, Any]:
-        import azure.ai.evaluation as sdk
-
-        evaluator = getattr(sdk, spec.sdk_class or "")(**init)
-        return evaluator(retrieval_ground_truth=retrieval_ground_truth, retrieved_documents=retrieved_documents)
-
-    return via_sdk
-
-
-def docret_backend_name() -> str:
-    """Which implementation scores document retrieval right now (for docs and the server banner)."""
-    try:
-        from ..metrics.document_retrieval import document_retrieval  # noqa: F401
-    except ImportError:
-        return "azure-ai-evaluation (fallback)"
-    return "foundry_bridge.metrics.document_retrieval"
-
-
 def _missing_inputs_message(spec: EvaluatorSpec, inputs: Mapping[str, Any]) -> str | None:
     """None when some input group is fully present, else a service-like message naming what is missing."""
     for group in spec.input_groups:
@@ -260,7 +233,7 @@ def _score_ranking(
     kwargs = {k: v for k, v in init.items() if k in spec.param_names}
     args = [inputs.get(i.name) for i in spec.inputs]
     try:
-        out = _docret_function(spec)(*args, **kwargs)
+        out = document_retrieval(*args, **kwargs)
     except Exception as exc:  # the evaluator rejects the row: an errored result, as the service reports it
         message = f"(SystemError) 100% of the batch run failed. (UserError) {type(exc).__name__}: {exc}"
         return RowScore(errored_results(name, metric_names, message), "errored")

@@ -15,8 +15,6 @@ from __future__ import annotations
 import gc
 import math
 import os
-import sys
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -700,15 +698,3 @@ def _fill_primary(out: dict[str, Any]) -> None:
         out["document_retrieval"] = out["ndcg@3"]
     elif "ndcg@3" not in out and "document_retrieval" in out:
         out["ndcg@3"] = out["document_retrieval"]
-
-
-# ``foundry_bridge.metrics`` exports the function ``document_retrieval`` from this module of the same name. Once this
-# module is imported, Python binds the *module* to ``foundry_bridge.metrics.document_retrieval``, shadowing the lazy
-# export. Making the module callable (forwarding to the function) keeps ``from foundry_bridge.metrics import
-# document_retrieval; document_retrieval(gt, ret)`` working whichever import happened first.
-class _CallableModule(types.ModuleType):
-    def __call__(self, retrieval_ground_truth: Any, retrieved_documents: Any, **init_params: Any) -> dict[str, Any]:
-        return document_retrieval(retrieval_ground_truth, retrieved_documents, **init_params)
-
-
-sys.modules[__name__].__class__ = _CallableModule
