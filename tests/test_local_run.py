@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from local_helpers import BENEFITS, DEFAULT_MAPPING, benefits_plan, benefits_rule
 
+from foundry_bridge import report as report_mod
+from foundry_bridge import runner
 from foundry_bridge.local import LocalBackend
 from foundry_bridge.local.fake_judge import FakeJudgeServer
 from foundry_bridge.results import RUN_FILES
-
-runner = pytest.importorskip("foundry_bridge.runner")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,6 @@ def test_run_evaluation_writes_a_run_folder(fresh_judge: FakeJudgeServer, tmp_pa
 
 
 def test_report_flags_canaries_a_lenient_judge_passed(fresh_judge: FakeJudgeServer, tmp_path: Path) -> None:
-    report_mod = pytest.importorskip("foundry_bridge.report")
     # a judge that passes everything: the canaries must show up as passed
     from foundry_bridge.local.fake_judge import score_answer
 

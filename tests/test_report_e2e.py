@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from foundry_bridge import mock, runner
 from foundry_bridge.report import build_report, compare_runs, render_html, render_markdown
-
-runner = pytest.importorskip("foundry_bridge.runner")
-mock = pytest.importorskip("foundry_bridge.mock")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "benefits" / "rag_eval.jsonl"
