@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import tempfile
@@ -24,6 +25,14 @@ def dumps(obj: Any, *, indent: bool = False) -> bytes:
 loads = orjson.loads
 
 
+@functools.cache
+def _file_mode() -> int:
+    """The mode a plain ``open()`` would give a new file (0o666 minus the process umask)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
     """Write to a temporary file beside ``path`` and rename it into place only if the block succeeds."""
@@ -35,6 +44,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[A
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _file_mode())  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

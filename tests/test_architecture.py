@@ -63,3 +63,23 @@ def test_every_command_has_help_and_is_documented() -> None:
         assert result.exit_code == 0, name
         assert "Usage:" in result.output and len(result.output) > 200, name
         assert f"foundry-bridge {name}" in docs, f"`foundry-bridge {name}` is not documented"
+
+
+def test_atomic_writes_leave_no_partial_file_and_usual_permissions(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    import pytest
+
+    from foundry_bridge._io import atomic_open, write_json
+
+    target = tmp_path / "out.json"
+    write_json(target, {"a": 1})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+    with pytest.raises(RuntimeError), atomic_open(target) as fh:
+        fh.write(b"half")
+        raise RuntimeError("crash mid-write")
+    assert target.read_bytes() == b'{\n  "a": 1\n}\n'  # the old content survives
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left behind
