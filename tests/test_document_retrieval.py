@@ -329,25 +329,3 @@ def test_batch_hash_fallback_still_exact():
     assert props(out[3])["top1_relevance"] == 0 and props(out[3])["top3_max_relevance"] == 3
     for row, res in zip(rows[1:], out[1:], strict=True):
         assert res == document_retrieval(row["retrieval_ground_truth"], row["retrieved_documents"])
-
-
-def test_quirk_detection():
-    from foundry_bridge.metrics.docret import QUIRKS
-    from foundry_bridge.metrics.docret import document_retrieval_quirks as quirks
-
-    clean = (gt(("a", 4), ("b", 2)), ret(("a", 0.9), ("b", 0.5)))
-    assert quirks(*clean) == []
-    assert quirks(gt(("a", 4)), ret(("b", 0.1), ("a", 0.9))) == ["ranked_by_score"]
-    assert quirks(gt(("a", 4)), ret(("a", 0.5), ("b", 0.5))) == ["tied_scores"]
-    assert quirks(gt(("a", 2)), ret(("a", 0.9), ("x", 0.5)), ground_truth_label_min=1, ground_truth_label_max=5) == [
-        "hole_below_min"
-    ]
-    assert quirks(gt(("a", 0)), ret(("a", 0.9))) == ["zero_result"]
-    assert quirks(gt(("a", 1)), ret(("a", 0.9)), ground_truth_label_min=1, ground_truth_label_max=5) == ["nan_fidelity"]
-    assert quirks(*clean, ground_truth_label_max=10) == ["fidelity_weights"]
-    assert quirks(gt(("a", 4), ("a", 2)), ret(("a", 0.9))) == ["duplicate_ground_truth"]
-    assert quirks(gt(("a", 4)), ret(("a", 0.9), ("a", 0.1))) == ["duplicate_retrieved"]
-    assert quirks(gt(("a", 4)), tuple(ret(("a", 0.9)))) == ["not_a_list"]
-    assert set(QUIRKS) >= {"ranked_by_score", "zero_result", "fidelity_weights"}
-    with pytest.raises(DocumentRetrievalError):
-        quirks([], [])

@@ -15,10 +15,16 @@ BROKEN = ROOT / "samples" / "broken"
 BENEFITS = ROOT / "samples" / "benefits" / "rag_eval.jsonl"
 
 
-def test_clean_sample_exits_0() -> None:
+def test_sample_exits_0_with_its_one_deliberate_warning() -> None:
     result = CliRunner().invoke(cli, ["validate", str(BENEFITS)], catch_exceptions=False)
     assert result.exit_code == 0
-    assert result.output == "OK: 0 error(s), 0 warning(s) in 14 row(s)\n"
+    lines = result.output.splitlines()
+    assert lines[-1] == "OK: 0 error(s), 1 warning(s) in 14 row(s)"
+    # q07 (line 7) is the sample's search failure: its relevant passage was never retrieved
+    assert lines[0].startswith(
+        f"warning: {BENEFITS}: retrieved_documents: 1 row(s) retrieve no document with a non-zero label"
+    )
+    assert "7" in lines[0]
 
 
 def test_broken_sample_exits_1_and_lists_every_problem() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -241,14 +243,16 @@ def test_label_outside_declared_range(tmp_path: Path) -> None:
 
 
 def test_more_than_10000_documents(tmp_path: Path) -> None:
-    docs = [{"document_id": f"d{i}", "relevance_score": 1.0} for i in range(MAX_DOCUMENTS + 1)]
+    docs = [{"document_id": f"d{i}", "relevance_score": 1.0} for i in range(MAX_DOCUMENTS)] + [
+        {"document_id": "a", "relevance_score": 0.5}
+    ]
     data = _data(tmp_path, _row(retrieved_documents=docs))
     assert _found(validate(data)) == [
         f"error: {data}:1: retrieved_documents: 10001 documents in retrieved_documents; Foundry accepts at most 10000 "
         "(fix: keep the top 10000)"
     ]
-    ok = _data(tmp_path, _row(retrieved_documents=docs[:MAX_DOCUMENTS]))
-    assert validate(ok).ok
+    ok = _data(tmp_path, _row(retrieved_documents=docs[1:]))
+    assert _found(validate(ok)) == []
 
 
 def test_duplicate_query_id(tmp_path: Path) -> None:
@@ -287,7 +291,11 @@ def test_duplicate_document_id_within_a_list(tmp_path: Path) -> None:
 
 
 def test_integer_and_string_id_are_not_merged_silently(tmp_path: Path) -> None:
-    docs = [{"document_id": 1, "relevance_score": 0.9}, {"document_id": "1", "relevance_score": 0.5}]
+    docs = [
+        {"document_id": 1, "relevance_score": 0.9},
+        {"document_id": "1", "relevance_score": 0.5},
+        {"document_id": "a", "relevance_score": 0.4},
+    ]
     data = _data(tmp_path, _row(retrieved_documents=docs))
     assert _found(validate(data)) == [
         f"warning: {data}:1: document_id: 1 document id(s) are JSON numbers; read as strings ('1' and 1 become the "
@@ -338,6 +346,160 @@ def test_label_min_1_with_holes(tmp_path: Path) -> None:
     ]
 
 
+ZERO_RESULT = (
+    "Foundry reports the integer 0 for ndcg@3, xdcg@3, fidelity, top1_relevance and top3_max_relevance on them and "
+    "fails them (criterion 'document_retrieval')"
+)
+ZERO_RESULT_FIX = (
+    "(fix: nothing to fix if the search really missed those documents; a query with no answer in the corpus should "
+    "have all its labels 0)"
+)
+
+
+def _doc_props(row: dict[str, Any], **init: int) -> dict[str, Any]:
+    """Foundry's numbers for a row (foundry_bridge's document_retrieval, parity-tested with the library)."""
+    from foundry_bridge.metrics import document_retrieval
+
+    result = document_retrieval(row["retrieval_ground_truth"], row["retrieved_documents"], **init)
+    return result["document_retrieval_properties"]
+
+
+def test_zero_result_one_warning_for_the_rows_that_retrieve_nothing_labelled(tmp_path: Path) -> None:
+    miss = [{"document_id": "x", "relevance_score": 0.9}, {"document_id": "y", "relevance_score": 0.5}]
+    negative = [{"document_id": "a", "query_relevance_label": 0}, {"document_id": "b", "query_relevance_label": 0}]
+    relabelled = [  # the last label of 'a' (0) wins, as in Foundry: nothing retrieved is labelled non-zero
+        {"document_id": "c", "query_relevance_label": 2},
+        {"document_id": "a", "query_relevance_label": 3},
+        {"document_id": "a", "query_relevance_label": 0},
+    ]
+    rows = [
+        _row("q1"),
+        _row("q2", retrieved_documents=miss),
+        _row("q3", kind="negative", retrieval_ground_truth=negative),
+        _row("q4", retrieved_documents=[]),  # an empty list is Foundry's float-0.0 branch, not this one
+        _row("q5", retrieval_ground_truth=relabelled),
+    ]
+    data = _data(tmp_path, *rows)
+    assert _found(validate(data)) == [
+        f"warning: {data}: retrieved_documents: 2 row(s) retrieve no document with a non-zero label although one is "
+        f"labelled (lines 2, 5): {ZERO_RESULT}; the 1 row(s) whose labels are all 0 (negative queries) get the "
+        f"same 0, as expected {ZERO_RESULT_FIX}",
+        f"warning: {data}:5: retrieval_ground_truth[2].document_id: document 'a' is labelled twice in "
+        "retrieval_ground_truth: Foundry keeps the last label, foundry_bridge's metrics the first "
+        "(fix: keep one label per document)",
+    ]
+    # the rows named are exactly those Foundry answers with its integer-0 branch, and the negative one
+    integer_zero = [i for i, r in enumerate(rows, 1) if type(_doc_props(r)["ndcg@3"]) is int]
+    assert integer_zero == [2, 3, 5]
+    assert type(_doc_props(rows[3])["ndcg@3"]) is float and _doc_props(rows[0])["ndcg@3"] > 0
+
+
+def test_zero_result_names_five_lines_and_is_silent_for_negative_or_rejected_rows(tmp_path: Path) -> None:
+    miss = [{"document_id": "x", "relevance_score": 0.9}]
+    data = _data(tmp_path, *(_row(f"q{i}", retrieved_documents=miss) for i in range(7)))
+    assert _found(validate(data)) == [
+        f"warning: {data}: retrieved_documents: 7 row(s) retrieve no document with a non-zero label although one is "
+        f"labelled (lines 1, 2, 3, 4, 5, ...): {ZERO_RESULT} {ZERO_RESULT_FIX}"
+    ]
+    zeros = [{"document_id": "a", "query_relevance_label": 0}]
+    negatives = _data(tmp_path, *(_row(f"n{i}", kind="negative", retrieval_ground_truth=zeros) for i in range(3)))
+    assert _found(validate(negatives)) == []
+    rejected = _data(tmp_path, _row(retrieved_documents=[{"document_id": "x"}]))  # Foundry refuses the row
+    assert [p.code for p in validate(rejected).problems] == ["missing_score"]
+
+
+def test_zero_result_with_label_min_1_means_only_holes_retrieved(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "labels: {min: 1, max: 5}\nevaluators:\n  - evaluator: builtin.document_retrieval\n")
+    row = _row(
+        retrieval_ground_truth=[{"document_id": "a", "query_relevance_label": 1}],
+        retrieved_documents=[{"document_id": "x", "relevance_score": 0.9}],
+    )
+    data = _data(tmp_path, row)
+    assert _found(validate(data, mapping=m)) == [
+        f"warning: {data}: retrieved_documents: 1 row(s) retrieve no document with a non-zero label although one is "
+        f"labelled (line 1): {ZERO_RESULT} {ZERO_RESULT_FIX}",
+        f"warning: {data}:1: retrieved_documents: 1 retrieved document(s) without a label ('x'...): Foundry counts a "
+        "hole as label 0, below ground_truth_label_min 1 ('irrelevant'), so holes rank below documents judged "
+        "irrelevant (fix: label every retrieved document, or use labels from 0)",
+    ]
+    fidelity = _doc_props(row, ground_truth_label_min=1, ground_truth_label_max=5)["fidelity"]
+    assert fidelity == 0 and type(fidelity) is int  # the zero branch wins over the NaN one
+
+
+def test_nan_fidelity_when_every_label_is_the_minimum(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "labels: {min: 1, max: 5}\nevaluators:\n  - evaluator: builtin.document_retrieval\n")
+    ones = [{"document_id": "a", "query_relevance_label": 1}, {"document_id": "b", "query_relevance_label": 1}]
+    graded = [{"document_id": "a", "query_relevance_label": 2}, {"document_id": "b", "query_relevance_label": 1}]
+    relabelled = [{"document_id": "a", "query_relevance_label": 3}, {"document_id": "a", "query_relevance_label": 1}]
+    rows = [
+        _row("q1", retrieval_ground_truth=ones),
+        _row("q2", retrieval_ground_truth=graded),
+        _row("q3", retrieval_ground_truth=relabelled, retrieved_documents=[{"document_id": "a", "relevance_score": 1}]),
+    ]
+    data = _data(tmp_path, *rows)
+    nan_fidelity = (
+        "retrieval_ground_truth: every label equals ground_truth_label_min 1 ('irrelevant'): Foundry's fidelity "
+        "divides by zero here, so it reports NaN and fails (fix: expected for a query with no relevant document; "
+        "with labels from 0 (0 = irrelevant, ground_truth_label_min: 0) Foundry reports 0 instead)"
+    )
+    assert _found(validate(data, mapping=m)) == [
+        f"warning: {data}:1: {nan_fidelity}",
+        f"warning: {data}:3: retrieval_ground_truth[1].document_id: document 'a' is labelled twice in "
+        "retrieval_ground_truth: Foundry keeps the last label, foundry_bridge's metrics the first "
+        "(fix: keep one label per document)",
+        f"warning: {data}:3: {nan_fidelity}",
+    ]
+    fidelity = [_doc_props(r, ground_truth_label_min=1, ground_truth_label_max=5)["fidelity"] for r in rows]
+    assert math.isnan(fidelity[0]) and fidelity[1] == 1.0 and math.isnan(fidelity[2])
+    results = [_doc_props(r, ground_truth_label_min=1, ground_truth_label_max=5) for r in rows]
+    assert [r["fidelity_result"] for r in results] == ["fail", "pass", "fail"]
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0, 4), (1, 5), (0, 1), (2, 3)])
+def test_quirk_warnings_match_foundrys_numbers_on_random_rows(tmp_path: Path, lo: int, hi: int) -> None:
+    """zero_result and nan_fidelity fire exactly where Foundry's numbers show the quirk (random valid rows)."""
+    rng = random.Random(lo * 10 + hi)
+    rows = []
+    for i in range(300):
+        pool = [f"d{j}" for j in range(rng.randint(1, 6))]
+        labels = [
+            {"document_id": rng.choice(pool), "query_relevance_label": rng.choice([lo, lo, hi, rng.randint(lo, hi)])}
+            for _ in range(rng.randint(1, 4))
+        ]
+        docs = [
+            {"document_id": rng.choice(pool), "relevance_score": round(rng.random(), 3)}
+            for _ in range(rng.randint(0, 4))
+        ]
+        rows.append({"query_id": f"q{i}", "retrieval_ground_truth": labels, "retrieved_documents": docs})
+    m = _mapping(
+        tmp_path, f"labels: {{min: {lo}, max: {hi}}}\nevaluators:\n  - evaluator: builtin.document_retrieval\n"
+    )
+    report = validate(_data(tmp_path, *rows), mapping=m, max_per_code=1000)
+    assert report.ok
+    init = {"ground_truth_label_min": lo, "ground_truth_label_max": hi}
+    props = [_doc_props(r, **init) for r in rows]
+    nan_lines = [i for i, p in enumerate(props, 1) if isinstance(p["fidelity"], float) and math.isnan(p["fidelity"])]
+    assert [p.line for p in report.problems if p.code == "nan_fidelity"] == nan_lines
+    # Foundry's integer-0 branch, split by whether the ground truth (last label per id) has a non-zero label
+    integer_zero = [(i, r) for i, (r, p) in enumerate(zip(rows, props, strict=True), 1) if type(p["ndcg@3"]) is int]
+    positive_zero = [
+        i
+        for i, r in integer_zero
+        if any({g["document_id"]: g["query_relevance_label"] for g in r["retrieval_ground_truth"]}.values())
+    ]
+    negative_zero = len(integer_zero) - len(positive_zero)
+    [zero] = [p for p in report.problems if p.code == "zero_result"] or [None]
+    if positive_zero:
+        assert zero is not None and zero.message.startswith(f"{len(positive_zero)} row(s) ")
+        shown = ", ".join(map(str, positive_zero[:5]))
+        assert f"{shown}, ...)" in zero.message if len(positive_zero) > 5 else f"{shown})" in zero.message
+        negatives = f"; the {negative_zero} row(s) whose labels are all 0 (negative queries)"
+        assert (negatives in zero.message) if negative_zero else ("negative queries" not in zero.message)
+    else:
+        assert zero is None
+    assert (nan_lines != []) == (lo != 0)  # the random rows do reach the quirk where it exists
+
+
 def test_empty_query_and_response(tmp_path: Path) -> None:
     data = _data(tmp_path, _row(query="  ", response=""))
     assert _found(validate(data)) == [
@@ -363,7 +525,7 @@ def test_kind_disagrees_with_labels(tmp_path: Path) -> None:
 def test_whole_eval_create_body_is_accepted(tmp_path: Path) -> None:
     body = json.loads((ROOT / "tests" / "data_plan" / "benefits_eval.json").read_text())
     report = validate(ROOT / "samples" / "benefits" / "rag_eval.jsonl", criteria_file=_criteria(tmp_path, body))
-    assert _found(report) == [] and report.rows == 14
+    assert [p.code for p in report.problems] == ["zero_result"] and report.ok and report.rows == 14
 
 
 def test_sample_template_is_rejected_for_a_dataset_run(tmp_path: Path) -> None:
@@ -423,8 +585,16 @@ def test_trec_directory_is_validated(tmp_path: Path) -> None:
     ],
 )
 def test_shipped_samples_are_clean(data: str, mapping: str | None) -> None:
+    """No error; the one warning is zero_result for q07, the sample's designed retrieval miss."""
     report = validate(ROOT / data, mapping=ROOT / mapping if mapping else None)
-    assert _found(report) == [] and report.rows == 14
+    line = 18 if data == "samples/trec" else 7
+    source = ROOT / data / "run.txt" if data == "samples/trec" else ROOT / data
+    assert _found(report) == [
+        f"warning: {source}: retrieved_documents: 1 row(s) retrieve no document with a non-zero label although one "
+        f"is labelled (line {line}): {ZERO_RESULT}; the 3 row(s) whose labels are all 0 (negative queries) get the "
+        f"same 0, as expected {ZERO_RESULT_FIX}"
+    ]
+    assert report.rows == 14
 
 
 def test_integral_float_label_is_named_as_a_float(tmp_path: Path) -> None:

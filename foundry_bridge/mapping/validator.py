@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ __all__ = ["MAX_DOCUMENTS", "ValidationReport", "validate", "validate_criteria_f
 
 MAX_DOCUMENTS = 10_000  # Foundry's limit per list (retrieved_documents and retrieval_ground_truth)
 _MAX_KEYS_KEPT = 1_000  # distinct row keys remembered for did-you-mean hints
+_ZERO_RESULT_LINES = 5  # lines named in the zero_result warning
 _TEMPLATE = re.compile(r"^\{\{\s*(item|sample)\.([^}\s]+)\s*\}\}$")
 _CANONICAL_ITEM_FIELDS = (
     "query_id",
@@ -505,6 +506,10 @@ class _DataChecker:
         # the narrowest input type each field is read as, and the criteria reading labels/documents
         self.label_checks = [(c, c.field_of_type("labels"), c.field_of_type("documents")) for c in criteria]
         self.label_checks = [t for t in self.label_checks if t[1] is not None]
+        # zero_result, per (criterion, retrieved field): [rows with a non-zero label and none retrieved,
+        # rows whose labels are all 0, first lines of the former...]
+        self.zero_result: defaultdict[tuple[str, str | None], list[int]] = defaultdict(lambda: [0, 0])
+        self.bad_documents: set[str] = set()  # document fields of the current row that got an error
         self.kind_labels_field = self.label_checks[0][1] if self.label_checks else "retrieval_ground_truth"
         self.groups = [(c, [[(x, c.fields.get(x)) for x in g] for g in c.spec.input_groups]) for c in criteria]
         self.field_types: dict[str, str] = {}
@@ -516,7 +521,7 @@ class _DataChecker:
                     self.field_types[f] = t
 
     def _add(
-        self, severity: Severity, code: str, message: str, line: int, field_: str, hint: str | None = None
+        self, severity: Severity, code: str, message: str, line: int | None, field_: str, hint: str | None = None
     ) -> None:
         self.report.add(Problem(severity, code, message, self.source, line, field_, hint))
 
@@ -557,6 +562,7 @@ class _DataChecker:
                         "query_id",
                         "give every query a unique id",
                     )
+        self._zero_result_warnings()
         for f in sorted(self.deferred):
             if f not in self.seen_fields:
                 src = field_sources.get(f, f)
@@ -583,6 +589,31 @@ class _DataChecker:
                 if extra > 0:  # counted, not listed
                     self.report.by_code["missing_input"] += extra
                     self.report.errors += extra
+
+    def _zero_result_warnings(self) -> None:
+        """One ``zero_result`` warning per document_retrieval criterion, if any row with a non-zero label
+        retrieved none: Foundry's integer-0 branch. Rows whose labels are all 0 (negative queries) take the same
+        branch as expected; they are only counted in the message."""
+        for (name, df), (missed, negative, *lines) in self.zero_result.items():
+            if not missed:
+                continue
+            where = ", ".join(map(str, lines)) + (", ..." if missed > len(lines) else "")
+            also = (
+                f"; the {negative} row(s) whose labels are all 0 (negative queries) get the same 0, as expected"
+                if negative
+                else ""
+            )
+            self._add(
+                "warning",
+                "zero_result",
+                f"{missed} row(s) retrieve no document with a non-zero label although one is labelled "
+                f"(line{'s' if missed > 1 else ''} {where}): Foundry reports the integer 0 for ndcg@3, xdcg@3, "
+                f"fidelity, top1_relevance and top3_max_relevance on them and fails them (criterion {name!r}){also}",
+                None,
+                df or "retrieved_documents",
+                "nothing to fix if the search really missed those documents; a query with no answer in the corpus "
+                "should have all its labels 0",
+            )
 
     def _readers(self, f: str) -> list[str]:
         return [f"{c.name}.{inp}" for c in self.criteria for inp, fld in c.fields.items() if fld == f]
@@ -615,6 +646,7 @@ class _DataChecker:
                         )
                     )
         # types
+        self.bad_documents.clear()
         for f, t in self.field_types.items():
             v = item.get(f)
             if v is None:
@@ -622,7 +654,10 @@ class _DataChecker:
             if t in ("string", "string_or_messages", "string_object_or_messages"):
                 self._check_string(f, v, t, line)
             elif t == "documents":
+                errors = self.report.errors
                 self._check_documents(f, v, line)
+                if self.report.errors > errors:  # Foundry rejects the row: no quirk warnings for it
+                    self.bad_documents.add(f)
             elif t == "labels":
                 self._check_labels(f, v, line)
         for c, lf, df in self.label_checks:
@@ -793,17 +828,31 @@ class _DataChecker:
                     )
 
     def _check_label_ranges(self, c: _Criterion, lf: str, df: str | None, item: dict[str, Any], line: int) -> None:
+        """Labels within the criterion's range, and the document_retrieval quirks that depend on the labels.
+
+        One pass over the labels builds ``label_of`` (id → label, the last one winning, as in Foundry); the retrieved
+        list is walked only for ``holes_below_min`` (min ≥ 1) and, up to its first labelled document, to tell
+        ``zero_result`` (counted here, reported once by ``finish``) from ``nan_fidelity``.
+        """
         labels = item.get(lf)
         if not isinstance(labels, list):
             return
-        labelled: set[str] = set()
+        label_of: dict[str, Any] = {}
+        valid = True  # every label an in-range int: Foundry scores the row (otherwise it rejects it; errors say so)
         for i, g in enumerate(labels):
             if not isinstance(g, dict):
+                valid = False
                 continue
-            if g.get("document_id") is not None:
-                labelled.add(str(g["document_id"]))
             v = g.get("query_relevance_label")
-            if isinstance(v, int) and not isinstance(v, bool) and not c.label_min <= v <= c.label_max:
+            if g.get("document_id") is None:
+                valid = False
+            else:
+                label_of[str(g["document_id"])] = v
+            if not isinstance(v, int) or isinstance(v, bool):
+                valid = False
+                continue
+            if not c.label_min <= v <= c.label_max:
+                valid = False
                 side = "below ground_truth_label_min" if v < c.label_min else "above ground_truth_label_max"
                 bound = c.label_min if v < c.label_min else c.label_max
                 self._add(
@@ -814,27 +863,54 @@ class _DataChecker:
                     f"{lf}[{i}].query_relevance_label",
                     "fix the label, or declare the range in the mapping's `labels` (min/max)",
                 )
+        docs = item.get(df) if df else None
+        if not isinstance(docs, list):
+            return
         if c.label_min >= 1:
-            docs = item.get(df) if df else None
-            if isinstance(docs, list):
-                holes = [
-                    str(d.get("document_id"))
-                    for d in docs
-                    if isinstance(d, dict)
-                    and d.get("document_id") is not None
-                    and str(d.get("document_id")) not in labelled
-                ]
-                if holes:
-                    self._add(
-                        "warning",
-                        "holes_below_min",
-                        f"{len(holes)} retrieved document(s) without a label ({holes[0]!r}...): Foundry counts "
-                        f"a hole as label 0, below ground_truth_label_min {c.label_min} ('irrelevant'), so "
-                        "holes rank below documents judged irrelevant",
-                        line,
-                        df,
-                        "label every retrieved document, or use labels from 0",
-                    )
+            holes = [
+                str(d.get("document_id"))
+                for d in docs
+                if isinstance(d, dict)
+                and d.get("document_id") is not None
+                and str(d.get("document_id")) not in label_of
+            ]
+            if holes:
+                self._add(
+                    "warning",
+                    "holes_below_min",
+                    f"{len(holes)} retrieved document(s) without a label ({holes[0]!r}...): Foundry counts "
+                    f"a hole as label 0, below ground_truth_label_min {c.label_min} ('irrelevant'), so "
+                    "holes rank below documents judged irrelevant",
+                    line,
+                    df,
+                    "label every retrieved document, or use labels from 0",
+                )
+        if not (valid and docs and label_of) or df in self.bad_documents or len(labels) > MAX_DOCUMENTS:
+            return  # rows Foundry rejects, and empty lists (its float 0.0 branch), stop here
+        if not any(label_of.values()):  # all labels 0 (a negative query): Foundry's integer 0 is expected; counted
+            self.zero_result[(c.name, df)][1] += 1
+            return
+        found = any(
+            label_of.get(str(doc_id))
+            for d in docs
+            if isinstance(d, dict) and (doc_id := d.get("document_id")) is not None
+        )
+        if not found:
+            counts = self.zero_result[(c.name, df)]
+            counts[0] += 1
+            if len(counts) < 2 + _ZERO_RESULT_LINES:
+                counts.append(line)
+        elif c.label_min and max(label_of.values()) == c.label_min:  # min 0: all-0 rows returned above
+            self._add(
+                "warning",
+                "nan_fidelity",
+                f"every label equals ground_truth_label_min {c.label_min} ('irrelevant'): Foundry's fidelity divides "
+                "by zero here, so it reports NaN and fails",
+                line,
+                lf,
+                "expected for a query with no relevant document; with labels from 0 (0 = irrelevant, "
+                "ground_truth_label_min: 0) Foundry reports 0 instead",
+            )
 
     def _check_kind(self, item: dict[str, Any], declared: str | None, line: int) -> None:
         if declared not in ("positive", "negative"):

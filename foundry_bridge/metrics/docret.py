@@ -18,19 +18,17 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise, repeat
+from itertools import repeat
 from typing import Any
 
 from foundry_bridge.errors import DatasetError, InputError
 
 __all__ = [
     "METRICS",
-    "QUIRKS",
     "DocumentRetrievalError",
     "document_retrieval",
     "document_retrieval_batch",
     "document_retrieval_jsonl",
-    "document_retrieval_quirks",
     "flat_output",
     "normalize_output",
 ]
@@ -554,60 +552,6 @@ def _evaluate_or_error(gt: Any, ret: Any, cfg: _Config) -> dict[str, Any] | Docu
         return _evaluate(gt, ret, cfg)
     except DocumentRetrievalError as exc:
         return exc
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# quirk detection (for the validator)
-
-#: Quirk codes returned by :func:`document_retrieval_quirks`, with what they mean.
-QUIRKS: dict[str, str] = {
-    "ranked_by_score": "retrieved_documents are not in descending relevance_score order: Foundry ranks by score",
-    "tied_scores": "distinct retrieved documents share a relevance_score: the earlier one in the list ranks higher",
-    "hole_below_min": "an unlabeled retrieved document counts as label 0, below ground_truth_label_min",
-    "zero_result": "no retrieved document has a non-zero label: metrics are reported as integer 0",
-    "nan_fidelity": "every ground-truth label equals ground_truth_label_min (>= 1): fidelity is NaN",
-    "fidelity_weights": "ground_truth_label_max >= 10: fidelity weights are assigned in string order of the labels",
-    "duplicate_ground_truth": "a document_id appears twice in retrieval_ground_truth: the last label wins",
-    "duplicate_retrieved": "a document_id appears twice in retrieved_documents: the last score wins",
-    "not_a_list": "retrieved_documents is not a list: it is silently treated as empty",
-}
-
-
-def document_retrieval_quirks(retrieval_ground_truth: Any, retrieved_documents: Any, **init_params: Any) -> list[str]:
-    """Which of Foundry's quirks (keys of :data:`QUIRKS`) this query triggers; ``[]`` for a clean query.
-
-    Meant for validators: the numbers are still computed the way Foundry does. Raises
-    :class:`DocumentRetrievalError` for an input the library rejects (so rejected rows are reported as errors).
-    """
-    cfg = _config(init_params)
-    qrels, results = _validate(retrieval_ground_truth, retrieved_documents, cfg)
-    found: list[str] = []
-    if not isinstance(retrieved_documents, list):
-        found.append("not_a_list")
-    scores = [score for _, score in results]
-    if any(a < b for a, b in pairwise(scores)):
-        found.append("ranked_by_score")
-    try:
-        label_of = dict(qrels)
-        score_of = dict(results)
-    except TypeError as exc:
-        raise _crash("document_id values must be hashable (strings or numbers)", exc) from exc
-    distinct = list(score_of.values())
-    if len(set(distinct)) < len(distinct):
-        found.append("tied_scores")
-    if cfg.lo >= 1 and any(doc not in label_of for doc in score_of):
-        found.append("hole_below_min")
-    if results and not any(label_of.get(doc, 0) for doc in score_of):
-        found.append("zero_result")
-    elif results and cfg.lo >= 1 and all(label == cfg.lo for label in label_of.values()):
-        found.append("nan_fidelity")
-    if cfg.hi >= 10:
-        found.append("fidelity_weights")
-    if len(label_of) < len(qrels):
-        found.append("duplicate_ground_truth")
-    if len(score_of) < len(results):
-        found.append("duplicate_retrieved")
-    return found
 
 
 # --------------------------------------------------------------------------------------------------------------------
