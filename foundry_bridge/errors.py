@@ -21,6 +21,7 @@ __all__ = [
     "InputError",
     "MappingError",
     "UsageError",
+    "located",
     "redact",
 ]
 
@@ -51,16 +52,7 @@ class InputError(FoundryBridgeError, ValueError):
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
-        where = ""
-        if self.file:
-            where = self.file + (f":{self.line}" if self.line is not None else "")
-        elif self.line is not None:
-            where = f"line {self.line}"
-        parts = [p for p in (where, self.field) if p]
-        text = (": ".join(parts) + ": " if parts else "") + self.message
-        if self.hint:
-            text += f" (fix: {self.hint})"
-        return text
+        return located(self.message, file=self.file, line=self.line, field=self.field, hint=self.hint)
 
 
 class DatasetError(InputError):
@@ -79,6 +71,22 @@ class UsageError(FoundryBridgeError):
     """Command-line options that conflict or are missing."""
 
     exit_code = 2
+
+
+def located(
+    message: str, *, file: str | None = None, line: int | None = None, field: str | None = None, hint: str | None = None
+) -> str:
+    """``file:line: field: message (fix: hint)``, leaving out what is unknown."""
+    where = ""
+    if file:
+        where = file + (f":{line}" if line is not None else "")
+    elif line is not None:
+        where = f"line {line}"
+    parts = [p for p in (where, field) if p]
+    text = (": ".join(parts) + ": " if parts else "") + message
+    if hint:
+        text += f" (fix: {hint})"
+    return text
 
 
 _SECRET_PATTERNS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from ..errors import DatasetError
+from ..errors import DatasetError, located
 
 __all__ = ["Problem", "Severity"]
 
@@ -28,16 +28,7 @@ class Problem:
         return asdict(self)
 
     def __str__(self) -> str:
-        where = ""
-        if self.file:
-            where = self.file + (f":{self.line}" if self.line is not None else "")
-        elif self.line is not None:
-            where = f"line {self.line}"
-        parts = [p for p in (where, self.field) if p]
-        text = (": ".join(parts) + ": " if parts else "") + self.message
-        if self.hint:
-            text += f" (fix: {self.hint})"
-        return text
+        return located(self.message, file=self.file, line=self.line, field=self.field, hint=self.hint)
 
     def to_error(self) -> DatasetError:
         """The ``DatasetError`` a reader raises for this problem."""
