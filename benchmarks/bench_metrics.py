@@ -2,6 +2,7 @@
 
     python benchmarks/bench_metrics.py            # 50,000 and 100,000 queries × 100 retrieved documents
     python benchmarks/bench_metrics.py --quick    # 5,000 and 10,000 queries (under a minute)
+    python benchmarks/bench_metrics.py --repeat 3 # each command 3 times, interleaved; medians in the table
 
 Each measurement is a whole fresh process reading the same file (page cache warmed first), timed from start to
 exit, with its CPU time (user + system) and peak RSS from ``wait4`` (waited-for children included):
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -142,6 +144,10 @@ def warm(path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="5,000 and 10,000 queries")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="measure each command this many times, interleaved; report the median"
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", help="query counts (default: 50,000 and 100,000)")
     parser.add_argument("--worker", choices=["pytrec", "ranx", "generate"], help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("file", nargs="?", help=argparse.SUPPRESS)
@@ -154,7 +160,7 @@ def main() -> None:
         sys.stdout.write(json.dumps(fn(args.file)) + "\n")
         return
 
-    sizes = (5_000, 10_000) if args.quick else (50_000, 100_000)
+    sizes = args.sizes or ((5_000, 10_000) if args.quick else (50_000, 100_000))
     DATA.mkdir(parents=True, exist_ok=True)
     py = sys.executable
     me = str(Path(__file__).resolve())
@@ -173,33 +179,36 @@ def main() -> None:
             t0 = time.perf_counter()
             subprocess.run([py, me, "--worker", "generate", "--n", str(n), str(path)], check=True)
             print(f"generated {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
-        results: dict[str, dict] = {}
-        for name, cmd in (
-            (
-                "foundry_bridge",
-                [py, "-m", "foundry_bridge", "metrics", str(path), "--k", "10", "-o", str(DATA / "out.json")],
-            ),
-            ("pytrec_eval", [py, me, "--worker", "pytrec", str(path)]),
-            ("ranx", [py, me, "--worker", "ranx", str(path)]),
-        ):
-            warm(path)
-            stdout = DATA / f"stdout_{name}.txt"
-            wall, cpu, rss = measure(cmd, stdout)
-            if name == "foundry_bridge":
-                # read in a subprocess: the parent's peak RSS is inherited by every later child (see measure)
-                code = (
-                    "import json,sys; s=json.load(open(sys.argv[1]))['summary']['positive'];"
-                    "print(json.dumps({k: s[k] for k in ('mrr@10', 'ndcg@10', 'recall@10')}))"
+        runs: dict[str, list[dict]] = {}
+        for _ in range(max(1, args.repeat)):
+            for name, cmd in (
+                (
+                    "foundry_bridge",
+                    [py, "-m", "foundry_bridge", "metrics", str(path), "--k", "10", "-o", str(DATA / "out.json")],
+                ),
+                ("pytrec_eval", [py, me, "--worker", "pytrec", str(path)]),
+                ("ranx", [py, me, "--worker", "ranx", str(path)]),
+            ):
+                warm(path)
+                stdout = DATA / f"stdout_{name}.txt"
+                wall, cpu, rss = measure(cmd, stdout)
+                if name == "foundry_bridge":
+                    # read in a subprocess: the parent's peak RSS is inherited by every later child (see measure)
+                    code = (
+                        "import json,sys; s=json.load(open(sys.argv[1]))['summary']['positive'];"
+                        "print(json.dumps({k: s[k] for k in ('mrr@10', 'ndcg@10', 'recall@10')}))"
+                    )
+                    value = json.loads(subprocess.check_output([py, "-c", code, str(DATA / "out.json")]))
+                else:
+                    value = json.loads(stdout.read_text())
+                runs.setdefault(name, []).append({"wall": wall, "cpu": cpu, "rss": rss, **value})
+                print(
+                    f"  {n:>7} queries  {name:<15} wall {wall:7.2f} s   CPU {cpu:7.2f} s   peak RSS {rss:7.0f} MiB   "
+                    f"MRR@10 {value['mrr@10']:.6f}",
+                    flush=True,
                 )
-                value = json.loads(subprocess.check_output([py, "-c", code, str(DATA / "out.json")]))
-            else:
-                value = json.loads(stdout.read_text())
-            results[name] = {"wall": wall, "cpu": cpu, "rss": rss, **value}
-            print(
-                f"  {n:>7} queries  {name:<15} wall {wall:7.2f} s   CPU {cpu:7.2f} s   peak RSS {rss:7.0f} MiB   "
-                f"MRR@10 {value['mrr@10']:.6f}",
-                flush=True,
-            )
+        # the median of each measure over the repeats (the values checked below are the same in every run)
+        results = {name: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for name, rs in runs.items()}
         ours = results["foundry_bridge"]
         for ref in ("pytrec_eval", "ranx"):
             for key in ("mrr@10", "ndcg@10", "recall@10"):
@@ -208,6 +217,8 @@ def main() -> None:
         rows.append((n, results))
 
     print()
+    if args.repeat > 1:
+        print(f"median of {args.repeat} interleaved runs per command")
     head = f"{'queries':>8} | {'foundry_bridge':>24} | {'pytrec_eval':>24} | {'ranx':>24} | wall ratio    | CPU ratio"
     print(head)
     print(f"{'':>8} | {'wall / CPU s / peak MiB':>24} | {'':>24} | {'':>24} | pytrec  ranx  | pytrec  ranx")

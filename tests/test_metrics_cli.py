@@ -239,3 +239,173 @@ def test_fallback_gives_the_same_numbers(tmp_path: Path, monkeypatch) -> None:
     assert calls == [1]
     _assert_same(fast, slow)
     assert fast_asm == slow_asm
+
+
+# -- the top-k decoder (first attempt on every line) against the raw-list reader and the records path -------------
+def _edge_rows() -> list[bytes]:
+    docs = [{"document_id": f"e{i}", "relevance_score": 1.0 - i / 20} for i in range(12)]
+    rows = [
+        {
+            "query_id": "no-score",
+            "retrieved_documents": [{"document_id": "a"}, {"document_id": "b"}],
+            "retrieval_ground_truth": [{"document_id": "b", "query_relevance_label": 2}],
+        },
+        {
+            "query_id": "null-score",
+            "retrieved_documents": [{"document_id": "a", "relevance_score": None}],
+            "retrieval_ground_truth": [{"document_id": "a", "query_relevance_label": 1}],
+        },
+        {
+            "query_id": "null-docs",
+            "retrieved_documents": None,
+            "retrieval_ground_truth": [{"document_id": "a", "query_relevance_label": 1}],
+        },
+        {"query_id": "no-labels", "retrieved_documents": docs[:3]},
+        {
+            "query_id": "long-negative",
+            "kind": "negative",
+            "retrieved_documents": docs + docs[:2],
+            "retrieval_ground_truth": [],
+        },
+        {
+            "query_id": "dup-late",
+            "retrieved_documents": docs[:4] + docs[:2] + docs[4:],
+            "retrieval_ground_truth": [
+                {"document_id": "e5", "query_relevance_label": 3},
+                {"document_id": "e5", "query_relevance_label": 1},
+            ],
+        },
+        {
+            "query_id": "int-score",
+            "retrieved_documents": [{"document_id": "a", "relevance_score": 1}],
+            "retrieval_ground_truth": [{"document_id": "a", "query_relevance_label": 1}],
+            "response": "I don't know",
+        },
+    ]
+    return [orjson.dumps(r) for r in rows]
+
+
+def _count_raw_lines(monkeypatch) -> list[int]:
+    """Patch the raw-list reader to count the lines it reads."""
+    from foundry_bridge.metrics import loader
+
+    calls: list[int] = []
+    real = loader._line_reader
+
+    def counting(*args, **kwargs):
+        read = real(*args, **kwargs)
+
+        def wrapped(line: bytes) -> None:
+            calls.append(1)
+            read(line)
+
+        return wrapped
+
+    monkeypatch.setattr(loader, "_line_reader", counting)
+    return calls
+
+
+@pytest.mark.parametrize(("seed", "depth", "jobs"), [(6, 10, 1), (7, 3, 1), (8, 25, 2)])
+def test_top_decoder_matches_raw_reader(seed: int, depth: int, jobs: int, tmp_path: Path, monkeypatch) -> None:
+    from foundry_bridge.metrics import loader
+
+    path = tmp_path / "d.jsonl"
+    _write_generated(path, seed)
+    # whitespace-only lines, the edge rows, and a last line without a newline
+    path.write_bytes(path.read_bytes() + b"  \t\n" + b"\n".join(_edge_rows()) + b"\n\r\n" + _edge_rows()[0])
+    mapping = load_mapping(None)
+    slow, slow_asm = arrays_from_records(read_records(path, mapping), depth=depth, relevance_threshold=1)
+    n_lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+
+    monkeypatch.setattr(dataset_pkg, "read_records", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    calls = _count_raw_lines(monkeypatch)
+    fast, fast_asm = load_jsonl(path, mapping, depth=depth, relevance_threshold=1, jobs=jobs)
+    _assert_same(fast, slow)
+    assert fast_asm == slow_asm
+    if jobs == 1:  # (a forked worker counts in its own copy)
+        assert 0 < len(calls) < n_lines // 2  # most lines took the top-k decoder; some needed the raw list
+
+    calls.clear()
+    monkeypatch.setattr(loader, "_TOP_K_MAX_DEPTH", 0)  # every line through the raw-list reader
+    raw, raw_asm = load_jsonl(path, mapping, depth=depth, relevance_threshold=1, jobs=jobs)
+    assert len(calls) == n_lines or jobs > 1
+    _assert_same(raw, slow)
+    assert raw_asm == slow_asm
+
+
+def test_top_decoder_optional_score_object(tmp_path: Path, monkeypatch) -> None:
+    """A score in another (possibly absent) object than the id: NaN when that object is missing."""
+    mapping_file = tmp_path / "m.yaml"
+    mapping_file.write_text(
+        "version: 1\n"
+        "dataset:\n"
+        "  format: jsonl\n"
+        "  fields:\n"
+        "    query_id: qid\n"
+        "    retrieved_documents: {path: hits, document_id: doc.id, relevance_score: meta.score, title: null,"
+        " content: null}\n"
+        "    retrieval_ground_truth: {path: qrels, document_id: id, query_relevance_label: grade}\n"
+    )
+    rows = [
+        {
+            "qid": "a",
+            "hits": [{"doc": {"id": "x"}, "meta": {"score": 0.4}}, {"doc": {"id": "y"}}],
+            "qrels": [{"id": "y", "grade": 1}],
+        },
+        {"qid": "b", "hits": [{"doc": {"id": "z"}, "meta": {}}], "qrels": [{"id": "q", "grade": 2}]},
+    ]
+    data = tmp_path / "d.jsonl"
+    data.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    mapping = load_mapping(mapping_file)
+    slow, _ = arrays_from_records(read_records(data, mapping), depth=5, relevance_threshold=1)
+    calls = _count_raw_lines(monkeypatch)
+    fast, _ = load_jsonl(data, mapping, depth=5, relevance_threshold=1)
+    assert calls == []
+    _assert_same(fast, slow)
+    assert fast.scores[0, 0] == 0.4 and np.isnan(fast.scores[0, 1]) and np.isnan(fast.scores[1, 0])
+
+
+def test_null_document_is_the_records_path_error(tmp_path: Path) -> None:
+    row = {
+        "query_id": "q",
+        "retrieved_documents": [{"document_id": "a"}, None, {"document_id": "b"}],
+        "retrieval_ground_truth": [{"document_id": "b", "query_relevance_label": 1}],
+    }
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(orjson.dumps(row) + b"\n")
+    mapping = load_mapping(None)
+    with pytest.raises(Exception) as expected:
+        arrays_from_records(read_records(path, mapping), depth=10, relevance_threshold=1)
+    with pytest.raises(type(expected.value)) as got:
+        load_jsonl(path, mapping, depth=10, relevance_threshold=1)
+    assert str(got.value) == str(expected.value)
+
+
+def test_json_output_is_orjson_of_the_document(tmp_path: Path) -> None:
+    """The command serializes per-query rows from columns: the bytes are those of orjson on the whole document."""
+    from foundry_bridge.commands.metrics import compute_metrics
+
+    path = tmp_path / "d.jsonl"
+    _write_generated(path, 9)
+    code, out, raw = invoke(["metrics", str(path), "--k", "3", "--k", "10", "--nan-policy", "drop"])
+    assert code == 0, out
+    doc = compute_metrics(str(path), ks=(3, 10), nan_policy="drop")
+    assert raw == orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    assert any(v is None for row in doc["per_query"] for v in row.values())  # NaN → null is exercised
+
+
+def test_per_query_json_large_values() -> None:
+    from foundry_bridge.metrics.ranking import RankingResult
+
+    def result(values: list[float]) -> RankingResult:
+        columns = {"n_rel": np.array([1, 0, 2])}
+        columns |= {
+            f"{m}@1": np.array(values) for m in ("rr", "recall", "precision", "hit", "distracting", "ndcg", "ndcg_exp")
+        }
+        return RankingResult(
+            ["a", 'b\n"c', "é"], ["positive", "negative", "positive"], ["declared"] * 3, columns, {}, {"ks": [1]}
+        )
+
+    for values in ([0.5, float("nan"), 1 / 3], [1e17, float("nan"), 2.5e-9]):
+        r = result(values)
+        assert r.per_query_json() == orjson.dumps(r.per_query)

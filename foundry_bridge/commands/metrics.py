@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..metrics.ranking import RankingResult
 
 __all__ = ["command", "compute_metrics", "render_text"]
 
@@ -29,6 +32,31 @@ def compute_metrics(
     ``data`` (+ mapping) or ``qrels`` + ``run``; options left ``None``/empty take the mapping's ``metrics``
     defaults (with ``--qrels/--run`` and no mapping: k=10, threshold 1, propagate).
     """
+    doc, result = _compute(
+        data,
+        mapping_path=mapping_path,
+        qrels=qrels,
+        run=run,
+        ks=ks,
+        relevance_threshold=relevance_threshold,
+        nan_policy=nan_policy,
+        surface_threshold=surface_threshold,
+    )
+    return {"params": doc.pop("params"), "per_query": result.per_query, **doc}
+
+
+def _compute(
+    data: str | None = None,
+    *,
+    mapping_path: str | None = None,
+    qrels: str | None = None,
+    run: str | None = None,
+    ks: tuple[int, ...] = (),
+    relevance_threshold: int | None = None,
+    nan_policy: str | None = None,
+    surface_threshold: float | None = None,
+) -> tuple[dict[str, Any], RankingResult]:
+    """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns."""
     from ..mapping import load_mapping
     from ..mapping.model import LocalMetricsSpec
     from ..metrics.loader import arrays_from_records, load_jsonl, load_trec_files
@@ -81,7 +109,6 @@ def compute_metrics(
     checked = [row for row in assembly if row["checked"]]
     return {
         "params": params,
-        "per_query": result.per_query,
         "summary": result.summary,
         "negative_report": negative,
         "assembly": {
@@ -92,7 +119,16 @@ def compute_metrics(
             "with_dropped_relevant": sum(1 for row in assembly if row["dropped_relevant"]),
             "per_query": assembly,
         },
-    }
+    }, result
+
+
+def _json_document(doc: dict[str, Any], result: RankingResult) -> bytes:
+    """``dumps(compute_metrics(...))`` from ``_compute``'s parts, the per-query rows serialized from columns."""
+    from .._io import dumps
+
+    head = dumps({"params": doc["params"]})
+    tail = dumps({key: value for key, value in doc.items() if key != "params"})
+    return head[:-1] + b',"per_query":' + result.per_query_json() + b"," + tail[1:]
 
 
 def _fmt(value: Any) -> str:
@@ -172,9 +208,9 @@ def command(
     DATA is a dataset read through --mapping (default: the packaged mapping, whose `metrics` section gives the
     defaults), or use --qrels and --run for TREC files ranked as trec_eval ranks them.
     """
-    from .._io import atomic_open, dumps
+    from .._io import atomic_open
 
-    doc = compute_metrics(
+    doc, result = _compute(
         data,
         mapping_path=mapping_path,
         qrels=qrels,
@@ -184,7 +220,7 @@ def command(
         nan_policy=nan_policy,
         surface_threshold=surface_threshold,
     )
-    payload = dumps(doc) + b"\n" if fmt == "json" else render_text(doc).encode()
+    payload = _json_document(doc, result) + b"\n" if fmt == "json" else render_text(doc).encode()
     if output:
         with atomic_open(output) as fh:
             fh.write(payload)

@@ -119,6 +119,11 @@ class ArraysBuilder:
             self.top_ids[len(self._rows)] = list(top_ids)
         self._rows.append((query_id, kind, kind_source, n, n_ret, abstains, qrels is not None, n_qrels))
 
+    def sinks(self) -> tuple[list[int], list[float], list[int], list[tuple[Any, ...]], dict[int, list[str]]]:
+        """The lists ``add`` fills, for a reader that inlines it: labels (``_NO_LABEL`` when unlabelled), scores
+        (NaN when absent), qrels labels, per-query row tuples, and negative queries' top ids by row index."""
+        return self._labels, self._scores, self._qrels_label, self._rows, self.top_ids  # type: ignore[return-value]
+
     def adder(self) -> Callable[[str, str, str, list[str], list[Any], dict[str, int] | None, int, int], None]:
         """``add`` with positional arguments and pre-bound lists: the fast reader calls it once per line."""
         labels_extend, scores_extend = self._labels.extend, self._scores.extend
@@ -163,32 +168,28 @@ class ArraysBuilder:
             qids, kinds, sources, lengths, n_ret, abstains, has_labels, n_qrels = ([] for _ in range(8))
         length = np.array(lengths, dtype=np.int64)
         width = int(length.max()) if nq else 0
-        # scatter the ragged rows into (queries × width) arrays, width = longest top-depth list
-        rows = np.repeat(np.arange(nq), length)
-        starts = np.concatenate(([0], np.cumsum(length)[:-1])) if nq else np.zeros(0, dtype=np.int64)
-        cols = np.arange(len(rows)) - np.repeat(starts, length)
         flat = np.array(self._labels, dtype=np.int64)
-        judged = np.zeros((nq, width), dtype=bool)
-        judged[rows, cols] = flat != _NO_LABEL
-        labels = np.zeros((nq, width), dtype=np.int32)
-        labels[rows, cols] = np.where(flat != _NO_LABEL, flat, 0)
-        scores = np.full((nq, width), np.nan)
-        scores[rows, cols] = np.array(self._scores, dtype=np.float64)
+        flat_scores = np.array(self._scores, dtype=np.float64)
+        if nq and int(length.min()) == width:  # every list reaches the width: a reshape
+            flat = flat.reshape(nq, width)
+            judged = flat != _NO_LABEL
+            labels = np.where(judged, flat, 0).astype(np.int32)
+            scores = flat_scores.reshape(nq, width)
+        else:  # scatter the ragged rows into (queries × width) arrays, width = longest top-depth list
+            rows = np.repeat(np.arange(nq), length)
+            starts = np.concatenate(([0], np.cumsum(length)[:-1])) if nq else np.zeros(0, dtype=np.int64)
+            cols = np.arange(len(rows)) - np.repeat(starts, length)
+            judged = np.zeros((nq, width), dtype=bool)
+            judged[rows, cols] = flat != _NO_LABEL
+            labels = np.zeros((nq, width), dtype=np.int32)
+            labels[rows, cols] = np.where(flat != _NO_LABEL, flat, 0)
+            scores = np.full((nq, width), np.nan)
+            scores[rows, cols] = flat_scores
 
         qq = np.repeat(np.arange(nq), np.array(n_qrels, dtype=np.int64))
         ql = np.array(self._qrels_label, dtype=np.int64)
         n_rel = np.bincount(qq[ql >= t], minlength=nq).astype(np.int64)
-        # ideal: each query's positive labels, sorted descending, cut at depth
         keep = ql > 0
-        qq, ql = qq[keep], ql[keep]
-        order = np.lexsort((-ql, qq))
-        qq, ql = qq[order], ql[order]
-        first = np.searchsorted(qq, np.arange(nq))
-        rank_in_q = np.arange(len(qq)) - first[qq] if len(qq) else np.zeros(0, dtype=np.int64)
-        iwidth = int(min(depth, rank_in_q.max() + 1)) if len(qq) else 0
-        ideal = np.zeros((nq, iwidth), dtype=np.int32)
-        sel = rank_in_q < iwidth
-        ideal[qq[sel], rank_in_q[sel]] = ql[sel]
         return QueryArrays(
             depth=depth,
             relevance_threshold=t,
@@ -202,10 +203,36 @@ class ArraysBuilder:
             scores=scores,
             n_rel=n_rel,
             has_labels=np.array(has_labels, dtype=bool),
-            ideal=ideal,
+            ideal=_ideal(qq[keep], ql[keep], nq, depth),
             abstains=np.array(abstains, dtype=np.int8),
             top_ids=self.top_ids,
         )
+
+
+def _ideal(qq: np.ndarray, ql: np.ndarray, nq: int, depth: int) -> np.ndarray:
+    """Each query's positive labels ``ql`` (query index ``qq``, non-decreasing) sorted descending, cut at ``depth``:
+    ``(nq × I)`` int32, ``I`` = the most positive labels of a query, at most ``depth``."""
+    if not len(qq):
+        return np.zeros((nq, 0), dtype=np.int32)
+    top = int(ql.max())
+    counts = np.bincount(qq, minlength=nq)
+    iwidth = int(min(depth, counts.max()))
+    if top <= 16 and iwidth <= 64:
+        # few label values: ideal[q, r] = number of values v ≥ 1 with more than r labels ≥ v in query q
+        n_ge = np.bincount(qq * (top + 1) + ql, minlength=nq * (top + 1)).reshape(nq, top + 1)
+        n_ge = np.cumsum(n_ge[:, :0:-1], axis=1)  # column j: labels ≥ top - j
+        ideal = np.zeros((nq, iwidth), dtype=np.int32)
+        for r in range(iwidth):
+            ideal[:, r] = (n_ge > r).sum(axis=1)
+        return ideal
+    order = np.lexsort((-ql, qq))
+    qq, ql = qq[order], ql[order]
+    first = np.searchsorted(qq, np.arange(nq))
+    rank_in_q = np.arange(len(qq)) - first[qq]
+    ideal = np.zeros((nq, iwidth), dtype=np.int32)
+    sel = rank_in_q < iwidth
+    ideal[qq[sel], rank_in_q[sel]] = ql[sel]
+    return ideal
 
 
 def _pad(arrays: list[np.ndarray], fill: float | int) -> np.ndarray:

@@ -1,22 +1,25 @@
 """Fast columnar readers for the ``metrics`` command: JSONL (through the mapping's field paths) and TREC files.
 
 The library path (``QueryRecord`` → arrays) builds a pydantic object per document; on millions of queries that is
-most of the time. The JSONL reader here decodes each line with msgspec into small typed structs generated from the
-mapping's field paths, keeps the retrieved-document list as raw JSON and decodes only the documents the metrics
-need (the first ``depth`` distinct ones; all of them for negative queries, whose distinct count is reported).
-Anything it does not handle — list-index path segments, a rebuilt context, a value of an unexpected type — makes it
-fall back to ``foundry_bridge.dataset.read_records``, which gives the same numbers or the precise ``DatasetError``.
-Documents past the first ``depth`` distinct ones are not validated by the fast reader (``validate`` checks them).
+most of the time. The JSONL reader here memory-maps the file and decodes each line in place with msgspec into small
+typed structs generated from the mapping's field paths. The retrieved-document list is decoded as an array-like
+struct holding its first ``depth`` documents: msgspec skips the rest of the list without building anything. A line
+whose top documents repeat an id, a negative query whose list may go on (its distinct documents are counted), or a
+value the strict types reject (integer ids, a null score) is decoded again with the whole list kept raw
+(``_line_reader``). Anything neither handles — list-index path segments, a rebuilt context, a value of an unexpected
+type — makes it fall back to ``foundry_bridge.dataset.read_records``, which gives the same numbers or the precise
+``DatasetError``. Documents past the first ``depth`` distinct ones are not validated (``validate`` checks them).
 
-Files over 64 MB are split at line boundaries and read by 2 forked processes (``jobs``); the parts are concatenated
-in file order, so the result does not depend on the split. Both readers also run the context-assembly check and the
-abstention heuristic while streaming, so document texts, contexts and responses are never held for more than one
-query.
+Files over 64 MB are split at line boundaries and read by this process and a forked one (``jobs``); the parts are
+concatenated in file order, so the result does not depend on the split. Both readers also run the context-assembly
+check and the abstention heuristic while streaming, so document texts, contexts and responses are never held for
+more than one query.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetError
-from ._arrays import ArraysBuilder, QueryArrays, check_threshold, concat_arrays
+from ._arrays import _NO_LABEL, ArraysBuilder, QueryArrays, check_threshold, concat_arrays
 from .assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
 from .negative import is_abstention
 
@@ -85,8 +88,18 @@ def _split(path: str) -> tuple[str, ...]:
     return tuple(seg for seg in path.replace("[]", "").split(".") if seg)
 
 
-def _struct(name: str, leaves: dict[tuple[str, ...], Any]) -> tuple[type, dict[tuple[str, ...], str]]:
-    """A msgspec Struct type decoding the given paths (→ type), and each path's dotted attribute name."""
+def _struct(
+    name: str,
+    leaves: dict[tuple[str, ...], Any],
+    *,
+    required: Iterable[tuple[str, ...]] = (),
+    defaults: dict[tuple[str, ...], Any] | None = None,
+) -> tuple[type, dict[tuple[str, ...], str]]:
+    """A msgspec Struct type decoding the given paths (→ type), and each path's dotted attribute name.
+
+    A path is optional (``None`` when absent or null; ``defaults`` gives another value, the type then rejecting
+    null) unless it is ``required``: then it and the objects on its way must be present and not null.
+    """
     import msgspec
 
     tree: dict[str, Any] = {}
@@ -101,21 +114,28 @@ def _struct(name: str, leaves: dict[tuple[str, ...], Any]) -> tuple[type, dict[t
             node = child
         if path[-1] in node:
             raise _Fallback("a path is a prefix of another, or used twice")
-        node[path[-1]] = ("leaf", typ)
+        node[path[-1]] = ("leaf", typ, path)
 
+    must = {path[:i] for path in required for i in range(1, len(path) + 1)}
+    defaults = defaults or {}
     counter = iter(range(1_000_000))
 
-    def build(node: dict[str, Any]) -> type:
-        fields: list[tuple[str, Any, Any]] = []
+    def build(node: dict[str, Any], prefix: tuple[str, ...]) -> type:
+        fields: list[tuple[str, Any, Any] | tuple[str, Any]] = []
         rename: dict[str, str] = {}
         for key, value in node.items():
             attr = f"f{next(counter)}"
             rename[attr] = key
-            typ = value[1] if isinstance(value, tuple) else build(value)
-            fields.append((attr, typ | None, None))
-        return msgspec.defstruct(f"{name}{next(counter)}", fields, rename=rename, gc=False)
+            typ = value[1] if isinstance(value, tuple) else build(value, (*prefix, key))
+            if (*prefix, key) in must:
+                fields.append((attr, typ))
+            elif isinstance(value, tuple) and value[2] in defaults:
+                fields.append((attr, typ, defaults[value[2]]))
+            else:
+                fields.append((attr, typ | None, None))
+        return msgspec.defstruct(f"{name}{next(counter)}", fields, rename=rename, kw_only=True, gc=False)
 
-    root = build(tree)
+    root = build(tree, ())
 
     # resolve each path to attribute names by walking the generated types
     attrs: dict[tuple[str, ...], str] = {}
@@ -126,7 +146,9 @@ def _struct(name: str, leaves: dict[tuple[str, ...], Any]) -> tuple[type, dict[t
             f = next(f for f in info if f.encode_name == seg)
             names.append(f.name)
             inner = [
-                a for a in getattr(f.type, "__args__", ()) if isinstance(a, type) and hasattr(a, "__struct_fields__")
+                a
+                for a in (f.type, *getattr(f.type, "__args__", ()))
+                if isinstance(a, type) and hasattr(a, "__struct_fields__")
             ]
             typ = inner[0] if inner else None
         attrs[path] = ".".join(names)
@@ -236,8 +258,10 @@ class _FastConfig:
             raise _Fallback("scores synthesized from rank")
         self.depth, self.threshold, self.phrases, self.min_prefix = depth, threshold, phrases, min_prefix
         want_content = bool(d and d.content and f.context)
+        top_k = d is not None and 1 <= depth <= _TOP_K_MAX_DEPTH
 
-        def decoders(id_type: Any) -> tuple[Any, Any, dict[Any, str], dict[Any, str], dict[Any, str]]:
+        def decoders(id_type: Any, top: bool) -> tuple[Any, Any, dict[Any, str], dict[Any, str], dict[Any, str]]:
+            """``top``: ids and label values required, missing scores NaN, only the first ``depth`` documents."""
             row_leaves: dict[tuple[str, ...], Any] = {_split(f.query_id): str | int}
             for p in (f.kind, f.context, f.response):
                 if p:
@@ -245,27 +269,50 @@ class _FastConfig:
             lab_attrs: dict[tuple[str, ...], str] = {}
             if g:
                 lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): int}
-                lab_type, lab_attrs = _struct("Label", lab_leaves)
+                lab_type, lab_attrs = _struct("Label", lab_leaves, required=lab_leaves if top else ())
                 row_leaves[_split(g.path)] = list[lab_type]  # type: ignore[valid-type]
-            if d:
-                row_leaves[_split(d.path)] = list[msgspec.Raw]
-            row_type, row_attrs = _struct("Row", row_leaves)
             docs_dec, doc_attrs = None, {}
             if d:
-                doc_leaves: dict[tuple[str, ...], Any] = {_split(d.document_id): id_type}
+                id_path = _split(d.document_id)
+                doc_leaves: dict[tuple[str, ...], Any] = {id_path: id_type}
+                nan_score: dict[tuple[str, ...], Any] = {}
                 if d.relevance_score:
                     doc_leaves[_split(d.relevance_score)] = float
+                    nan_score[_split(d.relevance_score)] = math.nan
                 if want_content and d.content:
                     doc_leaves[_split(d.content)] = str
-                doc_type, doc_attrs = _struct("Doc", doc_leaves)
-                docs_dec = msgspec.json.Decoder(list[doc_type])  # type: ignore[valid-type]
+                if top:
+                    doc_type, doc_attrs = _struct("Doc", doc_leaves, required=[id_path], defaults=nan_score)
+                    # the first `depth` list elements as the fields of an array-like struct: msgspec skips the rest
+                    # of the list without building anything; a missing element leaves its field None (a JSON null
+                    # element is a validation error, as in the list decoder)
+                    fields = [(f"r{i}", doc_type, None) for i in range(depth)]
+                    row_leaves[_split(d.path)] = msgspec.defstruct("Top", fields, array_like=True, gc=False)
+                else:
+                    doc_type, doc_attrs = _struct("Doc", doc_leaves)
+                    docs_dec = msgspec.json.Decoder(list[doc_type])  # type: ignore[valid-type]
+                    row_leaves[_split(d.path)] = list[msgspec.Raw]
+            row_type, row_attrs = _struct("Row", row_leaves)
             return msgspec.json.Decoder(row_type), docs_dec, row_attrs, doc_attrs, lab_attrs
 
         # strict: ids are JSON strings (no conversion); lenient, per line on demand: integer ids read as strings
-        self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str)
-        self.row_dec_l, self.docs_dec_l, *attrs_l = decoders(str | int)
-        if attrs_l != [row_attrs, doc_attrs, lab_attrs]:
+        self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str, False)
+        self.row_dec_l, self.docs_dec_l, *attrs_l = decoders(str | int, False)
+        # the common case, tried first on every line (see _top_reader)
+        self.top_dec, _, *attrs_t = decoders(str, True) if top_k else (None, None, row_attrs, doc_attrs, lab_attrs)
+        if attrs_l != [row_attrs, doc_attrs, lab_attrs] or attrs_t != attrs_l:
             raise _Fallback("internal: decoder layouts differ")
+        # in top_dec's types the ids and label values are never None, nor is a score whose objects are the id's
+        id_path = _split(d.document_id) if d else ()
+        self.top_get_doc_id = operator.attrgetter(doc_attrs[_split(d.document_id)]) if d else None
+        self.top_get_lab_id = operator.attrgetter(lab_attrs[_split(g.document_id)]) if g else None
+        self.top_get_lab_value = operator.attrgetter(lab_attrs[_split(g.query_relevance_label)]) if g else None
+        score_path = _split(d.relevance_score) if d and d.relevance_score else None
+        self.top_scores_clean = score_path is None or score_path[:-1] == id_path[: len(score_path) - 1]
+        self.top_get_score = None
+        if score_path is not None:
+            dotted = doc_attrs[score_path]
+            self.top_get_score = operator.attrgetter(dotted) if self.top_scores_clean else _getter(dotted)
 
         def none(_obj: Any) -> None:
             return None
@@ -283,8 +330,161 @@ class _FastConfig:
         self.get_lab_value = _getter(lab_attrs[_split(g.query_relevance_label)]) if g else none
 
 
+# above this depth the top-k struct would be wide: every line takes the raw-list path
+_TOP_K_MAX_DEPTH = 256
+
+
 def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> LoadResult:
-    """Read the lines in the byte range ``[start, end)`` (``start`` at a line start) into arrays."""
+    """Read the lines in the byte range ``[start, end)`` (``start`` at a line start) into arrays.
+
+    The file is memory-mapped and each line decoded in place, first by ``top_dec`` (strict types, only the first
+    ``depth`` documents). A line it rejects, or whose top documents repeat an id or may be followed by more (a
+    negative query, whose distinct documents are counted), goes through the raw-list reader (``_line_reader``).
+    """
+    import gc
+    import mmap
+
+    import msgspec
+
+    builder = ArraysBuilder(cfg.depth, cfg.threshold)
+    add = builder.adder()
+    assembly: list[dict[str, Any]] = []
+    if end <= start:
+        return builder.build(), assembly
+    line = _line_reader(cfg, add, assembly)
+    top_row = _top_reader(cfg, builder, assembly) if cfg.top_dec is not None else None
+    top_dec = cfg.top_dec.decode if cfg.top_dec is not None else None
+    validation_error, decode_error = msgspec.ValidationError, msgspec.DecodeError
+
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # millions of short-lived containers and no cycles: collections would only rescan them
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            find, pos = mm.find, start
+            # pages already read are dropped from this process's mapping (they stay in the page cache), so the
+            # resident size does not grow with the file
+            drop = getattr(mmap, "MADV_DONTNEED", None)
+            done_until = start - start % mmap.PAGESIZE
+            with memoryview(mm) as view:
+                while pos < end:
+                    if drop is not None and pos - done_until >= _DROP_EVERY:
+                        cut = pos - pos % mmap.PAGESIZE
+                        mm.madvise(drop, done_until, cut - done_until)
+                        done_until = cut
+                    stop = find(b"\n", pos, end)
+                    stop = end if stop < 0 else stop + 1
+                    with view[pos:stop] as text:  # released at once: the map closes only when no view is left
+                        pos = stop
+                        if text[0] in _WHITESPACE and bytes(text).isspace():
+                            continue
+                        try:
+                            done = top_row is not None and top_row(top_dec(text))  # type: ignore[misc]
+                        except validation_error:
+                            done = False
+                        except decode_error as exc:
+                            raise _Fallback(str(exc)) from exc
+                        if not done:
+                            line(bytes(text))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return builder.build(), assembly
+
+
+def _top_reader(cfg: _FastConfig, builder: ArraysBuilder, assembly: list[dict[str, Any]]) -> Callable[[Any], bool]:
+    """A row decoded by ``top_dec``, added to ``builder``; False (nothing added) when it needs the raw-list reader:
+    repeated ids in the top ``depth`` (later documents move up), or a negative query whose list may go on (its
+    distinct documents are counted). ``ArraysBuilder.add``, inlined: this runs once per query."""
+    import msgspec
+
+    depth, threshold, phrases, min_prefix = cfg.depth, cfg.threshold, cfg.phrases, cfg.min_prefix
+    get_qid, get_kind, get_context, get_response = cfg.get_qid, cfg.get_kind, cfg.get_context, cfg.get_response
+    get_docs, get_doc_id, get_score = cfg.get_docs, cfg.top_get_doc_id, cfg.top_get_score
+    get_labels, get_lab_id, get_lab_value = cfg.get_labels, cfg.top_get_lab_id, cfg.top_get_lab_value
+    clean_scores, no_score, no_label = cfg.top_scores_clean, [math.nan] * depth, [_NO_LABEL] * depth
+    astuple = msgspec.structs.astuple
+    labels, scores_out, qrels_out, rows, top_ids = builder.sinks()
+    labels_extend, scores_extend, qrels_extend, rows_append = (
+        labels.extend,
+        scores_out.extend,
+        qrels_out.extend,
+        rows.append,
+    )
+
+    def read(row: Any) -> bool:
+        try:
+            qid = get_qid(row)
+            if type(qid) is not str or not qid:
+                qid = _query_id(qid)
+            labs = get_labels(row)
+            qrels = None if labs is None else {get_lab_id(x): get_lab_value(x) for x in labs}
+
+            kind = get_kind(row)
+            if kind is None:
+                if qrels is None:
+                    kind, kind_source = "positive", "unknown"
+                else:
+                    kind_source = "labels"
+                    kind = "positive" if any(v >= threshold for v in qrels.values()) else "negative"
+            elif kind == "positive" or kind == "negative":
+                kind_source = "declared"
+            else:
+                raise _Fallback("kind")
+
+            top = get_docs(row)
+            if top is None:
+                docs: Sequence[Any] = ()
+                ids: list[str] = []
+                n = n_ret = 0
+            else:
+                docs = astuple(top)  # `depth` documents, None past the end of a shorter list
+                if docs[-1] is None:
+                    docs = docs[: docs.index(None)]
+                ids = list(map(get_doc_id, docs))
+                n = len(ids)
+                if len(set(ids)) != n:
+                    return False
+                if n < depth:
+                    n_ret = n  # the whole list was read
+                elif kind == "negative":
+                    return False
+                else:
+                    n_ret = -1
+                if get_score is None:
+                    scores_extend(no_score[:n])
+                elif clean_scores:
+                    scores_extend(map(get_score, docs))
+                else:
+                    scores_extend([math.nan if v is None else v for v in map(get_score, docs)])
+
+            if qrels:
+                labels_extend(map(qrels.get, ids, no_label))
+                qrels_extend(qrels.values())
+                n_qrels = len(qrels)
+            else:
+                labels_extend(no_label[:n] if n < depth else no_label)
+                n_qrels = 0
+            response = get_response(row)
+            abst = -1 if response is None else int(is_abstention(response, phrases))
+            if kind == "negative":
+                top_ids[len(rows)] = ids
+            rows_append((qid, kind, kind_source, n, n_ret, abst, qrels is not None, n_qrels))
+            context = get_context(row)
+            if context is not None:
+                assembly.append(_assembly_row(cfg, qid, context, ids, docs, qrels, min_prefix))
+        except TypeError as exc:
+            raise _Fallback(str(exc)) from exc
+        return True
+
+    return read
+
+
+_WHITESPACE = frozenset(b" \t\r\n")
+_DROP_EVERY = 32 << 20
+
+
+def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict[str, Any]]) -> Callable[[bytes], None]:
+    """One JSONL line through the raw-list decoders (all documents kept raw, integer ids read as strings)."""
     import msgspec
 
     depth, threshold, phrases, min_prefix = cfg.depth, cfg.threshold, cfg.phrases, cfg.min_prefix
@@ -295,80 +495,70 @@ def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> LoadResult:
     validation_error = msgspec.ValidationError
     join = b",".join
 
-    builder = ArraysBuilder(depth, threshold)
-    add = builder.adder()
-    assembly: list[dict[str, Any]] = []
-    pos = start
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        for line in fh:
-            if pos >= end:
-                break
-            pos += len(line)
-            if line.isspace():
-                continue
+    def read(line: bytes) -> None:
+        try:
             try:
+                row = row_dec(line)
+                lenient = False
+            except validation_error:
+                row = cfg.row_dec_l.decode(line)
+                lenient = True
+            qid = get_qid(row)
+            if type(qid) is not str or not qid:
+                qid = _query_id(qid)
+            labs = get_labels(row)
+            if labs is None:
+                qrels = None
+            elif lenient:
+                qrels = {_str_id(get_lab_id(x)): get_lab_value(x) for x in labs}
+            else:
+                qrels = {get_lab_id(x): get_lab_value(x) for x in labs}
+            if qrels and (None in qrels or None in qrels.values()):
+                raise _Fallback("label or label id missing")
+
+            kind = get_kind(row)
+            if kind is None:
+                if qrels is None:
+                    kind, kind_source = "positive", "unknown"
+                else:
+                    kind_source = "labels"
+                    kind = "positive" if any(v >= threshold for v in qrels.values()) else "negative"
+            elif kind == "positive" or kind == "negative":
+                kind_source = "declared"
+            else:
+                raise _Fallback("kind")
+
+            raws = get_docs(row)
+            if raws:
+                blob = b"[" + join(raws[:depth]) + b"]"
                 try:
-                    row = row_dec(line)
-                    lenient = False
+                    docs = docs_dec(blob)  # type: ignore[misc]
+                    ids = list(map(get_doc_id, docs))
                 except validation_error:
-                    row = cfg.row_dec_l.decode(line)
-                    lenient = True
-                qid = get_qid(row)
-                if type(qid) is not str or not qid:
-                    qid = _query_id(qid)
-                labs = get_labels(row)
-                if labs is None:
-                    qrels = None
-                elif lenient:
-                    qrels = {_str_id(get_lab_id(x)): get_lab_value(x) for x in labs}
+                    docs, ids = _lenient_docs(cfg, blob)
+                if None in ids:
+                    raise _Fallback("document id missing")
+                n = len(ids)
+                if len(set(ids)) == n and len(raws) <= depth:
+                    n_ret = n
+                elif kind != "negative" and len(set(ids)) == n:
+                    n_ret = -1
                 else:
-                    qrels = dict(zip(map(get_lab_id, labs), map(get_lab_value, labs)))  # noqa: B905 - same list
-                if qrels and (None in qrels or None in qrels.values()):
-                    raise _Fallback("label or label id missing")
+                    docs, ids, n_ret = _dedup_docs(cfg, raws, docs, ids)
+                scores = list(map(get_score, docs))
+            else:
+                docs, ids, scores, n_ret = [], [], [], 0
 
-                kind = get_kind(row)
-                if kind is None:
-                    if qrels is None:
-                        kind, kind_source = "positive", "unknown"
-                    else:
-                        kind_source = "labels"
-                        kind = "positive" if any(v >= threshold for v in qrels.values()) else "negative"
-                elif kind == "positive" or kind == "negative":
-                    kind_source = "declared"
-                else:
-                    raise _Fallback("kind")
+            response = get_response(row)
+            abst = -1 if response is None else int(is_abstention(response, phrases))
+            add(qid, kind, kind_source, ids, scores, qrels, n_ret, abst)
+            context = get_context(row)
+            if context is not None:
+                assembly.append(_assembly_row(cfg, qid, context, ids, docs, qrels, min_prefix))
+        except (validation_error, msgspec.DecodeError, TypeError) as exc:
+            raise _Fallback(str(exc)) from exc
 
-                raws = get_docs(row)
-                if raws:
-                    blob = b"[" + join(raws[:depth]) + b"]"
-                    try:
-                        docs = docs_dec(blob)  # type: ignore[misc]
-                        ids = list(map(get_doc_id, docs))
-                    except validation_error:
-                        docs, ids = _lenient_docs(cfg, blob)
-                    if None in ids:
-                        raise _Fallback("document id missing")
-                    n = len(ids)
-                    if len(set(ids)) == n and len(raws) <= depth:
-                        n_ret = n
-                    elif kind != "negative" and len(set(ids)) == n:
-                        n_ret = -1
-                    else:
-                        docs, ids, n_ret = _dedup_docs(cfg, raws, docs, ids)
-                    scores = list(map(get_score, docs))
-                else:
-                    docs, ids, scores, n_ret = [], [], [], 0
-
-                response = get_response(row)
-                abst = -1 if response is None else int(is_abstention(response, phrases))
-                add(qid, kind, kind_source, ids, scores, qrels, n_ret, abst)
-                context = get_context(row)
-                if context is not None:
-                    assembly.append(_assembly_row(cfg, qid, context, ids, docs, qrels, min_prefix))
-            except (validation_error, msgspec.DecodeError, TypeError) as exc:
-                raise _Fallback(str(exc)) from exc
-    return builder.build(), assembly
+    return read
 
 
 def _query_id(value: Any) -> str:
@@ -408,7 +598,7 @@ def _assembly_row(
     qid: str,
     context: str,
     ids: list[str],
-    docs: list[Any],
+    docs: Sequence[Any],
     qrels: dict[str, int] | None,
     min_prefix: int,
 ) -> dict[str, Any]:
@@ -417,33 +607,48 @@ def _assembly_row(
     return check_query(qid, context, relevant, min_prefix_chars=min_prefix)
 
 
-_CURRENT: tuple[_FastConfig, Path] | None = None
-
-
-def _scan_part(byte_range: tuple[int, int]) -> LoadResult | str:
-    if _CURRENT is None:
-        return "no configuration"
+def _scan_part(cfg: _FastConfig, path: Path, byte_range: tuple[int, int], conn: Any) -> None:
+    """In a forked worker: scan one range and send the result (or why the fast reader gave up) to the parent."""
     try:
-        return _scan(_CURRENT[0], _CURRENT[1], *byte_range)
+        result: LoadResult | str = _scan(cfg, path, *byte_range)
     except _Fallback as exc:
-        return str(exc)
+        result = str(exc)
+    except Exception as exc:  # the parent falls back to the records path (same numbers, or the precise error)
+        result = f"worker failed: {exc!r}"
+    conn.send(result)
+    conn.close()
 
 
 def _scan_parallel(cfg: _FastConfig, path: Path, ranges: list[tuple[int, int]]) -> LoadResult:
-    """Scan the ranges in forked worker processes (they inherit the decoders) and concatenate in file order."""
+    """Scan the first range here and the others in forked processes (they inherit the decoders), each sending its
+    result through a pipe; concatenate in file order."""
     import multiprocessing
 
-    global _CURRENT
     try:
         ctx = multiprocessing.get_context("fork")
     except ValueError:
         return _scan(cfg, path, ranges[0][0], ranges[-1][1])
-    _CURRENT = (cfg, path)
+    workers = []
     try:
-        with ctx.Pool(len(ranges)) as pool:
-            parts = pool.map(_scan_part, ranges, chunksize=1)
+        for byte_range in ranges[1:]:
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_scan_part, args=(cfg, path, byte_range, send), daemon=True)
+            proc.start()
+            send.close()
+            workers.append((proc, recv))
+        parts: list[LoadResult | str] = [_scan(cfg, path, *ranges[0])]  # this process reads the first part meanwhile
+        for proc, recv in workers:
+            try:
+                parts.append(recv.recv())
+            except EOFError:
+                parts.append("worker exited without a result")
+            proc.join()
     finally:
-        _CURRENT = None
+        for proc, recv in workers:
+            recv.close()
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
     for part in parts:
         if isinstance(part, str):
             raise _Fallback(part)
