@@ -1,18 +1,25 @@
 """Build a ``Report`` from a run folder: normalized Foundry results merged with locally computed metrics.
 
-Inputs (records, result rows, plan) are validated as they are read; the per-query rows built here from those
-validated values use ``model_construct`` (no second validation).
+Inputs (records, result rows, plan) are validated as they are read, one line at a time, and reduced to what the
+report needs; the per-query models are then validated in bulk (one call per column, not one per object). The
+cyclic garbage collector is paused while a report is built (see ``_gc_paused``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import itertools
 import math
 import os
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
 
 from .. import __version__
 from .._io import loads
@@ -87,45 +94,113 @@ def _read_jsonl(path: Path) -> Iterable[tuple[int, Any]]:
                 raise ReportError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
 
 
-def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Plan, list[QueryRecord], list[ResultRow]]:
-    """Read ``manifest.json`` (optional), ``plan.json``, ``records.jsonl`` and ``results.jsonl`` of a run folder."""
-    root = Path(run_dir)
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a report is built.
+
+    A 10,000-query run makes about a million small, acyclic objects (records, result rows, per-query models);
+    the collector's repeated passes over them cost as much as the build itself. Reference counting still frees
+    everything as usual; only cycles created meanwhile wait for the next collection.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_run_files(root: Path, *, items: bool) -> tuple[dict[str, Any], Any]:
+    """``manifest.json`` (optional, with ``state.json``'s status) and the raw ``plan.json`` (with ``items.jsonl``
+    as its ``items`` when ``items`` is true and plan.json has none)."""
     if not root.is_dir():
         raise ReportError(f"{root}: not a directory (give the run folder written by `foundry-bridge run`)")
     manifest_path = root / RUN_FILES["manifest"]
     manifest = _read_json(manifest_path) if manifest_path.exists() else {}
     plan_raw = _read_json(root / RUN_FILES["plan"])
-    if isinstance(plan_raw, dict) and "items" not in plan_raw:  # the runner writes items to items.jsonl
-        items_path = root / RUN_FILES["items"]
-        plan_raw["items"] = [obj for _, obj in _read_jsonl(items_path)] if items_path.exists() else []
+    if items and isinstance(plan_raw, dict) and "items" not in plan_raw:  # the runner writes items.jsonl
+        plan_raw["items"] = _read_items(root)
     state_path = root / RUN_FILES["state"]
     if state_path.exists() and "status" not in manifest:
         state = _read_json(state_path)
         if isinstance(state, dict) and state.get("status"):
             manifest = {**manifest, "status": state["status"]}
+    return manifest, plan_raw
+
+
+def _read_items(root: Path) -> list[Any]:
+    items_path = root / RUN_FILES["items"]
+    return [obj for _, obj in _read_jsonl(items_path)] if items_path.exists() else []
+
+
+def _validate_plan(root: Path, plan_raw: Any) -> Plan:
     try:
-        plan = Plan.model_validate(plan_raw)
+        return Plan.model_validate(plan_raw)
     except ValueError as exc:
         raise ReportError(f"{root / RUN_FILES['plan']}: not a plan: {exc}") from exc
-    records_path = root / RUN_FILES["records"]
-    if records_path.exists():
-        records = []
-        for lineno, obj in _read_jsonl(records_path):
+
+
+_CHUNK_BYTES = 4 << 20  # JSONL lines parsed and validated at once (bounded memory)
+
+
+def _iter_validated(path: Path, model: type[BaseModel], what: str) -> Iterator[Any]:
+    """The lines of a JSONL file validated as ``model``, a few MiB of lines per validation call (one call for
+    thousands of rows instead of one per row). A chunk that fails is redone line by line, so the error names the
+    first bad line exactly as a line-by-line reader would."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise ReportError(f"{path}: not found (is this a run folder written by `foundry-bridge run`?)") from None
+    adapter = _adapter(model)
+    lineno = 0
+    with fh:
+        while lines := fh.readlines(_CHUNK_BYTES):
+            first, lineno = lineno + 1, lineno + len(lines)
             try:
-                records.append(QueryRecord.model_validate(obj))
-            except ValueError as exc:
-                raise ReportError(f"{records_path}:{lineno}: not a query record: {exc}") from exc
-    else:
-        records = [QueryRecord.model_validate(r) for r in plan.records]
-    if not records:
-        raise ReportError(f"{root}: no query records (records.jsonl missing or empty, and none in plan.json)")
-    results = []
-    results_path = root / RUN_FILES["results"]
-    for lineno, obj in _read_jsonl(results_path):
-        try:
-            results.append(ResultRow.model_validate(obj))
-        except ValueError as exc:
-            raise ReportError(f"{results_path}:{lineno}: not a result row: {exc}") from exc
+                rows = adapter.validate_python([loads(line) for line in lines if line.strip()])
+            except ValueError:
+                rows = [
+                    _validate_line(path, n, line, model, what) for n, line in enumerate(lines, first) if line.strip()
+                ]
+            yield from rows
+            del rows
+
+
+def _validate_line(path: Path, lineno: int, line: bytes, model: type[BaseModel], what: str) -> Any:
+    try:
+        obj = loads(line)
+    except ValueError as exc:
+        raise ReportError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
+    try:
+        return model.model_validate(obj)
+    except ValueError as exc:
+        raise ReportError(f"{path}:{lineno}: not {what}: {exc}") from exc
+
+
+def _iter_records(root: Path, plan: Plan) -> Iterator[QueryRecord]:
+    """The query records (``records.jsonl``, else ``plan.json``'s ``records``)."""
+    records_path = root / RUN_FILES["records"]
+    if not records_path.exists():
+        yield from (QueryRecord.model_validate(r) for r in plan.records)
+        return
+    yield from _iter_validated(records_path, QueryRecord, "a query record")
+
+
+def _iter_results(root: Path) -> Iterator[ResultRow]:
+    yield from _iter_validated(root / RUN_FILES["results"], ResultRow, "a result row")
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Plan, list[QueryRecord], list[ResultRow]]:
+    """Read ``manifest.json`` (optional), ``plan.json``, ``records.jsonl`` and ``results.jsonl`` of a run folder."""
+    root = Path(run_dir)
+    with _gc_paused():
+        manifest, plan_raw = _read_run_files(root, items=True)
+        plan = _validate_plan(root, plan_raw)
+        records = list(_iter_records(root, plan))
+        if not records:
+            raise ReportError(f"{root}: no query records (records.jsonl missing or empty, and none in plan.json)")
+        results = list(_iter_results(root))
     return manifest, plan, records, results
 
 
@@ -162,16 +237,28 @@ def _median(values: Sequence[float]) -> float | None:
 
 
 def _aggregate_foundry(scores: Sequence[FoundryScore]) -> MetricAggregate:
-    values = [s.score for s in scores if s.status == "scored" and s.score is not None]
-    scored = sum(1 for s in scores if s.status == "scored")
-    passed = sum(1 for s in scores if s.status == "scored" and s.passed is True)
-    failed = sum(1 for s in scores if s.status == "scored" and s.passed is False)
+    values: list[float] = []
+    scored = passed = failed = errored = missing = 0
+    for s in scores:  # one pass
+        status = s.status
+        if status == "scored":
+            scored += 1
+            if s.score is not None:
+                values.append(s.score)
+            if s.passed is True:
+                passed += 1
+            elif s.passed is False:
+                failed += 1
+        elif status == "errored":
+            errored += 1
+        elif status == "missing":
+            missing += 1
     n = len(scores)
     return MetricAggregate(
         queries=n,
         scored=scored,
-        errored=sum(1 for s in scores if s.status == "errored"),
-        missing=sum(1 for s in scores if s.status == "missing"),
+        errored=errored,
+        missing=missing,
         coverage=scored / n if n else None,
         mean=_mean(values),
         median=_median(values),
@@ -229,40 +316,6 @@ def _thresholds(plan: Plan) -> tuple[list[CriterionThreshold], dict[str, Evaluat
     return out, specs
 
 
-def _labelling_queue(records: Sequence[QueryRecord], k: int) -> tuple[list[HoleEntry], dict[str, list[str]]]:
-    docs: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    per_query: dict[str, list[str]] = {}
-    for rec in records:
-        labelled = {g.document_id for g in rec.retrieval_ground_truth or []}
-        seen: set[str] = set()
-        rank = 0
-        holes: list[str] = []
-        for doc in rec.retrieved_documents:
-            if doc.document_id in seen:  # a repeat counts at its first position; later ones are removed
-                continue
-            seen.add(doc.document_id)
-            rank += 1
-            if rank > k:
-                break
-            if doc.document_id not in labelled:
-                docs[doc.document_id].append((rec.query_id, rank))
-                holes.append(doc.document_id)
-        per_query[rec.query_id] = holes
-    entries = [
-        HoleEntry.model_construct(
-            document_id=doc_id,
-            count=len(hits),
-            best_rank=min(r for _, r in hits),
-            mean_rank=sum(r for _, r in hits) / len(hits),
-            priority=sum(1.0 / r for _, r in hits),
-            queries=[{"query_id": q, "rank": r} for q, r in sorted(hits, key=lambda h: (h[1], h[0]))],
-        )
-        for doc_id, hits in docs.items()
-    ]
-    entries.sort(key=lambda e: (-e.priority, -e.count, e.best_rank, e.document_id))
-    return entries, per_query
-
-
 def _negative_lists(neg_report: dict[str, Any]) -> dict[str, list[str]]:
     """Query lists from the local negative-query report (tolerant of its per-query key names)."""
     out: dict[str, list[str]] = {"surfaced": [], "contradiction": []}
@@ -278,16 +331,107 @@ def _negative_lists(neg_report: dict[str, Any]) -> dict[str, list[str]]:
     return out
 
 
-def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None) -> Report:
-    """Read a run folder and merge its Foundry results with the local metrics into one ``Report``."""
-    from ..metrics import assembly_check, is_abstention, negative_query_report, ranking_metrics
+def _holes(rec: QueryRecord, k: int, hits: dict[str, list[tuple[int, str]]]) -> list[str]:
+    """One query's unlabelled top-k documents; each is appended to ``hits`` as ``(rank, query_id)``."""
+    labelled = {g.document_id for g in rec.retrieval_ground_truth or []}
+    seen: set[str] = set()
+    rank = 0
+    holes: list[str] = []
+    for doc in rec.retrieved_documents:
+        if doc.document_id in seen:  # a repeat counts at its first position; later ones are removed
+            continue
+        seen.add(doc.document_id)
+        rank += 1
+        if rank > k:
+            break
+        if doc.document_id not in labelled:
+            hits[doc.document_id].append((rank, rec.query_id))
+            holes.append(doc.document_id)
+    return holes
 
-    manifest, plan, records, results = load_run(run_dir)
+
+def _labelling_queue(hits: dict[str, list[tuple[int, str]]]) -> list[HoleEntry]:
+    entries = []
+    for doc_id, doc_hits in hits.items():
+        ranks = [r for r, _ in doc_hits]
+        entries.append(
+            {
+                "document_id": doc_id,
+                "count": len(ranks),
+                "best_rank": min(ranks),
+                "mean_rank": sum(ranks) / len(ranks),
+                "priority": sum([1.0 / r for r in ranks]),
+                "queries": [{"query_id": q, "rank": r} for r, q in sorted(doc_hits)],  # by rank, then query id
+            }
+        )
+    entries.sort(key=lambda e: (-e["priority"], -e["count"], e["best_rank"], e["document_id"]))
+    return _adapter(HoleEntry).validate_python(entries)
+
+
+@cache
+def _adapter(item: Any) -> TypeAdapter[Any]:
+    """A validator of ``list[item]``: one call validates a whole column of values, which is faster than one
+    ``model_validate`` (or even ``model_construct``) per object, and checked."""
+    return TypeAdapter(list[item])
+
+
+def _score_input(cell: tuple[Any, ...] | None, crit_error: str | None) -> dict[str, Any]:
+    """The ``FoundryScore`` fields of one (query, metric) cell: ``cell`` is the result row's
+    ``(score, passed, label, threshold, reason, error)``, ``crit_error`` an error of the criterion on that row."""
+    if cell is None:
+        if crit_error is not None:
+            return {"status": "errored", "error": crit_error}
+        return {"status": "missing", "reason": None, "threshold": None}
+    score, passed, label, threshold, reason, error = cell
+    if error is not None:
+        return {"status": "errored", "error": error, "reason": reason, "threshold": threshold}
+    if score is not None or passed is not None:
+        return {
+            "status": "scored",
+            "score": score,
+            "passed": passed,
+            "label": label,
+            "threshold": threshold,
+            "reason": reason,
+        }
+    return {"status": "missing", "reason": reason or "null score and no error", "threshold": threshold}
+
+
+def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None) -> Report:
+    """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
+
+    ``records.jsonl`` and ``results.jsonl`` are each read once, a line at a time: records are reduced to the
+    per-query facts the report needs (their document text is not kept), result rows to their scores.
+    """
+    with _gc_paused():
+        return _build_report(run_dir, stage_k)
+
+
+def _build_report(run_dir: str | os.PathLike[str], stage_k: int | None) -> Report:
+    from ..metrics import assembly_check
+    from ..metrics._arrays import check_threshold, from_records
+    from ..metrics.negative import negative_report_from_arrays
+    from ..metrics.ranking import normalize_ks, ranking_from_arrays
+
+    root = Path(run_dir)
+    manifest, plan_raw = _read_run_files(root, items=False)
+    # items.jsonl only feeds the plan fingerprint, and the runner's manifest already holds it: read it if needed
+    items_deferred = isinstance(plan_raw, dict) and "items" not in plan_raw
+    plan = _validate_plan(root, {**plan_raw, "items": []} if items_deferred else plan_raw)
+
+    def fingerprint() -> str:
+        if not items_deferred:
+            return plan.fingerprint()
+        return _validate_plan(root, {**plan_raw, "items": _read_items(root)}).fingerprint()
+
     mapping = plan.mapping
     ms = mapping.metrics
     ks = sorted(set(ms.k)) or [10]
     k_stage = stage_k or max(ks)
     ks = sorted({*ks, k_stage})  # stage attribution reads hit@stage_k
+    rt = ms.relevance_threshold
+    normalize_ks(ks)
+    check_threshold(rt)
     warnings: list[str] = []
 
     thresholds, specs = _thresholds(plan)
@@ -296,7 +440,7 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
     params = Params(
         k=ks,
         stage_k=k_stage,
-        relevance_threshold=ms.relevance_threshold,
+        relevance_threshold=rt,
         nan_policy=ms.nan_policy,
         label_min=mapping.labels.min,
         label_max=mapping.labels.max,
@@ -306,50 +450,72 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
         answer_criteria=answer_criteria,
     )
 
-    # -- local metrics ------------------------------------------------------------------------------------------
-    ranking = ranking_metrics(records, ks=tuple(ks), relevance_threshold=ms.relevance_threshold, nan_policy="propagate")
-    local_rows = list(ranking.per_query)
-    if [str(r.get("query_id")) for r in local_rows] != [rec.query_id for rec in records]:
-        raise ReportError("internal: local metrics are not aligned with the records (query ids differ)")
-    assembly = assembly_check(records, k=k_stage, relevance_threshold=ms.relevance_threshold)
-    negatives = [r for r in records if r.kind == "negative"]
-    neg_report: dict[str, Any] = {}
-    if negatives:
-        neg_report = dict(
-            negative_query_report(
-                records,
-                k=k_stage,
-                relevance_threshold=ms.relevance_threshold,
-                surface_threshold=ms.surface_threshold,
-                abstention_phrases=ms.abstention_phrases,
-            )
-        )
-    local_keys: list[str] = [k for k in getattr(ranking, "metric_keys", []) if k not in _NOT_METRICS]
-    for row in local_rows[:1] if local_keys else local_rows:
-        for key, value in row.items():
-            if key not in _NOT_METRICS and key not in local_keys and (value is None or isinstance(value, int | float)):
-                local_keys.append(key)
+    # -- records: one pass; local metrics from arrays, the per-query facts kept, the document text dropped ------
+    facts: list[tuple[str, str, str, str | None, str | None, str | None, list[str], bool]] = []
+    holes_by_query: dict[str, list[str]] = {}
+    hole_hits: dict[str, list[tuple[int, str]]] = defaultdict(list)
 
-    # -- Foundry results ----------------------------------------------------------------------------------------
-    n_rows = len(records)
-    by_cell: dict[tuple[int, str, str], ResultRow] = {}
-    crit_errors: dict[tuple[int, str], str] = {}
+    def records() -> Iterator[QueryRecord]:
+        for rec in _iter_records(root, plan):
+            asm = assembly_check((rec,), k=k_stage, relevance_threshold=rt)[0]
+            holes_by_query[rec.query_id] = _holes(rec, k_stage, hole_hits)
+            canary = rec.extra.get("canary")
+            facts.append(
+                (
+                    rec.query_id,
+                    rec.kind,
+                    rec.kind_source,
+                    rec.query,
+                    rec.response,
+                    str(canary) if canary not in (None, "", False) else None,
+                    [str(d) for d in asm.get("dropped_relevant", []) or []],
+                    bool(asm.get("checked", False)) and rec.context is not None,
+                )
+            )
+            yield rec
+
+    stream = records()
+    first = next(stream, None)
+    if first is None:
+        raise ReportError(f"{root}: no query records (records.jsonl missing or empty, and none in plan.json)")
+    arrays = from_records(itertools.chain((first,), stream), ks[-1], rt, abstention_phrases=ms.abstention_phrases)
+    del first, stream
+    ranking = ranking_from_arrays(arrays, ks=tuple(ks), nan_policy="propagate")
+    if list(ranking.query_ids) != [f[0] for f in facts]:
+        raise ReportError("internal: local metrics are not aligned with the records (query ids differ)")
+    neg_report: dict[str, Any] = {}
+    if bool(arrays.negative.any()):
+        neg_report = dict(negative_report_from_arrays(arrays, k=k_stage, surface_threshold=ms.surface_threshold))
+    local_keys: list[str] = [k for k in ranking.metric_keys if k not in _NOT_METRICS]
+    local_cols = {k: [None if v != v else v for v in ranking.columns[k].tolist()] for k in local_keys}  # NaN → None
+    n_rel = [float(v) for v in ranking.columns["n_rel"].tolist()] if "n_rel" in ranking.columns else None
+    abstains = arrays.abstains.tolist()
+    del arrays, ranking
+
+    # -- Foundry results: one pass, each row reduced to its score fields ----------------------------------------
+    n_rows = len(facts)
+    cells: dict[tuple[str, str], list[tuple[Any, ...] | None]] = {}
+    crit_errors: dict[str, dict[int, str]] = defaultdict(dict)
     observed: dict[str, list[str]] = defaultdict(list)
     crit_evaluator: dict[str, str] = {c.name: c.evaluator for c in plan.criteria}
-    duplicates = out_of_range = 0
-    for res in results:
+    duplicates = out_of_range = n_results = errored_rows = 0
+    for res in _iter_results(root):
+        n_results += 1
+        if res.error is not None:
+            errored_rows += 1
         if not 0 <= res.row < n_rows:
             out_of_range += 1
             continue
         crit_evaluator.setdefault(res.criterion, res.evaluator)
-        key = (res.row, res.criterion, res.metric)
-        if key in by_cell:
-            duplicates += 1
-        by_cell[key] = res
-        if res.metric not in observed[res.criterion]:
+        column = cells.get((res.criterion, res.metric))
+        if column is None:
+            column = cells[(res.criterion, res.metric)] = [None] * n_rows
             observed[res.criterion].append(res.metric)
+        elif column[res.row] is not None:
+            duplicates += 1
+        column[res.row] = (res.score, res.passed, res.label, res.threshold, res.reason, res.error)
         if res.error is not None:
-            crit_errors.setdefault((res.row, res.criterion), res.error)
+            crit_errors[res.criterion].setdefault(res.row, res.error)
     if out_of_range:
         warnings.append(f"{out_of_range} result row(s) point at a dataset row that does not exist: ignored")
     if duplicates:
@@ -401,72 +567,49 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
         )
 
     # -- per query ----------------------------------------------------------------------------------------------
-    holes_queue, holes_by_query = _labelling_queue(records, k_stage)
+    # every Foundry metric as a column of FoundryScore, validated in one call per metric
+    score_columns: dict[str, list[FoundryScore]] = {}
+    for crit_name, metric in expected:
+        column = cells.get((crit_name, metric)) or [None] * n_rows
+        errs = crit_errors.get(crit_name, {})
+        score_columns[foundry_key(crit_name, metric)] = _adapter(FoundryScore).validate_python(
+            [_score_input(cell, errs.get(i)) for i, cell in enumerate(column)]
+        )
+    del cells, crit_errors
+    holes_queue = _labelling_queue(hole_hits)
     neg_lists = _negative_lists(neg_report)
     contradictions = set(neg_lists["contradiction"])
     primary_of = {c.name: (specs.get(c.name).primary_metric if specs.get(c.name) else None) for c in plan.criteria}
-    queries: list[QueryRow] = []
+    missing = FoundryScore(status="missing")
+    judge_columns = [
+        (c, score_columns.get(foundry_key(c, primary_of[c]))) for c in answer_criteria if primary_of.get(c)
+    ]
+    hit_column = local_cols.get(f"hit@{k_stage}")
+    query_rows: list[dict[str, Any]] = []
     canaries: list[CanaryFlag] = []
-    for i, rec in enumerate(records):
-        local_row = local_rows[i] if i < len(local_rows) else {}
-        local = {k: _num(local_row.get(k)) for k in local_keys}
-        if "n_rel" in local_row:
-            local["n_rel"] = _num(local_row.get("n_rel"))
-        foundry: dict[str, FoundryScore] = {}
-        for crit_name, metric in expected:
-            res = by_cell.get((i, crit_name, metric))
-            if res is not None and res.error is not None:
-                fs = FoundryScore.model_construct(
-                    status="errored", error=res.error, reason=res.reason, threshold=res.threshold
-                )
-            elif res is not None and (res.score is not None or res.passed is not None):
-                fs = FoundryScore.model_construct(
-                    status="scored",
-                    score=res.score,
-                    passed=res.passed,
-                    label=res.label,
-                    threshold=res.threshold,
-                    reason=res.reason,
-                )
-            elif res is None and (i, crit_name) in crit_errors:
-                fs = FoundryScore.model_construct(status="errored", error=crit_errors[(i, crit_name)])
-            else:
-                fs = FoundryScore.model_construct(
-                    status="missing",
-                    reason=None if res is None else (res.reason or "null score and no error"),
-                    threshold=None if res is None else res.threshold,
-                )
-            foundry[foundry_key(crit_name, metric)] = fs
-        asm = assembly[i] if i < len(assembly) else {}
-        dropped = [str(d) for d in asm.get("dropped_relevant", []) or []]
-        checked = bool(asm.get("checked", False)) and rec.context is not None
-        abstained = is_abstention(rec.response, ms.abstention_phrases) if rec.response is not None else None
-        judges = [
-            JudgeVerdict(c, foundry.get(foundry_key(c, primary_of[c]), FoundryScore.model_construct(status="missing")))
-            for c in answer_criteria
-            if primary_of.get(c)
-        ]
-        hit_key = f"hit@{k_stage}"
-        hit = _num(local_row.get(hit_key))
+    for i, (query_id, kind, kind_source, query, response, canary_text, dropped, checked) in enumerate(facts):
+        local = {k: col[i] for k, col in local_cols.items()}
+        if n_rel is not None:
+            local["n_rel"] = n_rel[i]
+        abstained = None if abstains[i] < 0 else bool(abstains[i])
+        judges = [JudgeVerdict(c, missing if col is None else col[i]) for c, col in judge_columns]
         stage, reason = attribute_stage(
-            kind=rec.kind,
-            hit=hit,
+            kind=kind,
+            hit=None if hit_column is None else hit_column[i],
             assembly_checked=checked,
             dropped_relevant=dropped,
-            has_response=rec.response is not None,
+            has_response=response is not None,
             abstained=abstained,
             answer_judges=judges,
-            label_contradiction=rec.query_id in contradictions,
+            label_contradiction=query_id in contradictions,
         )
-        canary = rec.extra.get("canary")
-        canary_text = str(canary) if canary not in (None, "", False) else None
         if canary_text is not None:
             passed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is True]
             failed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is False]
             unscored = [j.criterion for j in judges if j.score.status != "scored" or j.score.passed is None]
             canaries.append(
                 CanaryFlag(
-                    query_id=rec.query_id,
+                    query_id=query_id,
                     canary=canary_text,
                     passed_by=passed_by,
                     failed_by=failed_by,
@@ -474,24 +617,27 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
                     caught=True if failed_by else (False if passed_by else None),
                 )
             )
-        queries.append(
-            QueryRow.model_construct(
-                row=i,
-                query_id=rec.query_id,
-                kind=rec.kind,
-                kind_source=rec.kind_source,
-                query=rec.query,
-                response=rec.response,
-                canary=canary_text,
-                local=local,
-                foundry=foundry,
-                abstained=abstained,
-                dropped_relevant=dropped,
-                holes=holes_by_query.get(rec.query_id, []),
-                stage=stage,
-                stage_reason=reason,
-            )
+        query_rows.append(
+            {
+                "row": i,
+                "query_id": query_id,
+                "kind": kind,
+                "kind_source": kind_source,
+                "query": query,
+                "response": response,
+                "canary": canary_text,
+                "local": local,
+                "foundry": {key: col[i] for key, col in score_columns.items()},
+                "abstained": abstained,
+                "dropped_relevant": dropped,
+                "holes": holes_by_query.get(query_id, []),
+                "stage": stage,
+                "stage_reason": reason,
+            }
         )
+    del local_cols
+    queries: list[QueryRow] = _adapter(QueryRow).validate_python(query_rows)
+    del query_rows
 
     # -- aggregates ---------------------------------------------------------------------------------------------
     def section(kind: str) -> Section:
@@ -529,14 +675,13 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
     per_criterion: dict[str, dict[str, int]] = {}
     for crit_name, metric in expected:
         key = foundry_key(crit_name, metric)
-        cells = [q.foundry[key] for q in queries]
+        statuses = Counter(s.status for s in score_columns[key])
         per_criterion[key] = {
-            "expected": len(cells),
-            "scored": sum(1 for c in cells if c.status == "scored"),
-            "errored": sum(1 for c in cells if c.status == "errored"),
-            "missing": sum(1 for c in cells if c.status == "missing"),
+            "expected": n_rows,
+            "scored": statuses["scored"],
+            "errored": statuses["errored"],
+            "missing": statuses["missing"],
         }
-    errored_rows = sum(1 for r in results if r.error is not None)
     total_err = sum(v["errored"] for v in per_criterion.values())
     total_missing = sum(v["missing"] for v in per_criterion.values())
     if total_err:
@@ -546,9 +691,9 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
         )
     if total_missing:
         warnings.append(f"{total_missing} Foundry score(s) missing (no result or a null score)")
-    if not results:
+    if not n_results:
         warnings.append("results.jsonl is empty: no Foundry scores at all")
-    unknown_kind = sum(1 for r in records if r.kind_source == "unknown")
+    unknown_kind = sum(1 for q in queries if q.kind_source == "unknown")
     if unknown_kind:
         warnings.append(f"{unknown_kind} query(ies) have neither a declared kind nor labels: treated as positive")
     status = manifest.get("status") or manifest.get("run_status")
@@ -558,7 +703,7 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
         "queries": n_rows,
         "positive": positive.queries,
         "negative": negative.queries,
-        "result_rows": len(results),
+        "result_rows": n_results,
         "errored_result_rows": errored_rows,
         "scores_expected": sum(v["expected"] for v in per_criterion.values()),
         "scores_scored": sum(v["scored"] for v in per_criterion.values()),
@@ -567,7 +712,7 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
         "per_metric": per_criterion,
     }
 
-    provenance = _provenance(run_dir, manifest, plan)
+    provenance = _provenance(run_dir, manifest, plan, fingerprint)
     return Report(
         provenance=provenance,
         params=params,
@@ -606,7 +751,9 @@ def _evaluator_entry(entry: Any) -> dict[str, Any]:
     }
 
 
-def _provenance(run_dir: str | os.PathLike[str], manifest: dict[str, Any], plan: Plan) -> Provenance:
+def _provenance(
+    run_dir: str | os.PathLike[str], manifest: dict[str, Any], plan: Plan, fingerprint: Callable[[], str]
+) -> Provenance:
     run_ids = _first(manifest, "run_ids") or ([manifest["run_id"]] if manifest.get("run_id") else [])
     evaluators = manifest.get("evaluators")
     if not isinstance(evaluators, list):
@@ -625,7 +772,7 @@ def _provenance(run_dir: str | os.PathLike[str], manifest: dict[str, Any], plan:
         dataset_path=_first(manifest, "dataset_path") or plan.dataset_path,
         dataset_sha256=_first(manifest, "dataset_sha256", "dataset_hash") or plan.dataset_sha256,
         mapping_path=_first(manifest, "mapping_path") or plan.mapping_path,
-        plan_fingerprint=_first(manifest, "plan_sha256", "plan_hash", "plan_fingerprint") or plan.fingerprint(),
+        plan_fingerprint=_first(manifest, "plan_sha256", "plan_hash", "plan_fingerprint") or fingerprint(),
         eval_id=_first(manifest, "eval_id"),
         run_ids=[str(r) for r in run_ids],
         report_url=_first(manifest, "report_url"),

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import FoundryBridgeError, UsageError
 from ..mapping.catalog import did_you_mean
-from ._build import build_report
+from ._build import _gc_paused, build_report
 from ._model import STAGES, Report
 
 __all__ = [
@@ -143,16 +143,37 @@ def parse_fail_on(spec: str) -> tuple[str, str, float]:
     return section, metric, delta
 
 
-def _values(report: Report, key: str, source: str) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for q in report.queries:
+def _values(report: Report, key: str, source: str) -> Any:
+    """``key``'s value on every query of ``report``, in query order, as a float array (NaN: undefined, errored or
+    missing)."""
+    import numpy as np
+
+    nan = float("nan")
+    out = np.empty(len(report.queries), dtype=np.float64)
+    for i, q in enumerate(report.queries):
         if source == "local":
             v = q.local.get(key)
         else:
             fs = q.foundry.get(key)
             v = fs.score if fs is not None and fs.status == "scored" else None
-        out[q.query_id] = None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+        out[i] = nan if v is None else v
     return out
+
+
+class _Run:
+    """One run's queries for pairing: the row of each query id (its last row, as a dict lookup would give) and
+    each metric's values, computed once per run whatever the number of candidates."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.kind = {q.query_id: q.kind for q in report.queries}
+        self.row = {q.query_id: i for i, q in enumerate(report.queries)}
+        self._values: dict[str, Any] = {}
+
+    def values(self, key: str, source: str) -> Any:
+        if key not in self._values:
+            self._values[key] = _values(self.report, key, source)
+        return self._values[key]
 
 
 def _labels(paths: Sequence[str]) -> list[str]:
@@ -176,6 +197,32 @@ def compare_runs(
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3)."""
+    with _gc_paused():
+        return _compare_runs(
+            runs,
+            metrics=metrics,
+            seed=seed,
+            n_resamples=n_resamples,
+            alpha=alpha,
+            confidence=confidence,
+            fail_on=fail_on,
+            coverage_drop=coverage_drop,
+            labels=labels,
+        )
+
+
+def _compare_runs(
+    runs: Sequence[str | os.PathLike[str] | Report],
+    *,
+    metrics: Sequence[str] | None = None,
+    seed: int = 42,
+    n_resamples: int = 10_000,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    fail_on: Sequence[str] = (),
+    coverage_drop: float | None = None,
+    labels: Sequence[str] | None = None,
+) -> Comparison:
     import numpy as np
 
     from ._stats import bootstrap_ci, paired_generator, sign_flip_test
@@ -214,12 +261,15 @@ def compare_runs(
         if metric not in chosen:
             chosen.append(metric)
 
-    base_kind = {q.query_id: q.kind for q in base.queries}
+    base_run = _Run(base)
+    base_kind = base_run.kind
+    base_scored: dict[str, int] = {}
     comparisons: list[MetricComparison] = []
     coverage: list[CoverageChange] = []
     queries: list[CandidateQueries] = []
     for rep, name in zip(reports[1:], names[1:], strict=True):
-        cand_kind = {q.query_id: q.kind for q in rep.queries}
+        cand_run = _Run(rep)
+        cand_kind = cand_run.kind
         only_base = [q for q in base_kind if q not in cand_kind]
         only_cand = [q for q in cand_kind if q not in base_kind]
         changed = [q for q in base_kind if q in cand_kind and cand_kind[q] != base_kind[q]]
@@ -235,28 +285,40 @@ def compare_runs(
             )
         if changed:
             warnings.append(f"{name}: {len(changed)} query(ies) changed kind: compared under the baseline's kind")
+        # the queries of each section present in both runs, in the baseline's order, and their rows in each run
+        paired_ids: dict[str, list[str]] = {}
+        rows: dict[str, tuple[Any, Any]] = {}
+        for section in ("positive", "negative"):
+            ids = [q for q, k in base_kind.items() if k == section and q in cand_kind]
+            paired_ids[section] = ids
+            rows[section] = (
+                np.array([base_run.row[q] for q in ids], dtype=np.int64),
+                np.array([cand_run.row[q] for q in ids], dtype=np.int64),
+            )
         for key in chosen:
             info = infos[key]
-            bv, cv = _values(base, key, info.source), _values(rep, key, info.source)
+            bv, cv = base_run.values(key, info.source), cand_run.values(key, info.source)
             for section in ("positive", "negative"):
-                ids = [q for q, k in base_kind.items() if k == section and q in cand_kind]
-                pairs = [(q, bv[q], cv[q]) for q in ids if bv.get(q) is not None and cv.get(q) is not None]
-                excluded = len(ids) - len(pairs)
+                ids = paired_ids[section]
                 if not ids:
                     continue
-                b = np.array([p[1] for p in pairs], dtype=np.float64)
-                c = np.array([p[2] for p in pairs], dtype=np.float64)
+                b_all, c_all = bv[rows[section][0]], cv[rows[section][1]]
+                defined = ~(np.isnan(b_all) | np.isnan(c_all))
+                where = np.flatnonzero(defined)
+                b, c = b_all[defined], c_all[defined]
+                n_paired = int(b.size)
+                excluded = len(ids) - n_paired
                 d = c - b
                 hib = info.higher_is_better
-                if pairs:
+                if n_paired:
                     rng = paired_generator(seed, f"{name}|{section}|{key}")
                     p, method = sign_flip_test(d, n_resamples=n_resamples, rng=rng)
                     lo, hi = bootstrap_ci(d, confidence=confidence, n_resamples=n_resamples, rng=rng)
                     delta = float(d.mean())
                 else:
                     p, method, lo, hi, delta = float("nan"), "none (no paired queries)", None, None, None
-                significant = bool(pairs) and not math.isnan(p) and p < alpha and delta != 0
-                if not pairs:
+                significant = bool(n_paired) and not math.isnan(p) and p < alpha and delta != 0
+                if not n_paired:
                     verdict = "not comparable"
                 elif not significant:
                     verdict = "no significant change"
@@ -266,9 +328,10 @@ def compare_runs(
                     verdict = "better" if (delta > 0) == hib else "worse"
                 worse_mask = (d < 0) if hib is not False else (d > 0)
                 better_mask = (d > 0) if hib is not False else (d < 0)
+                worse = np.flatnonzero(worse_mask)
                 got_worse = [
-                    {"query_id": pairs[i][0], "baseline": pairs[i][1], "candidate": pairs[i][2]}
-                    for i in np.flatnonzero(worse_mask)
+                    {"query_id": ids[w], "baseline": bw, "candidate": cw}
+                    for w, bw, cw in zip(where[worse].tolist(), b[worse].tolist(), c[worse].tolist(), strict=True)
                 ]
                 got_worse.sort(key=lambda g: -abs(g["candidate"] - g["baseline"]))
                 comparisons.append(
@@ -277,10 +340,10 @@ def compare_runs(
                         section=section,  # type: ignore[arg-type]
                         metric=key,
                         higher_is_better=hib,
-                        n_paired=len(pairs),
+                        n_paired=n_paired,
                         n_excluded=excluded,
-                        baseline_mean=float(b.mean()) if pairs else None,
-                        candidate_mean=float(c.mean()) if pairs else None,
+                        baseline_mean=float(b.mean()) if n_paired else None,
+                        candidate_mean=float(c.mean()) if n_paired else None,
                         delta=delta,
                         ci_low=lo,
                         ci_high=hi,
@@ -298,9 +361,11 @@ def compare_runs(
         cand_rows = {q.query_id: q for q in rep.queries}
         for key in base.coverage.get("per_metric", {}):
             n = len(base.queries)
-            b_scored = sum(
-                1 for q in base.queries if q.foundry.get(key) is not None and q.foundry[key].status == "scored"
-            )
+            if key not in base_scored:
+                base_scored[key] = sum(
+                    1 for q in base.queries if q.foundry.get(key) is not None and q.foundry[key].status == "scored"
+                )
+            b_scored = base_scored[key]
             c_scored = 0
             for q in base.queries:
                 cq = cand_rows.get(q.query_id)

@@ -7,7 +7,8 @@ from typing import Any
 
 __all__ = ["bootstrap_ci", "paired_generator", "sign_flip_test"]
 
-_CHUNK_CELLS = 4_000_000  # resamples × queries processed at once (bounded memory)
+_CHUNK_CELLS = 4_000_000  # resamples × queries per sign-flip draw call: part of the random stream, keep it
+_WORK_CELLS = 262_144  # resamples × queries processed at once (cache-sized; does not change the random stream)
 
 
 def paired_generator(seed: int, key: str) -> Any:
@@ -46,14 +47,19 @@ def sign_flip_test(diffs: Any, *, n_resamples: int = 10_000, rng: Any) -> tuple[
             stats = np.abs((1 - 2 * bits) @ nz) / n
             hits += int(np.count_nonzero(stats >= observed - tol))
         return hits / total, f"exact sign-flip over {total} assignments"
+    # The signs are drawn in calls of ``_CHUNK_CELLS // m`` resamples (as always: numpy discards the unused bytes
+    # of its last 32-bit draw at the end of each call, so the call sizes are part of the stream). Each call's
+    # resamples are drawn and tested in cache-sized pieces of a multiple of 4 resamples: the same bytes, in order.
     hits = 0
     step = max(1, _CHUNK_CELLS // m)
+    piece = max(4, _WORK_CELLS // m // 4 * 4)
     done = 0
     while done < n_resamples:
         size = min(step, n_resamples - done)
-        signs = rng.integers(0, 2, size=(size, m), dtype=np.int8) * 2 - 1
-        stats = np.abs(signs @ nz) / n
-        hits += int(np.count_nonzero(stats >= observed - tol))
+        for start in range(0, size, piece):
+            signs = rng.integers(0, 2, size=(min(piece, size - start), m), dtype=np.int8) * 2 - 1
+            stats = np.abs(signs @ nz) / n
+            hits += int(np.count_nonzero(stats >= observed - tol))
         done += size
     return (hits + 1) / (n_resamples + 1), f"Monte Carlo sign-flip, {n_resamples} resamples"
 
@@ -69,11 +75,11 @@ def bootstrap_ci(diffs: Any, *, confidence: float = 0.95, n_resamples: int = 10_
     if np.all(d == d[0]):
         return float(d[0]), float(d[0])
     means = np.empty(n_resamples, dtype=np.float64)
-    step = max(1, _CHUNK_CELLS // n)
+    step = max(1, 4 * _WORK_CELLS // n)  # the draws do not depend on the step (one 32-bit draw per index)
     for start in range(0, n_resamples, step):
         size = min(step, n_resamples - start)
         idx = rng.integers(0, n, size=(size, n))
-        means[start : start + size] = d[idx].mean(axis=1)
+        means[start : start + size] = np.take(d, idx).mean(axis=1)
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return float(lo), float(hi)
