@@ -41,6 +41,7 @@ def emulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_emulator_run_reports_errors_as_errors(emulated: Path) -> None:
     report = build_report(emulated)
     assert report.provenance.backend == "mock" and report.provenance.eval_id and report.provenance.run_ids
+    assert "lexical stand-in, not from a model" in report.warnings[0]  # mock scores are never passed off as judgements
     g = report.positive.metrics["groundedness"]
     assert (g.queries, g.scored, g.errored, g.missing) == (11, 10, 1, 0)
     q02 = next(q for q in report.queries if q.query_id == "q02")

@@ -713,6 +713,12 @@ def _build_report(run_dir: str | os.PathLike[str], stage_k: int | None) -> Repor
     }
 
     provenance = _provenance(run_dir, manifest, plan, fingerprint)
+    if provenance.backend == "mock":
+        warnings.insert(
+            0,
+            "judge scores in this run come from the Foundry emulator's lexical stand-in, not from a model: "
+            "they exercise the pipeline, they do not judge the answers",
+        )
     return Report(
         provenance=provenance,
         params=params,
