@@ -1,9 +1,9 @@
 """Offline validation: check criteria (from a mapping or hand-written) against the catalog and the data, in one
 streaming pass, collecting every problem with file, line, field, message, fix hint and severity.
 
-Rules are listed in docs/validation.md; each has a stable ``code``. Memory: constant in the number of rows except
-for duplicate ``query_id`` detection, which keeps 12 bytes per row (a 64-bit hash of the id and its 32-bit line
-number, checked with numpy at the end of the pass: 12 MB per million rows, plus an 8-byte sorted copy then).
+Rules are listed in docs/validation.md; each has a stable ``code``. Memory: constant in the number of rows.
+Duplicate ``query_id`` detection uses a fixed-size Bloom filter (16 MiB) during the pass and keeps only the rows
+whose id may have been seen before; when there are any, a second pass over the ids alone resolves them exactly.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import os
 import re
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..dataset.parse import RowParser, float_label_problem
+from ..dataset.parse import RowParser, compile_path, float_label_problem, get_path
 from ..dataset.problems import Problem, Severity
 from ..errors import InputError, MappingError
 from .catalog import CATALOG, EvaluatorSpec, did_you_mean
@@ -489,6 +489,76 @@ def _criteria_from_wire(criteria: Any, file: str | None, report: ValidationRepor
 # -- data checks ---------------------------------------------------------------------------------------------------
 
 
+_BLOOM_BITS = 1 << 27  # 16 MiB of filter, whatever the number of rows
+_BLOOM_PROBES = 8  # bits per id; false candidates stay below 1 in 10,000 datasets of a million distinct ids
+_CHUNK = 1 << 12  # ids hashed into the filter per numpy step (its temporaries: ~1 MB)
+
+# the second pass: given the candidate hashes, yield (query id, line) for every row that may hold one of them
+Rescan = Callable[[set[int]], Iterable[tuple[Any, int]]]
+
+
+class _IdFilter:
+    """Pass 1 of duplicate query-id detection: a fixed-size Bloom filter over the ids' 64-bit hashes.
+
+    ``add`` buffers a hash; every ``_CHUNK`` hashes are tested against the filter and set in it with numpy. A hash
+    whose bits were all set already, or that repeats within its chunk, is kept as a candidate: every repeated id is
+    one, and an id seen once is one only by chance (a false positive, resolved by the second pass).
+    """
+
+    def __init__(self, bits: int | None = None, probes: int | None = None) -> None:
+        self.bits = _BLOOM_BITS if bits is None else bits
+        self.probes = _BLOOM_PROBES if probes is None else probes
+        self.table: Any = None  # numpy uint8[bits / 8], allocated at the first flush
+        self.pending = array("q")
+        self.positive = array("q")  # candidate hashes, unique per chunk; compacted as it doubles
+        self.compact_at = _CHUNK
+
+    def add(self, h: int) -> None:
+        self.pending.append(h)
+        if len(self.pending) >= _CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        import numpy as np
+
+        if not self.pending:
+            return
+        if self.table is None:
+            self.table = np.zeros((self.bits + 7) // 8, dtype=np.uint8)
+        h = np.frombuffer(self.pending, dtype=np.uint64)
+        self.pending = array("q")
+        # double hashing: probe i is (low 32 bits + i * odd high 32 bits) mod the filter size
+        step = (h >> np.uint64(32)) | np.uint64(1)
+        probe = np.arange(self.probes, dtype=np.uint64)[:, None]
+        pos = ((h & np.uint64(0xFFFFFFFF)) + probe * step) % np.uint64(self.bits)
+        byte = (pos >> np.uint64(3)).astype(np.intp)
+        mask = np.left_shift(np.uint8(1), (pos & np.uint64(7)).astype(np.uint8))
+        seen = np.all(self.table[byte] & mask, axis=0)
+        hs = np.sort(h)
+        again = hs[1:][hs[1:] == hs[:-1]]  # ids repeated within this chunk
+        cand = np.concatenate([h[seen], again])
+        if cand.size:
+            self.positive.frombytes(np.unique(cand).tobytes())
+            if len(self.positive) >= self.compact_at:  # one entry per repeated id, not per repeated row
+                self.positive = array("q", np.unique(np.frombuffer(self.positive, dtype=np.int64)).tobytes())
+                self.compact_at = 2 * len(self.positive) + _CHUNK
+        np.bitwise_or.at(self.table, byte.ravel(), mask.ravel())
+
+    def candidates(self) -> set[int]:
+        """The hashes (as Python's signed ``hash`` values) of every id that may occur more than once."""
+        import numpy as np
+
+        self._flush()
+        self.table = None
+        if not self.positive:
+            return set()
+        return set(np.unique(np.frombuffer(self.positive, dtype=np.int64)).tolist())
+
+
+def _is_id(qid: Any) -> bool:
+    return isinstance(qid, str | int) and not isinstance(qid, bool)
+
+
 class _DataChecker:
     """Per-row checks of item values against the criteria; state for duplicates and never-seen fields."""
 
@@ -497,8 +567,7 @@ class _DataChecker:
         self.report = report
         self.source = source
         self.threshold = threshold
-        self.qid_hashes = array("q")
-        self.qid_lines = array("I")  # uint32 line numbers
+        self.ids = _IdFilter()
         self.seen_fields: set[str] = set()
         self.raw_keys: set[str] = set()
         self.deferred: dict[str, list[Problem]] = {}  # item field → missing-input problems (capped)
@@ -526,14 +595,14 @@ class _DataChecker:
         self.report.add(Problem(severity, code, message, self.source, line, field_, hint))
 
     def query_id(self, qid: Any, line: int) -> None:
-        if isinstance(qid, str | int) and not isinstance(qid, bool):
-            self.qid_hashes.append(hash(str(qid)))
-            self.qid_lines.append(line)
+        if _is_id(qid):
+            self.ids.add(hash(str(qid)))
 
-    def finish(self, field_sources: dict[str, str]) -> None:
-        """Duplicate query ids, and fields no row had (one error instead of one per row)."""
-        import numpy as np
+    def finish(self, field_sources: dict[str, str], rescan: Rescan | None = None) -> None:
+        """Duplicate query ids, and fields no row had (one error instead of one per row).
 
+        ``rescan`` is the second pass over the ids, run only when the filter found candidates.
+        """
         if self.report.rows == 0:
             self.report.add(
                 Problem(
@@ -541,27 +610,9 @@ class _DataChecker:
                 )
             )
 
-        if len(self.qid_hashes):
-            h = np.frombuffer(self.qid_hashes, dtype=np.int64)
-            hs = np.sort(h)  # one 8-byte copy; the rows' order stays in h
-            dup_values = np.unique(hs[1:][hs[1:] == hs[:-1]])
-            del hs
-            if dup_values.size:
-                rows = np.flatnonzero(np.isin(h, dup_values))  # the few rows involved, in file order
-                lines = np.frombuffer(self.qid_lines, dtype=np.uint32)
-                first_line: dict[int, int] = {}
-                for value, line in zip(h[rows].tolist(), lines[rows].tolist(), strict=True):
-                    if value not in first_line:
-                        first_line[value] = line
-                        continue
-                    self._add(
-                        "error",
-                        "duplicate_query_id",
-                        f"query_id is already used on line {first_line[value]}",
-                        line,
-                        "query_id",
-                        "give every query a unique id",
-                    )
+        candidates = self.ids.candidates()
+        if candidates and rescan is not None:
+            self._duplicate_ids(rescan, candidates)
         self._zero_result_warnings()
         for f in sorted(self.deferred):
             if f not in self.seen_fields:
@@ -589,6 +640,30 @@ class _DataChecker:
                 if extra > 0:  # counted, not listed
                     self.report.by_code["missing_input"] += extra
                     self.report.errors += extra
+
+    def _duplicate_ids(self, rescan: Rescan, candidates: set[int]) -> None:
+        """Pass 2: the exact first line of each candidate id; its later rows are duplicates, false ones vanish."""
+        first_line: dict[str, int] = {}  # only candidate ids: usually none, at most the repeated ones
+        try:
+            for qid, line in rescan(candidates):
+                if not _is_id(qid):
+                    continue
+                key = str(qid)
+                if hash(key) not in candidates:
+                    continue
+                if key not in first_line:
+                    first_line[key] = line
+                    continue
+                self._add(
+                    "error",
+                    "duplicate_query_id",
+                    f"query_id is already used on line {first_line[key]}",
+                    line,
+                    "query_id",
+                    "give every query a unique id",
+                )
+        except OSError as exc:
+            self._add("error", "missing_file", f"dataset file could not be read again: {exc.strerror}", None, "")
 
     def _zero_result_warnings(self) -> None:
         """One ``zero_result`` warning per document_retrieval criterion, if any row with a non-zero label
@@ -1035,8 +1110,7 @@ def validate_dataset(
                 )
             full = parsed.item
             if full is None:
-                qid = row.get(mapping.dataset.fields.query_id) if "." not in mapping.dataset.fields.query_id else None
-                checker.query_id(qid, lineno)
+                checker.query_id(_unparsed_query_id(row, mapping), lineno)
                 continue
             checker.query_id(full["query_id"], lineno)
             item = {f: full.get(f) for f in needed}
@@ -1048,7 +1122,50 @@ def validate_dataset(
                 declared_kind=full["kind"] if parsed.kind_source == "declared" else None,
                 raw_keys=row.keys(),
             )
-    checker.finish({} if raw_items else _mapping_field_sources(mapping))
+    checker.finish(
+        {} if raw_items else _mapping_field_sources(mapping),
+        lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates),
+    )
+
+
+def _unparsed_query_id(row: dict[str, Any], mapping: Mapping) -> Any:
+    """The id counted for duplicates in a row the parser rejected: a top-level field only."""
+    f = mapping.dataset.fields.query_id
+    return row.get(f) if "." not in f else None
+
+
+def _jsonl_query_ids(
+    data: str | os.PathLike[str], mapping: Mapping, raw_items: bool, threshold: int, candidates: set[int]
+) -> Iterator[tuple[Any, int]]:
+    """Pass 2 of duplicate detection: (query id, line) of the rows whose id may hash to a candidate.
+
+    Reads only the JSON of each line; a row is parsed in full (to take its id exactly as pass 1 did) only when a
+    cheap look at its id field hits a candidate hash.
+    """
+
+    def hit(v: Any) -> bool:
+        return _is_id(v) and hash(str(v)) in candidates
+
+    field_ = mapping.dataset.fields.query_id
+    path = compile_path(field_)
+    parser = RowParser(mapping, source=str(data), relevance_threshold=threshold, records=False)
+    with open(data, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(row, dict):
+                continue
+            if raw_items:
+                yield row.get("query_id"), lineno
+                continue
+            if not (hit(get_path(row, path)) or ("." not in field_ and hit(row.get(field_)))):
+                continue
+            full = parser.parse(row, lineno).item
+            yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), lineno
 
 
 def _validate_trec(
@@ -1087,7 +1204,13 @@ def _validate_trec(
         checker.row(item, line, declared_kind=rec.kind if rec.kind_source == "declared" else None, raw_keys=full.keys())
     for p in problems:
         report.add(p)
-    checker.finish({})
+    checker.finish(
+        {},
+        lambda _: (
+            (rec.query_id, rec.line or 0)
+            for rec in read_trec(base, mapping, relevance_threshold=threshold, problems=[])
+        ),
+    )
 
 
 def validate(
