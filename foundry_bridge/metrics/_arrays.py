@@ -279,8 +279,14 @@ def from_records(
     relevance_threshold: int,
     *,
     abstention_phrases: Sequence[str] | None = None,
+    on_record: Callable[[QueryRecord, list[str], dict[str, int] | None], None] | None = None,
 ) -> QueryArrays:
-    """Build the arrays from canonical records (one Python step per retrieved document: the library path)."""
+    """Build the arrays from canonical records (one Python step per retrieved document: the library path).
+
+    ``on_record(record, top_ids, qrels)`` is called for each record after it is added (top_ids: its first
+    ``depth`` distinct document ids; qrels: id → label, or None), so a caller can compute per-query extras
+    in the same pass.
+    """
     from .negative import is_abstention
 
     builder = ArraysBuilder(depth, relevance_threshold)
@@ -304,4 +310,6 @@ def from_records(
             n_ret=len(seen),
             abstains=abst,
         )
+        if on_record is not None:
+            on_record(rec, ids, qrels)
     return builder.build()

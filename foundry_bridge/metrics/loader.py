@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetError
-from ._arrays import _NO_LABEL, ArraysBuilder, QueryArrays, check_threshold, concat_arrays
+from ._arrays import _NO_LABEL, ArraysBuilder, QueryArrays, check_threshold, concat_arrays, from_records
 from .assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
 from .negative import is_abstention
 
@@ -55,32 +55,19 @@ def arrays_from_records(
 ) -> LoadResult:
     """Arrays plus assembly rows (queries that have a context) from records, in one pass."""
     t = check_threshold(relevance_threshold)
-    builder = ArraysBuilder(depth, t)
     assembly: list[dict[str, Any]] = []
-    for rec in records:
-        seen: dict[str, Any] = {}
+
+    def check_assembly(rec: QueryRecord, ids: list[str], qrels: dict[str, int] | None) -> None:
+        if rec.context is None:
+            return
+        content = {}
         for doc in rec.retrieved_documents:
-            if doc.document_id not in seen:
-                seen[doc.document_id] = doc
-        ids = list(seen)[:depth]
-        qrels = None
-        if rec.retrieval_ground_truth is not None:
-            qrels = {g.document_id: g.query_relevance_label for g in rec.retrieval_ground_truth}
-        abst = -1 if rec.response is None else int(is_abstention(rec.response, abstention_phrases))
-        builder.add(
-            rec.query_id,
-            rec.kind,
-            rec.kind_source,
-            ids,
-            [seen[i].relevance_score for i in ids],
-            qrels,
-            n_ret=len(seen),
-            abstains=abst,
-        )
-        if rec.context is not None:
-            relevant = [(i, seen[i].content) for i in ids if qrels and qrels.get(i, 0) >= t]
-            assembly.append(check_query(rec.query_id, rec.context, relevant, min_prefix_chars=min_prefix_chars))
-    return builder.build(), assembly
+            content.setdefault(doc.document_id, doc.content)
+        relevant = [(i, content[i]) for i in ids if qrels and qrels.get(i, 0) >= t]
+        assembly.append(check_query(rec.query_id, rec.context, relevant, min_prefix_chars=min_prefix_chars))
+
+    arrays = from_records(records, depth, t, abstention_phrases=abstention_phrases, on_record=check_assembly)
+    return arrays, assembly
 
 
 # -- JSONL, fast ---------------------------------------------------------------------------------------------
