@@ -397,17 +397,13 @@ def _score_input(cell: tuple[Any, ...] | None, crit_error: str | None) -> dict[s
     return {"status": "missing", "reason": reason or "null score and no error", "threshold": threshold}
 
 
+@_gc_paused()
 def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
     ``records.jsonl`` and ``results.jsonl`` are each read once, a line at a time: records are reduced to the
     per-query facts the report needs (their document text is not kept), result rows to their scores.
     """
-    with _gc_paused():
-        return _build_report(run_dir, stage_k)
-
-
-def _build_report(run_dir: str | os.PathLike[str], stage_k: int | None) -> Report:
     from ..metrics import assembly_check
     from ..metrics._arrays import check_threshold, from_records
     from ..metrics.negative import negative_report_from_arrays

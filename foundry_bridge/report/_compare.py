@@ -183,6 +183,7 @@ def _labels(paths: Sequence[str]) -> list[str]:
     return [f"{i}:{b}" for i, b in enumerate(base)]
 
 
+@_gc_paused()
 def compare_runs(
     runs: Sequence[str | os.PathLike[str] | Report],
     *,
@@ -197,32 +198,6 @@ def compare_runs(
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3)."""
-    with _gc_paused():
-        return _compare_runs(
-            runs,
-            metrics=metrics,
-            seed=seed,
-            n_resamples=n_resamples,
-            alpha=alpha,
-            confidence=confidence,
-            fail_on=fail_on,
-            coverage_drop=coverage_drop,
-            labels=labels,
-        )
-
-
-def _compare_runs(
-    runs: Sequence[str | os.PathLike[str] | Report],
-    *,
-    metrics: Sequence[str] | None = None,
-    seed: int = 42,
-    n_resamples: int = 10_000,
-    alpha: float = 0.05,
-    confidence: float = 0.95,
-    fail_on: Sequence[str] = (),
-    coverage_drop: float | None = None,
-    labels: Sequence[str] | None = None,
-) -> Comparison:
     import numpy as np
 
     from ._stats import bootstrap_ci, paired_generator, sign_flip_test
