@@ -276,3 +276,18 @@ def test_stage_k_outside_the_declared_cutoffs(tmp_path: Path) -> None:
     assert {q.query_id: q.stage for q in rep.queries}["q09"] == "search"
     rep5 = build_report(tmp_path / "run", stage_k=5)
     assert rep5.params.k == [3, 5, 10] and {q.query_id: q.stage for q in rep5.queries}["q09"] == "ok"
+
+
+def test_a_verdict_without_a_score_is_missing_not_scored(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path / "run")
+    path = run_dir / "results.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:  # q01's relevance comes back with a verdict but a null score
+        if row["query_id"] == "q01" and row["criterion"] == "relevance":
+            row["score"] = None
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = build_report(run_dir)
+    agg = rep.positive.metrics["relevance"]
+    assert (agg.scored, agg.missing) == (10, 1)
+    q01 = next(q for q in rep.queries if q.query_id == "q01")
+    assert q01.foundry["relevance"].status == "missing"

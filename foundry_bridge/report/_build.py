@@ -368,6 +368,17 @@ def _labelling_queue(hits: dict[str, list[tuple[int, str]]]) -> list[HoleEntry]:
     return _adapter(HoleEntry).validate_python(entries)
 
 
+def _metric_kind(evaluator: str | None, metric: str) -> str | None:
+    """The catalog kind (ordinal, continuous, boolean) of an evaluator's metric, if the catalog knows it."""
+    spec = CATALOG.get(evaluator or "")
+    if spec is None:
+        return None
+    try:
+        return spec.metric(metric).kind
+    except KeyError:
+        return None
+
+
 @cache
 def _adapter(item: Any) -> TypeAdapter[Any]:
     """A validator of ``list[item]``: one call validates a whole column of values, which is faster than one
@@ -375,9 +386,10 @@ def _adapter(item: Any) -> TypeAdapter[Any]:
     return TypeAdapter(list[item])
 
 
-def _score_input(cell: tuple[Any, ...] | None, crit_error: str | None) -> dict[str, Any]:
+def _score_input(cell: tuple[Any, ...] | None, crit_error: str | None, boolean: bool = False) -> dict[str, Any]:
     """The ``FoundryScore`` fields of one (query, metric) cell: ``cell`` is the result row's
-    ``(score, passed, label, threshold, reason, error)``, ``crit_error`` an error of the criterion on that row."""
+    ``(score, passed, label, threshold, reason, error)``, ``crit_error`` an error of the criterion on that row.
+    A verdict without a score counts as scored only for a boolean metric; otherwise the score is missing."""
     if cell is None:
         if crit_error is not None:
             return {"status": "errored", "error": crit_error}
@@ -385,7 +397,7 @@ def _score_input(cell: tuple[Any, ...] | None, crit_error: str | None) -> dict[s
     score, passed, label, threshold, reason, error = cell
     if error is not None:
         return {"status": "errored", "error": error, "reason": reason, "threshold": threshold}
-    if score is not None or passed is not None:
+    if score is not None or (boolean and passed is not None):
         return {
             "status": "scored",
             "score": score,
@@ -568,8 +580,9 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
     for crit_name, metric in expected:
         column = cells.get((crit_name, metric)) or [None] * n_rows
         errs = crit_errors.get(crit_name, {})
+        boolean = _metric_kind(crit_evaluator.get(crit_name), metric) == "boolean"
         score_columns[foundry_key(crit_name, metric)] = _adapter(FoundryScore).validate_python(
-            [_score_input(cell, errs.get(i)) for i, cell in enumerate(column)]
+            [_score_input(cell, errs.get(i), boolean) for i, cell in enumerate(column)]
         )
     del cells, crit_errors
     holes_queue = _labelling_queue(hole_hits)
