@@ -6,6 +6,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -26,25 +27,42 @@ loads = orjson.loads
 
 
 @functools.cache
-def _file_mode() -> int:
-    """The mode a plain ``open()`` would give a new file (0o666 minus the process umask)."""
-    umask = os.umask(0)
+def _new_file_mode() -> int:
+    """The mode a plain ``open()`` gives a new file: 0o666 minus the process umask (read without changing it
+    where the platform allows, so no other thread ever sees a zero umask)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    umask = os.umask(0o077)  # fallback: a momentary, restrictive umask is harmless to other threads
     os.umask(umask)
     return 0o666 & ~umask
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
-    """Write to a temporary file beside ``path`` and rename it into place only if the block succeeds."""
+def atomic_open(
+    path: str | os.PathLike[str], mode: str = "wb", *, durable: bool = True, private: bool = False
+) -> Iterator[IO[Any]]:
+    """Write to a temporary file beside ``path`` and rename it into place only if the block succeeds.
+
+    ``durable`` fsyncs before the rename (off for caches, where a lost entry is only a miss). The file keeps
+    the mode of the file it replaces, else gets the usual mode for a new file; ``private`` keeps it 0600.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _file_mode())  # mkstemp creates 0600; give the file the usual permissions
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if not private:  # mkstemp creates 0600
+            try:
+                file_mode = stat.S_IMODE(target.stat().st_mode)
+            except FileNotFoundError:
+                file_mode = _new_file_mode()
+            os.chmod(tmp, file_mode)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -83,3 +83,6 @@ def test_atomic_writes_leave_no_partial_file_and_usual_permissions(tmp_path: Pat
         raise RuntimeError("crash mid-write")
     assert target.read_bytes() == b'{\n  "a": 1\n}\n'  # the old content survives
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left behind
+    os.chmod(target, 0o600)  # a file the user restricted stays restricted when rewritten
+    write_json(target, {"a": 2})
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600

@@ -10,16 +10,16 @@ is a miss (and is overwritten by the next store). Entries older than ``ttl`` sec
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from .._io import atomic_open
 
 __all__ = ["CACHE_FORMAT", "ResponseCache", "cache_key", "default_cache_dir"]
 
@@ -75,17 +75,8 @@ class ResponseCache:
         """Store ``output`` atomically (temporary file in the same directory, then ``os.replace``)."""
         entry = {"format": CACHE_FORMAT, "created": self._clock(), "key_parts": key_parts, "output": output}
         data = orjson.dumps(entry, option=orjson.OPT_SERIALIZE_NUMPY)
-        target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        with atomic_open(self.path(key), durable=False, private=True) as fh:  # a lost entry is only a miss
+            fh.write(data)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.directory.glob("??/*.json")) if self.directory.exists() else 0
