@@ -493,8 +493,10 @@ def _run_pool(
 ) -> None:
     """Run ``work`` over ``groups`` with ``concurrency`` threads; ``on_done(n_tasks)`` after each group.
 
-    On an interruption (Ctrl-C) queued calls are cancelled and the calls in flight are not waited for; every answer
-    received so far is already in the cache, so the next run continues from there."""
+    On an interruption (Ctrl-C) queued calls are cancelled and this function returns at once; the calls already in
+    flight (at most one per worker) still finish before the interpreter exits (Python joins pool threads at exit;
+    a second Ctrl-C stops that wait). Every answer received is in the cache, so the next run continues from
+    there."""
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
     try:
         futures: dict[Future[None], list[_JudgeTask]] = {pool.submit(work, g): g for g in groups}
