@@ -92,7 +92,11 @@ def located(
 _SECRET_PATTERNS = [
     re.compile(r"(?i)(authorization\s*[:=]\s*bearer\s+)[^\s'\",]+"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-_.~+/]+=*"),
-    re.compile(r"(?i)((?:api[-_]?key|access_token|token|secret|password|sig)\s*[\"']?\s*[:=]\s*[\"']?)[^\s'\"&,}]+"),
+    re.compile(
+        r"(?i)((?:\b|_)(?:[a-z-]*key|access_token|token|secret|password|sig)\s*[\"']?\s*[:=]\s*[\"']?)"
+        r"[^\s'\"&,;}]+"
+    ),
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),  # password in https://user:pass@host
 ]
 
 
