@@ -1,22 +1,32 @@
-"""Mapping files, the evaluator catalog, the plan builder and the offline validator."""
+"""Mapping files, the evaluator catalog, the plan builder and the offline validator.
 
-from .builder import build_criteria, build_plan
-from .catalog import CATALOG, get_evaluator
-from .loader import expand_env, load_mapping, packaged_mapping_path
-from .model import Mapping
-from .plan import Plan
-from .validator import ValidationReport, validate
+Names are imported lazily from their modules, so importing the catalog alone stays cheap.
+"""
 
-__all__ = [
-    "CATALOG",
-    "Mapping",
-    "Plan",
-    "ValidationReport",
-    "build_criteria",
-    "build_plan",
-    "expand_env",
-    "get_evaluator",
-    "load_mapping",
-    "packaged_mapping_path",
-    "validate",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CATALOG": "catalog",
+    "get_evaluator": "catalog",
+    "Mapping": "model",
+    "Plan": "plan",
+    "build_criteria": "builder",
+    "build_plan": "builder",
+    "expand_env": "loader",
+    "load_mapping": "loader",
+    "packaged_mapping_path": "loader",
+    "ValidationReport": "validator",
+    "validate": "validator",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'foundry_bridge.mapping' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
