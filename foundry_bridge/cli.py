@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except FoundryBridgeError as exc:
-        if debug:
-            traceback.print_exc()
+        if debug:  # through redact: a chained exception's message may hold a token or a SAS URL
+            click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
         click.echo(f"Error: {redact(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from .errors import BackendError, UsageError
 from .mapping.catalog import CATALOG
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
-from .runner_protocol import Backend, ProgressCallback, RunContext
+from .runner_protocol import Backend, ProgressCallback, RunContext, no_progress, utc_now
 
 __all__ = [
     "BACKENDS",
@@ -163,8 +162,8 @@ def _read_state(run_dir: Path) -> dict[str, Any] | None:
     return loads(path.read_bytes())
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+# the files a run writes once it has executed: stale after a reset
+_OUTPUT_FILES = ("results", "manifest", "output_items")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -209,7 +208,8 @@ def run_evaluation(
         what = "an unfinished run of this plan" if same else "a run of another plan or dataset"
         hint = f"--resume {run_dir} to continue it" if same else "another --out folder"
         raise UsageError(f"{run_dir} already holds {what}; use {hint}, or --force to submit again")
-    if force or not resume:
+    reset = force or not resume or state is None
+    if reset:
         state = None
     preflight = getattr(backend, "preflight", None)
     if callable(preflight):  # refuse a plan the backend cannot run before anything is written
@@ -222,19 +222,22 @@ def run_evaluation(
         "plan_sha256": plan_hash,
         "dataset_sha256": plan.dataset_sha256,
         "dataset_path": plan.dataset_path,
-        "created_at": _now(),
+        "created_at": utc_now(),
         "status": "new",
     }
     ctx = RunContext(
         plan=plan,
         run_dir=run_dir,
         state=state,
-        manifest={"timings": {"started_at": _now()}},
-        progress=progress or _silent,
+        manifest={"timings": {"started_at": utc_now()}},
+        progress=progress or no_progress,
         resume=resume,
     )
     run_dir.mkdir(parents=True, exist_ok=True)
-    if not resume or not (run_dir / RUN_FILES["plan"]).is_file():
+    if reset:  # a new run: no result of an earlier one may sit beside it, even if this one fails
+        for key in _OUTPUT_FILES:
+            (run_dir / RUN_FILES[key]).unlink(missing_ok=True)
+    if reset or not (run_dir / RUN_FILES["plan"]).is_file():
         write_json(run_dir / RUN_FILES["plan"], plan.model_dump(mode="json", exclude={"items", "records"}))
         write_jsonl(run_dir / RUN_FILES["items"], plan.items)
         write_jsonl(run_dir / RUN_FILES["records"], plan.records)
@@ -243,14 +246,14 @@ def run_evaluation(
     rows = backend.execute(ctx)
     write_jsonl(run_dir / RUN_FILES["results"], (r.model_dump(mode="json") for r in rows))
     state["status"] = "completed"
-    state["finished_at"] = _now()
+    state["finished_at"] = utc_now()
     ctx.save_state()
 
     summary = summarize(rows, plan, run_dir, backend.name)
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
     timings = ctx.manifest.setdefault("timings", {})
-    timings["finished_at"] = _now()
+    timings["finished_at"] = utc_now()
     timings["total_seconds"] = round(time.monotonic() - started, 3)
     manifest = {
         "tool": "foundry-bridge",
@@ -306,10 +309,6 @@ def _ids_into(summary: RunSummary, state: dict[str, Any]) -> None:
     summary.run_ids = [r["run_id"] for r in state.get("runs", []) if r.get("run_id")]
     urls = [r.get("report_url") for r in state.get("runs", []) if r.get("report_url")]
     summary.report_url = urls[0] if len(urls) == 1 else summary.report_url
-
-
-def _silent(stage: str, done: int, total: int | None) -> None:
-    return None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -388,7 +387,7 @@ def get_backend(name: str, **options: Any) -> Backend:
         cl.setdefault("poll_interval", 0.0)
         client = FoundryClient(endpoint, credential, transport=emulator.transport(), **cl)
         backend = FoundryBackend(client, name="mock", **fb)
-        backend.emulator = emulator  # type: ignore[attr-defined]
+        backend.emulator = emulator
         return backend
     if name == "local":
         _split(options, _LOCAL_OPTIONS, name)

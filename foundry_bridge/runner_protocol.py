@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,14 +19,20 @@ from ._io import write_json
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
 
-__all__ = ["Backend", "ProgressCallback", "RunContext"]
+__all__ = ["Backend", "ProgressCallback", "RunContext", "no_progress", "utc_now"]
 
 # progress(stage, done, total): stage is e.g. "polling", "collecting", "judging"; total may be None
 ProgressCallback = Callable[[str, int, "int | None"], None]
 
 
-def _no_progress(stage: str, done: int, total: int | None) -> None:
+def no_progress(stage: str, done: int, total: int | None) -> None:
+    """The progress callback that reports nothing."""
     return None
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO 8601 to the second: the timestamps of ``state.json`` and ``manifest.json``."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -36,7 +43,7 @@ class RunContext:
     run_dir: Path
     state: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
-    progress: ProgressCallback = _no_progress
+    progress: ProgressCallback = no_progress
     resume: bool = False
 
     def save_state(self) -> None:

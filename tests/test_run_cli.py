@@ -97,7 +97,7 @@ def test_resuming_a_mock_run_in_another_process_explains_why_not(benefits_jsonl:
     [
         (["--backend", "mock"], "give DATA"),
         ([], "choose a backend"),
-        (["--backend", "mock", "--mock-fault", "nonsense=1"], "expected KEY=VALUE"),
+        (["--backend", "mock", "--mock-fault", "nonsense=1"], "expected FIELD=VALUE"),
         (["--backend", "cloud", "--mock-fault", "failed_runs=0"], "only applies to --backend mock"),
         (["--backend", "cloud", "--endpoint", "http://example.com/api/projects/p"], "https"),
     ],

@@ -90,7 +90,8 @@ def parse_faults(specs: tuple[str, ...]) -> Any:
         key, sep, raw = spec.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or key not in known:
-            raise UsageError(f"--mock-fault {spec!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(known))}")
+            fields = ", ".join(sorted(known))
+            raise UsageError(f"--mock-fault {spec!r}: expected FIELD=VALUE with FIELD one of {fields}")
         values[key] = _coerce(hints[key], raw.strip(), spec)
     try:
         return FaultConfig(**values)
@@ -121,7 +122,12 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
 def _default_out(data: Path, backend: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     stem = data.stem if data.is_file() else data.name
-    return Path("runs") / f"{stem}-{backend}-{stamp}"
+    out = Path("runs") / f"{stem}-{backend}-{stamp}"
+    n = 1
+    while out.exists():  # two runs in the same second: never land in the other's folder
+        n += 1
+        out = Path("runs") / f"{stem}-{backend}-{stamp}-{n}"
+    return out
 
 
 def _finished_twin(data: Path, backend: Any, plan: Any) -> Path | None:

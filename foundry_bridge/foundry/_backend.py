@@ -9,14 +9,15 @@ created, so a crash or Ctrl-C never causes a second submission on ``--resume``.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from .._io import atomic_open, dumps
 from ..errors import BackendError
 from ..results import RUN_FILES, ResultRow
-from ..runner_protocol import RunContext
+from ..runner_protocol import RunContext, utc_now
 from ._client import FoundryClient
 from ._exceptions import RunFailedError
 from ._normalize import missing_rows, normalize_item
@@ -37,10 +38,6 @@ MAX_ROWS_PER_RUN = 2_000
 _FAILED = ("failed", "canceled", "cancelled")
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def chunk_ranges(n: int, size: int) -> list[tuple[int, int]]:
     """``[(offset, count), ...]`` covering ``n`` rows in runs of at most ``size``."""
     if size < 1:
@@ -57,14 +54,17 @@ class FoundryBackend:
         *,
         name: str = "cloud",
         inline_max_bytes: int = INLINE_MAX_BYTES,
-        max_rows_per_run: int = MAX_ROWS_PER_RUN,
+        max_rows_per_run: int | None = None,
         page_size: int = 100,
         run_timeout: float | None = None,
     ) -> None:
         self.client = client
         self.name = name
         self.inline_max_bytes = inline_max_bytes
-        self.max_rows_per_run = max_rows_per_run
+        # None: the default for a new run, and on resume whatever split state.json records
+        self.max_rows_explicit = max_rows_per_run is not None
+        self.max_rows_per_run = MAX_ROWS_PER_RUN if max_rows_per_run is None else max_rows_per_run
+        self.emulator: Any = None  # the FoundryEmulator behind a mock backend (its setup is part of the identity)
         self.page_size = page_size
         self.run_timeout = run_timeout
 
@@ -73,8 +73,17 @@ class FoundryBackend:
 
     @property
     def identity(self) -> dict[str, Any]:
-        """The project the run goes to: part of the run-reuse check."""
-        return {"endpoint": self.client.endpoint}
+        """The project the run goes to (and, for the emulator, its faults and shapes): part of the run-reuse check."""
+        identity: dict[str, Any] = {"endpoint": self.client.endpoint}
+        emu = self.emulator
+        if emu is not None:
+            faults = getattr(emu, "faults", None)
+            identity["emulator"] = {
+                "faults": dataclasses.asdict(faults) if dataclasses.is_dataclass(faults) else repr(faults),
+                "docret_shape": getattr(emu, "docret_shape", None),
+                "polls_to_complete": getattr(emu, "polls_to_complete", None),
+            }
+        return identity
 
     # ------------------------------------------------------------------------------------------------------------
     def execute(self, ctx: RunContext) -> list[ResultRow]:
@@ -102,18 +111,24 @@ class FoundryBackend:
                 for c in ev.testing_criteria
             ]
             state["status"] = "eval_created"
-            timings["eval_created_at"] = _now()
+            timings["eval_created_at"] = utc_now()
             ctx.save_state()
         eval_id: str = state["eval_id"]
 
         # 2. the runs: plan them, submit those not yet submitted
-        ranges = chunk_ranges(len(plan.items), self.max_rows_per_run)
         runs: list[dict[str, Any]] = state.get("runs") or []
-        if runs and [(r["offset"], r["count"]) for r in runs] != ranges:
+        recorded = [(r["offset"], r["count"]) for r in runs]
+        # on resume the recorded split wins; only an explicitly different max_rows_per_run is refused
+        ranges = (
+            recorded if runs and not self.max_rows_explicit else chunk_ranges(len(plan.items), self.max_rows_per_run)
+        )
+        if runs and recorded != ranges:
             raise BackendError(
                 "state.json splits the dataset differently from this configuration "
-                f"({len(runs)} runs recorded); resume with the same max_rows_per_run or use --force"
+                f"({len(runs)} runs recorded); resume without --max-rows-per-run (or the same value) or use --force"
             )
+        if runs and (sum(c for _o, c in recorded) != len(plan.items) or any(o < 0 for o, _c in recorded)):
+            raise BackendError("state.json's runs do not cover the plan's rows; use --force to start over")
         if not runs:
             runs = [{"offset": o, "count": c, "run_id": None, "status": None} for o, c in ranges]
             state["runs"] = runs
@@ -135,7 +150,7 @@ class FoundryBackend:
             entry["status"] = run.status
             entry["continuation_token"] = self.client.run_poller(eval_id, run.id).continuation_token()
             state["status"] = "submitted"
-            timings.setdefault("submitted_at", _now())
+            timings.setdefault("submitted_at", utc_now())
             ctx.save_state()
             ctx.progress("submitted", index + 1, len(runs))
         timings["submit_seconds"] = round(time.monotonic() - t0, 3)
@@ -162,7 +177,7 @@ class FoundryBackend:
             ctx.save_state()
             finished.append(run)
         timings["wait_seconds"] = round(time.monotonic() - t1, 3)
-        timings["completed_at"] = _now()
+        timings["completed_at"] = utc_now()
 
         # 4. collect every output item, normalize
         t2 = time.monotonic()
@@ -199,7 +214,8 @@ class FoundryBackend:
         if not entry.get("dataset_id"):
             data = b"".join(dumps(it.get("item", it)) + b"\n" for it in items)
             name = f"foundry-bridge-{plan_hash[:16]}"
-            version = str(index + 1)
+            # the version names the bytes: a re-upload of the same chunk reuses it, another split gets its own
+            version = hashlib.sha256(data).hexdigest()[:16]
             ctx.progress("uploading", index + 1, None)
             dataset = self.client.upload_dataset(name, version, data, filename=f"{name}-{version}.jsonl")
             entry["dataset_id"] = dataset.id

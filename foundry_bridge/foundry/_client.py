@@ -16,12 +16,13 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import httpx
 import orjson
-from azure.core.exceptions import HttpResponseError
+from azure.core.exceptions import DecodeError, HttpResponseError
+from pydantic import BaseModel, ValidationError
 
 from .. import __version__
 from ..errors import UsageError, redact
@@ -33,6 +34,8 @@ from ._poller import RunPoller
 from ._retry import RetryPolicy, parse_retry_after
 
 __all__ = ["ENDPOINT_ENV", "FoundryClient", "validate_endpoint"]
+
+_M = TypeVar("_M", bound=BaseModel)
 
 logger = logging.getLogger("foundry_bridge.foundry")
 logger.addHandler(logging.NullHandler())  # a library: the application decides where records go
@@ -245,16 +248,28 @@ class FoundryClient:
     @staticmethod
     def _status_error(response: httpx.Response, *, attempts: int, note: str = "") -> Exception:
         response.read()
-        err = http_error(response, attempts=attempts, note=note)
-        try:
-            response.raise_for_status()
-        except httpx.HTTPStatusError as cause:
-            err.__cause__ = cause
-        return err
+        # not chained to httpx's HTTPStatusError: its message holds the full URL, which may carry a SAS signature
+        return http_error(response, attempts=attempts, note=note)
 
     @staticmethod
     def _json(response: httpx.Response) -> Any:
         return orjson.loads(response.content) if response.content else None
+
+    @classmethod
+    def _parse(cls, model: type[_M], response: httpx.Response) -> _M:
+        """Validate a response body as ``model``; a malformed body is a ``DecodeError`` with a redacted message.
+
+        pydantic's ``ValidationError`` echoes the input (a SAS URL, say), so it is neither raised nor chained.
+        """
+        try:
+            return model.model_validate(cls._json(response))
+        except (ValidationError, orjson.JSONDecodeError) as exc:
+            problems = exc.errors(include_input=False) if isinstance(exc, ValidationError) else []
+            detail = "; ".join(".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in problems[:5])
+            request = response.request
+            url = redact(str(request.url.copy_with(query=None)))
+            err = DecodeError(message=f"{request.method} {url}: unexpected response body ({detail or 'not JSON'})")
+        raise err
 
     def _evals_url(self, *parts: str) -> str:
         return "/".join([self._evals_base, *(quote(p, safe="") for p in parts)])
@@ -269,11 +284,11 @@ class FoundryClient:
     def create_eval(self, body: Mapping[str, Any]) -> Eval:
         """``POST /evals`` with an eval-create body (``data_source_config``, ``testing_criteria``, ``name``)."""
         response = self._request("POST", self._evals_url(), json=dict(body), params=self._params())
-        return Eval.model_validate(self._json(response))
+        return self._parse(Eval, response)
 
     def get_eval(self, eval_id: str) -> Eval:
         response = self._request("GET", self._evals_url(eval_id), params=self._params())
-        return Eval.model_validate(self._json(response))
+        return self._parse(Eval, response)
 
     def delete_eval(self, eval_id: str) -> None:
         """Delete an eval; succeeds when it is already gone (``deleted: false`` in the body is not a failure)."""
@@ -295,15 +310,15 @@ class FoundryClient:
         if name:
             body["name"] = name
         response = self._request("POST", self._evals_url(eval_id, "runs"), json=body, params=self._params())
-        return EvalRun.model_validate(self._json(response))
+        return self._parse(EvalRun, response)
 
     def get_run(self, eval_id: str, run_id: str) -> EvalRun:
         response = self._request("GET", self._evals_url(eval_id, "runs", run_id), params=self._params())
-        return EvalRun.model_validate(self._json(response))
+        return self._parse(EvalRun, response)
 
     def cancel_run(self, eval_id: str, run_id: str) -> EvalRun:
         response = self._request("POST", self._evals_url(eval_id, "runs", run_id, "cancel"), params=self._params())
-        return EvalRun.model_validate(self._json(response))
+        return self._parse(EvalRun, response)
 
     def begin_run(
         self,
@@ -383,6 +398,9 @@ class FoundryClient:
     ) -> DatasetVersion:
         """Upload ``data`` as a ``uri_file`` dataset version; its ``id`` goes into a run's ``file_id`` source.
 
+        When the version exists already (HTTP 409 from startPendingUpload) it is fetched and returned, not
+        uploaded again: name the version after the content (``FoundryBackend`` uses a hash of ``data``).
+
         startPendingUpload → blob PUT to the SAS URL (no bearer token: the SAS is the credential) → PATCH the
         version with the blob's URL.
         """
@@ -391,9 +409,18 @@ class FoundryClient:
         if connection_name:
             body["connectionName"] = connection_name
         response = self._request(
-            "POST", self._datasets_url(name, version, "/startPendingUpload"), json=body, params=params
+            "POST",
+            self._datasets_url(name, version, "/startPendingUpload"),
+            json=body,
+            params=params,
+            accept_statuses=frozenset({409}),
+            retry_conflict=False,
         )
-        pending = PendingUpload.model_validate(self._json(response))
+        if response.status_code == 409:
+            # the version exists already: callers derive the version from the content, so it holds these bytes
+            logger.info("dataset %s version %s exists already: reusing it", name, version)
+            return self.get_dataset(name, version)
+        pending = self._parse(PendingUpload, response)
         sas = pending.blob_reference.sas_uri
         if not sas:
             raise http_error(response, note="startPendingUpload returned no SAS URI")
@@ -420,9 +447,9 @@ class FoundryClient:
             headers={"Content-Type": "application/merge-patch+json"},
             params=params,
         )
-        return DatasetVersion.model_validate(self._json(response))
+        return self._parse(DatasetVersion, response)
 
     def get_dataset(self, name: str, version: str) -> DatasetVersion:
         params = {"api-version": self.datasets_api_version}
         response = self._request("GET", self._datasets_url(name, version), params=params)
-        return DatasetVersion.model_validate(self._json(response))
+        return self._parse(DatasetVersion, response)

@@ -23,6 +23,7 @@ __all__ = [
     "ResultCounts",
     "RunError",
     "TestingCriterion",
+    "sample_error_text",
 ]
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "canceled", "cancelled"})
@@ -36,6 +37,17 @@ class _Wire(BaseModel):
     def __repr__(self) -> str:
         text = super().__repr__()
         return text if len(text) <= 1024 else text[:1000] + "...)"
+
+
+def sample_error_text(sample: Any) -> str | None:
+    """``"CODE: message"`` from a result's ``sample.error`` (a dict, a string or absent), or None."""
+    err = sample.get("error") if isinstance(sample, dict) else None
+    if not err:
+        return None
+    if isinstance(err, dict):
+        parts = [str(p) for p in (err.get("code"), err.get("message")) if p]
+        return ": ".join(parts) or "ERROR: (no message)"
+    return str(err)
 
 
 class TestingCriterion(_Wire):
@@ -126,13 +138,7 @@ class OutputResult(_Wire):
 
     def error_text(self) -> str | None:
         """``"CODE: message"`` from ``sample.error``, or None."""
-        err = (self.sample or {}).get("error") if isinstance(self.sample, dict) else None
-        if not err:
-            return None
-        if isinstance(err, dict):
-            code, message = err.get("code"), err.get("message")
-            return ": ".join(str(p) for p in (code, message) if p) or "ERROR: (no message)"
-        return str(err)
+        return sample_error_text(self.sample)
 
 
 class OutputItem(_Wire):
@@ -160,7 +166,7 @@ class OutputItemPage(_Wire):
 
 class BlobReference(_Wire):
     blob_uri: str = Field(alias="blobUri")
-    credential: dict[str, Any] = Field(default_factory=dict)
+    credential: dict[str, Any] = Field(default_factory=dict, repr=False)  # holds the SAS URL: never shown
 
     @property
     def sas_uri(self) -> str | None:

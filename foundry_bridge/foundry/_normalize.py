@@ -14,6 +14,7 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,7 +22,9 @@ from typing import Any
 from ..mapping.catalog import CATALOG, DOCUMENT_RETRIEVAL
 from ..mapping.plan import CriterionPlan
 from ..results import ResultRow
-from ._models import OutputItem, OutputResult
+from ._models import OutputItem, OutputResult, sample_error_text
+
+logger = logging.getLogger("foundry_bridge.foundry")
 
 __all__ = ["expand_result", "missing_rows", "normalize_item"]
 
@@ -68,18 +71,6 @@ def _docret_metrics() -> list[str]:
 def _row(**fields: Any) -> ResultRow:
     """A ResultRow from values already of the right types (no re-validation: 120k rows per 10k items)."""
     return ResultRow.model_construct(**fields)
-
-
-def _error_text(res: dict[str, Any]) -> str | None:
-    """``"CODE: message"`` from a result's ``sample.error``, or None."""
-    sample = res.get("sample")
-    err = sample.get("error") if isinstance(sample, dict) else None
-    if not err:
-        return None
-    if isinstance(err, dict):
-        parts = [str(p) for p in (err.get("code"), err.get("message")) if p]
-        return ": ".join(parts) or "ERROR: (no message)"
-    return str(err)
 
 
 def _expand_properties(res: dict[str, Any], base: dict[str, Any], error: str | None) -> list[ResultRow]:
@@ -129,7 +120,7 @@ def expand_result(
     """The ResultRows of one result entry (several for document_retrieval's ``properties`` shape)."""
     if isinstance(res, OutputResult):
         res = res.model_dump()
-    error = _error_text(res)
+    error = sample_error_text(res.get("sample"))
     name = str(res.get("name") or "")
     base = {"row": row, "query_id": query_id, "criterion": name, "evaluator": evaluator}
     metric = str(res.get("metric") or name)
@@ -166,6 +157,19 @@ def expand_result(
     ]
 
 
+def _local_row(item: dict[str, Any]) -> int | None:
+    """The 0-based row of an output item inside its run: ``datasource_item_id``, else a numeric ``id`` - 1."""
+    local = item.get("datasource_item_id")
+    if isinstance(local, int) and not isinstance(local, bool):
+        return local if local >= 0 else None
+    if isinstance(local, str) and local.strip().isdigit():
+        return int(local)
+    ident = item.get("id")
+    if isinstance(ident, (int, str)) and not isinstance(ident, bool) and str(ident).strip().isdigit():
+        return int(ident) - 1 if int(ident) >= 1 else None
+    return None
+
+
 def normalize_item(
     item: dict[str, Any] | OutputItem,
     *,
@@ -176,12 +180,16 @@ def normalize_item(
     """Rows for one output item (wire dict or model); ``offset`` is the first dataset row of its run."""
     if isinstance(item, OutputItem):
         item = item.model_dump(by_alias=True)
-    local = item.get("datasource_item_id")
-    if not isinstance(local, int):
-        try:
-            local = int(item.get("id")) - 1  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            local = 0
+    local = _local_row(item)
+    if local is None:
+        # no row to put it on: not row 0 (that would give one row another's scores); the collector reports the
+        # dataset row this item stood for as MISSING_ITEM
+        logger.warning(
+            "output item %r has no usable datasource_item_id (%r): its results are not attributed to a row",
+            item.get("id"),
+            item.get("datasource_item_id"),
+        )
+        return []
     row = offset + local
     source = item.get("datasource_item")
     query_id = source.get("query_id") if isinstance(source, dict) else None

@@ -30,6 +30,7 @@ class PageIterator(Generic[T]):
         self._extract = extract
         self.continuation_token: str | None = continuation_token
         self._finished = False
+        self._seen: set[str] = set() if continuation_token is None else {continuation_token}
 
     def __iter__(self) -> Iterator[list[T]]:
         return self
@@ -40,10 +41,13 @@ class PageIterator(Generic[T]):
         used = self.continuation_token
         page = self._fetch(used)
         next_token, items = self._extract(page)
-        if next_token is not None and next_token == used:
+        if next_token is not None and next_token in self._seen:
             raise BackendError(
-                f"pagination did not advance: the cursor stayed at {used!r}; stopping instead of looping forever"
+                f"pagination did not advance: the cursor {next_token!r} came back after "
+                f"{len(self._seen)} page(s); stopping instead of looping forever"
             )
+        if next_token is not None:
+            self._seen.add(next_token)
         self.continuation_token = next_token
         if next_token is None:
             self._finished = True

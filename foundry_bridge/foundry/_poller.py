@@ -20,7 +20,7 @@ from ._models import EvalRun
 if TYPE_CHECKING:
     from ._client import FoundryClient
 
-__all__ = ["RunPoller", "decode_token", "encode_token"]
+__all__ = ["MIN_POLL_INTERVAL", "RunPoller", "decode_token", "encode_token"]
 
 _TOKEN_VERSION = 1
 
@@ -38,6 +38,10 @@ def decode_token(token: str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("v") != _TOKEN_VERSION or "run_id" not in data:
         raise BackendError("not a foundry_bridge run continuation token (unknown version or fields)")
     return data
+
+
+# The shortest wait between two polls of a run (a configured interval of 0 would poll in a tight loop).
+MIN_POLL_INTERVAL = 0.01
 
 
 class RunPoller:
@@ -100,7 +104,7 @@ class RunPoller:
         """Poll until terminal or until ``timeout`` seconds (wall clock plus time slept) have passed."""
         start = time.monotonic()
         slept = 0.0
-        interval = self._interval
+        interval = max(self._interval, MIN_POLL_INTERVAL)  # never a busy loop, whatever the configuration
         if self._run is None or not self._run.done:
             self._update()
         while not self.done():
@@ -110,7 +114,7 @@ class RunPoller:
             delay = interval if timeout is None else min(interval, max(0.0, timeout - elapsed))
             self._client.sleep(delay)
             slept += delay
-            interval = min(self._max_interval, interval * self._backoff)
+            interval = max(MIN_POLL_INTERVAL, min(self._max_interval, interval * self._backoff))
             self._update()
 
     def result(self, timeout: float | None = None) -> EvalRun:

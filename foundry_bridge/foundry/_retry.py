@@ -18,7 +18,8 @@ import httpx
 
 __all__ = ["RETRY_STATUSES", "RetryPolicy", "parse_retry_after"]
 
-RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504}) | frozenset(range(500, 600))
+# 5xx are transient, except 501 Not Implemented and 505 HTTP Version Not Supported: asking again changes nothing
+RETRY_STATUSES = frozenset({408, 409, 429}) | (frozenset(range(500, 600)) - {501, 505})
 
 
 def parse_retry_after(headers: httpx.Headers, *, now: Callable[[], float] = time.time) -> float | None:
