@@ -250,3 +250,19 @@ def test_trec_responses_join_and_context_type(tmp_path: Path) -> None:
     (tmp_path / "responses.jsonl").write_text(json.dumps({"query_id": "7", "context": ["a", "b"]}) + "\n")
     with pytest.raises(DatasetError, match=r"responses.jsonl:1: context: context must be a string, got list"):
         list(read_records(tmp_path, m))
+
+
+def test_trec_keeps_queries_only_in_qrels_or_only_in_responses(tmp_path: Path) -> None:
+    (tmp_path / "run.txt").write_text("1 Q0 a 1 2.0 t\n")
+    (tmp_path / "qrels.txt").write_text("1 0 a 1\nj 0 b 2\n")  # j: judged, nothing retrieved
+    (tmp_path / "responses.jsonl").write_text(json.dumps({"query_id": "r", "response": "only here"}) + "\n")
+    m = Mapping.model_validate(
+        {"dataset": {"format": "trec", "trec": {"queries": None, "responses": "responses.jsonl"}}}
+    )
+    records = {r.query_id: r for r in read_records(tmp_path, m)}
+    assert list(records) == ["1", "j", "r"]
+    j = records["j"]
+    assert (j.retrieved_documents, j.kind, j.kind_source, j.line) == ([], "positive", "labels", None)
+    assert [(g.document_id, g.query_relevance_label) for g in j.retrieval_ground_truth] == [("b", 2)]
+    r = records["r"]
+    assert (r.response, r.retrieved_documents, r.retrieval_ground_truth) == ("only here", [], None)

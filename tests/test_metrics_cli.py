@@ -409,3 +409,29 @@ def test_per_query_json_large_values() -> None:
     for values in ([0.5, float("nan"), 1 / 3], [1e17, float("nan"), 2.5e-9]):
         r = result(values)
         assert r.per_query_json() == orjson.dumps(r.per_query)
+
+
+def test_trec_folder_and_qrels_run_agree_when_a_query_is_only_judged(tmp_path: Path) -> None:
+    (tmp_path / "run.txt").write_text("1 Q0 a 1 3.0 t\n1 Q0 b 2 2.0 t\n2 Q0 c 1 1.0 t\n2 Q0 d 2 0.5 t\n")
+    # query 3 is judged but the system returned nothing for it: rr 0 and recall 0 (trec_eval -c), not dropped
+    (tmp_path / "qrels.txt").write_text("1 0 b 1\n2 0 c 2\n3 0 e 1\n")
+    (tmp_path / "queries.tsv").write_text("1\tone\n2\ttwo\n")  # query 3 only in the qrels
+    (tmp_path / "responses.jsonl").write_text("")
+    mapping = Path(__file__).resolve().parents[1] / "mappings" / "trec.yaml"
+    code, out, raw = invoke(["metrics", str(tmp_path), "--mapping", str(mapping)])
+    assert code == 0, out
+    folder = orjson.loads(raw)
+    code, out, raw = invoke(["metrics", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt")])
+    assert code == 0, out
+    files = orjson.loads(raw)
+    by_folder = {row["query_id"]: row for row in folder["per_query"]}
+    by_files = {row["query_id"]: row for row in files["per_query"]}
+    assert set(by_folder) == set(by_files) == {"1", "2", "3"}
+    keys = [k for k in by_files["1"] if k.startswith(("rr@", "recall@")) and k in by_folder["1"]]
+    assert keys
+    for qid in ("1", "2", "3"):
+        assert {k: by_folder[qid][k] for k in keys} == {k: by_files[qid][k] for k in keys}, qid
+    assert by_folder["3"]["rr@10"] == 0.0 and by_folder["1"]["rr@10"] == 0.5  # by hand: b at rank 2
+    mrr = (0.5 + 1.0 + 0.0) / 3
+    assert folder["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
+    assert files["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)

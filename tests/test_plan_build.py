@@ -163,3 +163,38 @@ def test_label_range_from_mapping_unless_given() -> None:
         }
     )
     assert build_plan([], m).criteria[0].init == {"ground_truth_label_max": 9, "ground_truth_label_min": 1}
+
+
+def _init_mapping(init: dict[str, object], evaluator: str = "builtin.document_retrieval") -> Mapping:
+    return Mapping.model_validate({"evaluators": [{"evaluator": evaluator, "init": init}]})
+
+
+def test_a_lone_env_reference_takes_the_catalog_type_of_its_parameter() -> None:
+    m = _init_mapping({"ground_truth_label_max": "${LMAX:-3}", "ndcg_threshold": "${NDCG}"})
+    plan = build_plan([], m, environ={"NDCG": "0.25"})
+    init = plan.eval_body["testing_criteria"][0]["initialization_parameters"]
+    assert init["ground_truth_label_max"] == 3 and type(init["ground_truth_label_max"]) is int
+    assert init["ndcg_threshold"] == 0.25 and type(init["ndcg_threshold"]) is float
+    assert build_plan([], m, environ={"LMAX": "5", "NDCG": "1"}).criteria[0].init["ground_truth_label_max"] == 5
+    judge = _init_mapping({"deployment_name": "${DEP:-gpt}", "threshold": "${T:-3}"}, "builtin.relevance")
+    assert build_plan([], judge, environ={}).criteria[0].init == {"deployment_name": "gpt", "threshold": 3.0}
+    # a string parameter keeps the text, even when it looks like a number
+    assert build_plan([], judge, environ={"DEP": "42"}).criteria[0].init["deployment_name"] == "42"
+
+
+@pytest.mark.parametrize(
+    ("init", "env", "message"),
+    [
+        ({"ground_truth_label_max": "${LMAX:-3}"}, {"LMAX": "3.5"}, "expands to '3.5', which is not an integer"),
+        ({"ground_truth_label_max": "${LMAX}"}, {"LMAX": "three"}, "which is not an integer"),
+        ({"ground_truth_label_max": "3"}, {}, "ground_truth_label_max must be an integer, got str '3'"),
+        ({"ground_truth_label_max": 3.0}, {}, "must be an integer, got float 3.0"),
+        ({"ndcg_threshold": True}, {}, "ndcg_threshold must be a number, got bool True"),
+        ({"ndcg_threshold": "x ${N:-1}"}, {}, "must be a number, got str 'x 1'"),
+    ],
+)
+def test_init_values_of_the_wrong_type_are_refused(init: dict[str, object], env: dict[str, str], message: str) -> None:
+    with pytest.raises(MappingError, match=message.replace("(", r"\(")) as info:
+        build_plan([], _init_mapping(init), environ=env)
+    assert info.value.field == f"evaluators[0].init.{next(iter(init))}"
+    assert info.value.hint

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from report_helpers import write_run
 
 from foundry_bridge.cli import cli
-from foundry_bridge.report import build_report, render_html, render_markdown
+from foundry_bridge.errors import InputError
+from foundry_bridge.report import build_report, render_html, render_markdown, write_labelling_queue
 from foundry_bridge.report._html import histogram_svg
 
 INJECTED = "<script>document.documentElement.setAttribute('data-pwned','1')</script> | pipe `tick` **bold**"
@@ -135,3 +136,43 @@ def test_a_run_whose_judge_scores_all_errored_cannot_look_green(tmp_path: Path) 
     assert cells[:6] == ["relevance", "**0/11**", "11", "0", "–", "–"]
     # with every relevance verdict missing, no positive query that reached generation can be called ok
     assert {q.stage for q in rep.queries if q.kind == "positive"} <= {"search", "assembly", "generation", "unknown"}
+
+
+@pytest.mark.parametrize(
+    ("url", "link"),
+    [
+        ("https://ai.azure.com/r/run_1", True),
+        ("HTTP://example.test/a(b)", True),
+        ("javascript:alert(1)", False),
+        ("data:text/html,<b>x</b>", False),
+        ("/relative/path", False),
+        ("https://ai.azure.com/r/x y", False),
+    ],
+)
+def test_markdown_links_only_http_report_urls(report, url: str, link: bool) -> None:
+    prov = report.provenance.model_copy(update={"report_url": url})
+    md = render_markdown(report.model_copy(update={"provenance": prov}))
+    meta = next(line for line in md.splitlines() if "Foundry report" in line)
+    assert ("[Foundry report](" in meta) is link
+    if link:
+        target = meta.split("[Foundry report](", 1)[1].split(")", 1)[0]
+        assert target == url.replace("(", "%28").replace(")", "%29")
+    else:
+        assert f"Foundry report `{url}`" in meta
+
+
+def test_qrels_queue_refuses_ids_with_whitespace(report, tmp_path: Path) -> None:
+    hole = report.labelling_queue[0]
+    bad = hole.model_copy(update={"document_id": "doc with space"})
+    broken = report.model_copy(update={"labelling_queue": [bad, *report.labelling_queue[1:]]})
+    queue = tmp_path / "label.txt"
+    with pytest.raises(InputError, match=r"qrels line cannot hold .*document id 'doc with space'") as info:
+        write_labelling_queue(broken, queue)
+    assert "jsonl" in (info.value.hint or "").lower()
+    assert not queue.exists()  # nothing half-written
+    jsonl = tmp_path / "label.jsonl"
+    assert write_labelling_queue(broken, jsonl) >= 1
+    assert json.loads(jsonl.read_text().splitlines()[0])["document_id"] == "doc with space"
+    # the unchanged report writes qrels lines of exactly 4 columns
+    write_labelling_queue(report, queue)
+    assert all(len(line.split()) == 4 for line in queue.read_text().splitlines())

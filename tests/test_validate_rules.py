@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from foundry_bridge.mapping import validate
+from foundry_bridge.dataset import read_records
+from foundry_bridge.errors import DatasetError
+from foundry_bridge.mapping import load_mapping, validate
 from foundry_bridge.mapping.validator import MAX_DOCUMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -631,4 +633,96 @@ def test_kind_with_wrong_case_and_missing_query_id(tmp_path: Path) -> None:
     assert _found(validate(data)) == [
         f"error: {data}:1: kind: kind must be 'positive' or 'negative', got 'Positive' (fix: did you mean 'positive'?)",
         f"error: {data}:2: query_id: query id is missing (fix: did you mean 'queryid'? (set dataset.fields.query_id))",
+    ]
+
+
+def _trec_with_responses(tmp_path: Path, responses: str) -> Path:
+    (tmp_path / "run.txt").write_text("1 Q0 a 1 0.9 t\n2 Q0 a 1 0.9 t\n")
+    (tmp_path / "qrels.txt").write_text("1 0 a 1\n2 0 a 1\n3 0 a 1\n")  # 3: judged, nothing retrieved
+    (tmp_path / "queries.tsv").write_text("1\tone\n2\ttwo\n3\tthree\n")
+    (tmp_path / "responses.jsonl").write_text(responses)
+    return _mapping(
+        tmp_path,
+        "dataset: {format: trec, trec: {responses: responses.jsonl}}\n"
+        f"evaluators:\n  - evaluator: builtin.groundedness\n    init: {{{JUDGE}}}\n",
+    )
+
+
+def test_trec_missing_response_fields_are_reported_in_the_responses_file(tmp_path: Path) -> None:
+    rows = [{"query_id": "1", "context": "c", "response": "r"}, {"query_id": "2", "context": "c"}]
+    m = _trec_with_responses(tmp_path, "".join(json.dumps(r) + "\n" for r in rows))
+    responses = tmp_path / "responses.jsonl"
+    found = [p for p in validate(tmp_path, mapping=m).problems if p.code == "missing_input"]
+    # query 2's responses row (line 2) lacks `response`; query 3 has no responses row and no run line (judged
+    # only), so no line at all (never 0)
+    assert sorted((p.line or 0, p.file, p.line, p.field) for p in found) == [
+        (0, str(responses), None, "response"),
+        (2, str(responses), 2, "response"),
+    ]
+    by_line = {p.line: p.message for p in found}
+    assert "no responses row" not in by_line[2]
+    assert by_line[None].endswith("; no responses row for query '3'")
+
+
+def test_trec_bad_kind_in_responses_is_reported(tmp_path: Path) -> None:
+    row = {"query_id": "1", "context": "c", "response": "r", "kind": "negtive"}
+    m = _trec_with_responses(tmp_path, json.dumps(row) + "\n")
+    responses = tmp_path / "responses.jsonl"
+    bad = [p for p in validate(tmp_path, mapping=m).problems if p.code == "bad_kind"]
+    assert [(p.file, p.line, p.field, p.hint) for p in bad] == [(str(responses), 1, "kind", "did you mean 'negative'?")]
+    with pytest.raises(DatasetError, match=r"responses.jsonl:1: kind: kind must be 'positive' or 'negative'"):
+        list(read_records(tmp_path, load_mapping(m)))
+
+
+def _label4(tmp_path: Path) -> Path:
+    return _data(tmp_path, _row(retrieval_ground_truth=[{"document_id": "a", "query_relevance_label": 4}]))
+
+
+def test_lone_env_reference_in_a_label_bound_is_an_integer_and_checked(tmp_path: Path) -> None:
+    m = _mapping(
+        tmp_path,
+        "evaluators:\n  - evaluator: builtin.document_retrieval\n    init: {ground_truth_label_max: '${LMAX:-3}'}\n",
+    )
+    data = _label4(tmp_path)
+    # the plan sends the integer 3, so label 4 is above it (the string "3" used to skip the range check silently)
+    assert [p.code for p in validate(data, mapping=m, environ={}).problems] == ["label_out_of_range"]
+    assert validate(data, mapping=m, environ={"LMAX": "4"}).problems == []
+
+
+@pytest.mark.parametrize(
+    ("init", "expected"),
+    [
+        (
+            "{ground_truth_label_max: '3'}",
+            "evaluators[0].init.ground_truth_label_max: ground_truth_label_max must be an integer, got str '3' "
+            "(fix: write it without quotes, e.g. 3 (a ${VAR} alone is converted))",
+        ),
+        (
+            "{ground_truth_label_max: '${LMAX:-x}'}",
+            "evaluators[0].init.ground_truth_label_max: ${LMAX:-x} expands to 'x', which is not an integer "
+            "(fix: set the variable (or the default after :-) to an integer, e.g. 3 (no decimal point))",
+        ),
+        (
+            "{ground_truth_label_min: 0.0}",
+            "evaluators[0].init.ground_truth_label_min: ground_truth_label_min must be an integer, got float 0.0 "
+            "(fix: write a whole number, e.g. 0)",
+        ),
+        (
+            "{ndcg_threshold: true}",
+            "evaluators[0].init.ndcg_threshold: ndcg_threshold must be a number, got bool True (fix: write a number)",
+        ),
+    ],
+)
+def test_init_value_of_the_wrong_catalog_type(tmp_path: Path, init: str, expected: str) -> None:
+    m = _mapping(tmp_path, f"evaluators:\n  - evaluator: builtin.document_retrieval\n    init: {init}\n")
+    report = validate(_data(tmp_path, _row()), mapping=m, environ={})
+    # one error at the init line; a rejected label bound leaves the range unknown, so labels are not checked against
+    # a guess (no cascade of label errors)
+    assert _found(report) == [f"error: {m}:3: {expected}"]
+
+
+def test_deployment_name_must_be_a_string(tmp_path: Path) -> None:
+    m = _mapping(tmp_path, "evaluators:\n  - evaluator: builtin.relevance\n    init: {deployment_name: 4}\n")
+    assert [(p.code, p.field) for p in validate(_data(tmp_path, _row()), mapping=m).problems] == [
+        ("bad_init_type", "evaluators[0].init.deployment_name")
     ]

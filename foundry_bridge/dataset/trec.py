@@ -2,9 +2,11 @@
 and optional responses (JSONL joined by query id), turned into the same ``QueryRecord``s as JSONL input.
 
 Run order follows trec_eval, which ignores the rank column: score descending, ties broken by document id in
-descending string order. Queries come out in the order of their first line in the run file, then queries that
-appear only in the queries file (with no retrieved documents). The files are loaded into memory (TREC runs are
-grouped by query in practice, but nothing guarantees it); only JSONL input streams.
+descending string order. Every query any file names becomes a record: first in the order of their first line in
+the run file, then queries only in the qrels (judged, nothing retrieved: an empty ranking, as trec_eval -c), then
+those only in the queries file, then those only in the responses file (all with no retrieved documents). The files
+are loaded into memory (TREC runs are grouped by query in practice, but nothing guarantees it); only JSONL input
+streams.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from ..mapping.catalog import did_you_mean
 from ..mapping.model import Mapping
 from .parse import MISSING, compile_path, get_path
 from .problems import Problem
@@ -54,10 +57,12 @@ def read_trec(
     *,
     relevance_threshold: int | None = None,
     problems: list[Problem] | None = None,
+    response_lines: dict[str, int] | None = None,
 ) -> Iterator[QueryRecord]:
     """Records from the TREC files named in ``mapping.dataset.trec``, relative to ``directory``.
 
     With ``problems`` given, problems are appended and bad lines skipped; otherwise the first raises DatasetError.
+    ``response_lines``, if given, is filled with query id → line of its responses row (validation's locations).
     """
     base = Path(directory)
     files = mapping.dataset.trec
@@ -133,8 +138,12 @@ def read_trec(
     responses: dict[str, dict[str, Any]] = {}
     if files.responses:
         responses = _read_responses(base / files.responses, mapping, sink)
+        if response_lines is not None:
+            response_lines.update((qid, entry["line"]) for qid, entry in responses.items())
 
-    order = list(runs) + [q for q in queries if q not in runs]
+    # every query any file names, none silently lost: run order first (as trec_eval), then judged queries the
+    # system returned nothing for (an empty ranking, like trec_eval -c), then queries known only by text or response
+    order = list(dict.fromkeys([*runs, *qrels, *queries, *responses]))
     rebuild = mapping.context.source == "rebuilt_from_documents"
     for qid in order:
         ranked = sorted(runs.get(qid, []), reverse=True)  # score desc, then docid desc: trec_eval's order
@@ -171,7 +180,10 @@ def read_trec(
 
 
 def _read_responses(path: Path, mapping: Mapping, sink: _Sink) -> dict[str, dict[str, Any]]:
-    """query id → {context, response, ground_truth, kind, query, extra} from a JSONL file."""
+    """query id → {line, context, response, ground_truth, kind, query, extra} from a JSONL file.
+
+    A ``kind`` other than positive/negative is reported (``bad_kind``) and left out, so kind is derived.
+    """
     f = mapping.dataset.fields
     paths = {
         name: compile_path(p)
@@ -187,6 +199,7 @@ def _read_responses(path: Path, mapping: Mapping, sink: _Sink) -> dict[str, dict
     p_qid = compile_path(f.query_id)
     p_extra = {name: compile_path(p) for name, p in f.extra.items()}
     out: dict[str, dict[str, Any]] = {}
+    kinds = ("positive", "negative")
     for lineno, text in _open_lines(path, sink, "responses"):
         try:
             row = orjson.loads(text)
@@ -199,10 +212,24 @@ def _read_responses(path: Path, mapping: Mapping, sink: _Sink) -> dict[str, dict
         if not isinstance(qid, str):
             sink.error("missing_query_id", "query id is missing", str(path), lineno, f.query_id)
             continue
-        entry: dict[str, Any] = {}
+        entry: dict[str, Any] = {"line": lineno}
         for name, p in paths.items():
             value = get_path(row, p)
             if value is MISSING:
+                continue
+            if name == "kind":
+                if value is not None and value not in kinds:
+                    guess = did_you_mean(str(value), list(kinds))
+                    sink.error(
+                        "bad_kind",
+                        f"kind must be 'positive' or 'negative', got {value!r}",
+                        str(path),
+                        lineno,
+                        f.kind or "kind",
+                        f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels",
+                    )
+                elif value is not None:
+                    entry[name] = value
                 continue
             if value is not None and not isinstance(value, str):
                 code = "context_not_string" if name == "context" else "not_a_string"

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import MappingError
 from .catalog import INPUT_TYPE_SCHEMAS, did_you_mean, get_evaluator
-from .loader import expand_env
+from .loader import expand_param, param_type_problem
 from .model import Mapping
 from .plan import CriterionPlan, Plan
 
@@ -86,7 +86,14 @@ def build_criteria(mapping: Mapping, *, environ: TMapping[str, str] | None = Non
                     field=f"{where}.inputs.{key}",
                     hint=f"did you mean {guess!r}?" if guess else f"inputs: {', '.join(spec.input_names)}",
                 )
-        init = dict(expand_env(entry.init, environ=dict(environ) if environ is not None else None, where=where))
+        env = dict(environ) if environ is not None else None
+        init: dict[str, Any] = {}
+        for key, value in entry.init.items():
+            ptype = spec.param(key).type if key in spec.param_names else None
+            init[key] = expand_param(value, ptype, environ=env, where=f"{where}.init.{key}")
+            problem = param_type_problem(init[key], ptype)
+            if problem is not None:
+                raise MappingError(f"{key} {problem[0]}", field=f"{where}.init.{key}", hint=problem[1])
         for param, default in (
             ("ground_truth_label_min", mapping.labels.min),
             ("ground_truth_label_max", mapping.labels.max),

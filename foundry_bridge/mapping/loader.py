@@ -21,7 +21,16 @@ from ..errors import MappingError
 from .catalog import did_you_mean
 from .model import Mapping
 
-__all__ = ["MAPPINGS_PACKAGE_DIR", "expand_env", "load_mapping", "mapping_from_dict", "packaged_mapping_path"]
+__all__ = [
+    "MAPPINGS_PACKAGE_DIR",
+    "ParamTypeError",
+    "expand_env",
+    "expand_param",
+    "load_mapping",
+    "mapping_from_dict",
+    "packaged_mapping_path",
+    "param_type_problem",
+]
 
 MAPPINGS_PACKAGE_DIR = ("resources", "mappings")
 
@@ -173,3 +182,60 @@ def expand_env(value: Any, *, environ: dict[str, str] | None = None, where: str 
     if isinstance(value, list):
         return [expand_env(v, environ=env, where=where) for v in value]
     return value
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string"}
+
+
+class ParamTypeError(MappingError):
+    """A lone ``${VAR}`` for an int/float parameter expanded to text that is not of that type."""
+
+
+def expand_param(
+    value: Any, ptype: type | None, *, environ: dict[str, str] | None = None, where: str | None = None
+) -> Any:
+    """``expand_env`` for one initialization parameter whose catalog type is ``ptype``.
+
+    A string that is exactly one ``${VAR}`` / ``${VAR:-default}`` reference, for an int or float parameter, becomes
+    that type (``"${LMAX:-3}"`` → ``3``); ``MappingError`` if the expanded text does not parse. Anything else is
+    expanded as ``expand_env`` does and keeps its type (``param_type_problem`` judges it).
+    """
+    out = expand_env(value, environ=environ, where=where)
+    if ptype not in (int, float) or not isinstance(value, str) or not _ENV.fullmatch(value) or not isinstance(out, str):
+        return out
+    try:
+        return ptype(out.strip())
+    except ValueError:
+        raise ParamTypeError(
+            f"{value} expands to {out!r}, which is not {_TYPE_NAMES[ptype]}",
+            field=where,
+            hint=f"set the variable (or the default after :-) to {_TYPE_NAMES[ptype]}"
+            + (", e.g. 3 (no decimal point)" if ptype is int else ", e.g. 0.5"),
+        ) from None
+
+
+def param_type_problem(value: Any, ptype: type | None) -> tuple[str, str] | None:
+    """(message, hint) when ``value`` does not fit the catalog type ``ptype`` (int, float or str); None if it does.
+
+    int needs a real integer (not a bool); float accepts an int or a float (not a bool); str needs a string.
+    """
+    if ptype is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif ptype is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif ptype is str:
+        ok = isinstance(value, str)
+    else:
+        return None
+    if ok:
+        return None
+    message = f"must be {_TYPE_NAMES[ptype]}, got {type(value).__name__} {value!r}"
+    if ptype is str:
+        hint = "quote the value"
+    elif isinstance(value, str):
+        hint = f"write it without quotes{', e.g. 3' if ptype is int else ', e.g. 0.5'} (a ${{VAR}} alone is converted)"
+    elif ptype is int and isinstance(value, float):
+        hint = f"write a whole number, e.g. {int(value)}" if value == value and abs(value) != float("inf") else None
+    else:
+        hint = f"write {_TYPE_NAMES[ptype]}"
+    return message, hint or f"write {_TYPE_NAMES[ptype]}"

@@ -23,7 +23,7 @@ from ..dataset.parse import RowParser, compile_path, float_label_problem, get_pa
 from ..dataset.problems import Problem, Severity
 from ..errors import InputError, MappingError
 from .catalog import CATALOG, EvaluatorSpec, did_you_mean
-from .loader import expand_env, load_mapping, packaged_mapping_path
+from .loader import ParamTypeError, expand_param, load_mapping, packaged_mapping_path, param_type_problem
 from .model import Mapping
 
 __all__ = ["MAX_DOCUMENTS", "ValidationReport", "validate", "validate_criteria_file", "validate_dataset"]
@@ -155,7 +155,11 @@ def _check_init(
     report: ValidationReport,
     environ: dict[str, str] | None,
 ) -> dict[str, Any]:
-    """Unknown init params, missing deployment; returns the init with env vars expanded (bad ones dropped)."""
+    """Unknown init params, values of the wrong catalog type, missing deployment.
+
+    Returns the init with env vars expanded (a ``${VAR}`` alone converted to an int/float parameter's type, as the
+    plan does); a value that failed is kept as None.
+    """
     expanded: dict[str, Any] = {}
     for key, value in init.items():
         if key not in spec.param_names:
@@ -173,11 +177,19 @@ def _check_init(
                 )
             )
             continue
+        ptype = spec.param(key).type
         try:
-            expanded[key] = expand_env(value, environ=environ, where=f"{where}.{key}")
+            expanded[key] = expand_param(value, ptype, environ=environ, where=f"{where}.{key}")
         except MappingError as exc:
+            code = "bad_init_type" if isinstance(exc, ParamTypeError) else "env_not_set"
+            report.add(Problem("error", code, exc.message, file, lines((*loc, key)), f"{where}.{key}", exc.hint))
+            expanded[key] = None
+            continue
+        problem = param_type_problem(expanded[key], ptype)
+        if problem is not None:
+            message, hint = problem
             report.add(
-                Problem("error", "env_not_set", exc.message, file, lines((*loc, key)), f"{where}.{key}", exc.hint)
+                Problem("error", "bad_init_type", f"{key} {message}", file, lines((*loc, key)), f"{where}.{key}", hint)
             )
             expanded[key] = None
     if spec.needs_deployment:
@@ -212,17 +224,32 @@ def _check_init(
 def _label_range(
     spec: EvaluatorSpec, init: dict[str, Any], mapping_labels: tuple[int, int] | None
 ) -> tuple[int, int] | None:
-    """The (min, max) label range a criterion with a labels input validates against; None if it has none."""
+    """The (min, max) label range a criterion with a labels input validates against.
+
+    None if it has no labels input, or if a bound was rejected by ``_check_init`` (reported there as an error; kept
+    as None): the range Foundry would use is then unknown, so labels are not range-checked against a guess.
+    """
     if not any(i.type == "labels" for i in spec.inputs):
         return None
-    lo_default, hi_default = mapping_labels if mapping_labels else (None, None)
-    lo = init.get("ground_truth_label_min", lo_default)
-    hi = init.get("ground_truth_label_max", hi_default)
-    if lo is None and "ground_truth_label_min" in spec.param_names:
-        lo = spec.param("ground_truth_label_min").default
-    if hi is None and "ground_truth_label_max" in spec.param_names:
-        hi = spec.param("ground_truth_label_max").default
-    return (int(lo), int(hi)) if isinstance(lo, int) and isinstance(hi, int) else None
+    bounds: list[int] = []
+    for name, fallback in zip(
+        ("ground_truth_label_min", "ground_truth_label_max"), mapping_labels or (None, None), strict=True
+    ):
+        if name in init:
+            value = init[name]
+            if value is None:
+                return None  # rejected and reported by _check_init
+        else:
+            value = fallback
+            if value is None and name in spec.param_names:
+                value = spec.param(name).default
+        if value is None:
+            return None  # the evaluator has no such bound
+        if not isinstance(value, int) or isinstance(value, bool):
+            # _check_init rejects these; reaching here is a bug, never a silent skip
+            raise TypeError(f"{name} {value!r} is not an integer")
+        bounds.append(value)
+    return bounds[0], bounds[1]
 
 
 def _static_label_warnings(c: _Criterion, file: str | None, line: int | None, report: ValidationReport) -> None:
@@ -494,7 +521,7 @@ _BLOOM_PROBES = 8  # bits per id; false candidates stay below 1 in 10,000 datase
 _CHUNK = 1 << 12  # ids hashed into the filter per numpy step (its temporaries: ~1 MB)
 
 # the second pass: given the candidate hashes, yield (query id, line) for every row that may hold one of them
-Rescan = Callable[[set[int]], Iterable[tuple[Any, int]]]
+Rescan = Callable[[set[int]], Iterable[tuple[Any, int | None]]]
 
 
 class _IdFilter:
@@ -582,6 +609,8 @@ class _DataChecker:
         self.kind_labels_field = self.label_checks[0][1] if self.label_checks else "retrieval_ground_truth"
         self.groups = [(c, [[(x, c.fields.get(x)) for x in g] for g in c.spec.input_groups]) for c in criteria]
         self.field_types: dict[str, str] = {}
+        # where a missing item field is reported: (file, line, note) for the current row; None → this file, row line
+        self.locate: Callable[[str, int | None], tuple[str, int | None, str]] | None = None
         order = {"string": 0, "documents": 0, "labels": 0, "string_or_messages": 1, "string_object_or_messages": 2}
         for c in criteria:
             for inp, f in c.fields.items():
@@ -594,7 +623,7 @@ class _DataChecker:
     ) -> None:
         self.report.add(Problem(severity, code, message, self.source, line, field_, hint))
 
-    def query_id(self, qid: Any, line: int) -> None:
+    def query_id(self, qid: Any, line: int | None) -> None:
         if _is_id(qid):
             self.ids.add(hash(str(qid)))
 
@@ -693,7 +722,9 @@ class _DataChecker:
     def _readers(self, f: str) -> list[str]:
         return [f"{c.name}.{inp}" for c in self.criteria for inp, fld in c.fields.items() if fld == f]
 
-    def row(self, item: dict[str, Any], line: int, *, declared_kind: str | None, raw_keys: Iterable[str]) -> None:
+    def row(
+        self, item: dict[str, Any], line: int | None, *, declared_kind: str | None, raw_keys: Iterable[str]
+    ) -> None:
         if len(self.raw_keys) < _MAX_KEYS_KEPT:  # for did-you-mean only; bounded whatever the rows hold
             self.raw_keys.update(raw_keys)
         present = {k for k, v in item.items() if v is not None}
@@ -709,13 +740,14 @@ class _DataChecker:
                 self.deferred_count[f] += 1
                 bucket = self.deferred.setdefault(f, [])
                 if len(bucket) < self.report.max_per_code:
+                    source, at, note = self.locate(f, line) if self.locate else (self.source, line, "")
                     bucket.append(
                         Problem(
                             "error",
                             "missing_input",
-                            f"required input {inp!r} of criterion {c.name!r} is missing (item field {f!r})",
-                            self.source,
-                            line,
+                            f"required input {inp!r} of criterion {c.name!r} is missing (item field {f!r}){note}",
+                            source,
+                            at,
                             f,
                             "fill the field in every row, or drop the evaluator",
                         )
@@ -1191,11 +1223,30 @@ def _validate_trec(
         )
         return
     problems: list[Problem] = []
-    checker = _DataChecker(criteria, report, str(base / mapping.dataset.trec.run), threshold)
+    files = mapping.dataset.trec
+    checker = _DataChecker(criteria, report, str(base / files.run), threshold)
     needed = {f for c in criteria for f in c.fields.values()}
-    for rec in read_trec(base, mapping, relevance_threshold=threshold, problems=problems):
+    response_lines: dict[str, int] = {}
+    # a missing field that only responses.jsonl can hold is reported there; the rest at the query's run line
+    not_responses = {"query_id", "retrieved_documents", "retrieval_ground_truth"} | (
+        {"query"} if files.queries else set()
+    )
+    responses = str(base / files.responses) if files.responses else None
+    qid = ""
+
+    def locate(f: str, line: int | None) -> tuple[str, int | None, str]:
+        if responses is None or f in not_responses:
+            return checker.source, line, ""
+        at = response_lines.get(qid)
+        return responses, at, "" if at is not None else f"; no responses row for query {qid!r}"
+
+    checker.locate = locate
+    for rec in read_trec(
+        base, mapping, relevance_threshold=threshold, problems=problems, response_lines=response_lines
+    ):
         report.rows += 1
-        line = rec.line or 0
+        line = rec.line  # None for a query with no run line (only judged, or only in queries/responses)
+        qid = rec.query_id
         checker.query_id(rec.query_id, line)
         full = rec.item()
         item = {f: full.get(f) for f in needed}
@@ -1207,8 +1258,7 @@ def _validate_trec(
     checker.finish(
         {},
         lambda _: (
-            (rec.query_id, rec.line or 0)
-            for rec in read_trec(base, mapping, relevance_threshold=threshold, problems=[])
+            (rec.query_id, rec.line) for rec in read_trec(base, mapping, relevance_threshold=threshold, problems=[])
         ),
     )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, QueryRow, Report, Section
 
@@ -115,6 +117,21 @@ def _code(text: object) -> str:
     return "`" + str(text).replace("`", "'") + "`"
 
 
+def _report_link(url: str) -> str:
+    """A Markdown link for an http(s) URL only; anything else (javascript:, data:, relative, odd) as code."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.netloc or _has_unsafe(url):
+        return f"Foundry report {_code(url)}"
+    return f"[Foundry report]({url.replace('(', '%28').replace(')', '%29')})"
+
+
+def _has_unsafe(url: str) -> bool:
+    return any(c.isspace() or ord(c) < 32 or ord(c) == 127 or c in "<>`" for c in url)
+
+
 def _failed_metrics(report: Report, q: QueryRow) -> str:
     primary = {m.key for m in report.metrics if m.source == "foundry" and m.primary}
     bits = []
@@ -148,7 +165,7 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
     if prov.run_ids:
         meta.append("run " + ", ".join(_code(r) for r in prov.run_ids))
     if prov.report_url:
-        meta.append(f"[Foundry report]({prov.report_url.replace(')', '%29')})")
+        meta.append(_report_link(prov.report_url))
     out.append(" · ".join(meta))
     out.append("")
     cov = report.coverage
