@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from foundry_bridge.metrics.docret import METRICS  # noqa: E402
+
 STEP = r"""
 import resource, sys, time
 sys.path.insert(0, {root!r})
@@ -72,17 +74,7 @@ print(time.perf_counter() - t, cpu() - c0, resource.getrusage(resource.RUSAGE_SE
 """
 
 
-DOCRET_METRICS = (
-    "ndcg@3",
-    "xdcg@3",
-    "fidelity",
-    "top1_relevance",
-    "top3_max_relevance",
-    "holes",
-    "holes_ratio",
-    "total_retrieved_documents",
-    "total_ground_truth_documents",
-)
+DOCRET_METRICS = METRICS  # the nine document_retrieval metrics, in the catalog's order
 JUDGES = ("retrieval", "groundedness", "relevance")
 
 

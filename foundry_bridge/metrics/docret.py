@@ -22,6 +22,7 @@ from itertools import repeat
 from typing import Any
 
 from foundry_bridge.errors import DatasetError, InputError
+from foundry_bridge.mapping.catalog import DOCUMENT_RETRIEVAL
 
 __all__ = [
     "METRICS",
@@ -34,18 +35,7 @@ __all__ = [
 ]
 
 #: The nine metrics, in the library's key order.
-METRICS: tuple[str, ...] = (
-    "ndcg@3",
-    "xdcg@3",
-    "fidelity",
-    "top1_relevance",
-    "top3_max_relevance",
-    "holes",
-    "holes_ratio",
-    "total_retrieved_documents",
-    "total_ground_truth_documents",
-)
-_LOWER_IS_BETTER = frozenset({"holes", "holes_ratio"})
+METRICS: tuple[str, ...] = tuple(m.name for m in DOCUMENT_RETRIEVAL.metrics)  # the library's key order
 
 _DEFAULTS: dict[str, Any] = {
     "ground_truth_label_min": 0,
