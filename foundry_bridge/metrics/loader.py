@@ -44,6 +44,18 @@ class _Fallback(Exception):
     """The fast reader cannot handle this input: use the records path."""
 
 
+def _classify(kind: Any, qrels: dict[Any, int] | None, threshold: int) -> tuple[str, str]:
+    """(kind, kind_source): declared, else derived from the labels (negative when none reaches the threshold),
+    else positive by convention; an invalid declared kind sends the row to the records path."""
+    if kind is None:
+        if qrels is None:
+            return "positive", "unknown"
+        return ("positive" if any(v >= threshold for v in qrels.values()) else "negative"), "labels"
+    if kind == "positive" or kind == "negative":
+        return kind, "declared"
+    raise _Fallback("kind")
+
+
 # -- the records path (also the fallback) ----------------------------------------------------------------------
 def arrays_from_records(
     records: Iterable[QueryRecord],
@@ -406,17 +418,7 @@ def _top_reader(cfg: _FastConfig, builder: ArraysBuilder, assembly: list[dict[st
             labs = get_labels(row)
             qrels = None if labs is None else {get_lab_id(x): get_lab_value(x) for x in labs}
 
-            kind = get_kind(row)
-            if kind is None:
-                if qrels is None:
-                    kind, kind_source = "positive", "unknown"
-                else:
-                    kind_source = "labels"
-                    kind = "positive" if any(v >= threshold for v in qrels.values()) else "negative"
-            elif kind == "positive" or kind == "negative":
-                kind_source = "declared"
-            else:
-                raise _Fallback("kind")
+            kind, kind_source = _classify(get_kind(row), qrels, threshold)
 
             top = get_docs(row)
             if top is None:
@@ -503,17 +505,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             if qrels and (None in qrels or None in qrels.values()):
                 raise _Fallback("label or label id missing")
 
-            kind = get_kind(row)
-            if kind is None:
-                if qrels is None:
-                    kind, kind_source = "positive", "unknown"
-                else:
-                    kind_source = "labels"
-                    kind = "positive" if any(v >= threshold for v in qrels.values()) else "negative"
-            elif kind == "positive" or kind == "negative":
-                kind_source = "declared"
-            else:
-                raise _Fallback("kind")
+            kind, kind_source = _classify(get_kind(row), qrels, threshold)
 
             raws = get_docs(row)
             if raws:
