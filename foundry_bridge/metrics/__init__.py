@@ -10,8 +10,7 @@ Names are imported lazily from their modules, so ``import foundry_bridge.metrics
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_getattr
 
 _EXPORTS = {
     "ranking_metrics": "ranking",
@@ -29,8 +28,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'foundry_bridge.metrics' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
