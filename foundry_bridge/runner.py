@@ -30,6 +30,7 @@ __all__ = [
     "RunSummary",
     "backend_identity",
     "get_backend",
+    "is_finished",
     "load_plan",
     "read_results",
     "run_evaluation",
@@ -189,8 +190,7 @@ def run_evaluation(
     identity = backend_identity(backend)
     state = _read_state(run_dir)
     same = state is not None and same_run(state, plan, backend.name, identity)
-    finished = same and state is not None and state.get("status") == "completed"
-    if finished and not force and (run_dir / RUN_FILES["results"]).is_file():
+    if not force and state is not None and is_finished(state, run_dir, plan, backend.name, identity):
         rows = read_results(run_dir)
         summary = summarize(rows, plan, run_dir, backend.name)
         summary.reused = True
@@ -301,6 +301,15 @@ def same_run(state: dict[str, Any], plan: Plan, backend: str, identity: dict[str
         and state.get("dataset_sha256") == plan.dataset_sha256
         and state.get("backend") == backend
         and state.get("backend_identity", {}) == identity
+    )
+
+
+def is_finished(state: dict[str, Any], run_dir: Path, plan: Plan, backend: str, identity: dict[str, Any]) -> bool:
+    """Does ``run_dir`` (whose ``state.json`` is ``state``) hold a completed run of this plan, ready to reuse?"""
+    return (
+        state.get("status") == "completed"
+        and same_run(state, plan, backend, identity)
+        and (run_dir / RUN_FILES["results"]).is_file()
     )
 
 

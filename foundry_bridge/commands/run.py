@@ -133,7 +133,7 @@ def _default_out(data: Path, backend: str) -> Path:
 def _finished_twin(data: Path, backend: Any, plan: Any) -> Path | None:
     """An earlier finished run folder under ``runs/`` of the same dataset, plan and backend (same identity)."""
     from .._io import loads
-    from ..runner import backend_identity, same_run
+    from ..runner import backend_identity, is_finished
 
     stem = data.stem if data.is_file() else data.name
     base = Path("runs")
@@ -142,13 +142,13 @@ def _finished_twin(data: Path, backend: Any, plan: Any) -> Path | None:
     identity = backend_identity(backend)
     for folder in sorted(base.glob(f"{stem}-{backend.name}-*"), reverse=True):
         state_path = folder / "state.json"
-        if not (state_path.is_file() and (folder / "results.jsonl").is_file()):
+        if not state_path.is_file():
             continue
         try:
             state = loads(state_path.read_bytes())
         except ValueError:
             continue
-        if state.get("status") == "completed" and same_run(state, plan, backend.name, identity):
+        if is_finished(state, folder, plan, backend.name, identity):
             return folder
     return None
 
