@@ -8,8 +8,6 @@ import numpy as np
 
 from foundry_bridge.dataset.records import GroundTruthLabel, QueryRecord, RetrievedDocument
 
-TREC_DIR_PARTS = ("..", "shared", "reference", "trec_eval")
-
 
 @dataclass
 class Generated:

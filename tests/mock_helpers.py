@@ -8,12 +8,12 @@ from typing import Any
 
 import httpx
 
-from foundry_bridge.mapping.catalog import CATALOG
+from foundry_bridge.catalog import CATALOG
 from foundry_bridge.mock import PROJECT_ENDPOINT, FoundryEmulator
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "benefits" / "rag_eval.jsonl"
-RECORDINGS = ROOT.parent / "shared" / "reference" / "recordings"
+RECORDINGS = ROOT / "tests" / "data" / "reference" / "recordings"
 OPENAI_V1 = PROJECT_ENDPOINT + "/openai/v1"
 
 ITEM_FIELDS = ("query_id", "query", "kind", "context", "response", "ground_truth")

@@ -11,9 +11,8 @@ from click.testing import CliRunner
 
 from foundry_bridge.cli import cli
 
-TREC = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "trec_eval"
+TREC = Path(__file__).resolve().parent / "data" / "reference" / "trec_eval"
 
-pytestmark = pytest.mark.skipif(not TREC.is_dir(), reason="trec_eval reference files not found beside the repo")
 
 # trec_eval measure → (our per-query metric, cutoff parser)
 _MEASURE = re.compile(r"^(recip_rank|P|recall|success|ndcg_cut)(?:_(\d+))?$")

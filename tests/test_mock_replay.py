@@ -1,9 +1,10 @@
 """Replay the requests of real Foundry exchanges against the emulator and compare the responses' shapes.
 
-The recordings (``shared/reference/recordings``) are test-proxy captures of the live service. Each request is
-sent in order to an in-process emulator (recorded ids are swapped for the emulator's), and each response is
-compared with the recorded one: same status code; same keys (a key may be missing on one side only if it is one
-the service itself adds or drops between versions, ``OPTIONAL_KEYS``); same JSON types where both are non-null.
+The recordings (``tests/data/reference/recordings``, copied from the shared reference) are test-proxy captures of
+the live service. Each request is sent in order to an in-process emulator (recorded ids are swapped for the
+emulator's), and each response is compared with the recorded one: same status code; same keys (a key may be missing
+on one side only if it is one the service itself adds or drops between versions, ``OPTIONAL_KEYS``); same JSON types
+where both are non-null.
 Values are not compared: the emulator's scores are stand-ins (see docs/mock.md).
 
 Skipped, with reasons: ``eval_catalog.json`` (the ``/evaluators`` catalog API is not emulated: the catalog is
@@ -54,8 +55,6 @@ FREE_FORM = (
 
 def _load(name: str) -> list[dict[str, Any]]:
     path = RECORDINGS / name
-    if not path.exists():
-        pytest.skip(f"reference recordings not found at {RECORDINGS}")
     return json.loads(path.read_text())["Entries"]
 
 
@@ -176,8 +175,6 @@ def test_the_comparison_can_fail() -> None:
 
 
 def test_every_recording_is_replayed_or_skipped_with_a_reason() -> None:
-    if not RECORDINGS.exists():
-        pytest.skip("reference recordings not found")
     covered = {*EVAL_FLOWS, "datasets_upload.json", "eval_catalog.json"}
     assert {p.name for p in Path(RECORDINGS).glob("*.json")} == covered
 
