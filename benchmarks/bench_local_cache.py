@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from foundry_bridge.catalog import CATALOG  # noqa: E402
 from foundry_bridge.local import LocalBackend  # noqa: E402
 from foundry_bridge.local.fake_judge import FakeAnswer, FakeJudgeServer, JudgeRequest, score_answer  # noqa: E402
-from foundry_bridge.mapping.catalog import CATALOG  # noqa: E402
 from foundry_bridge.mapping.model import Mapping  # noqa: E402
 from foundry_bridge.mapping.plan import CriterionPlan, Plan  # noqa: E402
 from foundry_bridge.runner_protocol import RunContext  # noqa: E402

@@ -7,9 +7,10 @@ this module; adding an evaluator is one entry in ``CATALOG``. Facts come from Fo
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Literal
+
+from ._text import did_you_mean
 
 __all__ = [
     "CATALOG",
@@ -18,7 +19,6 @@ __all__ = [
     "InputSpec",
     "MetricSpec",
     "ParamSpec",
-    "did_you_mean",
     "get_evaluator",
 ]
 
@@ -267,15 +267,6 @@ CATALOG: dict[str, EvaluatorSpec] = {
         ),
     )
 }
-
-
-def did_you_mean(word: str, candidates: list[str] | tuple[str, ...] | set[str]) -> str | None:
-    """The closest candidate to ``word`` (case-insensitive first), or None."""
-    lowered = {c.lower(): c for c in candidates}
-    if word.lower() in lowered:
-        return lowered[word.lower()]
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return close[0] if close else None
 
 
 def get_evaluator(name: str) -> EvaluatorSpec:

@@ -18,8 +18,8 @@ from typing import Any
 
 from . import __version__
 from ._io import dumps, loads, write_json, write_jsonl
+from .catalog import CATALOG
 from .errors import BackendError, UsageError
-from .mapping.catalog import CATALOG
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
 from .runner_protocol import Backend, ProgressCallback, RunContext, no_progress, utc_now

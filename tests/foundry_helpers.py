@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from foundry_bridge.mapping.catalog import DOCUMENT_RETRIEVAL
+from foundry_bridge.catalog import DOCUMENT_RETRIEVAL
 
 ENDPOINT = "https://mock.services.ai.azure.com/api/projects/mock-project"
 TOKEN = "s3cr3t-T0KEN-abcdef0123456789"

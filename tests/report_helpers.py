@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from foundry_bridge._io import write_json, write_jsonl
+from foundry_bridge.catalog import CATALOG
 from foundry_bridge.dataset import QueryRecord, read_records
 from foundry_bridge.mapping import build_plan, load_mapping
-from foundry_bridge.mapping.catalog import CATALOG
 from foundry_bridge.results import RUN_FILES, ResultRow
 
 ROOT = Path(__file__).resolve().parent.parent

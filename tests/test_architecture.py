@@ -9,8 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from foundry_bridge.catalog import CATALOG
 from foundry_bridge.cli import COMMANDS, cli
-from foundry_bridge.mapping.catalog import CATALOG
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "foundry_bridge"
@@ -27,7 +27,7 @@ def test_no_module_but_the_catalog_hard_codes_an_evaluator_name() -> None:
         for lineno, line in enumerate(path.read_text().splitlines(), 1)
         if pattern.search(line)
     ]
-    assert offenders == [], "evaluator names belong in mapping/catalog.py only"
+    assert offenders == [], "evaluator names belong in catalog.py only"
 
 
 def _modules_loaded_by(code: str) -> set[str]:

@@ -16,10 +16,10 @@ from local_helpers import (
     with_criteria,
 )
 
+from foundry_bridge.catalog import CATALOG
 from foundry_bridge.errors import UsageError
 from foundry_bridge.local import LocalBackend
 from foundry_bridge.local.fake_judge import FakeJudgeServer
-from foundry_bridge.mapping.catalog import CATALOG
 from foundry_bridge.runner_protocol import Backend, RunContext
 
 DOCRET_METRICS = [m.name for m in CATALOG["builtin.document_retrieval"].metrics]

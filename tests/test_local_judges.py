@@ -275,7 +275,7 @@ def test_catalog_decides_what_runs(fresh_judge: FakeJudgeServer, tmp_path: Path,
     """A judge added to the catalog runs with no backend change; a class the library lacks gives errored rows."""
     import dataclasses
 
-    from foundry_bridge.mapping.catalog import CATALOG
+    from foundry_bridge.catalog import CATALOG
 
     base = CATALOG["builtin.relevance"]
     monkeypatch.setitem(CATALOG, "builtin.relevance_twin", dataclasses.replace(base, name="builtin.relevance_twin"))

@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from foundry_bridge._io import loads
+from foundry_bridge.catalog import DOCUMENT_RETRIEVAL
 from foundry_bridge.dataset import read_records
 from foundry_bridge.foundry import RunFailedError, StaticTokenCredential
 from foundry_bridge.mapping import build_plan, load_mapping
-from foundry_bridge.mapping.catalog import DOCUMENT_RETRIEVAL
 from foundry_bridge.mapping.plan import Plan
 from foundry_bridge.mock import FaultConfig, FoundryEmulator
 from foundry_bridge.runner import MOCK_ENDPOINT, get_backend, read_results, run_evaluation

@@ -10,11 +10,11 @@ import pytest
 from foundry_helpers import ENDPOINT, TOKEN, FakeFoundry, Fault, RecordingSleep
 
 from foundry_bridge._io import loads
+from foundry_bridge.catalog import DOCUMENT_RETRIEVAL
 from foundry_bridge.dataset import read_records
 from foundry_bridge.errors import BackendError, UsageError
 from foundry_bridge.foundry import FoundryBackend, FoundryClient, RunFailedError, StaticTokenCredential
 from foundry_bridge.mapping import build_plan, load_mapping
-from foundry_bridge.mapping.catalog import DOCUMENT_RETRIEVAL
 from foundry_bridge.mapping.plan import Plan
 from foundry_bridge.results import RUN_FILES
 from foundry_bridge.runner import get_backend, load_plan, read_results, run_evaluation

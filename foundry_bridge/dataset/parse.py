@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..mapping.catalog import did_you_mean
-from ..mapping.model import Mapping
+from .._text import did_you_mean
 from .problems import Problem
 from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
+from .spec import DataSource
 
 __all__ = ["MISSING", "ParsedRow", "RowParser", "compile_path", "float_label_problem", "get_path"]
 
@@ -91,7 +91,7 @@ class RowParser:
 
     def __init__(
         self,
-        mapping: Mapping,
+        mapping: DataSource,
         *,
         source: str | None = None,
         relevance_threshold: int | None = None,

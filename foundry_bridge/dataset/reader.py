@@ -9,17 +9,17 @@ from pathlib import Path
 import orjson
 
 from ..errors import DatasetError
-from ..mapping.model import Mapping
 from .parse import ParsedRow, RowParser
 from .problems import Problem
 from .records import QueryRecord
+from .spec import DataSource
 from .trec import read_trec
 
 __all__ = ["iter_jsonl", "read_records"]
 
 
 def iter_jsonl(
-    path: str | os.PathLike[str], mapping: Mapping, *, relevance_threshold: int | None = None
+    path: str | os.PathLike[str], mapping: DataSource, *, relevance_threshold: int | None = None
 ) -> Iterator[tuple[int, ParsedRow]]:
     """``(line, ParsedRow)`` for every non-blank line; a malformed line gives a row with a ``bad_json`` problem."""
     source = str(path)
@@ -55,7 +55,7 @@ def iter_jsonl(
 
 
 def read_records(
-    path: str | os.PathLike[str], mapping: Mapping, *, relevance_threshold: int | None = None
+    path: str | os.PathLike[str], mapping: DataSource, *, relevance_threshold: int | None = None
 ) -> Iterator[QueryRecord]:
     """Stream the records of a dataset, per ``mapping.dataset.format``.
 

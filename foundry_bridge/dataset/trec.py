@@ -17,11 +17,11 @@ from typing import Any
 
 import orjson
 
-from ..mapping.catalog import did_you_mean
-from ..mapping.model import Mapping
+from .._text import did_you_mean
 from .parse import MISSING, compile_path, get_path
 from .problems import Problem
 from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
+from .spec import DataSource
 
 __all__ = ["read_trec"]
 
@@ -53,7 +53,7 @@ def _open_lines(path: Path, sink: _Sink, what: str) -> Iterator[tuple[int, str]]
 
 def read_trec(
     directory: str | Path,
-    mapping: Mapping,
+    mapping: DataSource,
     *,
     relevance_threshold: int | None = None,
     problems: list[Problem] | None = None,
@@ -179,7 +179,7 @@ def read_trec(
         )
 
 
-def _read_responses(path: Path, mapping: Mapping, sink: _Sink) -> dict[str, dict[str, Any]]:
+def _read_responses(path: Path, mapping: DataSource, sink: _Sink) -> dict[str, dict[str, Any]]:
     """query id → {line, context, response, ground_truth, kind, query, extra} from a JSONL file.
 
     A ``kind`` other than positive/negative is reported (``bad_kind``) and left out, so kind is derived.

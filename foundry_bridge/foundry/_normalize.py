@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..mapping.catalog import CATALOG, DOCUMENT_RETRIEVAL
+from ..catalog import CATALOG, DOCUMENT_RETRIEVAL
 from ..mapping.plan import CriterionPlan
 from ..results import ResultRow
 from ._models import OutputItem, OutputResult, sample_error_text

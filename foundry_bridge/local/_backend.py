@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..catalog import CATALOG, EvaluatorSpec
 from ..errors import UsageError, redact
-from ..mapping.catalog import CATALOG, EvaluatorSpec
 from ..mapping.plan import CriterionPlan, Plan
 from ..results import ResultRow
 from ..runner_protocol import RunContext

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..catalog import EvaluatorSpec
 from ..errors import redact
-from ..mapping.catalog import EvaluatorSpec
 from ..results import ResultRow
 
 __all__ = ["IMPLEMENTATION", "compute_document_retrieval", "docret_rows"]

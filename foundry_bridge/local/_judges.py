@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..catalog import EvaluatorSpec
 from ..errors import redact
-from ..mapping.catalog import EvaluatorSpec
 from ..results import ResultRow
 
 __all__ = [

@@ -1,6 +1,6 @@
-"""Mapping files, the evaluator catalog, the plan builder and the offline validator.
+"""Mapping files, the plan builder and the offline validator (the evaluator catalog is ``foundry_bridge.catalog``).
 
-Names are imported lazily from their modules, so importing the catalog alone stays cheap.
+Names are imported lazily from their modules, so importing one of them stays cheap.
 """
 
 from __future__ import annotations
@@ -8,8 +8,6 @@ from __future__ import annotations
 from .._lazy import lazy_getattr
 
 _EXPORTS = {
-    "CATALOG": "catalog",
-    "get_evaluator": "catalog",
     "Mapping": "model",
     "Plan": "plan",
     "build_criteria": "builder",

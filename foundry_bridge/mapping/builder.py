@@ -17,8 +17,9 @@ from collections.abc import Mapping as TMapping
 from pathlib import Path
 from typing import Any
 
+from .._text import did_you_mean
+from ..catalog import INPUT_TYPE_SCHEMAS, get_evaluator
 from ..errors import MappingError
-from .catalog import INPUT_TYPE_SCHEMAS, did_you_mean, get_evaluator
 from .loader import expand_param, param_type_problem
 from .model import Mapping
 from .plan import CriterionPlan, Plan

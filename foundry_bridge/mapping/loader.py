@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._text import did_you_mean
 from ..errors import MappingError
-from .catalog import did_you_mean
 from .model import Mapping
 
 __all__ = [

@@ -19,10 +19,11 @@ from typing import Any
 
 import orjson
 
+from .._text import did_you_mean
+from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.parse import RowParser, compile_path, float_label_problem, get_path
 from ..dataset.problems import Problem, Severity
 from ..errors import InputError, MappingError
-from .catalog import CATALOG, EvaluatorSpec, did_you_mean
 from .loader import ParamTypeError, expand_param, load_mapping, packaged_mapping_path, param_type_problem
 from .model import Mapping
 

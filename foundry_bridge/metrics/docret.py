@@ -21,8 +21,8 @@ from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
+from foundry_bridge.catalog import DOCUMENT_RETRIEVAL
 from foundry_bridge.errors import DatasetError, InputError
-from foundry_bridge.mapping.catalog import DOCUMENT_RETRIEVAL
 
 __all__ = [
     "METRICS",

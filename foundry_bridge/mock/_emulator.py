@@ -27,8 +27,8 @@ import httpx
 import respx
 
 from .._io import dumps, loads
+from ..catalog import CATALOG, EvaluatorSpec
 from ..errors import redact
-from ..mapping.catalog import CATALOG, EvaluatorSpec
 from ._faults import FaultConfig, FaultInjector
 from ._scoring import (
     DocretShape,

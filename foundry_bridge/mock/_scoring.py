@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..mapping.catalog import EvaluatorSpec, MetricSpec
+from ..catalog import EvaluatorSpec, MetricSpec
 from ..metrics.docret import document_retrieval
 
 __all__ = [

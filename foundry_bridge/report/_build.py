@@ -23,9 +23,9 @@ from pydantic import BaseModel, TypeAdapter
 
 from .. import __version__
 from .._io import loads
+from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.records import QueryRecord
 from ..errors import FoundryBridgeError
-from ..mapping.catalog import CATALOG, EvaluatorSpec
 from ..mapping.plan import Plan
 from ..results import RUN_FILES, ResultRow
 from ._model import (

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
-from ..mapping.catalog import did_you_mean
 from ._build import _gc_paused, build_report
 from ._model import STAGES, Report
 

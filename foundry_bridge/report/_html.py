@@ -11,7 +11,7 @@ import html
 import math
 from collections.abc import Sequence
 
-from ..mapping.catalog import CATALOG
+from ..catalog import CATALOG
 from ._format import fmt_num, fmt_pct
 from ._markdown import negative_rows, summary_metric_keys
 from ._model import STAGES, MetricInfo, QueryRow, Report, Section
