@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import os
@@ -45,11 +46,16 @@ def atomic_open(
 ) -> Iterator[IO[Any]]:
     """Write to a temporary file beside ``path`` and rename it into place only if the block succeeds.
 
-    ``durable`` fsyncs before the rename (off for caches, where a lost entry is only a miss). The file keeps
-    the mode of the file it replaces, else gets the usual mode for a new file; ``private`` keeps it 0600.
+    ``durable`` fsyncs the file before the rename and the folder after it, so a crash leaves either the old
+    file or the whole new one (off for caches, where a lost entry is only a miss). The file keeps the mode of the
+    file it replaces, else gets the usual mode for a new file; ``private`` keeps it 0600. An ``OSError`` (full
+    disk, no permission) propagates with ``filename`` set to ``path``, and no temporary file is left behind.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file stands where a folder of the path should be
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(target.parent)) from None
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, mode) as fh:
@@ -64,10 +70,28 @@ def atomic_open(
                 file_mode = _new_file_mode()
             os.chmod(tmp, file_mode)
         os.replace(tmp, target)
-    except BaseException:
+        if durable:
+            _fsync_dir(target.parent)
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            exc.filename, exc.filename2 = str(target), None  # name the file the user asked for, not the temp
         raise
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where directories cannot be opened, as on Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:

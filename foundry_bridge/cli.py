@@ -12,7 +12,7 @@ import traceback
 
 import click
 
-from .errors import FoundryBridgeError, redact
+from .errors import FoundryBridgeError, describe_os_error, redact
 
 __all__ = ["main"]
 
@@ -74,4 +74,9 @@ def main(argv: list[str] | None = None) -> None:
             click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
         click.echo(f"Error: {redact(str(exc))}", err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a disk, permission or path failure: the path and the OS reason, never a traceback
+        if debug:
+            click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
+        click.echo(f"Error: {redact(describe_os_error(exc))}", err=True)
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

@@ -21,6 +21,7 @@ __all__ = [
     "InputError",
     "MappingError",
     "UsageError",
+    "describe_os_error",
     "located",
     "redact",
 ]
@@ -90,8 +91,11 @@ def located(
 
 
 _SECRET_PATTERNS = [
-    re.compile(r"(?i)(authorization\s*[:=]\s*bearer\s+)[^\s'\",]+"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9\-_.~+/]+=*"),
+    # any Authorization scheme (Bearer, Basic, Digest, SharedKey...): keep the scheme, hide the credentials;
+    # quoted (JSON, reprs) up to the closing quote, as a header line up to the end of the line
+    re.compile(r"(?i)([\"']authorization[\"']\s*:\s*[\"'][A-Za-z][\w-]*\s+)[^\"']+"),
+    re.compile(r"(?i)(\bauthorization\s*[:=]\s*[A-Za-z][\w-]*\s+)[^\r\n]+"),
+    re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9\-_.~+/]+=*"),
     re.compile(
         r"(?i)((?:\b|_)(?:[a-z-]*key|access_token|token|secret|password|sig)\s*[\"']?\s*[:=]\s*[\"']?)"
         r"[^\s'\"&,;}]+"
@@ -101,7 +105,35 @@ _SECRET_PATTERNS = [
 
 
 def redact(text: str) -> str:
-    """Replace bearer tokens, keys and SAS signatures in ``text`` by ``***``."""
+    """Replace credentials in ``text`` by ``***``: every ``Authorization`` scheme's credentials (Bearer, Basic,
+    Digest...), bare ``Bearer``/``Basic`` tokens, ``*key=``/``token``/``secret``/``password``/``sig`` values,
+    connection-string keys and the password of ``scheme://user:password@host``."""
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + "***", text)
     return text
+
+
+_OS_ERROR_HINTS = {
+    "ENOSPC": "free some space or write to another location (--out)",
+    "EDQUOT": "free some space or write to another location (--out)",
+    "EACCES": "choose a location you may write to (--out), or change its permissions",
+    "EPERM": "choose a location you may write to (--out), or change its permissions",
+    "EROFS": "the file system is read-only: write to another location (--out)",
+    "ENOENT": "check the path",
+    "ENOTDIR": "a part of the path is a file, not a folder: choose another path",
+    "EISDIR": "the path is a folder: give a file path",
+    "EEXIST": "remove the file or choose another path",
+    "EMFILE": "too many open files: raise the limit (ulimit -n) or close other programs",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``'<path>': <OS reason> (fix: <hint>)`` for an operating-system error, with no traceback-worthy detail."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    reason = exc.strerror or str(exc)
+    path = exc.filename if exc.filename is not None else None
+    where = f"{path!s}" + (f" -> {exc.filename2!s}" if getattr(exc, "filename2", None) else "") if path else None
+    hint = _OS_ERROR_HINTS.get(name)
+    return located(f"{reason}" + (f" [{name}]" if name else ""), file=where, hint=hint)
