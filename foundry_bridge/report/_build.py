@@ -14,7 +14,7 @@ import math
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -481,11 +481,8 @@ def _params(plan: Plan, stage_k: int | None) -> tuple[Params, dict[str, Evaluato
     return params, specs
 
 
-def _fact(rec: QueryRecord, k: int, relevance_threshold: int) -> _Fact:
+def _fact(rec: QueryRecord, asm: dict[str, Any]) -> _Fact:
     """What the report keeps of one record: ids, kind, text fields, canary, the assembly check's verdict."""
-    from ..metrics import assembly_check
-
-    asm = assembly_check((rec,), k=k, relevance_threshold=relevance_threshold)[0]
     canary = rec.extra.get("canary")
     return (
         rec.query_id,
@@ -501,6 +498,7 @@ def _fact(rec: QueryRecord, k: int, relevance_threshold: int) -> _Fact:
 
 def _local_metrics(run: _RunInput, params: Params) -> _LocalMetrics:
     """Records, read once: local metrics from arrays, the per-query facts kept, the document text dropped."""
+    from ..metrics import assembly_check
     from ..metrics._arrays import from_records
     from ..metrics.negative import negative_report_from_arrays
     from ..metrics.ranking import ranking_from_arrays
@@ -513,7 +511,7 @@ def _local_metrics(run: _RunInput, params: Params) -> _LocalMetrics:
     def records() -> Iterator[QueryRecord]:
         for rec in _iter_records(run.root, run.plan):
             holes_by_query[rec.query_id] = _holes(rec, k_stage, hole_hits)
-            facts.append(_fact(rec, k_stage, rt))
+            facts.append(_fact(rec, assembly_check((rec,), k=k_stage, relevance_threshold=rt)[0]))
             yield rec
 
     stream = records()
@@ -648,7 +646,8 @@ class _QueryInputs:
     scores: dict[str, list[FoundryScore]]
     judges: list[tuple[str, list[FoundryScore] | None]]
     contradictions: set[str]
-    stage_k: int
+    hit: list[float | None] | None  # hit@stage_k, read by stage attribution
+    missing: FoundryScore = field(default_factory=lambda: FoundryScore(status="missing"))
 
 
 def _query_row(i: int, inp: _QueryInputs) -> tuple[dict[str, Any], CanaryFlag | None]:
@@ -658,12 +657,10 @@ def _query_row(i: int, inp: _QueryInputs) -> tuple[dict[str, Any], CanaryFlag | 
     if inp.local.n_rel is not None:
         local["n_rel"] = inp.local.n_rel[i]
     abstained = None if inp.local.abstains[i] < 0 else bool(inp.local.abstains[i])
-    missing = FoundryScore(status="missing")
-    judges = [JudgeVerdict(c, missing if col is None else col[i]) for c, col in inp.judges]
-    hit_column = inp.local.columns.get(f"hit@{inp.stage_k}")
+    judges = [JudgeVerdict(c, inp.missing if col is None else col[i]) for c, col in inp.judges]
     stage, reason = attribute_stage(
         kind=kind,
-        hit=None if hit_column is None else hit_column[i],
+        hit=None if inp.hit is None else inp.hit[i],
         assembly_checked=checked,
         dropped_relevant=dropped,
         has_response=response is not None,
@@ -835,9 +832,9 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
     scores = _score_columns(expected, found, n_rows)
     del found.cells
     neg_lists = _negative_lists(local.negative)
-    inp = _QueryInputs(
-        local, scores, _answer_judges(params, specs, scores), set(neg_lists["contradiction"]), params.stage_k
-    )
+    judges = _answer_judges(params, specs, scores)
+    hit = local.columns.get(f"hit@{params.stage_k}")
+    inp = _QueryInputs(local, scores, judges, set(neg_lists["contradiction"]), hit)
     queries, canaries = _queries(inp)
     del inp, local.columns
     positive = _section("positive", queries, infos, params.nan_policy)
