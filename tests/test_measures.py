@@ -172,10 +172,20 @@ def test_kernel_columns_follow_the_registry() -> None:
             "retrieval_ground_truth": [{"document_id": "a", "query_relevance_label": 1}],
         }
     )
-    result = ranking_metrics([rec], ks=(2,))
-    assert result.metric_keys == [(m @ 2).key for m in COLUMNS]
+    result = ranking_metrics([rec], ks=(2, 5))
+    assert set(result.columns) == {"n_rel"} | {(m @ k).key for m in COLUMNS for k in (2, 5)}  # compute()'s output
+    assert result.metric_keys == [(m @ k).key for k in (2, 5) for m in COLUMNS]
     assert result.per_query[0]["rr@2"] == 0.5  # first relevant at rank 2
     assert result.summary["positive"]["mrr@2"] == 0.5
+    assert [k for k in result.summary["positive"] if k.endswith("@2")] == [
+        "mrr@2",
+        "recall@2",
+        "precision@2",
+        "hit_rate@2",
+        "ndcg@2",
+        "ndcg_exp@2",
+        "distracting@2",
+    ]
 
 
 # -- the CLI commands accept the same spellings ---------------------------------------------------------------------

@@ -12,8 +12,10 @@ Spellings: the name or an alias, case-insensitive (``MRR@10`` = ``mrr@10`` = ``r
 for the cutoff. The text is parsed with ``ast`` and only that shape is accepted; nothing is evaluated.
 
 Definitions (they hold exactly; rank = 1-based position after removing later duplicates; relevant ⇔ label ≥ the
-relevance threshold, a setting of the whole computation; n_rel = relevant qrels documents, retrieved or not):
-see each ``MeasureDef.formula`` below, and ``metrics/ranking.py`` for the kernels.
+relevance threshold, a setting of the whole computation, not a measure parameter; n_rel = relevant qrels documents,
+retrieved or not): each ``MeasureDef.definition`` below (the report's text), and ``metrics/ranking.py`` for the
+kernels. A new local measure: declare it here, compute its column in ``ranking.compute``; the summaries, report
+columns, ``compare`` and ``metrics --measure`` and the help texts follow.
 """
 
 from __future__ import annotations
