@@ -73,8 +73,9 @@ class MeasureDef:
 
     ``definition`` is the one-line text of the report; ``nan_rule`` says when a query's value is undefined (NaN,
     ``null`` in JSON); ``aggregate`` is the name of the mean over queries in the ``metrics`` summary; ``label`` the
-    name in help texts; ``bounds`` the range of a value (``None``: unbounded); ``variants`` name the non-default
-    parameter settings the kernels compute.
+    name in help texts; ``mean_label`` the name of the mean beside the report's column (``MRR``); ``bounds`` the
+    range of a value (``None``: unbounded); ``variants`` name the non-default parameter settings the kernels
+    compute.
     """
 
     name: str
@@ -87,6 +88,7 @@ class MeasureDef:
     params: Mapping[str, Param] = field(default_factory=dict)
     variants: tuple[Variant, ...] = ()
     bounds: tuple[float, float] | None = (0.0, 1.0)
+    mean_label: str | None = None
 
 
 _NO_RELEVANT = "undefined when the query has no relevant label (n_rel = 0)"
@@ -102,6 +104,7 @@ MEASURES: dict[str, MeasureDef] = {
             "mrr",
             "MRR",
             aliases=("mrr",),
+            mean_label="MRR",
         ),
         MeasureDef(
             "recall",
@@ -268,6 +271,10 @@ class Measure:
     @property
     def higher_is_better(self) -> bool:
         return self.spec.higher_is_better
+
+    @property
+    def nan_rule(self) -> str:
+        return self.spec.nan_rule
 
 
 # the kernels' output, in order: for each k, these columns

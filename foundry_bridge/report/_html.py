@@ -240,12 +240,13 @@ def _score_cell(report: Report, q: QueryRow, key: str) -> str:
     return f'<td class="n {cls}" data-v="{v}"{title}>{fmt_num(fs.score)}{mark}</td>'
 
 
+_QUERY_TABLE_MEASURES = ("rr", "recall", "ndcg", "distracting")  # local columns of the per-query table, at stage k
+
+
 def _query_table(report: Report) -> str:
     k = report.params.stage_k
     local_cols = [
-        c
-        for c in (f"rr@{k}", f"recall@{k}", f"ndcg@{k}", f"distracting@{k}")
-        if any(c in q.local for q in report.queries)
+        c for c in (f"{name}@{k}" for name in _QUERY_TABLE_MEASURES) if any(c in q.local for q in report.queries)
     ]
     foundry_cols = [m.key for m in report.metrics if m.source == "foundry" and m.primary]
     head = "".join(

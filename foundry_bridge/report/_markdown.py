@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from ..metrics.measures import column_names
+from ..metrics.measures import column_names, measure_for_key
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, QueryRow, Report, Section
 
@@ -35,8 +35,9 @@ def _section_table(report: Report, section: Section) -> list[str]:
         if agg is None or (info.source == "local" and agg.scored == 0):
             continue  # e.g. rank metrics on negative queries: undefined by definition (no relevant label)
         label = md_escape(info.key)
-        if info.source == "local" and info.key.startswith("rr@"):
-            label += " (mean = MRR)"
+        measure = measure_for_key(info.key) if info.source == "local" else None
+        if measure is not None and measure.spec.mean_label:
+            label += f" (mean = {measure.spec.mean_label})"
         if info.source == "local":
             missing = str(agg.undefined)
             errored = "–"
