@@ -67,6 +67,9 @@ class Variant:
     definition: str
 
 
+_NO_RELEVANT = "undefined when the query has no relevant label (n_rel = 0)"
+
+
 @dataclass(frozen=True)
 class MeasureDef:
     """One local measure, declared once.
@@ -80,18 +83,24 @@ class MeasureDef:
 
     name: str
     definition: str
-    higher_is_better: bool
-    nan_rule: str
-    aggregate: str
-    label: str
+    higher_is_better: bool = True
+    nan_rule: str = _NO_RELEVANT
+    aggregate: str = ""  # default: the name
+    label: str = ""  # default: "{name}@k"
     aliases: tuple[str, ...] = ()
     params: Mapping[str, Param] = field(default_factory=dict)
     variants: tuple[Variant, ...] = ()
     bounds: tuple[float, float] | None = (0.0, 1.0)
     mean_label: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "aggregate", self.aggregate or self.name)
+        object.__setattr__(self, "label", self.label or f"{self.name}@k")
 
-_NO_RELEVANT = "undefined when the query has no relevant label (n_rel = 0)"
+
+_ALWAYS = "always defined (all retrieved top-k documents when none is relevant)"
+_GAIN = Param(str, "linear", ("linear", "exp"), "linear: gain = label; exp: gain = 2^label − 1")
+_IDEAL_ZERO = "undefined when the ideal DCG is 0 (no label > 0); the relevance threshold does not apply"
 
 MEASURES: dict[str, MeasureDef] = {
     d.name: d
@@ -99,57 +108,32 @@ MEASURES: dict[str, MeasureDef] = {
         MeasureDef(
             "rr",
             "1/rank of the first relevant document within the top k, else 0 (mean = MRR)",
-            True,
-            _NO_RELEVANT,
-            "mrr",
-            "MRR",
+            aggregate="mrr",
+            label="MRR",
             aliases=("mrr",),
             mean_label="MRR",
         ),
-        MeasureDef(
-            "recall",
-            "relevant documents in the top k ÷ all relevant documents (n_rel)",
-            True,
-            _NO_RELEVANT,
-            "recall",
-            "recall@k",
-        ),
-        MeasureDef(
-            "precision",
-            "relevant documents in the top k ÷ k",
-            True,
-            _NO_RELEVANT + "; ÷ k also when fewer than k documents were retrieved",
-            "precision",
-            "precision@k",
-        ),
+        MeasureDef("recall", "relevant documents in the top k ÷ all relevant documents (n_rel)"),
+        MeasureDef("precision", "relevant documents in the top k ÷ k"),  # ÷ k also when fewer than k were retrieved
         MeasureDef(
             "hit",
             "1 if any relevant document is in the top k (mean = hit rate)",
-            True,
-            _NO_RELEVANT,
-            "hit_rate",
-            "hit@k",
+            aggregate="hit_rate",
             aliases=("hit_rate",),
         ),
         MeasureDef(
             "distracting",
             "non-relevant documents ranked above the first relevant one within the top k",
-            False,
-            "always defined (all retrieved top-k documents when none is relevant)",
-            "distracting",
-            "distracting@k",
+            higher_is_better=False,
+            nan_rule=_ALWAYS,
             bounds=None,
         ),
         MeasureDef(
             "ndcg",
             "trec_eval ndcg_cut: gain = label, discount 1/log2(rank+1), ideal from all labels",
-            True,
-            "undefined when the ideal DCG is 0 (no label > 0); the relevance threshold does not apply",
-            "ndcg",
-            "NDCG@k",
-            params={
-                "gain": Param(str, "linear", ("linear", "exp"), "linear: gain = label; exp: gain = 2^label − 1"),
-            },
+            nan_rule=_IDEAL_ZERO,
+            label="NDCG@k",
+            params={"gain": _GAIN},
             variants=(Variant((("gain", "exp"),), "ndcg_exp", "as ndcg with gain 2^label − 1"),),
         ),
     )
