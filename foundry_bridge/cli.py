@@ -13,6 +13,7 @@ import traceback
 import click
 
 from .errors import FoundryBridgeError, describe_os_error, redact
+from .metrics.measures import measures_labels
 
 __all__ = ["main"]
 
@@ -20,7 +21,7 @@ __all__ = ["main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("validate", "Check a dataset and a mapping (or hand-written criteria) offline."),
     "plan": ("plan", "Build the Foundry eval-create body and run items from a dataset."),
-    "metrics": ("metrics", "Compute MRR, recall@k, precision@k, hit@k, NDCG@k and the negative-query report."),
+    "metrics": ("metrics", f"Compute {measures_labels()} and the negative-query report."),
     "run": ("run", "Run the evaluation on Foundry (cloud), the emulator (mock) or locally."),
     "report": ("report", "Merge a run's Foundry results with local metrics into one report."),
     "compare": ("compare", "Compare two or more runs over the same queries."),

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from .._io import atomic_open
+from ..metrics.measures import measures_help
 
 __all__ = ["command"]
 
@@ -20,14 +21,21 @@ __all__ = ["command"]
     "significantly or a Foundry metric's coverage drops. See docs/report.md.",
 )
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--metric", "metrics", multiple=True, help="Compare only this metric key (repeatable), e.g. rr@10.")
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    help="Compare only this metric (repeatable): a Foundry metric key (groundedness, document_retrieval/ndcg@3) or "
+    "a local measure in any spelling, e.g. rr@10, MRR@10, ndcg(gain=exp)@10, or ndcg for every k. "
+    f"Local measures: {measures_help()}.",
+)
 @click.option(
     "--fail-on",
     "fail_on",
     multiple=True,
     metavar="[negative:]METRIC[:DELTA]",
-    help="Exit 3 if METRIC got significantly worse by more than DELTA (default 0) on positive queries "
-    "(prefix negative: for negative ones). Repeatable.",
+    help="Exit 3 if METRIC (spelled as for --metric) got significantly worse by more than DELTA (default 0) on "
+    "positive queries (prefix negative: for negative ones). Repeatable.",
 )
 @click.option(
     "--coverage-drop",

@@ -9,8 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import UsageError
+from ..metrics.measures import measures_help, measures_labels
+
+MEASURES_HELP = measures_help()
+MEASURES_LABELS = measures_labels()
 
 if TYPE_CHECKING:
+    from ..metrics.measures import Measure
     from ..metrics.ranking import RankingResult
 
 __all__ = ["command", "compute_metrics", "render_text"]
@@ -26,11 +31,14 @@ def compute_metrics(
     relevance_threshold: int | None = None,
     nan_policy: str | None = None,
     surface_threshold: float | None = None,
+    measures: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The command's whole JSON document: ``params``, ``per_query``, ``summary``, ``negative_report``, ``assembly``.
 
     ``data`` (+ mapping) or ``qrels`` + ``run``; options left ``None``/empty take the mapping's ``metrics``
-    defaults (with ``--qrels/--run`` and no mapping: k=10, threshold 1, propagate).
+    defaults (with ``--qrels/--run`` and no mapping: k=10, threshold 1, propagate). ``measures``
+    (``parse_measure`` spellings, e.g. ``rr@10``, ``ndcg(gain=exp)``): output only these; one without a cutoff is
+    computed at every k, and the cutoffs given extend the k's (only they are used when no k is given).
     """
     doc, result = _compute(
         data,
@@ -41,6 +49,7 @@ def compute_metrics(
         relevance_threshold=relevance_threshold,
         nan_policy=nan_policy,
         surface_threshold=surface_threshold,
+        measures=measures,
     )
     return {"params": doc.pop("params"), "per_query": result.per_query, **doc}
 
@@ -55,13 +64,14 @@ def _compute(
     relevance_threshold: int | None = None,
     nan_policy: str | None = None,
     surface_threshold: float | None = None,
+    measures: tuple[str, ...] = (),
 ) -> tuple[dict[str, Any], RankingResult]:
     """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns."""
     from ..mapping import load_mapping
     from ..mapping.model import LocalMetricsSpec
     from ..metrics.loader import arrays_from_records, load_jsonl, load_trec_files
     from ..metrics.negative import negative_report_from_arrays
-    from ..metrics.ranking import normalize_ks, ranking_from_arrays
+    from ..metrics.ranking import ranking_from_arrays
 
     if data is not None and (qrels or run):
         raise UsageError("give either DATA or --qrels/--run, not both")
@@ -69,10 +79,7 @@ def _compute(
         raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
-    try:
-        ks_ = normalize_ks(ks or spec.k)
-    except ValueError as exc:
-        raise UsageError(f"--k: {exc}") from None
+    chosen, ks_ = _measures_and_ks(measures, ks, spec.k)
     threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
     if threshold < 1:
         raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {threshold}")
@@ -102,7 +109,7 @@ def _compute(
         if mapping_path:
             source["mapping"] = mapping_path
 
-    result = ranking_from_arrays(arrays, ks=ks_, nan_policy=policy)
+    result = ranking_from_arrays(arrays, ks=ks_, nan_policy=policy, measures=chosen)
     negative = negative_report_from_arrays(arrays, k=depth, surface_threshold=surface)
     params = dict(result.params)
     params.update({"surface_threshold": surface, "report_k": depth, "input": source, "queries": arrays.n_queries})
@@ -120,6 +127,25 @@ def _compute(
             "per_query": assembly,
         },
     }, result
+
+
+def _measures_and_ks(
+    measures: tuple[str, ...], ks: tuple[int, ...], default_ks: list[int]
+) -> tuple[tuple[Measure, ...] | None, tuple[int, ...]]:
+    """The ``--measure`` selection at its cutoffs (``None``: every measure) and the k's to compute."""
+    from ..metrics.measures import expand, parse_measure
+    from ..metrics.ranking import normalize_ks
+
+    parsed = [parse_measure(m) for m in measures]
+    base = ks or (default_ks if any(m.cutoff is None for m in parsed) or not parsed else ())
+    try:
+        base_ks = normalize_ks(base) if base else ()
+    except ValueError as exc:
+        raise UsageError(f"--k: {exc}") from None
+    if not parsed:
+        return None, base_ks
+    chosen, cutoffs = expand(parsed, base_ks)
+    return chosen, tuple(sorted({*base_ks, *cutoffs}))
 
 
 def _json_document(doc: dict[str, Any], result: RankingResult) -> bytes:
@@ -180,12 +206,25 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command(name="metrics")
+@click.command(
+    name="metrics",
+    help=f"Compute {MEASURES_LABELS}, the negative-query report and the assembly check.\n\n"
+    "DATA is a dataset read through --mapping (default: the packaged mapping, whose `metrics` section gives the "
+    "defaults), or use --qrels and --run for TREC files ranked as trec_eval ranks them.",
+)
 @click.argument("data", required=False, type=click.Path(dir_okay=True))
 @click.option("--mapping", "mapping_path", type=click.Path(exists=True, dir_okay=False), help="Mapping file.")
 @click.option("--qrels", type=click.Path(exists=True, dir_okay=False), help="TREC qrels file (with --run).")
 @click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False), help="TREC run file (with --qrels).")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, help="Cutoff; repeat for several.")
+@click.option(
+    "--measure",
+    "measures",
+    multiple=True,
+    metavar="MEASURE",
+    help="Output only this measure (repeatable), e.g. rr@10, MRR@10, ndcg(gain=exp)@3; without @k at every --k. "
+    f"Measures: {MEASURES_HELP}.",
+)
 @click.option("--relevance-threshold", type=int, default=None, help="Relevant ⇔ label ≥ this (default 1).")
 @click.option("--nan-policy", type=click.Choice(["propagate", "drop", "zerofill"]), default=None)
 @click.option("--surface-threshold", type=float, default=None, help="A top-k score ≥ this surfaced evidence.")
@@ -202,12 +241,9 @@ def command(
     surface_threshold: float | None,
     fmt: str,
     output: str | None,
+    measures: tuple[str, ...] = (),
 ) -> None:
-    """Compute MRR, recall@k, precision@k, hit@k, NDCG@k, the negative-query report and the assembly check.
-
-    DATA is a dataset read through --mapping (default: the packaged mapping, whose `metrics` section gives the
-    defaults), or use --qrels and --run for TREC files ranked as trec_eval ranks them.
-    """
+    """``foundry-bridge metrics``: see the help text above."""
     from .._io import atomic_open
 
     doc, result = _compute(
@@ -219,6 +255,7 @@ def command(
         relevance_threshold=relevance_threshold,
         nan_policy=nan_policy,
         surface_threshold=surface_threshold,
+        measures=measures,
     )
     payload = _json_document(doc, result) + b"\n" if fmt == "json" else render_text(doc).encode()
     if output:

@@ -7,13 +7,14 @@ from pathlib import Path
 import click
 
 from .._io import atomic_open
+from ..metrics.measures import measures_labels
 
 __all__ = ["command"]
 
 
 @click.command(
     "report",
-    help="Merge a run folder's Foundry results with the local metrics (MRR, recall@k, NDCG, negative-query report, "
+    help=f"Merge a run folder's Foundry results with the local metrics ({measures_labels()}, negative-query report, "
     "stage attribution) into one report: JSON (the model), Markdown (fits a pull-request comment) or one "
     "self-contained HTML file. Positive and negative queries are reported separately; errored and missing judge "
     "scores are counted, never averaged as 0. See docs/report.md.",

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ._arrays import QueryArrays, check_threshold, from_records
+from .measures import COLUMNS, Measure, column_names
 
 if TYPE_CHECKING:
     from ..dataset.records import QueryRecord
@@ -47,17 +48,10 @@ __all__ = [
 
 NanPolicy = Literal["propagate", "drop", "zerofill"]
 NAN_POLICIES: tuple[str, ...] = ("propagate", "drop", "zerofill")
-METRIC_NAMES: tuple[str, ...] = ("rr", "recall", "precision", "hit", "distracting", "ndcg", "ndcg_exp")
-# per-query metric → summary key
-_SUMMARY_NAMES = {
-    "rr": "mrr",
-    "recall": "recall",
-    "precision": "precision",
-    "hit": "hit_rate",
-    "ndcg": "ndcg",
-    "ndcg_exp": "ndcg_exp",
-    "distracting": "distracting",
-}
+# the kernels' columns and summary names, from the measure registry (metrics/measures.py)
+METRIC_NAMES: tuple[str, ...] = column_names()
+# summary order: the higher-is-better measures first, then the lower-is-better ones (distracting)
+_SUMMARY_ORDER: tuple[Measure, ...] = tuple(sorted(COLUMNS, key=lambda m: not m.higher_is_better))
 
 
 def normalize_ks(ks: Iterable[int]) -> tuple[int, ...]:
@@ -134,13 +128,18 @@ def _mean(values: np.ndarray, policy: str) -> float:
 
 
 def summarize(
-    columns: dict[str, np.ndarray], negative: np.ndarray, ks: Sequence[int], nan_policy: str
+    columns: dict[str, np.ndarray],
+    negative: np.ndarray,
+    ks: Sequence[int],
+    nan_policy: str,
+    selected: frozenset[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per-kind means: ``{"positive": {...}, "negative": {...}}`` — the two are never averaged together.
 
     Each holds ``queries``, ``undefined`` (queries with n_rel = 0: rr/recall/precision/hit undefined),
     ``undefined_ndcg`` (ideal DCG = 0), and ``mrr@k``, ``recall@k``, ``precision@k``, ``hit_rate@k``, ``ndcg@k``,
-    ``ndcg_exp@k``, ``distracting@k`` averaged under ``nan_policy`` (NaN → ``None``).
+    ``ndcg_exp@k``, ``distracting@k`` averaged under ``nan_policy`` (NaN → ``None``): each measure's
+    ``aggregate_key``. ``selected``: only these column keys (``rr@10``) are summarized (default: all).
     """
     if nan_policy not in NAN_POLICIES:
         raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
@@ -153,9 +152,12 @@ def summarize(
             "undefined_ndcg": int(np.isnan(columns[f"ndcg@{ks[0]}"][mask]).sum()),
         }
         for k in ks:
-            for name in ("rr", "recall", "precision", "hit", "ndcg", "ndcg_exp", "distracting"):
-                value = _mean(columns[f"{name}@{k}"][mask], nan_policy)
-                block[f"{_SUMMARY_NAMES[name]}@{k}"] = None if math.isnan(value) else value
+            for measure in _SUMMARY_ORDER:
+                at_k = measure @ k
+                if selected is not None and at_k.key not in selected:
+                    continue
+                value = _mean(columns[at_k.key][mask], nan_policy)
+                block[at_k.aggregate_key] = None if math.isnan(value) else value
         out[kind] = block
     return out
 
@@ -165,7 +167,8 @@ class RankingResult:
     """Per-query metric columns, per-kind summary and the parameters that produced them.
 
     ``columns`` maps ``"rr@10"``-style names to float arrays aligned with ``query_ids``; ``per_query`` is the same
-    as a list of dicts (NaN → ``None``), built on first access.
+    as a list of dicts (NaN → ``None``), built on first access. ``selected`` limits the output to these column
+    keys (``metrics --measure``); ``None``: every measure at every k.
     """
 
     query_ids: list[str]
@@ -174,11 +177,13 @@ class RankingResult:
     columns: dict[str, np.ndarray]
     summary: dict[str, dict[str, Any]]
     params: dict[str, Any] = field(default_factory=dict)
+    selected: frozenset[str] | None = None
 
     @property
     def metric_keys(self) -> list[str]:
-        """Per-query metric keys in output order: for each k, the seven metrics."""
-        return [f"{m}@{k}" for k in self.params["ks"] for m in METRIC_NAMES]
+        """Per-query metric keys in output order: for each k, the registry's columns (the selected ones)."""
+        keys = [f"{m}@{k}" for k in self.params["ks"] for m in METRIC_NAMES]
+        return keys if self.selected is None else [key for key in keys if key in self.selected]
 
     @cached_property
     def per_query(self) -> list[dict[str, Any]]:
@@ -220,14 +225,22 @@ class RankingResult:
 
 
 def ranking_from_arrays(
-    arrays: QueryArrays, *, ks: Sequence[int] = (10,), nan_policy: str = "propagate"
+    arrays: QueryArrays,
+    *,
+    ks: Sequence[int] = (10,),
+    nan_policy: str = "propagate",
+    measures: Sequence[Measure] | None = None,
 ) -> RankingResult:
-    """Ranking metrics on prebuilt arrays (the ``metrics`` command's fast path)."""
+    """Ranking metrics on prebuilt arrays (the ``metrics`` command's fast path).
+
+    ``measures``: output only these (each with a cutoff in ``ks``, see ``measures.expand``); default: all.
+    """
     ks = normalize_ks(ks)
+    selected = None if measures is None else frozenset(m.key for m in measures)
     if nan_policy not in NAN_POLICIES:
         raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
     columns = compute(arrays, ks)
-    summary = summarize(columns, arrays.negative, ks, nan_policy)
+    summary = summarize(columns, arrays.negative, ks, nan_policy, selected)
     params = {
         "ks": list(ks),
         "relevance_threshold": arrays.relevance_threshold,
@@ -235,7 +248,7 @@ def ranking_from_arrays(
         "rank": "position in the retrieved list after removing later duplicates (TREC runs: score desc, docid desc)",
         "ndcg_gain": "ndcg: label (every label > 0); ndcg_exp: 2^label - 1",
     }
-    return RankingResult(arrays.query_ids, arrays.kinds, arrays.kind_sources, columns, summary, params)
+    return RankingResult(arrays.query_ids, arrays.kinds, arrays.kind_sources, columns, summary, params, selected)
 
 
 def ranking_metrics(

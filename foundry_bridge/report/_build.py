@@ -14,6 +14,7 @@ import math
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -27,6 +28,7 @@ from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.records import QueryRecord
 from ..errors import FoundryBridgeError
 from ..mapping.plan import Plan
+from ..metrics.measures import measure_for_key
 from ..results import RUN_FILES, ResultRow
 from ._model import (
     STAGES,
@@ -48,16 +50,6 @@ from ._stages import STAGE_RULES, JudgeVerdict, attribute_stage
 
 __all__ = ["ReportError", "build_report", "foundry_key", "load_run"]
 
-_LOCAL_DEFINITIONS = {
-    "rr": "1/rank of the first relevant document within the top k, else 0 (mean = MRR)",
-    "recall": "relevant documents in the top k ÷ all relevant documents (n_rel)",
-    "precision": "relevant documents in the top k ÷ k",
-    "hit": "1 if any relevant document is in the top k (mean = hit rate)",
-    "distracting": "non-relevant documents ranked above the first relevant one within the top k",
-    "ndcg": "trec_eval ndcg_cut: gain = label, discount 1/log2(rank+1), ideal from all labels",
-    "ndcg_exp": "as ndcg with gain 2^label − 1",
-}
-_LOWER_IS_BETTER = {"distracting"}
 _NOT_METRICS = {"query_id", "kind", "kind_source", "n_rel", "row", "line", "source"}
 
 
@@ -214,11 +206,6 @@ def _num(value: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
-def _local_metric_definition(key: str) -> str:
-    name = key.split("@", 1)[0]
-    return _LOCAL_DEFINITIONS.get(name, "")
-
-
 def _answer_evaluators() -> set[str]:
     """Evaluators that judge the response (their inputs include it): derived from the catalog."""
     return {name for name, spec in CATALOG.items() if "response" in spec.input_names}
@@ -351,7 +338,7 @@ def _holes(rec: QueryRecord, k: int, hits: dict[str, list[tuple[int, str]]]) -> 
 
 
 def _labelling_queue(hits: dict[str, list[tuple[int, str]]]) -> list[HoleEntry]:
-    entries = []
+    entries: list[dict[str, Any]] = []
     for doc_id, doc_hits in hits.items():
         ranks = [r for r, _ in doc_hits]
         entries.append(
@@ -409,18 +396,48 @@ def _score_input(cell: tuple[Any, ...] | None, crit_error: str | None, boolean: 
     return {"status": "missing", "reason": reason or "null score and no error", "threshold": threshold}
 
 
-@_gc_paused()
-def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None) -> Report:
-    """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
+_Fact = tuple[str, str, str, str | None, str | None, str | None, list[str], bool]
+_Cell = tuple[Any, ...]  # a result row's (score, passed, label, threshold, reason, error)
 
-    ``records.jsonl`` and ``results.jsonl`` are each read once, a line at a time: records are reduced to the
-    per-query facts the report needs (their document text is not kept), result rows to their scores.
-    """
-    from ..metrics import assembly_check
-    from ..metrics._arrays import check_threshold, from_records
-    from ..metrics.negative import negative_report_from_arrays
-    from ..metrics.ranking import normalize_ks, ranking_from_arrays
 
+@dataclass
+class _RunInput:
+    """The run folder as the report reads it: manifest, plan (its items read only for the fingerprint, if needed)."""
+
+    run_dir: str | os.PathLike[str]
+    root: Path
+    manifest: dict[str, Any]
+    plan: Plan
+    fingerprint: Callable[[], str]
+
+
+@dataclass
+class _LocalMetrics:
+    """One pass over the records: the per-query facts, holes and the local metric columns (NaN → ``None``)."""
+
+    facts: list[_Fact]
+    holes_by_query: dict[str, list[str]]
+    hole_hits: dict[str, list[tuple[int, str]]]
+    keys: list[str]
+    columns: dict[str, list[float | None]]
+    n_rel: list[float] | None
+    abstains: list[int]
+    negative: dict[str, Any]
+
+
+@dataclass
+class _FoundryCells:
+    """One pass over results.jsonl: each (criterion, metric) column of cells and what the pass counted."""
+
+    cells: dict[tuple[str, str], list[_Cell | None]]
+    errors: dict[str, dict[int, str]]
+    observed: dict[str, list[str]]
+    evaluator_of: dict[str, str]
+    n_results: int
+    errored_rows: int
+
+
+def _open_run(run_dir: str | os.PathLike[str]) -> _RunInput:
     root = Path(run_dir)
     manifest, plan_raw = _read_run_files(root, items=False)
     # items.jsonl only feeds the plan fingerprint, and the runner's manifest already holds it: read it if needed
@@ -432,267 +449,334 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
             return plan.fingerprint()
         return _validate_plan(root, {**plan_raw, "items": _read_items(root)}).fingerprint()
 
-    mapping = plan.mapping
-    ms = mapping.metrics
+    return _RunInput(run_dir, root, manifest, plan, fingerprint)
+
+
+def _params(plan: Plan, stage_k: int | None) -> tuple[Params, dict[str, EvaluatorSpec | None]]:
+    """The declared parameters (k's with ``stage_k`` added: stage attribution reads hit@stage_k) and the catalog
+    spec of each criterion."""
+    from ..metrics._arrays import check_threshold
+    from ..metrics.ranking import normalize_ks
+
+    ms = plan.mapping.metrics
     ks = sorted(set(ms.k)) or [10]
     k_stage = stage_k or max(ks)
-    ks = sorted({*ks, k_stage})  # stage attribution reads hit@stage_k
-    rt = ms.relevance_threshold
+    ks = sorted({*ks, k_stage})
     normalize_ks(ks)
-    check_threshold(rt)
-    warnings: list[str] = []
-
+    check_threshold(ms.relevance_threshold)
     thresholds, specs = _thresholds(plan)
     answer_evaluators = _answer_evaluators()
-    answer_criteria = [c.name for c in plan.criteria if c.evaluator in answer_evaluators]
     params = Params(
         k=ks,
         stage_k=k_stage,
-        relevance_threshold=rt,
+        relevance_threshold=ms.relevance_threshold,
         nan_policy=ms.nan_policy,
-        label_min=mapping.labels.min,
-        label_max=mapping.labels.max,
+        label_min=plan.mapping.labels.min,
+        label_max=plan.mapping.labels.max,
         surface_threshold=ms.surface_threshold,
         abstention_phrases=ms.abstention_phrases,
         thresholds=thresholds,
-        answer_criteria=answer_criteria,
+        answer_criteria=[c.name for c in plan.criteria if c.evaluator in answer_evaluators],
+    )
+    return params, specs
+
+
+def _fact(rec: QueryRecord, asm: dict[str, Any]) -> _Fact:
+    """What the report keeps of one record: ids, kind, text fields, canary, the assembly check's verdict."""
+    canary = rec.extra.get("canary")
+    return (
+        rec.query_id,
+        rec.kind,
+        rec.kind_source,
+        rec.query,
+        rec.response,
+        str(canary) if canary not in (None, "", False) else None,
+        [str(d) for d in asm.get("dropped_relevant", []) or []],
+        bool(asm.get("checked", False)) and rec.context is not None,
     )
 
-    # -- records: one pass; local metrics from arrays, the per-query facts kept, the document text dropped ------
-    facts: list[tuple[str, str, str, str | None, str | None, str | None, list[str], bool]] = []
+
+def _local_metrics(run: _RunInput, params: Params) -> _LocalMetrics:
+    """Records, read once: local metrics from arrays, the per-query facts kept, the document text dropped."""
+    from ..metrics import assembly_check
+    from ..metrics._arrays import from_records
+    from ..metrics.negative import negative_report_from_arrays
+    from ..metrics.ranking import ranking_from_arrays
+
+    ms, k_stage, rt = run.plan.mapping.metrics, params.stage_k, params.relevance_threshold
+    facts: list[_Fact] = []
     holes_by_query: dict[str, list[str]] = {}
     hole_hits: dict[str, list[tuple[int, str]]] = defaultdict(list)
 
     def records() -> Iterator[QueryRecord]:
-        for rec in _iter_records(root, plan):
-            asm = assembly_check((rec,), k=k_stage, relevance_threshold=rt)[0]
+        for rec in _iter_records(run.root, run.plan):
             holes_by_query[rec.query_id] = _holes(rec, k_stage, hole_hits)
-            canary = rec.extra.get("canary")
-            facts.append(
-                (
-                    rec.query_id,
-                    rec.kind,
-                    rec.kind_source,
-                    rec.query,
-                    rec.response,
-                    str(canary) if canary not in (None, "", False) else None,
-                    [str(d) for d in asm.get("dropped_relevant", []) or []],
-                    bool(asm.get("checked", False)) and rec.context is not None,
-                )
-            )
+            facts.append(_fact(rec, assembly_check((rec,), k=k_stage, relevance_threshold=rt)[0]))
             yield rec
 
     stream = records()
     first = next(stream, None)
     if first is None:
-        raise ReportError(f"{root}: no query records (records.jsonl missing or empty, and none in plan.json)")
-    arrays = from_records(itertools.chain((first,), stream), ks[-1], rt, abstention_phrases=ms.abstention_phrases)
+        raise ReportError(f"{run.root}: no query records (records.jsonl missing or empty, and none in plan.json)")
+    arrays = from_records(itertools.chain((first,), stream), params.k[-1], rt, abstention_phrases=ms.abstention_phrases)
     del first, stream
-    ranking = ranking_from_arrays(arrays, ks=tuple(ks), nan_policy="propagate")
+    ranking = ranking_from_arrays(arrays, ks=tuple(params.k), nan_policy="propagate")
     if list(ranking.query_ids) != [f[0] for f in facts]:
         raise ReportError("internal: local metrics are not aligned with the records (query ids differ)")
-    neg_report: dict[str, Any] = {}
+    negative: dict[str, Any] = {}
     if bool(arrays.negative.any()):
-        neg_report = dict(negative_report_from_arrays(arrays, k=k_stage, surface_threshold=ms.surface_threshold))
-    local_keys: list[str] = [k for k in ranking.metric_keys if k not in _NOT_METRICS]
-    local_cols = {k: [None if v != v else v for v in ranking.columns[k].tolist()] for k in local_keys}  # NaN → None
+        negative = dict(negative_report_from_arrays(arrays, k=k_stage, surface_threshold=ms.surface_threshold))
+    keys = [k for k in ranking.metric_keys if k not in _NOT_METRICS]
+    columns = {k: [None if v != v else v for v in ranking.columns[k].tolist()] for k in keys}  # NaN → None
     n_rel = [float(v) for v in ranking.columns["n_rel"].tolist()] if "n_rel" in ranking.columns else None
-    abstains = arrays.abstains.tolist()
-    del arrays, ranking
+    return _LocalMetrics(facts, holes_by_query, hole_hits, keys, columns, n_rel, arrays.abstains.tolist(), negative)
 
-    # -- Foundry results: one pass, each row reduced to its score fields ----------------------------------------
-    n_rows = len(facts)
-    cells: dict[tuple[str, str], list[tuple[Any, ...] | None]] = {}
-    crit_errors: dict[str, dict[int, str]] = defaultdict(dict)
-    observed: dict[str, list[str]] = defaultdict(list)
-    crit_evaluator: dict[str, str] = {c.name: c.evaluator for c in plan.criteria}
-    duplicates = out_of_range = n_results = errored_rows = 0
-    for res in _iter_results(root):
-        n_results += 1
+
+def _foundry_cells(run: _RunInput, n_rows: int, warnings: list[str]) -> _FoundryCells:
+    """Foundry results, read once, each row reduced to its score fields; out-of-range rows and duplicates warned."""
+    out = _FoundryCells(
+        {}, defaultdict(dict), defaultdict(list), {c.name: c.evaluator for c in run.plan.criteria}, 0, 0
+    )
+    duplicates = out_of_range = 0
+    for res in _iter_results(run.root):
+        out.n_results += 1
         if res.error is not None:
-            errored_rows += 1
+            out.errored_rows += 1
         if not 0 <= res.row < n_rows:
             out_of_range += 1
             continue
-        crit_evaluator.setdefault(res.criterion, res.evaluator)
-        column = cells.get((res.criterion, res.metric))
+        out.evaluator_of.setdefault(res.criterion, res.evaluator)
+        column = out.cells.get((res.criterion, res.metric))
         if column is None:
-            column = cells[(res.criterion, res.metric)] = [None] * n_rows
-            observed[res.criterion].append(res.metric)
+            column = out.cells[(res.criterion, res.metric)] = [None] * n_rows
+            out.observed[res.criterion].append(res.metric)
         elif column[res.row] is not None:
             duplicates += 1
         column[res.row] = (res.score, res.passed, res.label, res.threshold, res.reason, res.error)
         if res.error is not None:
-            crit_errors[res.criterion].setdefault(res.row, res.error)
+            out.errors[res.criterion].setdefault(res.row, res.error)
     if out_of_range:
         warnings.append(f"{out_of_range} result row(s) point at a dataset row that does not exist: ignored")
     if duplicates:
         warnings.append(f"{duplicates} duplicated result row(s) (same row, criterion, metric): the last one kept")
+    return out
 
-    expected: list[tuple[str, str]] = []  # (criterion, metric)
-    for crit in [*plan.criteria, *[c for c in observed if c not in {p.name for p in plan.criteria}]]:
-        name = crit if isinstance(crit, str) else crit.name
-        spec = specs.get(name) or CATALOG.get(crit_evaluator.get(name, ""))
+
+def _expected(plan: Plan, specs: dict[str, EvaluatorSpec | None], found: _FoundryCells) -> list[tuple[str, str]]:
+    """The (criterion, metric) pairs reported: each planned criterion's primary metric, then what the results hold
+    (criteria the plan does not name come last)."""
+    planned = [c.name for c in plan.criteria]
+    expected: list[tuple[str, str]] = []
+    for name in [*planned, *[c for c in found.observed if c not in set(planned)]]:
+        spec = specs.get(name) or CATALOG.get(found.evaluator_of.get(name, ""))
         metrics = [spec.primary_metric] if spec else []
-        for m in observed.get(name, []):
-            if m not in metrics:
-                metrics.append(m)
+        metrics += [m for m in found.observed.get(name, []) if m not in metrics]
         expected.extend((name, m) for m in metrics)
-    threshold_of = {(t.criterion, t.metric): t for t in thresholds}
+    return expected
 
-    metric_infos: list[MetricInfo] = [
-        MetricInfo(
-            key=k,
-            source="local",
-            metric=k,
-            higher_is_better=k.split("@", 1)[0] not in _LOWER_IS_BETTER,
-            definition=_local_metric_definition(k),
-        )
-        for k in local_keys
+
+def _local_info(key: str) -> MetricInfo:
+    measure = measure_for_key(key)
+    return MetricInfo(
+        key=key,
+        source="local",
+        metric=key,
+        higher_is_better=measure.higher_is_better if measure else True,
+        definition=measure.definition if measure else "",
+    )
+
+
+def _foundry_info(crit_name: str, metric: str, evaluator: str | None, t: CriterionThreshold | None) -> MetricInfo:
+    spec = CATALOG.get(evaluator or "")
+    mspec = None
+    if spec is not None:
+        with contextlib.suppress(KeyError):
+            mspec = spec.metric(metric)
+    return MetricInfo(
+        key=foundry_key(crit_name, metric),
+        source="foundry",
+        criterion=crit_name,
+        evaluator=evaluator,
+        metric=metric,
+        higher_is_better=mspec.higher_is_better if mspec else None,
+        threshold=t.threshold if t else None,
+        primary=spec is None or spec.primary_metric == metric,
+        definition=spec.description if spec else "",
+    )
+
+
+def _metric_infos(
+    local_keys: list[str], expected: list[tuple[str, str]], found: _FoundryCells, params: Params
+) -> list[MetricInfo]:
+    threshold_of = {(t.criterion, t.metric): t for t in params.thresholds}
+    return [_local_info(k) for k in local_keys] + [
+        _foundry_info(c, m, found.evaluator_of.get(c), threshold_of.get((c, m))) for c, m in expected
     ]
-    for crit_name, metric in expected:
-        evaluator = crit_evaluator.get(crit_name)
-        spec = CATALOG.get(evaluator or "")
-        mspec = None
-        if spec is not None:
-            try:
-                mspec = spec.metric(metric)
-            except KeyError:
-                mspec = None
-        t = threshold_of.get((crit_name, metric))
-        metric_infos.append(
-            MetricInfo(
-                key=foundry_key(crit_name, metric),
-                source="foundry",
-                criterion=crit_name,
-                evaluator=evaluator,
-                metric=metric,
-                higher_is_better=mspec.higher_is_better if mspec else None,
-                threshold=t.threshold if t else None,
-                primary=spec is None or spec.primary_metric == metric,
-                definition=spec.description if spec else "",
-            )
-        )
 
-    # -- per query ----------------------------------------------------------------------------------------------
-    # every Foundry metric as a column of FoundryScore, validated in one call per metric
-    score_columns: dict[str, list[FoundryScore]] = {}
+
+def _score_columns(expected: list[tuple[str, str]], found: _FoundryCells, n_rows: int) -> dict[str, list[FoundryScore]]:
+    """Every Foundry metric as a column of ``FoundryScore``, validated in one call per metric."""
+    out: dict[str, list[FoundryScore]] = {}
     for crit_name, metric in expected:
-        column = cells.get((crit_name, metric)) or [None] * n_rows
-        errs = crit_errors.get(crit_name, {})
-        boolean = _metric_kind(crit_evaluator.get(crit_name), metric) == "boolean"
-        score_columns[foundry_key(crit_name, metric)] = _adapter(FoundryScore).validate_python(
+        column = found.cells.get((crit_name, metric)) or [None] * n_rows
+        errs = found.errors.get(crit_name, {})
+        boolean = _metric_kind(found.evaluator_of.get(crit_name), metric) == "boolean"
+        out[foundry_key(crit_name, metric)] = _adapter(FoundryScore).validate_python(
             [_score_input(cell, errs.get(i), boolean) for i, cell in enumerate(column)]
         )
-    del cells, crit_errors
-    holes_queue = _labelling_queue(hole_hits)
-    neg_lists = _negative_lists(neg_report)
-    contradictions = set(neg_lists["contradiction"])
-    primary_of = {c.name: (specs.get(c.name).primary_metric if specs.get(c.name) else None) for c in plan.criteria}
-    missing = FoundryScore(status="missing")
-    judge_columns = [
-        (c, score_columns.get(foundry_key(c, primary_of[c]))) for c in answer_criteria if primary_of.get(c)
-    ]
-    hit_column = local_cols.get(f"hit@{k_stage}")
-    query_rows: list[dict[str, Any]] = []
+    return out
+
+
+def _canary(query_id: str, canary: str, judges: list[JudgeVerdict]) -> CanaryFlag:
+    """A judge canary: which answer judges passed (flagged it), failed (caught it) or did not score it."""
+    passed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is True]
+    failed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is False]
+    unscored = [j.criterion for j in judges if j.score.status != "scored" or j.score.passed is None]
+    caught = True if failed_by else (False if passed_by else None)
+    return CanaryFlag(
+        query_id=query_id, canary=canary, passed_by=passed_by, failed_by=failed_by, unscored=unscored, caught=caught
+    )
+
+
+@dataclass
+class _QueryInputs:
+    """What the per-query step reads: local metrics, Foundry score columns, the answer judges, contradictions."""
+
+    local: _LocalMetrics
+    scores: dict[str, list[FoundryScore]]
+    judges: list[tuple[str, list[FoundryScore] | None]]
+    contradictions: set[str]
+    hit: list[float | None] | None  # hit@stage_k, read by stage attribution
+    missing: FoundryScore = field(default_factory=lambda: FoundryScore(status="missing"))
+
+
+def _query_row(i: int, inp: _QueryInputs) -> tuple[dict[str, Any], CanaryFlag | None]:
+    """One query's row (as ``QueryRow`` input) and its canary flag, if it carries a canary."""
+    query_id, kind, kind_source, query, response, canary_text, dropped, checked = inp.local.facts[i]
+    local = {k: col[i] for k, col in inp.local.columns.items()}
+    if inp.local.n_rel is not None:
+        local["n_rel"] = inp.local.n_rel[i]
+    abstained = None if inp.local.abstains[i] < 0 else bool(inp.local.abstains[i])
+    judges = [JudgeVerdict(c, inp.missing if col is None else col[i]) for c, col in inp.judges]
+    stage, reason = attribute_stage(
+        kind=kind,
+        hit=None if inp.hit is None else inp.hit[i],
+        assembly_checked=checked,
+        dropped_relevant=dropped,
+        has_response=response is not None,
+        abstained=abstained,
+        answer_judges=judges,
+        label_contradiction=query_id in inp.contradictions,
+    )
+    row = {
+        "row": i,
+        "query_id": query_id,
+        "kind": kind,
+        "kind_source": kind_source,
+        "query": query,
+        "response": response,
+        "canary": canary_text,
+        "local": local,
+        "foundry": {key: col[i] for key, col in inp.scores.items()},
+        "abstained": abstained,
+        "dropped_relevant": dropped,
+        "holes": inp.local.holes_by_query.get(query_id, []),
+        "stage": stage,
+        "stage_reason": reason,
+    }
+    return row, None if canary_text is None else _canary(query_id, canary_text, judges)
+
+
+def _queries(inp: _QueryInputs) -> tuple[list[QueryRow], list[CanaryFlag]]:
+    """The per-query rows (validated in one call) and the canary flags."""
+    rows: list[dict[str, Any]] = []
     canaries: list[CanaryFlag] = []
-    for i, (query_id, kind, kind_source, query, response, canary_text, dropped, checked) in enumerate(facts):
-        local = {k: col[i] for k, col in local_cols.items()}
-        if n_rel is not None:
-            local["n_rel"] = n_rel[i]
-        abstained = None if abstains[i] < 0 else bool(abstains[i])
-        judges = [JudgeVerdict(c, missing if col is None else col[i]) for c, col in judge_columns]
-        stage, reason = attribute_stage(
-            kind=kind,
-            hit=None if hit_column is None else hit_column[i],
-            assembly_checked=checked,
-            dropped_relevant=dropped,
-            has_response=response is not None,
-            abstained=abstained,
-            answer_judges=judges,
-            label_contradiction=query_id in contradictions,
-        )
-        if canary_text is not None:
-            passed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is True]
-            failed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is False]
-            unscored = [j.criterion for j in judges if j.score.status != "scored" or j.score.passed is None]
-            canaries.append(
-                CanaryFlag(
-                    query_id=query_id,
-                    canary=canary_text,
-                    passed_by=passed_by,
-                    failed_by=failed_by,
-                    unscored=unscored,
-                    caught=True if failed_by else (False if passed_by else None),
-                )
-            )
-        query_rows.append(
-            {
-                "row": i,
-                "query_id": query_id,
-                "kind": kind,
-                "kind_source": kind_source,
-                "query": query,
-                "response": response,
-                "canary": canary_text,
-                "local": local,
-                "foundry": {key: col[i] for key, col in score_columns.items()},
-                "abstained": abstained,
-                "dropped_relevant": dropped,
-                "holes": holes_by_query.get(query_id, []),
-                "stage": stage,
-                "stage_reason": reason,
-            }
-        )
-    del local_cols
-    queries: list[QueryRow] = _adapter(QueryRow).validate_python(query_rows)
-    del query_rows
+    for i in range(len(inp.local.facts)):
+        row, canary = _query_row(i, inp)
+        rows.append(row)
+        if canary is not None:
+            canaries.append(canary)
+    return _adapter(QueryRow).validate_python(rows), canaries
 
-    # -- aggregates ---------------------------------------------------------------------------------------------
-    def section(kind: str) -> Section:
-        rows = [q for q in queries if q.kind == kind]
-        sources: dict[str, int] = defaultdict(int)
-        for q in rows:
-            sources[q.kind_source] += 1
-        agg: dict[str, MetricAggregate] = {}
-        for info in metric_infos:
-            if info.source == "local":
-                agg[info.key] = _aggregate_local([q.local.get(info.key) for q in rows], ms.nan_policy)
-            else:
-                agg[info.key] = _aggregate_foundry([q.foundry[info.key] for q in rows])
-        stages = {s: sum(1 for q in rows if q.stage == s) for s in STAGES}
-        return Section(kind=kind, queries=len(rows), kind_sources=dict(sources), metrics=agg, stages=stages)  # type: ignore[arg-type]
 
-    positive, negative = section("positive"), section("negative")
+def _answer_judges(
+    params: Params, specs: dict[str, EvaluatorSpec | None], scores: dict[str, list[FoundryScore]]
+) -> list[tuple[str, list[FoundryScore] | None]]:
+    """The answer criteria with a primary metric, each with its primary score column (``None``: no column)."""
+    out: list[tuple[str, list[FoundryScore] | None]] = []
+    for c in params.answer_criteria:
+        spec = specs.get(c)
+        if spec is not None and spec.primary_metric:
+            out.append((c, scores.get(foundry_key(c, spec.primary_metric))))
+    return out
 
-    stage_section = StageSection(
+
+def _section(kind: str, queries: list[QueryRow], infos: list[MetricInfo], nan_policy: str) -> Section:
+    """The aggregates of one query kind: every metric, the kind sources and the stage counts."""
+    rows = [q for q in queries if q.kind == kind]
+    sources: dict[str, int] = defaultdict(int)
+    for q in rows:
+        sources[q.kind_source] += 1
+    agg: dict[str, MetricAggregate] = {}
+    for info in infos:
+        if info.source == "local":
+            agg[info.key] = _aggregate_local([q.local.get(info.key) for q in rows], nan_policy)
+        else:
+            agg[info.key] = _aggregate_foundry([q.foundry[info.key] for q in rows])
+    stages = {s: sum(1 for q in rows if q.stage == s) for s in STAGES}
+    return Section(kind=kind, queries=len(rows), kind_sources=dict(sources), metrics=agg, stages=stages)
+
+
+def _stage_section(queries: list[QueryRow]) -> StageSection:
+    return StageSection(
         counts={s: sum(1 for q in queries if q.stage == s) for s in STAGES},
         queries={s: [q.query_id for q in queries if q.stage == s] for s in STAGES},
         rules=STAGE_RULES,
     )
+
+
+def _negative_section(
+    queries: list[QueryRow], neg_lists: dict[str, list[str]], local: dict[str, Any]
+) -> NegativeSection:
     neg_rows = [q for q in queries if q.kind == "negative"]
-    negative_section = NegativeSection(
+    return NegativeSection(
         queries=[q.query_id for q in neg_rows],
         surfaced_evidence=neg_lists["surfaced"],
         answered=[q.query_id for q in neg_rows if q.abstained is False],
         abstained=[q.query_id for q in neg_rows if q.abstained is True],
         label_contradictions=neg_lists["contradiction"],
-        local=neg_report,
+        local=local,
     )
 
-    # -- coverage and warnings ----------------------------------------------------------------------------------
-    per_criterion: dict[str, dict[str, int]] = {}
+
+def _per_metric_coverage(
+    expected: list[tuple[str, str]], scores: dict[str, list[FoundryScore]], n_rows: int
+) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
     for crit_name, metric in expected:
         key = foundry_key(crit_name, metric)
-        statuses = Counter(s.status for s in score_columns[key])
-        per_criterion[key] = {
+        statuses = Counter(s.status for s in scores[key])
+        out[key] = {
             "expected": n_rows,
             "scored": statuses["scored"],
             "errored": statuses["errored"],
             "missing": statuses["missing"],
         }
-    total_err = sum(v["errored"] for v in per_criterion.values())
-    total_missing = sum(v["missing"] for v in per_criterion.values())
+    return out
+
+
+def _coverage(
+    per_metric: dict[str, dict[str, int]],
+    found: _FoundryCells,
+    queries: list[QueryRow],
+    positive: Section,
+    negative: Section,
+    manifest: dict[str, Any],
+    warnings: list[str],
+) -> dict[str, Any]:
+    """Coverage counts; errored, missing and absent scores, unknown kinds and an unfinished run are warned."""
+    total_err = sum(v["errored"] for v in per_metric.values())
+    total_missing = sum(v["missing"] for v in per_metric.values())
     if total_err:
         warnings.append(
             f"{total_err} Foundry score(s) errored: counted as errored, never as 0 and never dropped "
@@ -700,7 +784,7 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
         )
     if total_missing:
         warnings.append(f"{total_missing} Foundry score(s) missing (no result or a null score)")
-    if not n_results:
+    if not found.n_results:
         warnings.append("results.jsonl is empty: no Foundry scores at all")
     unknown_kind = sum(1 for q in queries if q.kind_source == "unknown")
     if unknown_kind:
@@ -708,37 +792,69 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
     status = manifest.get("status") or manifest.get("run_status")
     if status and status != "completed":
         warnings.append(f"the run's status is {status!r}, not 'completed'")
-    coverage = {
-        "queries": n_rows,
+    return {
+        "queries": len(queries),
         "positive": positive.queries,
         "negative": negative.queries,
-        "result_rows": n_results,
-        "errored_result_rows": errored_rows,
-        "scores_expected": sum(v["expected"] for v in per_criterion.values()),
-        "scores_scored": sum(v["scored"] for v in per_criterion.values()),
+        "result_rows": found.n_results,
+        "errored_result_rows": found.errored_rows,
+        "scores_expected": sum(v["expected"] for v in per_metric.values()),
+        "scores_scored": sum(v["scored"] for v in per_metric.values()),
         "scores_errored": total_err,
         "scores_missing": total_missing,
-        "per_metric": per_criterion,
+        "per_metric": per_metric,
     }
 
-    provenance = _provenance(run_dir, manifest, plan, fingerprint)
+
+_MOCK_WARNING = (
+    "judge scores in this run come from the Foundry emulator's lexical stand-in, not from a model: "
+    "they exercise the pipeline, they do not judge the answers"
+)
+
+
+@_gc_paused()
+def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None) -> Report:
+    """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
+
+    ``records.jsonl`` and ``results.jsonl`` are each read once, a line at a time: records are reduced to the
+    per-query facts the report needs (their document text is not kept), result rows to their scores. Steps:
+    open the run → params → local metrics (records) → Foundry cells (results) → metric infos and score columns →
+    per-query rows → sections, coverage and provenance.
+    """
+    run = _open_run(run_dir)
+    params, specs = _params(run.plan, stage_k)
+    warnings: list[str] = []
+    local = _local_metrics(run, params)
+    n_rows = len(local.facts)
+    found = _foundry_cells(run, n_rows, warnings)
+    expected = _expected(run.plan, specs, found)
+    infos = _metric_infos(local.keys, expected, found, params)
+    scores = _score_columns(expected, found, n_rows)
+    del found.cells
+    neg_lists = _negative_lists(local.negative)
+    judges = _answer_judges(params, specs, scores)
+    hit = local.columns.get(f"hit@{params.stage_k}")
+    inp = _QueryInputs(local, scores, judges, set(neg_lists["contradiction"]), hit)
+    queries, canaries = _queries(inp)
+    del inp, local.columns
+    positive = _section("positive", queries, infos, params.nan_policy)
+    negative = _section("negative", queries, infos, params.nan_policy)
+    per_metric = _per_metric_coverage(expected, scores, n_rows)
+    coverage = _coverage(per_metric, found, queries, positive, negative, run.manifest, warnings)
+    provenance = _provenance(run.run_dir, run.manifest, run.plan, run.fingerprint)
     if provenance.backend == "mock":
-        warnings.insert(
-            0,
-            "judge scores in this run come from the Foundry emulator's lexical stand-in, not from a model: "
-            "they exercise the pipeline, they do not judge the answers",
-        )
+        warnings.insert(0, _MOCK_WARNING)
     return Report(
         provenance=provenance,
         params=params,
-        metrics=metric_infos,
+        metrics=infos,
         coverage=coverage,
         positive=positive,
         negative=negative,
-        negative_queries=negative_section,
-        stages=stage_section,
+        negative_queries=_negative_section(queries, neg_lists, local.negative),
+        stages=_stage_section(queries),
         canaries=canaries,
-        labelling_queue=holes_queue,
+        labelling_queue=_labelling_queue(local.hole_hits),
         queries=queries,
         warnings=warnings,
     )
@@ -780,7 +896,8 @@ def _provenance(
             }
             for c in plan.criteria
         ]
-    timings = manifest.get("timings") if isinstance(manifest.get("timings"), dict) else {}
+    raw_timings = manifest.get("timings")
+    timings: dict[str, Any] = raw_timings if isinstance(raw_timings, dict) else {}
     return Provenance(
         run_dir=str(Path(run_dir).resolve()),
         backend=_first(manifest, "backend"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
+from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ._build import _gc_paused, build_report
-from ._model import STAGES, Report
+from ._model import STAGES, MetricInfo, Report
 
 __all__ = [
     "CompareGateFailed",
@@ -30,6 +32,11 @@ __all__ = [
     "compare_runs",
     "parse_fail_on",
 ]
+
+Section_ = Literal["positive", "negative"]
+Verdict = Literal["better", "worse", "changed", "no significant change", "not comparable"]
+_SECTIONS: tuple[Section_, ...] = ("positive", "negative")
+_HEADLINE = ("rr", "recall", "ndcg")  # the local measures of the sweep table, at the stage k
 
 TEST_NAME = "paired sign-flip randomization test (two-sided, statistic: mean difference)"
 CI_NAME = "percentile bootstrap over queries"
@@ -60,7 +67,7 @@ class RunSummaryRow(_Model):
 
 class MetricComparison(_Model):
     candidate: str
-    section: Literal["positive", "negative"]
+    section: Section_
     metric: str
     higher_is_better: bool | None
     n_paired: int
@@ -73,7 +80,7 @@ class MetricComparison(_Model):
     p_value: float | None
     test: str
     significant: bool
-    verdict: Literal["better", "worse", "changed", "no significant change", "not comparable"]
+    verdict: Verdict
     wins: int
     ties: int
     losses: int
@@ -121,28 +128,6 @@ class Comparison(_Model):
         raise KeyError((candidate, metric, section))
 
 
-def parse_fail_on(spec: str) -> tuple[str, str, float]:
-    """``rr@10`` / ``groundedness:0.2`` / ``negative:hit@10:0`` → ``(section, metric, tolerated delta)``."""
-    section = "positive"
-    rest = spec.strip()
-    for prefix in ("positive:", "negative:"):
-        if rest.startswith(prefix):
-            section, rest = prefix[:-1], rest[len(prefix) :]
-    metric, delta = rest, 0.0
-    if ":" in rest:
-        head, tail = rest.rsplit(":", 1)
-        try:
-            delta = float(tail)
-            metric = head
-        except ValueError:
-            metric = rest
-    if not metric:
-        raise UsageError(f"--fail-on {spec!r}: expected METRIC[:DELTA], e.g. rr@10 or groundedness:0.1")
-    if delta < 0:
-        raise UsageError(f"--fail-on {spec!r}: DELTA is a tolerated drop, give it as a positive number")
-    return section, metric, delta
-
-
 def _values(report: Report, key: str, source: str) -> Any:
     """``key``'s value on every query of ``report``, in query order, as a float array (NaN: undefined, errored or
     missing)."""
@@ -183,6 +168,303 @@ def _labels(paths: Sequence[str]) -> list[str]:
     return [f"{i}:{b}" for i, b in enumerate(base)]
 
 
+def _canonical(metric: str) -> str:
+    """A local measure in any registry spelling (``MRR@10``, ``ndcg(gain=exp)@10``) → its report key (``rr@10``,
+    ``ndcg_exp@10``); a measure without a cutoff in canonical form (``rr``); anything else (a Foundry key) as is."""
+    if not is_measure_name(metric):
+        return metric
+    measure = parse_measure(metric)
+    return measure.key if measure.cutoff is not None else str(measure)
+
+
+def parse_fail_on(spec: str) -> tuple[str, str, float]:
+    """``rr@10`` / ``MRR@10`` / ``groundedness:0.2`` / ``negative:hit@10:0`` → ``(section, metric, tolerated delta)``;
+    a local measure's spelling is canonicalized (``MRR@10`` → ``rr@10``)."""
+    section = "positive"
+    rest = spec.strip()
+    for prefix in ("positive:", "negative:"):
+        if rest.startswith(prefix):
+            section, rest = prefix[:-1], rest[len(prefix) :]
+    metric, delta = rest, 0.0
+    if ":" in rest:
+        head, tail = rest.rsplit(":", 1)
+        try:
+            delta = float(tail)
+            metric = head
+        except ValueError:
+            metric = rest
+    if not metric:
+        raise UsageError(f"--fail-on {spec!r}: expected METRIC[:DELTA], e.g. rr@10 or groundedness:0.1")
+    if delta < 0:
+        raise UsageError(f"--fail-on {spec!r}: DELTA is a tolerated drop, give it as a positive number")
+    return section, _canonical(metric), delta
+
+
+def _resolve(spec: str, common: list[str], what: str) -> list[str]:
+    """The metric keys of every run that ``spec`` names: a key as written, a local measure in any spelling, or a
+    local measure without a cutoff (every k the runs share); a ``UsageError`` with a did-you-mean otherwise."""
+    if spec in common:
+        return [spec]
+    metric = _canonical(spec)
+    if metric in common:
+        return [metric]
+    if is_measure_name(metric) and "@" not in metric:
+        column = parse_measure(metric).column
+        keys = [k for k in common if (m := measure_for_key(k)) is not None and m.column == column]
+        if keys:
+            return keys
+    guess = did_you_mean(spec, common) or did_you_mean(spec.lower(), common)
+    hint = f"; did you mean {guess!r}?" if guess else f"; available: {', '.join(common)}"
+    raise UsageError(f"{what.format(repr(spec))}{hint}")
+
+
+@dataclass
+class _Selection:
+    """The metrics compared (``chosen``), their infos, those in every run, and the gate's (section, key, delta)."""
+
+    infos: dict[str, MetricInfo]
+    common: list[str]
+    chosen: list[str]
+    gate_specs: list[tuple[str, str, float]]
+
+
+def _select(
+    reports: list[Report], metrics: Sequence[str] | None, fail_on: Sequence[str], warnings: list[str]
+) -> _Selection:
+    infos = {m.key: m for m in reports[0].metrics if m.key != "n_rel"}
+    for rep in reports[1:]:
+        for m in rep.metrics:
+            infos.setdefault(m.key, m)
+    common = [k for k in infos if all(any(m.key == k for m in rep.metrics) for rep in reports)]
+    warnings.extend(f"metric {k!r} is not in every run: not compared" for k in infos if k not in common)
+    chosen: list[str] = []
+    for spec in metrics or ():
+        chosen += [k for k in _resolve(spec, common, "--metric {} is not in every run") if k not in chosen]
+    if not metrics:
+        chosen = list(common)
+    gate_specs: list[tuple[str, str, float]] = []
+    for section, metric, tol in (parse_fail_on(s) for s in fail_on):
+        for key in _resolve(metric, common, "--fail-on {} is not a metric of every run"):
+            gate_specs.append((section, key, tol))
+            if key not in chosen:
+                chosen.append(key)
+    return _Selection(infos, common, chosen, gate_specs)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    seed: int
+    n_resamples: int
+    alpha: float
+    confidence: float
+
+
+@dataclass
+class _Pairing:
+    """A candidate's queries against the baseline's: per section, the paired ids (baseline order) and their rows."""
+
+    queries: CandidateQueries
+    ids: dict[str, list[str]]
+    rows: dict[str, tuple[Any, Any]]
+
+
+def _pair(base: _Run, cand: _Run, name: str, base_name: str, warnings: list[str]) -> _Pairing:
+    import numpy as np
+
+    only_base = [q for q in base.kind if q not in cand.kind]
+    only_cand = [q for q in cand.kind if q not in base.kind]
+    changed = [q for q in base.kind if q in cand.kind and cand.kind[q] != base.kind[q]]
+    if only_base or only_cand:
+        warnings.append(
+            f"{name}: {len(only_base)} query(ies) only in {base_name}, {len(only_cand)} only in {name}: "
+            "not paired (listed under queries)"
+        )
+    if changed:
+        warnings.append(f"{name}: {len(changed)} query(ies) changed kind: compared under the baseline's kind")
+    ids: dict[str, list[str]] = {}
+    rows: dict[str, tuple[Any, Any]] = {}
+    for section in ("positive", "negative"):
+        ids[section] = [q for q, k in base.kind.items() if k == section and q in cand.kind]
+        rows[section] = (
+            np.array([base.row[q] for q in ids[section]], dtype=np.int64),
+            np.array([cand.row[q] for q in ids[section]], dtype=np.int64),
+        )
+    queries = CandidateQueries(
+        candidate=name, only_in_baseline=only_base, only_in_candidate=only_cand, kind_changed=changed
+    )
+    return _Pairing(queries, ids, rows)
+
+
+def _verdict(n_paired: int, significant: bool, delta: float | None, hib: bool | None) -> Verdict:
+    if not n_paired:
+        return "not comparable"
+    if not significant:
+        return "no significant change"
+    if hib is None or delta is None:
+        return "changed"
+    return "better" if (delta > 0) == hib else "worse"
+
+
+def _compare_one(
+    name: str, section: Section_, info: MetricInfo, b_all: Any, c_all: Any, ids: list[str], settings: _Settings
+) -> MetricComparison:
+    """One metric of one section, candidate vs baseline, over the queries defined in both."""
+    import numpy as np
+
+    from ._stats import bootstrap_ci, paired_generator, sign_flip_test
+
+    defined = ~(np.isnan(b_all) | np.isnan(c_all))
+    where = np.flatnonzero(defined)
+    b, c = b_all[defined], c_all[defined]
+    n_paired = int(b.size)
+    d = c - b
+    hib = info.higher_is_better
+    delta: float | None = None
+    p, method, lo, hi = float("nan"), "none (no paired queries)", None, None
+    if n_paired:
+        rng = paired_generator(settings.seed, f"{name}|{section}|{info.key}")
+        p, method = sign_flip_test(d, n_resamples=settings.n_resamples, rng=rng)
+        lo, hi = bootstrap_ci(d, confidence=settings.confidence, n_resamples=settings.n_resamples, rng=rng)
+        delta = float(d.mean())
+    significant = bool(n_paired) and not math.isnan(p) and p < settings.alpha and delta != 0
+    worse_mask = (d < 0) if hib is not False else (d > 0)
+    better_mask = (d > 0) if hib is not False else (d < 0)
+    worse = np.flatnonzero(worse_mask)
+    got_worse = [
+        {"query_id": ids[w], "baseline": bw, "candidate": cw}
+        for w, bw, cw in zip(where[worse].tolist(), b[worse].tolist(), c[worse].tolist(), strict=True)
+    ]
+    got_worse.sort(key=lambda g: -abs(g["candidate"] - g["baseline"]))
+    return MetricComparison(
+        candidate=name,
+        section=section,
+        metric=info.key,
+        higher_is_better=hib,
+        n_paired=n_paired,
+        n_excluded=len(ids) - n_paired,
+        baseline_mean=float(b.mean()) if n_paired else None,
+        candidate_mean=float(c.mean()) if n_paired else None,
+        delta=delta,
+        ci_low=lo,
+        ci_high=hi,
+        p_value=None if math.isnan(p) else p,
+        test=method,
+        significant=significant,
+        verdict=_verdict(n_paired, significant, delta, hib),
+        wins=int(np.count_nonzero(better_mask)),
+        ties=int(np.count_nonzero(d == 0)),
+        losses=int(np.count_nonzero(worse_mask)),
+        got_worse=got_worse,
+    )
+
+
+def _compare_candidate(
+    base: _Run, cand: _Run, name: str, pairing: _Pairing, sel: _Selection, settings: _Settings
+) -> list[MetricComparison]:
+    out: list[MetricComparison] = []
+    for key in sel.chosen:
+        info = sel.infos[key]
+        bv, cv = base.values(key, info.source), cand.values(key, info.source)
+        for section in _SECTIONS:
+            ids = pairing.ids[section]
+            if ids:
+                b_rows, c_rows = pairing.rows[section]
+                out.append(_compare_one(name, section, info, bv[b_rows], cv[c_rows], ids, settings))
+    return out
+
+
+def _coverage_changes(base: Report, rep: Report, name: str, base_scored: dict[str, int]) -> list[CoverageChange]:
+    """Coverage over the baseline's queries: a query the candidate lost counts as not scored."""
+    cand_rows = {q.query_id: q for q in rep.queries}
+    out: list[CoverageChange] = []
+    n = len(base.queries)
+    for key in base.coverage.get("per_metric", {}):
+        if key not in base_scored:
+            base_scored[key] = sum(
+                1 for q in base.queries if q.foundry.get(key) is not None and q.foundry[key].status == "scored"
+            )
+        c_scored = 0
+        for q in base.queries:
+            cq = cand_rows.get(q.query_id)
+            fs = cq.foundry.get(key) if cq is not None else None
+            c_scored += fs is not None and fs.status == "scored"
+        b_rate = base_scored[key] / n if n else None
+        c_rate = c_scored / n if n else None
+        out.append(
+            CoverageChange(
+                candidate=name,
+                metric=key,
+                baseline=b_rate,
+                candidate_coverage=c_rate,
+                drop=(b_rate or 0.0) - (c_rate or 0.0),
+            )
+        )
+    return out
+
+
+def _gate(
+    sel: _Selection,
+    coverage_drop: float | None,
+    comparisons: list[MetricComparison],
+    coverage: list[CoverageChange],
+    alpha: float,
+) -> dict[str, Any]:
+    """``{checked, failed, reasons}``: a --fail-on metric significantly worse by more than its delta, or a Foundry
+    metric's coverage dropping by more than ``coverage_drop`` (0 when only --fail-on is given)."""
+    checked = bool(sel.gate_specs) or coverage_drop is not None
+    tolerated = coverage_drop if coverage_drop is not None else 0.0
+    reasons: list[str] = []
+    if checked:
+        for section, metric, tol in sel.gate_specs:
+            for mc in comparisons:
+                if mc.metric != metric or mc.section != section or mc.verdict != "worse":
+                    continue
+                if mc.delta is not None and abs(mc.delta) > tol:
+                    reasons.append(
+                        f"{mc.candidate}: {section} {metric} regressed by {abs(mc.delta):.4g} "
+                        f"(p = {mc.p_value:.4g} < {alpha}; tolerated {tol:g})"
+                    )
+        for cc in coverage:
+            if cc.drop > tolerated + 1e-12:
+                reasons.append(
+                    f"{cc.candidate}: coverage of {cc.metric} dropped from {cc.baseline or 0:.1%} to "
+                    f"{(cc.candidate_coverage or 0):.1%}"
+                )
+    return {"checked": checked, "failed": bool(reasons), "reasons": reasons}
+
+
+def _summary_row(rep: Report, name: str, chosen: list[str]) -> RunSummaryRow:
+    means: dict[str, float | None] = {}
+    for key in chosen:
+        for sec in (rep.positive, rep.negative):
+            agg = sec.metrics.get(key)
+            if agg is not None and sec.queries:
+                means[f"{sec.kind}:{key}"] = agg.mean
+    return RunSummaryRow(
+        label=name,
+        run_dir=rep.provenance.run_dir,
+        backend=rep.provenance.backend,
+        queries=len(rep.queries),
+        positive=rep.positive.queries,
+        negative=rep.negative.queries,
+        scores_scored=int(rep.coverage.get("scores_scored", 0)),
+        scores_expected=int(rep.coverage.get("scores_expected", 0)),
+        stages={s: rep.stages.counts.get(s, 0) for s in STAGES},
+        means=means,
+    )
+
+
+def _headline(base: Report, metrics: Sequence[str] | None, chosen: list[str]) -> list[str]:
+    """The sweep table's metrics: those asked for, else rr, recall and ndcg at the stage k and the primary Foundry
+    metrics."""
+    if metrics:
+        return list(chosen)
+    k = base.params.stage_k
+    wanted = [(m @ k).key for m in map(parse_measure, _HEADLINE)]
+    wanted += [m.key for m in base.metrics if m.source == "foundry" and m.primary]
+    return [key for key in wanted if key in chosen]
+
+
 @_gc_paused()
 def compare_runs(
     runs: Sequence[str | os.PathLike[str] | Report],
@@ -197,230 +479,42 @@ def compare_runs(
     labels: Sequence[str] | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
-    read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3)."""
-    import numpy as np
+    read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
 
-    from ._stats import bootstrap_ci, paired_generator, sign_flip_test
-
+    ``metrics`` and ``fail_on`` name report keys: a Foundry key as written, or a local measure in any
+    ``parse_measure`` spelling (``MRR@10`` = ``rr@10``; ``ndcg`` alone = ndcg at every k of the runs). Steps: build
+    the reports → select the metrics → per candidate: pair the queries, compare each metric, coverage → gate →
+    summaries.
+    """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
     reports = [r if isinstance(r, Report) else build_report(r) for r in runs]
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
-    base, base_name = reports[0], names[0]
     warnings: list[str] = []
-
-    infos = {m.key: m for m in base.metrics if m.key != "n_rel"}
-    for rep in reports[1:]:
-        for m in rep.metrics:
-            infos.setdefault(m.key, m)
-    common = [k for k in infos if all(any(m.key == k for m in rep.metrics) for rep in reports)]
-    for k in infos:
-        if k not in common:
-            warnings.append(f"metric {k!r} is not in every run: not compared")
-    if metrics:
-        unknown = [m for m in metrics if m not in common]
-        if unknown:
-            guess = did_you_mean(unknown[0], common)
-            hint = f"; did you mean {guess!r}?" if guess else f"; available: {', '.join(common)}"
-            raise UsageError(f"--metric {unknown[0]!r} is not in every run{hint}")
-        chosen = list(metrics)
-    else:
-        chosen = common
-
-    gate_specs = [parse_fail_on(s) for s in fail_on]
-    for _, metric, _ in gate_specs:
-        if metric not in common:
-            guess = did_you_mean(metric, common)
-            hint = f"; did you mean {guess!r}?" if guess else f"; available: {', '.join(common)}"
-            raise UsageError(f"--fail-on {metric!r} is not a metric of every run{hint}")
-        if metric not in chosen:
-            chosen.append(metric)
-
-    base_run = _Run(base)
-    base_kind = base_run.kind
-    base_scored: dict[str, int] = {}
+    sel = _select(reports, metrics, fail_on, warnings)
+    settings = _Settings(seed, n_resamples, alpha, confidence)
+    base_run, base_scored = _Run(reports[0]), dict[str, int]()
     comparisons: list[MetricComparison] = []
     coverage: list[CoverageChange] = []
     queries: list[CandidateQueries] = []
     for rep, name in zip(reports[1:], names[1:], strict=True):
         cand_run = _Run(rep)
-        cand_kind = cand_run.kind
-        only_base = [q for q in base_kind if q not in cand_kind]
-        only_cand = [q for q in cand_kind if q not in base_kind]
-        changed = [q for q in base_kind if q in cand_kind and cand_kind[q] != base_kind[q]]
-        queries.append(
-            CandidateQueries(
-                candidate=name, only_in_baseline=only_base, only_in_candidate=only_cand, kind_changed=changed
-            )
-        )
-        if only_base or only_cand:
-            warnings.append(
-                f"{name}: {len(only_base)} query(ies) only in {base_name}, {len(only_cand)} only in {name}: "
-                "not paired (listed under queries)"
-            )
-        if changed:
-            warnings.append(f"{name}: {len(changed)} query(ies) changed kind: compared under the baseline's kind")
-        # the queries of each section present in both runs, in the baseline's order, and their rows in each run
-        paired_ids: dict[str, list[str]] = {}
-        rows: dict[str, tuple[Any, Any]] = {}
-        for section in ("positive", "negative"):
-            ids = [q for q, k in base_kind.items() if k == section and q in cand_kind]
-            paired_ids[section] = ids
-            rows[section] = (
-                np.array([base_run.row[q] for q in ids], dtype=np.int64),
-                np.array([cand_run.row[q] for q in ids], dtype=np.int64),
-            )
-        for key in chosen:
-            info = infos[key]
-            bv, cv = base_run.values(key, info.source), cand_run.values(key, info.source)
-            for section in ("positive", "negative"):
-                ids = paired_ids[section]
-                if not ids:
-                    continue
-                b_all, c_all = bv[rows[section][0]], cv[rows[section][1]]
-                defined = ~(np.isnan(b_all) | np.isnan(c_all))
-                where = np.flatnonzero(defined)
-                b, c = b_all[defined], c_all[defined]
-                n_paired = int(b.size)
-                excluded = len(ids) - n_paired
-                d = c - b
-                hib = info.higher_is_better
-                if n_paired:
-                    rng = paired_generator(seed, f"{name}|{section}|{key}")
-                    p, method = sign_flip_test(d, n_resamples=n_resamples, rng=rng)
-                    lo, hi = bootstrap_ci(d, confidence=confidence, n_resamples=n_resamples, rng=rng)
-                    delta = float(d.mean())
-                else:
-                    p, method, lo, hi, delta = float("nan"), "none (no paired queries)", None, None, None
-                significant = bool(n_paired) and not math.isnan(p) and p < alpha and delta != 0
-                if not n_paired:
-                    verdict = "not comparable"
-                elif not significant:
-                    verdict = "no significant change"
-                elif hib is None:
-                    verdict = "changed"
-                else:
-                    verdict = "better" if (delta > 0) == hib else "worse"
-                worse_mask = (d < 0) if hib is not False else (d > 0)
-                better_mask = (d > 0) if hib is not False else (d < 0)
-                worse = np.flatnonzero(worse_mask)
-                got_worse = [
-                    {"query_id": ids[w], "baseline": bw, "candidate": cw}
-                    for w, bw, cw in zip(where[worse].tolist(), b[worse].tolist(), c[worse].tolist(), strict=True)
-                ]
-                got_worse.sort(key=lambda g: -abs(g["candidate"] - g["baseline"]))
-                comparisons.append(
-                    MetricComparison(
-                        candidate=name,
-                        section=section,  # type: ignore[arg-type]
-                        metric=key,
-                        higher_is_better=hib,
-                        n_paired=n_paired,
-                        n_excluded=excluded,
-                        baseline_mean=float(b.mean()) if n_paired else None,
-                        candidate_mean=float(c.mean()) if n_paired else None,
-                        delta=delta,
-                        ci_low=lo,
-                        ci_high=hi,
-                        p_value=None if math.isnan(p) else p,
-                        test=method,
-                        significant=significant,
-                        verdict=verdict,  # type: ignore[arg-type]
-                        wins=int(np.count_nonzero(better_mask)),
-                        ties=int(np.count_nonzero(d == 0)),
-                        losses=int(np.count_nonzero(worse_mask)),
-                        got_worse=got_worse,
-                    )
-                )
-        # coverage over the baseline's queries: a query the candidate lost counts as not scored
-        cand_rows = {q.query_id: q for q in rep.queries}
-        for key in base.coverage.get("per_metric", {}):
-            n = len(base.queries)
-            if key not in base_scored:
-                base_scored[key] = sum(
-                    1 for q in base.queries if q.foundry.get(key) is not None and q.foundry[key].status == "scored"
-                )
-            b_scored = base_scored[key]
-            c_scored = 0
-            for q in base.queries:
-                cq = cand_rows.get(q.query_id)
-                fs = cq.foundry.get(key) if cq is not None else None
-                c_scored += fs is not None and fs.status == "scored"
-            b_rate = b_scored / n if n else None
-            c_rate = c_scored / n if n else None
-            coverage.append(
-                CoverageChange(
-                    candidate=name,
-                    metric=key,
-                    baseline=b_rate,
-                    candidate_coverage=c_rate,
-                    drop=(b_rate or 0.0) - (c_rate or 0.0),
-                )
-            )
-
-    # -- gate ---------------------------------------------------------------------------------------------------
-    checked = bool(gate_specs) or coverage_drop is not None
-    tolerated = coverage_drop if coverage_drop is not None else 0.0
-    reasons: list[str] = []
-    if checked:
-        for section, metric, tol in gate_specs:
-            for mc in comparisons:
-                if mc.metric != metric or mc.section != section or mc.verdict != "worse":
-                    continue
-                if mc.delta is not None and abs(mc.delta) > tol:
-                    reasons.append(
-                        f"{mc.candidate}: {section} {metric} regressed by {abs(mc.delta):.4g} "
-                        f"(p = {mc.p_value:.4g} < {alpha}; tolerated {tol:g})"
-                    )
-        for cc in coverage:
-            if cc.drop > tolerated + 1e-12:
-                reasons.append(
-                    f"{cc.candidate}: coverage of {cc.metric} dropped from {cc.baseline:.1%} to "
-                    f"{(cc.candidate_coverage or 0):.1%}"
-                )
-    gate = {"checked": checked, "failed": bool(reasons), "reasons": reasons}
-
-    summaries = []
-    for rep, name in zip(reports, names, strict=True):
-        means: dict[str, float | None] = {}
-        for key in chosen:
-            for section in (rep.positive, rep.negative):
-                agg = section.metrics.get(key)
-                if agg is not None and section.queries:
-                    means[f"{section.kind}:{key}"] = agg.mean
-        summaries.append(
-            RunSummaryRow(
-                label=name,
-                run_dir=rep.provenance.run_dir,
-                backend=rep.provenance.backend,
-                queries=len(rep.queries),
-                positive=rep.positive.queries,
-                negative=rep.negative.queries,
-                scores_scored=int(rep.coverage.get("scores_scored", 0)),
-                scores_expected=int(rep.coverage.get("scores_expected", 0)),
-                stages={s: rep.stages.counts.get(s, 0) for s in STAGES},
-                means=means,
-            )
-        )
-    if metrics:
-        headline = list(chosen)
-    else:
-        k = base.params.stage_k
-        wanted = [f"rr@{k}", f"recall@{k}", f"ndcg@{k}"]
-        wanted += [m.key for m in base.metrics if m.source == "foundry" and m.primary]
-        headline = [key for key in wanted if key in chosen]
+        pairing = _pair(base_run, cand_run, name, names[0], warnings)
+        queries.append(pairing.queries)
+        comparisons += _compare_candidate(base_run, cand_run, name, pairing, sel, settings)
+        coverage += _coverage_changes(reports[0], rep, name, base_scored)
     return Comparison(
-        headline=headline,
-        baseline=base_name,
+        headline=_headline(reports[0], metrics, sel.chosen),
+        baseline=names[0],
         candidates=names[1:],
         seed=seed,
         n_resamples=n_resamples,
         alpha=alpha,
         confidence=confidence,
-        runs=summaries,
+        runs=[_summary_row(rep, name, sel.chosen) for rep, name in zip(reports, names, strict=True)],
         metrics=comparisons,
         coverage=coverage,
         queries=queries,
-        gate=gate,
+        gate=_gate(sel, coverage_drop, comparisons, coverage, alpha),
         warnings=warnings,
     )

@@ -26,8 +26,8 @@ def _mark(mc: MetricComparison | None) -> str:
     return f" ({sign}{fmt_num(mc.delta)}{star})"
 
 
-def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -> str:
-    """Sweep table (runs × headline metrics), then per-candidate deltas with p and CI, got-worse lists, gate."""
+def _sweep(comparison: Comparison) -> list[str]:
+    """The title, the method line and the sweep table: runs × headline metrics, positive queries."""
     by = {(m.candidate, m.section, m.metric): m for m in comparison.metrics}
     heads = _headline(comparison)
     out = [
@@ -50,6 +50,11 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
             cells.append(fmt_num(mean) + _mark(by.get((run.label, "positive", h))))
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
+    return out
+
+
+def _gate_and_warnings(comparison: Comparison) -> list[str]:
+    out: list[str] = []
     if comparison.gate.get("checked"):
         if comparison.gate.get("failed"):
             out.append("**Gate: FAILED**")
@@ -57,62 +62,82 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
         else:
             out.append("**Gate: passed**")
         out.append("")
-    for w in comparison.warnings:
-        out.append(f"> ⚠️ {md_escape(w)}")
+    out.extend(f"> ⚠️ {md_escape(w)}" for w in comparison.warnings)
     if comparison.warnings:
         out.append("")
-    for cand in comparison.candidates:
-        out.append(f"### {md_escape(cand)} vs {md_escape(comparison.baseline)}")
-        out.append("")
-        out.append("| section | metric | n | baseline | candidate | Δ | CI | p | verdict | W/T/L |")
-        out.append("|---|---|---|---|---|---|---|---|---|---|")
-        rows = [m for m in comparison.metrics if m.candidate == cand]
-        shown = [m for m in rows if m.wins or m.losses or m.significant]
-        unchanged = [f"{m.section} {m.metric}" for m in rows if m.n_paired and m not in shown]
-        uncomparable = [f"{m.section} {m.metric}" for m in rows if not m.n_paired]
-        for m in shown:
-            ci = f"[{fmt_num(m.ci_low)}, {fmt_num(m.ci_high)}]" if m.ci_low is not None else "–"
-            p = f"{m.p_value:.4g}" if m.p_value is not None else "–"
-            n = f"{m.n_paired}" + (f" (+{m.n_excluded} undefined)" if m.n_excluded else "")
-            verdict = f"**{m.verdict}**" if m.verdict in ("better", "worse") else m.verdict
-            out.append(
-                f"| {m.section} | {md_escape(m.metric)} | {n} | {fmt_num(m.baseline_mean)} | "
-                f"{fmt_num(m.candidate_mean)} | {fmt_num(m.delta)} | {ci} | {p} | {verdict} | "
-                f"{m.wins}/{m.ties}/{m.losses} |"
-            )
-        if not shown:
-            out.append("| – | no metric changed on any query | | | | | | | | |")
-        out.append("")
-        if unchanged:
-            out.append(f"Identical on every paired query: {md_escape(', '.join(unchanged))}")
-        if uncomparable:
-            out.append(f"Not comparable (no query defined in both runs): {md_escape(', '.join(uncomparable))}")
-        out.append("")
-        worse = [m for m in rows if m.got_worse]
-        if worse:
-            out.append("Got worse:")
-            out.append("")
-            for m in worse:
-                ids = ", ".join(
-                    f"{md_escape(g['query_id'])} ({fmt_num(g['baseline'])}→{fmt_num(g['candidate'])})"
-                    for g in m.got_worse[:max_worse]
-                )
-                more = f" … +{len(m.got_worse) - max_worse}" if len(m.got_worse) > max_worse else ""
-                out.append(f"- {m.section} {md_escape(m.metric)}: {ids}{more}")
-            out.append("")
-        for q in comparison.queries:
-            if q.candidate != cand:
-                continue
-            if q.only_in_baseline:
-                out.append(f"Only in {md_escape(comparison.baseline)}: {', '.join(map(md_escape, q.only_in_baseline))}")
-            if q.only_in_candidate:
-                out.append(f"Only in {md_escape(cand)}: {', '.join(map(md_escape, q.only_in_candidate))}")
-            if q.kind_changed:
-                out.append(f"Kind changed: {', '.join(map(md_escape, q.kind_changed))}")
-        drops = [c for c in comparison.coverage if c.candidate == cand and c.drop > 0]
-        for c in drops:
+    return out
+
+
+def _metric_table(rows: list[MetricComparison]) -> list[str]:
+    """The metrics that changed on some query (with n, means, Δ, CI, p, verdict), then the unchanged ones."""
+    out = ["| section | metric | n | baseline | candidate | Δ | CI | p | verdict | W/T/L |"]
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    shown = [m for m in rows if m.wins or m.losses or m.significant]
+    unchanged = [f"{m.section} {m.metric}" for m in rows if m.n_paired and m not in shown]
+    uncomparable = [f"{m.section} {m.metric}" for m in rows if not m.n_paired]
+    for m in shown:
+        ci = f"[{fmt_num(m.ci_low)}, {fmt_num(m.ci_high)}]" if m.ci_low is not None else "–"
+        p = f"{m.p_value:.4g}" if m.p_value is not None else "–"
+        n = f"{m.n_paired}" + (f" (+{m.n_excluded} undefined)" if m.n_excluded else "")
+        verdict = f"**{m.verdict}**" if m.verdict in ("better", "worse") else m.verdict
+        out.append(
+            f"| {m.section} | {md_escape(m.metric)} | {n} | {fmt_num(m.baseline_mean)} | "
+            f"{fmt_num(m.candidate_mean)} | {fmt_num(m.delta)} | {ci} | {p} | {verdict} | "
+            f"{m.wins}/{m.ties}/{m.losses} |"
+        )
+    if not shown:
+        out.append("| – | no metric changed on any query | | | | | | | | |")
+    out.append("")
+    if unchanged:
+        out.append(f"Identical on every paired query: {md_escape(', '.join(unchanged))}")
+    if uncomparable:
+        out.append(f"Not comparable (no query defined in both runs): {md_escape(', '.join(uncomparable))}")
+    out.append("")
+    return out
+
+
+def _got_worse(rows: list[MetricComparison], max_worse: int) -> list[str]:
+    worse = [m for m in rows if m.got_worse]
+    if not worse:
+        return []
+    out = ["Got worse:", ""]
+    for m in worse:
+        ids = ", ".join(
+            f"{md_escape(g['query_id'])} ({fmt_num(g['baseline'])}→{fmt_num(g['candidate'])})"
+            for g in m.got_worse[:max_worse]
+        )
+        more = f" … +{len(m.got_worse) - max_worse}" if len(m.got_worse) > max_worse else ""
+        out.append(f"- {m.section} {md_escape(m.metric)}: {ids}{more}")
+    out.append("")
+    return out
+
+
+def _query_changes(comparison: Comparison, cand: str) -> list[str]:
+    """Queries in one run only, changed kinds and coverage drops of one candidate."""
+    out: list[str] = []
+    for q in comparison.queries:
+        if q.candidate != cand:
+            continue
+        if q.only_in_baseline:
+            out.append(f"Only in {md_escape(comparison.baseline)}: {', '.join(map(md_escape, q.only_in_baseline))}")
+        if q.only_in_candidate:
+            out.append(f"Only in {md_escape(cand)}: {', '.join(map(md_escape, q.only_in_candidate))}")
+        if q.kind_changed:
+            out.append(f"Kind changed: {', '.join(map(md_escape, q.kind_changed))}")
+    for c in comparison.coverage:
+        if c.candidate == cand and c.drop > 0:
             out.append(
                 f"Coverage of {md_escape(c.metric)} dropped: {fmt_num(c.baseline)} → {fmt_num(c.candidate_coverage)}"
             )
-        out.append("")
+    out.append("")
+    return out
+
+
+def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -> str:
+    """Sweep table (runs × headline metrics), then per-candidate deltas with p and CI, got-worse lists, gate."""
+    out = [*_sweep(comparison), *_gate_and_warnings(comparison)]
+    for cand in comparison.candidates:
+        out += [f"### {md_escape(cand)} vs {md_escape(comparison.baseline)}", ""]
+        rows = [m for m in comparison.metrics if m.candidate == cand]
+        out += [*_metric_table(rows), *_got_worse(rows, max_worse), *_query_changes(comparison, cand)]
     return "\n".join(out).rstrip() + "\n"

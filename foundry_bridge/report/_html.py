@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from ..catalog import CATALOG
+from ..metrics.measures import measure_for_key
 from ._format import fmt_num, fmt_pct
 from ._markdown import negative_rows, summary_metric_keys
 from ._model import STAGES, MetricInfo, QueryRow, Report, Section
@@ -87,6 +88,20 @@ def _bins(values: Sequence[float], lo: float | None, hi: float | None) -> tuple[
     return [lo + (hi - lo) * i / 10 for i in range(11)], False
 
 
+def _counts(values: Sequence[float], edges: list[float]) -> list[int]:
+    """Values per bin: a value below an edge falls in the bin that edge closes; above the last, in the last bin."""
+    nb = len(edges) - 1
+    out = [0] * nb
+    for v in values:
+        idx = nb - 1
+        for b in range(nb):
+            if v < edges[b + 1]:
+                idx = max(b, 0)
+                break
+        out[idx] += 1
+    return out
+
+
 def histogram_svg(
     title: str,
     positive: Sequence[float],
@@ -100,19 +115,7 @@ def histogram_svg(
     """An inline SVG histogram: positive and negative queries side by side, bar height = share of the section."""
     edges, integer = _bins([*positive, *negative], lo, hi)
     nb = len(edges) - 1
-
-    def counts(values: Sequence[float]) -> list[int]:
-        out = [0] * nb
-        for v in values:
-            idx = nb - 1
-            for b in range(nb):
-                if v < edges[b + 1]:
-                    idx = max(b, 0)
-                    break
-            out[idx] += 1
-        return out
-
-    cp, cn = counts(positive), counts(negative)
+    cp, cn = _counts(positive, edges), _counts(negative, edges)
     sp = [c / len(positive) if positive else 0.0 for c in cp]
     sn = [c / len(negative) if negative else 0.0 for c in cn]
     top = max([*sp, *sn, 1e-9])
@@ -199,8 +202,8 @@ def _charts(report: Report) -> str:
                     lo, hi = m.min_value, m.max_value
                 except KeyError:
                     pass
-        elif info.key.startswith(("rr@", "recall@", "precision@", "hit@", "ndcg")):
-            lo, hi = 0.0, 1.0
+        elif (measure := measure_for_key(info.key)) is not None and measure.spec.bounds is not None:
+            lo, hi = measure.spec.bounds
         pv, nv = _values(pos, info), _values(neg, info)
         if not pv and not nv:
             continue
@@ -237,12 +240,13 @@ def _score_cell(report: Report, q: QueryRow, key: str) -> str:
     return f'<td class="n {cls}" data-v="{v}"{title}>{fmt_num(fs.score)}{mark}</td>'
 
 
+_QUERY_TABLE_MEASURES = ("rr", "recall", "ndcg", "distracting")  # local columns of the per-query table, at stage k
+
+
 def _query_table(report: Report) -> str:
     k = report.params.stage_k
     local_cols = [
-        c
-        for c in (f"rr@{k}", f"recall@{k}", f"ndcg@{k}", f"distracting@{k}")
-        if any(c in q.local for q in report.queries)
+        c for c in (f"{name}@{k}" for name in _QUERY_TABLE_MEASURES) if any(c in q.local for q in report.queries)
     ]
     foundry_cols = [m.key for m in report.metrics if m.source == "foundry" and m.primary]
     head = "".join(
@@ -294,8 +298,7 @@ def _negative_table(report: Report) -> str:
     )
 
 
-def render_html(report: Report) -> str:
-    """The report as one self-contained HTML page."""
+def _meta(report: Report) -> str:
     p, prov = report.params, report.provenance
     meta = [
         f"backend <code>{_e(prov.backend or 'unknown')}</code>",
@@ -311,8 +314,13 @@ def render_html(report: Report) -> str:
     if prov.report_url:
         meta.append(f"Foundry report: <code>{_e(prov.report_url)}</code>")
     meta.append(f"built {_e(prov.created_at)} by foundry-bridge {_e(prov.tool_version)}")
+    return " · ".join(meta)
+
+
+def _head(report: Report) -> list[str]:
+    """The document head, the header line and the coverage paragraph."""
     cov = report.coverage
-    parts = [
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
@@ -320,18 +328,15 @@ def render_html(report: Report) -> str:
         "<title>foundry-bridge report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<header><h1>foundry-bridge report</h1>",
-        f'<div class="meta">{" · ".join(meta)}</div></header><main>',
+        f'<div class="meta">{_meta(report)}</div></header><main>',
         f"<p><strong>Coverage: {cov.get('scores_scored', 0)}/{cov.get('scores_expected', 0)} Foundry scores</strong>"
         f" ({cov.get('scores_errored', 0)} errored, {cov.get('scores_missing', 0)} missing) · "
         f"{report.positive.queries} positive, {report.negative.queries} negative queries</p>",
     ]
-    parts.extend(f'<div class="warn">{_e(w)}</div>' for w in report.warnings)
-    for section in (report.positive, report.negative):
-        parts.append(f"<h2>{section.kind.capitalize()} queries ({section.queries})</h2>")
-        parts.append(_section_table(report, section) if section.queries else "<p>none</p>")
-    parts.append("<h2>Score distributions</h2>")
-    parts.append(_charts(report))
-    parts.append("<h2>Stage attribution</h2><table><thead><tr><th>stage</th><th>count</th><th>queries</th></tr>")
+
+
+def _stages(report: Report) -> list[str]:
+    parts = ["<h2>Stage attribution</h2><table><thead><tr><th>stage</th><th>count</th><th>queries</th></tr>"]
     parts.append("</thead><tbody>")
     for stage in STAGES:
         ids = report.stages.queries.get(stage, [])
@@ -342,42 +347,72 @@ def render_html(report: Report) -> str:
     parts.append("</tbody></table><details><summary>Rules</summary><ul>")
     parts.extend(f"<li>{_e(r)}</li>" for r in report.stages.rules)
     parts.append("</ul></details>")
+    return parts
+
+
+def _negatives(report: Report) -> list[str]:
     neg = report.negative_queries
-    if neg.queries:
-        parts.append("<h2>Negative queries</h2><ul>")
-        parts.append(f"<li>abstained: {len(neg.abstained)}/{len(neg.queries)}: {_e(', '.join(neg.abstained))}</li>")
-        parts.append(f"<li>answered anyway: {_e(', '.join(neg.answered) or 'none')}</li>")
-        parts.append(f"<li>surfaced evidence: {_e(', '.join(neg.surfaced_evidence) or 'none')}</li>")
-        if neg.label_contradictions:
-            parts.append(f"<li>relevant label on a negative query: {_e(', '.join(neg.label_contradictions))}</li>")
-        parts.append("</ul>")
-        parts.append(_negative_table(report))
-    if report.canaries:
-        parts.append("<h2>Judge canaries</h2><table><thead><tr><th>query</th><th>canary</th>")
-        parts.append("<th>passed by (flagged)</th><th>failed by</th><th>caught</th></tr></thead><tbody>")
-        for c in report.canaries:
-            caught = {True: "yes", False: "NO", None: "unknown"}[c.caught]
-            cls = "fail" if c.passed_by else "pass"
-            parts.append(
-                f"<tr><td>{_e(c.query_id)}</td><td>{_e(c.canary)}</td><td class={cls}>{_e(', '.join(c.passed_by))}"
-                f"</td><td>{_e(', '.join(c.failed_by))}</td><td>{caught}</td></tr>"
-            )
-        parts.append("</tbody></table>")
+    if not neg.queries:
+        return []
+    parts = ["<h2>Negative queries</h2><ul>"]
+    parts.append(f"<li>abstained: {len(neg.abstained)}/{len(neg.queries)}: {_e(', '.join(neg.abstained))}</li>")
+    parts.append(f"<li>answered anyway: {_e(', '.join(neg.answered) or 'none')}</li>")
+    parts.append(f"<li>surfaced evidence: {_e(', '.join(neg.surfaced_evidence) or 'none')}</li>")
+    if neg.label_contradictions:
+        parts.append(f"<li>relevant label on a negative query: {_e(', '.join(neg.label_contradictions))}</li>")
+    parts.append("</ul>")
+    parts.append(_negative_table(report))
+    return parts
+
+
+def _canaries(report: Report) -> list[str]:
+    if not report.canaries:
+        return []
+    parts = ["<h2>Judge canaries</h2><table><thead><tr><th>query</th><th>canary</th>"]
+    parts.append("<th>passed by (flagged)</th><th>failed by</th><th>caught</th></tr></thead><tbody>")
+    for c in report.canaries:
+        caught = {True: "yes", False: "NO", None: "unknown"}[c.caught]
+        cls = "fail" if c.passed_by else "pass"
+        parts.append(
+            f"<tr><td>{_e(c.query_id)}</td><td>{_e(c.canary)}</td><td class={cls}>{_e(', '.join(c.passed_by))}"
+            f"</td><td>{_e(', '.join(c.failed_by))}</td><td>{caught}</td></tr>"
+        )
+    parts.append("</tbody></table>")
+    return parts
+
+
+def _holes(report: Report) -> list[str]:
+    if not report.labelling_queue:
+        return []
+    parts = [f"<h2>Label next ({len(report.labelling_queue)})</h2>"]
+    parts.append(
+        '<table class="sortable" id="holes"><thead><tr><th>document</th><th>queries</th><th>best rank</th>'
+        "<th>mean rank</th><th>priority</th><th>where</th></tr></thead><tbody>"
+    )
+    for h in report.labelling_queue:
+        where = ", ".join(f"{d['query_id']}@{d['rank']}" for d in h.queries)
+        parts.append(
+            f"<tr><td>{_e(h.document_id)}</td><td class=n>{h.count}</td><td class=n>{h.best_rank}</td>"
+            f"<td class=n>{fmt_num(h.mean_rank)}</td><td class=n data-v='{h.priority!r}'>{fmt_num(h.priority)}"
+            f"</td><td>{_e(where)}</td></tr>"
+        )
+    parts.append("</tbody></table>")
+    return parts
+
+
+def render_html(report: Report) -> str:
+    """The report as one self-contained HTML page: head, warnings, sections, charts, stages, negative queries,
+    canaries, the per-query table, the labelling queue."""
+    parts = _head(report)
+    parts.extend(f'<div class="warn">{_e(w)}</div>' for w in report.warnings)
+    for section in (report.positive, report.negative):
+        parts.append(f"<h2>{section.kind.capitalize()} queries ({section.queries})</h2>")
+        parts.append(_section_table(report, section) if section.queries else "<p>none</p>")
+    parts.append("<h2>Score distributions</h2>")
+    parts.append(_charts(report))
+    parts.extend([*_stages(report), *_negatives(report), *_canaries(report)])
     parts.append(f"<h2>Per query ({len(report.queries)})</h2><p class=meta>Click a header to sort.</p>")
     parts.append(_query_table(report))
-    if report.labelling_queue:
-        parts.append(f"<h2>Label next ({len(report.labelling_queue)})</h2>")
-        parts.append(
-            '<table class="sortable" id="holes"><thead><tr><th>document</th><th>queries</th><th>best rank</th>'
-            "<th>mean rank</th><th>priority</th><th>where</th></tr></thead><tbody>"
-        )
-        for h in report.labelling_queue:
-            where = ", ".join(f"{d['query_id']}@{d['rank']}" for d in h.queries)
-            parts.append(
-                f"<tr><td>{_e(h.document_id)}</td><td class=n>{h.count}</td><td class=n>{h.best_rank}</td>"
-                f"<td class=n>{fmt_num(h.mean_rank)}</td><td class=n data-v='{h.priority!r}'>{fmt_num(h.priority)}"
-                f"</td><td>{_e(where)}</td></tr>"
-            )
-        parts.append("</tbody></table>")
+    parts.extend(_holes(report))
     parts.append(f"</main><script>{_JS}</script></body></html>")
     return "\n".join(parts) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from ..metrics.measures import column_names, measure_for_key
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, QueryRow, Report, Section
 
@@ -20,7 +21,7 @@ _STAGE_HINT = {
 
 def summary_metric_keys(report: Report) -> list[MetricInfo]:
     """Metrics for the summary: each criterion's primary Foundry metric and the local metrics at every k."""
-    keep = ("rr@", "recall@", "precision@", "hit@", "ndcg@", "ndcg_exp@", "distracting@")
+    keep = tuple(f"{name}@" for name in column_names())
     return [m for m in report.metrics if (m.source == "foundry" and m.primary) or m.key.startswith(keep)]
 
 
@@ -34,8 +35,9 @@ def _section_table(report: Report, section: Section) -> list[str]:
         if agg is None or (info.source == "local" and agg.scored == 0):
             continue  # e.g. rank metrics on negative queries: undefined by definition (no relevant label)
         label = md_escape(info.key)
-        if info.source == "local" and info.key.startswith("rr@"):
-            label += " (mean = MRR)"
+        measure = measure_for_key(info.key) if info.source == "local" else None
+        if measure is not None and measure.spec.mean_label:
+            label += f" (mean = {measure.spec.mean_label})"
         if info.source == "local":
             missing = str(agg.undefined)
             errored = "–"
@@ -147,10 +149,9 @@ def _failed_metrics(report: Report, q: QueryRow) -> str:
     return "; ".join(bits)
 
 
-def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 10) -> str:
-    """The report as GitHub-flavoured Markdown (dataset text escaped)."""
+def _header(report: Report) -> list[str]:
+    """Title, the parameters line, Foundry coverage and the warnings."""
     p, prov = report.params, report.provenance
-    out: list[str] = ["## foundry-bridge report", ""]
     meta = [
         f"backend {_code(prov.backend or 'unknown')}",
         f"queries {report.coverage.get('queries', len(report.queries))} "
@@ -166,73 +167,84 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
         meta.append("run " + ", ".join(_code(r) for r in prov.run_ids))
     if prov.report_url:
         meta.append(_report_link(prov.report_url))
-    out.append(" · ".join(meta))
-    out.append("")
     cov = report.coverage
+    out = ["## foundry-bridge report", "", " · ".join(meta), ""]
     out.append(
         f"**Coverage: {cov.get('scores_scored', 0)}/{cov.get('scores_expected', 0)} Foundry scores** "
         f"({cov.get('scores_errored', 0)} errored, {cov.get('scores_missing', 0)} missing)"
     )
     out.append("")
-    for w in report.warnings:
-        out.append(f"> ⚠️ {md_escape(w)}")
+    out.extend(f"> ⚠️ {md_escape(w)}" for w in report.warnings)
     if report.warnings:
         out.append("")
+    return out
 
+
+def _sections(report: Report) -> list[str]:
+    out: list[str] = []
     for section in (report.positive, report.negative):
         out.append(f"### {section.kind.capitalize()} queries ({section.queries})")
         out.append("")
-        if section.queries:
-            out.extend(_section_table(report, section))
-        else:
-            out.append("_none_")
+        out.extend(_section_table(report, section) if section.queries else ["_none_"])
         out.append("")
+    return out
 
-    out.append("### Stage attribution")
-    out.append("")
-    out.append("| stage | queries | which | what to fix |")
-    out.append("|---|---|---|---|")
+
+def _stages(report: Report) -> list[str]:
+    out = ["### Stage attribution", "", "| stage | queries | which | what to fix |", "|---|---|---|---|"]
     for stage in STAGES:
         ids = report.stages.queries.get(stage, [])
         shown = ", ".join(md_escape(i) for i in ids[:15]) + (" …" if len(ids) > 15 else "")
         out.append(f"| {stage} | {report.stages.counts.get(stage, 0)} | {shown} | {_STAGE_HINT[stage]} |")
     out.append("")
+    return out
 
+
+def _negatives(report: Report, max_queries: int) -> list[str]:
     neg = report.negative_queries
-    if neg.queries:
-        out.append("### Negative queries")
-        out.append("")
-        out.append(f"- abstained: {len(neg.abstained)}/{len(neg.queries)} ({', '.join(map(md_escape, neg.abstained))})")
-        out.append(f"- answered anyway: {', '.join(map(md_escape, neg.answered)) or 'none'}")
-        out.append(f"- surfaced evidence: {', '.join(map(md_escape, neg.surfaced_evidence)) or 'none'}")
-        if neg.label_contradictions:
-            out.append(f"- relevant label on a negative query: {', '.join(map(md_escape, neg.label_contradictions))}")
-        agg = neg.local.get("aggregate") if isinstance(neg.local.get("aggregate"), dict) else {}
-        auc = agg.get("top_score_auc")
-        if isinstance(auc, int | float):
-            out.append(f"- top-score ROC AUC (positive vs negative): {fmt_num(float(auc))}")
-        out.append("")
-        out.extend(_negative_table(report, max_queries))
-        out.append("")
+    if not neg.queries:
+        return []
+    out = ["### Negative queries", ""]
+    out.append(f"- abstained: {len(neg.abstained)}/{len(neg.queries)} ({', '.join(map(md_escape, neg.abstained))})")
+    out.append(f"- answered anyway: {', '.join(map(md_escape, neg.answered)) or 'none'}")
+    out.append(f"- surfaced evidence: {', '.join(map(md_escape, neg.surfaced_evidence)) or 'none'}")
+    if neg.label_contradictions:
+        out.append(f"- relevant label on a negative query: {', '.join(map(md_escape, neg.label_contradictions))}")
+    raw = neg.local.get("aggregate")
+    agg: dict[str, object] = raw if isinstance(raw, dict) else {}
+    auc = agg.get("top_score_auc")
+    if isinstance(auc, int | float):
+        out.append(f"- top-score ROC AUC (positive vs negative): {fmt_num(float(auc))}")
+    out.append("")
+    out.extend(_negative_table(report, max_queries))
+    out.append("")
+    return out
 
-    if report.canaries:
-        out.append("### Judge canaries")
-        out.append("")
-        out.append("| query | canary | passed by (flagged) | failed by | caught |")
-        out.append("|---|---|---|---|---|")
-        for c in report.canaries:
-            caught = {True: "yes", False: "**NO**", None: "unknown"}[c.caught]
-            out.append(
-                f"| {md_escape(c.query_id)} | {md_escape(c.canary)} | {', '.join(map(md_escape, c.passed_by)) or '–'} "
-                f"| {', '.join(map(md_escape, c.failed_by)) or '–'} | {caught} |"
-            )
-        out.append("")
 
+def _canaries(report: Report) -> list[str]:
+    if not report.canaries:
+        return []
+    out = [
+        "### Judge canaries",
+        "",
+        "| query | canary | passed by (flagged) | failed by | caught |",
+        "|---|---|---|---|---|",
+    ]
+    for c in report.canaries:
+        caught = {True: "yes", False: "**NO**", None: "unknown"}[c.caught]
+        out.append(
+            f"| {md_escape(c.query_id)} | {md_escape(c.canary)} | {', '.join(map(md_escape, c.passed_by)) or '–'} "
+            f"| {', '.join(map(md_escape, c.failed_by)) or '–'} | {caught} |"
+        )
+    out.append("")
+    return out
+
+
+def _worst(report: Report, max_queries: int) -> list[str]:
     worst = [q for q in report.queries if q.stage != "ok"]
     order = {s: i for i, s in enumerate(STAGES)}
     worst.sort(key=lambda q: (order[q.stage], q.row))
-    out.append(f"### Queries to look at ({len(worst)})")
-    out.append("")
+    out = [f"### Queries to look at ({len(worst)})", ""]
     if worst:
         out.append("| query | kind | stage | why | failing scores |")
         out.append("|---|---|---|---|---|")
@@ -246,13 +258,31 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
     else:
         out.append("_every query is ok_")
     out.append("")
+    return out
 
-    if report.labelling_queue:
-        out.append(f"### Label next ({len(report.labelling_queue)} unlabelled retrieved documents)")
-        out.append("")
-        out.append("| document | queries | best rank | priority |")
-        out.append("|---|---|---|---|")
-        for h in report.labelling_queue[:max_holes]:
-            out.append(f"| {md_escape(h.document_id)} | {h.count} | {h.best_rank} | {fmt_num(h.priority)} |")
-        out.append("")
+
+def _label_next(report: Report, max_holes: int) -> list[str]:
+    if not report.labelling_queue:
+        return []
+    out = [f"### Label next ({len(report.labelling_queue)} unlabelled retrieved documents)", ""]
+    out.append("| document | queries | best rank | priority |")
+    out.append("|---|---|---|---|")
+    for h in report.labelling_queue[:max_holes]:
+        out.append(f"| {md_escape(h.document_id)} | {h.count} | {h.best_rank} | {fmt_num(h.priority)} |")
+    out.append("")
+    return out
+
+
+def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 10) -> str:
+    """The report as GitHub-flavoured Markdown (dataset text escaped): header, sections, stages, negative queries,
+    canaries, the queries to look at, the labelling queue."""
+    out = [
+        *_header(report),
+        *_sections(report),
+        *_stages(report),
+        *_negatives(report, max_queries),
+        *_canaries(report),
+        *_worst(report, max_queries),
+        *_label_next(report, max_holes),
+    ]
     return "\n".join(out).rstrip() + "\n"

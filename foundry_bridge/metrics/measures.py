@@ -1,0 +1,374 @@
+"""The local measures, each declared once, and measures as values: ``parse_measure("ndcg(gain=exp)@3")``.
+
+A ``MeasureDef`` is the declaration (name, aliases, parameters, definition, direction, NaN rule, aggregate name);
+a ``Measure`` is a value: a registered name, its non-default parameters and an optional cutoff. ``str()`` is
+canonical (``rr@10``, ``ndcg(gain=exp)@3``: parameters at their default are left out), round-trips through
+``parse_measure``, and drives ``==`` and ``hash``, so measures key dicts. Every measure the ranking kernels compute
+has a column name (``Measure.key``: ``rr@10``, ``ndcg_exp@3``) and a summary name (``Measure.aggregate_key``:
+``mrr@10``, ``hit_rate@10``): the names the ``metrics`` and ``report`` outputs have always used.
+
+Spellings: the name or an alias, case-insensitive (``MRR@10`` = ``mrr@10`` = ``rr@10``; ``ndcg_exp@3`` =
+``ndcg(gain=exp)@3``), keyword parameters with literal values (a choice may be written bare: ``gain=exp``), ``@k``
+for the cutoff. The text is parsed with ``ast`` and only that shape is accepted; nothing is evaluated.
+
+Definitions (they hold exactly; rank = 1-based position after removing later duplicates; relevant ⇔ label ≥ the
+relevance threshold, a setting of the whole computation, not a measure parameter; n_rel = relevant qrels documents,
+retrieved or not): each ``MeasureDef.definition`` below (the report's text), and ``metrics/ranking.py`` for the
+kernels. A new local measure: declare it here, compute its column in ``ranking.compute``; the summaries, report
+columns, ``compare`` and ``metrics --measure`` and the help texts follow.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._text import did_you_mean
+from ..errors import UsageError
+
+__all__ = [
+    "COLUMNS",
+    "MEASURES",
+    "Measure",
+    "MeasureDef",
+    "Param",
+    "Variant",
+    "column_names",
+    "expand",
+    "is_measure_name",
+    "measure_for_key",
+    "measures_help",
+    "measures_labels",
+    "parse_measure",
+]
+
+_FORM = "NAME[(PARAM=VALUE, ...)][@K], e.g. rr@10 or ndcg(gain=exp)@3"
+_MAX_LEN = 200
+
+
+@dataclass(frozen=True)
+class Param:
+    """A measure parameter: its type, default, allowed values (``None``: any of the type) and meaning."""
+
+    type: type
+    default: Any
+    choices: tuple[Any, ...] | None = None
+    desc: str = ""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A parameter setting the kernels compute under its own column name (``ndcg(gain=exp)`` → ``ndcg_exp``)."""
+
+    params: tuple[tuple[str, Any], ...]
+    column: str
+    definition: str
+
+
+_NO_RELEVANT = "undefined when the query has no relevant label (n_rel = 0)"
+
+
+@dataclass(frozen=True)
+class MeasureDef:
+    """One local measure, declared once.
+
+    ``definition`` is the one-line text of the report; ``nan_rule`` says when a query's value is undefined (NaN,
+    ``null`` in JSON); ``aggregate`` is the name of the mean over queries in the ``metrics`` summary; ``label`` the
+    name in help texts; ``mean_label`` the name of the mean beside the report's column (``MRR``); ``bounds`` the
+    range of a value (``None``: unbounded); ``variants`` name the non-default parameter settings the kernels
+    compute.
+    """
+
+    name: str
+    definition: str
+    higher_is_better: bool = True
+    nan_rule: str = _NO_RELEVANT
+    aggregate: str = ""  # default: the name
+    label: str = ""  # default: "{name}@k"
+    aliases: tuple[str, ...] = ()
+    params: Mapping[str, Param] = field(default_factory=dict)
+    variants: tuple[Variant, ...] = ()
+    bounds: tuple[float, float] | None = (0.0, 1.0)
+    mean_label: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "aggregate", self.aggregate or self.name)
+        object.__setattr__(self, "label", self.label or f"{self.name}@k")
+
+
+_ALWAYS = "always defined (all retrieved top-k documents when none is relevant)"
+_GAIN = Param(str, "linear", ("linear", "exp"), "linear: gain = label; exp: gain = 2^label − 1")
+_IDEAL_ZERO = "undefined when the ideal DCG is 0 (no label > 0); the relevance threshold does not apply"
+
+MEASURES: dict[str, MeasureDef] = {
+    d.name: d
+    for d in (
+        MeasureDef(
+            "rr",
+            "1/rank of the first relevant document within the top k, else 0 (mean = MRR)",
+            aggregate="mrr",
+            label="MRR",
+            aliases=("mrr",),
+            mean_label="MRR",
+        ),
+        MeasureDef("recall", "relevant documents in the top k ÷ all relevant documents (n_rel)"),
+        MeasureDef("precision", "relevant documents in the top k ÷ k"),  # ÷ k also when fewer than k were retrieved
+        MeasureDef(
+            "hit",
+            "1 if any relevant document is in the top k (mean = hit rate)",
+            aggregate="hit_rate",
+            aliases=("hit_rate",),
+        ),
+        MeasureDef(
+            "distracting",
+            "non-relevant documents ranked above the first relevant one within the top k",
+            higher_is_better=False,
+            nan_rule=_ALWAYS,
+            bounds=None,
+        ),
+        MeasureDef(
+            "ndcg",
+            "trec_eval ndcg_cut: gain = label, discount 1/log2(rank+1), ideal from all labels",
+            nan_rule=_IDEAL_ZERO,
+            label="NDCG@k",
+            params={"gain": _GAIN},
+            variants=(Variant((("gain", "exp"),), "ndcg_exp", "as ndcg with gain 2^label − 1"),),
+        ),
+    )
+}
+
+
+def _lookup(name: str) -> tuple[MeasureDef, dict[str, Any]]:
+    """The declaration a name, alias or variant column name stands for, and the parameters that spelling fixes."""
+    key = name.lower()
+    for d in MEASURES.values():
+        if key == d.name or key in d.aliases:
+            return d, {}
+        for v in d.variants:
+            if key == v.column:
+                return d, dict(v.params)
+    known = [s for d in MEASURES.values() for s in (d.name, *d.aliases, *(v.column for v in d.variants))]
+    guess = did_you_mean(key, known)
+    hint = f"; did you mean {guess!r}?" if guess else f"; known measures: {', '.join(known)}"
+    raise UsageError(f"unknown measure {name!r}{hint}")
+
+
+def _check_value(d: MeasureDef, name: str, value: Any) -> Any:
+    if name not in d.params:
+        allowed = ", ".join(d.params) or "none"
+        raise UsageError(f"measure {d.name!r} has no parameter {name!r}; its parameters: {allowed}")
+    p = d.params[name]
+    if isinstance(value, bool) is not (p.type is bool) or not isinstance(value, p.type):
+        if p.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        else:
+            raise UsageError(f"{d.name}({name}=...): expected a {p.type.__name__}, got {value!r}")
+    if p.choices is not None and value not in p.choices:
+        raise UsageError(f"{d.name}({name}=...) must be one of {', '.join(map(str, p.choices))}, got {value!r}")
+    return value
+
+
+def _fmt_value(value: Any) -> str:
+    return value if isinstance(value, str) and value.isidentifier() else repr(value)
+
+
+@dataclass(frozen=True, eq=False)
+class Measure:
+    """A registered measure with its non-default parameters (in declaration order) and an optional cutoff.
+
+    Build one with ``parse_measure`` or ``Measure.of``; ``m(gain="exp")`` sets parameters and ``m @ 10`` the
+    cutoff, each returning a new value.
+    """
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+    cutoff: int | None = None
+
+    @classmethod
+    def of(cls, name: str, params: Mapping[str, Any] | None = None, cutoff: int | None = None) -> Measure:
+        """The measure ``name`` (a name, alias or variant column) with ``params`` checked against its declaration."""
+        d, fixed = _lookup(name)
+        given = dict(params or {})
+        for key, value in given.items():
+            if key in fixed and _check_value(d, key, value) != fixed[key]:
+                raise UsageError(f"{name!r} already means {d.name}({key}={_fmt_value(fixed[key])})")
+        merged = {**fixed, **{k: _check_value(d, k, v) for k, v in given.items()}}
+        kept = tuple((k, merged[k]) for k in d.params if k in merged and merged[k] != d.params[k].default)
+        if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1):
+            raise UsageError(f"{d.name}@{cutoff!r}: the cutoff must be an integer >= 1")
+        return cls(d.name, kept, cutoff)
+
+    def __call__(self, **params: Any) -> Measure:
+        return Measure.of(self.name, {**dict(self.params), **params}, self.cutoff)
+
+    def __matmul__(self, k: int) -> Measure:
+        return Measure.of(self.name, dict(self.params), k)
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{k}={_fmt_value(v)}" for k, v in self.params)
+        return self.name + (f"({args})" if args else "") + (f"@{self.cutoff}" if self.cutoff is not None else "")
+
+    def __repr__(self) -> str:
+        return f"Measure({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Measure) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    @property
+    def spec(self) -> MeasureDef:
+        return MEASURES[self.name]
+
+    def _variant(self) -> Variant | None:
+        return next((v for v in self.spec.variants if v.params == self.params), None)
+
+    @property
+    def column(self) -> str:
+        """The kernels' name for this setting, without the cutoff: ``rr``, ``ndcg_exp``."""
+        if not self.params:
+            return self.name
+        variant = self._variant()
+        if variant is None:
+            raise UsageError(f"{self}: this parameter setting is not computed locally")
+        return variant.column
+
+    @property
+    def key(self) -> str:
+        """The per-query column (and report metric key): ``rr@10``, ``ndcg_exp@3``."""
+        return self.column + (f"@{self.cutoff}" if self.cutoff is not None else "")
+
+    @property
+    def aggregate_key(self) -> str:
+        """The name of the mean over queries in the ``metrics`` summary: ``mrr@10``, ``hit_rate@10``."""
+        name = self.spec.aggregate if not self.params else self.column
+        return name + (f"@{self.cutoff}" if self.cutoff is not None else "")
+
+    @property
+    def definition(self) -> str:
+        variant = self._variant() if self.params else None
+        return variant.definition if variant is not None else self.spec.definition
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.spec.higher_is_better
+
+    @property
+    def nan_rule(self) -> str:
+        return self.spec.nan_rule
+
+
+# the kernels' output, in order: for each k, these columns
+COLUMNS: tuple[Measure, ...] = tuple(
+    Measure.of(v) for d in MEASURES.values() for v in (d.name, *(x.column for x in d.variants))
+)
+
+
+def column_names() -> tuple[str, ...]:
+    """The kernels' column names without cutoff, in output order: ``rr``, ``recall``, ..., ``ndcg_exp``."""
+    return tuple(m.column for m in COLUMNS)
+
+
+def _literal(node: ast.expr, spec: str) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | int | float | bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return -value
+    if isinstance(node, ast.Name):  # a bare choice: gain=exp
+        return node.id
+    raise UsageError(f"measure {spec!r}: parameter values must be literals; expected {_FORM}")
+
+
+def _parse_head(node: ast.expr, spec: str) -> tuple[str, dict[str, Any]]:
+    if isinstance(node, ast.Name):
+        return node.id, {}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+        if any(kw.arg is None for kw in node.keywords):
+            raise UsageError(f"measure {spec!r}: expected {_FORM}")
+        return node.func.id, {str(kw.arg): _literal(kw.value, spec) for kw in node.keywords}
+    raise UsageError(f"measure {spec!r}: expected {_FORM}")
+
+
+def parse_measure(spec: str | Measure) -> Measure:
+    """``"rr@10"``, ``"MRR@10"``, ``"ndcg(gain=exp)@3"``, ``"ndcg_exp@3"`` → a ``Measure`` (a ``UsageError``
+    naming the expected form, the known measures or the allowed parameters otherwise)."""
+    if isinstance(spec, Measure):
+        return spec
+    text = spec.strip()
+    if not text or len(text) > _MAX_LEN:
+        raise UsageError(f"measure {spec!r}: expected {_FORM}")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise UsageError(f"measure {spec!r}: expected {_FORM}") from None
+    cutoff: int | None = None
+    if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.MatMult):
+        right = tree.right
+        if not (isinstance(right, ast.Constant) and type(right.value) is int):
+            raise UsageError(f"measure {spec!r}: the cutoff after @ must be an integer; expected {_FORM}")
+        cutoff, tree = right.value, tree.left
+    name, params = _parse_head(tree, spec)
+    return Measure.of(name, params, cutoff)
+
+
+def expand(measures: Sequence[Measure], ks: Sequence[int]) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
+    """Each measure at its own cutoff, or at every k of ``ks`` when it has none (distinct, in the given order), and
+    the sorted cutoffs they need. A parameter setting the kernels do not compute is a ``UsageError``."""
+    out: dict[Measure, None] = {}
+    for m in measures:
+        for at_k in [m] if m.cutoff is not None else [m @ k for k in ks]:
+            _ = at_k.column  # computable?
+            out[at_k] = None
+    if not out:
+        raise UsageError("no cutoff: give the measure a cutoff (rr@10) or a k")
+    return tuple(out), tuple(sorted({m.cutoff for m in out if m.cutoff is not None}))
+
+
+def is_measure_name(spec: str) -> bool:
+    """Whether ``spec`` starts with a registered name, alias or variant column (``MRR@10``: yes; ``groundedness``,
+    ``document_retrieval/ndcg@3``: no) — i.e. whether ``parse_measure`` is the parser it is meant for."""
+    head = spec.strip()
+    end = next((i for i, ch in enumerate(head) if not (ch.isalnum() or ch == "_")), len(head))
+    if head[end : end + 1] not in ("", "@", "(", " "):
+        return False
+    try:
+        _lookup(head[:end])
+    except UsageError:
+        return False
+    return True
+
+
+def measure_for_key(key: str) -> Measure | None:
+    """The local measure a report/per-query column key names (``ndcg_exp@3``), or ``None`` for any other key."""
+    name, _, k = key.partition("@")
+    try:
+        d, fixed = _lookup(name)
+    except UsageError:
+        return None
+    if name != d.name and name not in (v.column for v in d.variants):
+        return None  # an alias (mrr@10) is a spelling, not a column key
+    return Measure.of(name, fixed, int(k)) if k.isdigit() and int(k) >= 1 else None
+
+
+def measures_help() -> str:
+    """The measures for help texts: ``rr (alias mrr), ..., ndcg(gain=linear|exp)``."""
+    parts = []
+    for d in MEASURES.values():
+        args = ", ".join(f"{n}={'|'.join(map(str, p.choices or ()))}" for n, p in d.params.items())
+        names = [*d.aliases, *(f"{v.column} = {d.name}({_pairs(v.params)})" for v in d.variants)]
+        parts.append(d.name + (f"({args})" if args else "") + (f" ({'; '.join(names)})" if names else ""))
+    return ", ".join(parts)
+
+
+def measures_labels() -> str:
+    """The measures' names for a one-line help: ``MRR, recall@k, ..., NDCG@k``."""
+    return ", ".join(d.label for d in MEASURES.values())
+
+
+def _pairs(params: tuple[tuple[str, Any], ...]) -> str:
+    return ", ".join(f"{k}={_fmt_value(v)}" for k, v in params)
