@@ -7,13 +7,13 @@ Both output shapes (1.17+ envelope with ``document_retrieval_properties``, and t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..catalog import EvaluatorSpec
 from ..errors import redact
 from ..results import ResultRow
+from ..wire import canonical_key, read_metric
 
 __all__ = ["IMPLEMENTATION", "compute_document_retrieval", "docret_rows"]
 
@@ -58,15 +58,6 @@ def _properties(output: dict[str, Any]) -> dict[str, Any]:
     return nested if isinstance(nested, dict) else output
 
 
-def _number(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def docret_rows(
     spec: EvaluatorSpec,
     *,
@@ -76,26 +67,15 @@ def docret_rows(
     output: dict[str, Any] | None,
     error: str | None,
 ) -> list[ResultRow]:
-    """One ResultRow per catalog metric (``ndcg@3`` first); an error gives one errored row per metric."""
+    """One ResultRow per catalog metric (``ndcg@3`` first), read by ``wire.read_metric`` (a NaN metric is
+    ``NAN_SCORE``, an absent one ``MISSING_SCORE``, as on the cloud); an error gives one errored row per metric."""
     base: dict[str, Any] = {"row": row, "query_id": query_id, "criterion": criterion, "evaluator": spec.name}
     if output is None or error is not None:
         return [ResultRow(**base, metric=m.name, error=error or "INVALID_INPUT: no output") for m in spec.metrics]
-    props = _properties(output)
+    props = {canonical_key(k): v for k, v in _properties(output).items()}
     rows = []
     for metric in spec.metrics:
-        m = metric.name
-        value = _number(props.get(m))
-        label = props.get(f"{m}_result")
-        label = label if label in ("pass", "fail") else None
-        passed = props.get(f"{m}_passed")
-        passed = passed if isinstance(passed, bool) else (label == "pass" if label else None)
-        threshold = _number(props.get(f"{m}_threshold"))
-        if value is None:
-            err = f"MISSING_SCORE: no {m} value in the document_retrieval output"
-            rows.append(ResultRow(**base, metric=m, threshold=threshold, error=err))
-        elif math.isnan(value):
-            err = f"NAN_SCORE: {m} is undefined for this row (e.g. fidelity when every label equals the minimum)"
-            rows.append(ResultRow(**base, metric=m, label=label, passed=passed, threshold=threshold, error=err))
-        else:
-            rows.append(ResultRow(**base, metric=m, score=value, label=label, passed=passed, threshold=threshold))
+        r = read_metric(props, metric.name)
+        fields = {"score": r.score, "label": r.label, "passed": r.passed, "threshold": r.threshold, "error": r.error}
+        rows.append(ResultRow(**base, metric=metric.name, **fields))
     return rows
