@@ -1,20 +1,8 @@
 """What a result row means, written once: templates, input presence, thresholds, numbers, result shapes.
 
-Every backend reads these rules from here (the cloud normalizer, the emulator's scoring, the local backend) and
-the criteria builder writes its templates with them, so a row gives the same ``ResultRow`` on every backend.
-
-* **Templates.** A data mapping value is ``{{item.<path>}}`` (or ``{{sample.<path>}}`` for a target's output);
-  ``<path>`` is dotted, a digit indexes a list. A template alone keeps the value's type (lists stay lists); inside
-  longer text the value is written as text (JSON for non-strings). See ``render`` for absent fields.
-* **Presence** (``is_present``): ``None`` and blank text are absent; anything else, an empty list included, is
-  a value.
-* **Thresholds** (``resolve_threshold``): the criterion's init parameter named by the catalog metric, when it is a
-  number, else the catalog's default.
-* **Numbers** (``to_number``): ``bool`` is not a number; ``int``/``float`` and numeric text (``"0.5"``) are;
-  NaN and ±inf are returned as they are, for the caller's rule (a NaN score is ``NAN_SCORE``, a NaN threshold is
-  no threshold).
-* **Result shapes**: ``read_metric`` reads one metric from a result dict (``<m>``, ``<m>_result``, ``<m>_passed``,
-  ``<m>_threshold``), whichever backend wrote it; ``canonical_key`` maps the service's spellings to catalog names.
+The cloud normalizer, the emulator's scoring and the local backend read these rules, and the criteria builder and
+the validator write and check templates with them, so one row gives the same ``ResultRow`` on every backend
+(``tests/test_wire_parity.py``). Each function's docstring states its rule and why.
 """
 
 from __future__ import annotations
@@ -49,7 +37,7 @@ __all__ = [
 ]
 
 _FIELD = r"\{\{\s*(item|sample)\.([^{}\s]+)\s*\}\}"
-TEMPLATE = re.compile(_FIELD)  # groups: source ("item" | "sample"), dotted path
+TEMPLATE = re.compile(_FIELD)  # groups: source ("item" | "sample"), a dotted path (a digit indexes a list)
 LONE_TEMPLATE = re.compile(rf"^\s*{_FIELD}\s*$")  # a value that is one template and nothing else
 _ABSENT = object()
 
@@ -86,10 +74,6 @@ def _lookup(source: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
 def render(template: Any, sources: Mapping[str, Mapping[str, Any]]) -> Any:
     """One data-mapping value resolved against ``sources`` (``{"item": ..., "sample": ...}``).
 
@@ -109,7 +93,7 @@ def render(template: Any, sources: Mapping[str, Mapping[str, Any]]) -> Any:
         value = _lookup(sources.get(m.group(1)) or {}, m.group(2))
         if value is _ABSENT or value is None:
             return None
-        parts += [template[at : m.start()], _text(value)]
+        parts += [template[at : m.start()], value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)]
         at = m.end()
     return "".join(parts) + template[at:]
 
@@ -164,12 +148,10 @@ def to_number(value: Any) -> float | None:
         return None
     if isinstance(value, int | float):
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
+    try:
+        return float(value.strip()) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def finite_number(value: Any) -> float | None:
@@ -178,18 +160,15 @@ def finite_number(value: Any) -> float | None:
     return out if out is not None and math.isfinite(out) else None
 
 
+_VERDICTS = {"pass": True, "passed": True, "true": True, "fail": False, "failed": False, "false": False}
+
+
 def to_bool(value: Any) -> bool | None:
     """A verdict: ``True``/``False``, or the text ``pass``/``passed``/``true`` and ``fail``/``failed``/``false``
     (any case); anything else, numbers included, is unknown (None)."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in ("pass", "passed", "true"):
-            return True
-        if low in ("fail", "failed", "false"):
-            return False
-    return None
+    return _VERDICTS.get(value.strip().lower()) if isinstance(value, str) else None
 
 
 def resolve_threshold(metric: MetricSpec | None, init: Mapping[str, Any]) -> int | float | None:

@@ -33,15 +33,12 @@ __all__ = ["expand_result", "missing_rows", "normalize_item"]
 
 _DOCRET = DOCUMENT_RETRIEVAL.name
 _DOCRET_PRIMARY = DOCUMENT_RETRIEVAL.short_name  # the 1.17+ single-entry metric name (= ndcg@3)
+_DOCRET_METRICS = [m.name for m in DOCUMENT_RETRIEVAL.metrics]
 _META_SUFFIXES = ("_result", "_passed", "_threshold", "_higher_is_better", "_reason", "_status")
 
 
 def _str(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _docret_metrics() -> list[str]:
-    return [m.name for m in DOCUMENT_RETRIEVAL.metrics]
 
 
 def _row(**fields: Any) -> ResultRow:
@@ -66,7 +63,7 @@ def _reading_row(base: dict[str, Any], reading: MetricReading, reason: str | Non
 def _expand_properties(res: dict[str, Any], base: dict[str, Any], error: str | None) -> list[ResultRow]:
     """Shape (b): one document_retrieval entry with sub-metrics under ``properties``."""
     props = {canonical_key(k): v for k, v in (res.get("properties") or {}).items()}
-    names = [m for m in _docret_metrics() if m in props]
+    names = [m for m in _DOCRET_METRICS if m in props]
     names += [k for k in props if k not in names and not k.endswith(_META_SUFFIXES) and to_number(props[k]) is not None]
     reason = _str(res.get("reason"))
     return [_reading_row(base, read_metric(props, name), reason, error) for name in names]
@@ -100,7 +97,7 @@ def expand_result(
             reason = _str(res.get("reason"))
             return [
                 _row(**base, metric=m, score=None, label=None, passed=None, threshold=None, reason=reason, error=error)
-                for m in _docret_metrics()
+                for m in _DOCRET_METRICS
             ]
         metric = DOCUMENT_RETRIEVAL.primary_metric  # the 1.17+ primary metric is ndcg@3 under another name
     metric = canonical_key(metric)

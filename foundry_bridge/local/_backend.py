@@ -166,8 +166,7 @@ class LocalBackend:
         """Raise ``UsageError`` now if the plan has an LLM judge and no judge endpoint/model is known (``execute``
         does the same check; a runner may call this before it creates a run folder)."""
         for crit in plan.criteria:
-            spec = CATALOG.get(crit.evaluator)
-            if spec is not None and spec.sdk_class != _LOCAL_METRICS_CLASS and spec.needs_deployment:
+            if _kind(crit) == "judge":
                 self._judge_for(crit)
 
     # --- execution ---------------------------------------------------------------------------------------------
@@ -176,45 +175,33 @@ class LocalBackend:
         plan = ctx.plan
         items = [entry.get("item", entry) for entry in plan.items]
         query_ids = [None if it.get("query_id") is None else str(it.get("query_id")) for it in items]
-        n_rows, n_crit = len(items), len(plan.criteria)
-        cells: list[list[list[ResultRow]]] = [[[] for _ in range(n_crit)] for _ in range(n_rows)]
+        cells: list[list[list[ResultRow]]] = [[[] for _ in plan.criteria] for _ in items]
         started = time.monotonic()
-
-        judges: dict[int, JudgeConfig] = {}
-        kinds: dict[int, str] = {}
         self._docret_impl = None
+        kinds = {ci: _kind(crit) for ci, crit in enumerate(plan.criteria)}
+        judges = {ci: self._judge_for(plan.criteria[ci]) for ci, k in kinds.items() if k == "judge"}  # fails up front
         for ci, crit in enumerate(plan.criteria):
-            spec = CATALOG.get(crit.evaluator)
-            if spec is None:
-                kinds[ci] = "unknown"
-            elif spec.sdk_class == _LOCAL_METRICS_CLASS:
-                kinds[ci] = "metrics"
-            elif spec.needs_deployment and spec.sdk_class:
-                kinds[ci] = "judge"
-                judges[ci] = self._judge_for(crit)  # fails up front: nothing to run without a judge
-            else:
-                kinds[ci] = "unsupported"
-
-        for ci, crit in enumerate(plan.criteria):
-            spec = CATALOG.get(crit.evaluator)
-            if kinds[ci] == "unknown":
-                err = f"UNKNOWN_EVALUATOR: {crit.evaluator!r} is not in the catalog; the local backend cannot run it"
-                for r in range(n_rows):
-                    cells[r][ci] = [_plain_error(r, query_ids[r], crit, crit.name, err)]
-            elif kinds[ci] == "unsupported" and spec is not None:
-                err = (
-                    f"UNSUPPORTED_LOCALLY: {spec.name} is computed by a Foundry service "
-                    f"({spec.sdk_class or 'no local class'}) and cannot run offline; use --backend cloud for it"
-                )
-                for r in range(n_rows):
-                    cells[r][ci] = [_plain_error(r, query_ids[r], crit, spec.primary_metric, err)]
-            elif kinds[ci] == "metrics" and spec is not None:
-                self._run_metrics(spec, crit, ci, items, query_ids, cells)
-
+            if kinds[ci] == "metrics":
+                self._run_metrics(CATALOG[crit.evaluator], crit, ci, items, query_ids, cells)
+            elif kinds[ci] in ("unknown", "unsupported"):
+                for r in range(len(items)):
+                    cells[r][ci] = [_not_run(r, query_ids[r], crit)]
         judge_stats = self._run_judges(ctx, judges, items, query_ids, cells)
-
         rows = [row for per_row in cells for per_crit in per_row for row in per_crit]
-        errored = sum(1 for r in rows if r.error is not None)
+        self._write_manifest(ctx, kinds, judges, judge_stats, sum(1 for r in rows if r.error is not None), started)
+        self.stats = dict(judge_stats)
+        return rows
+
+    def _write_manifest(
+        self,
+        ctx: RunContext,
+        kinds: dict[int, str],
+        judges: dict[int, JudgeConfig],
+        judge_stats: dict[str, int],
+        errored: int,
+        started: float,
+    ) -> None:
+        criteria = ctx.plan.criteria
         library = f"azure-ai-evaluation {evaluation_library_version()}"
         ctx.manifest["errored"] = errored
         ctx.manifest["evaluators"] = [
@@ -224,13 +211,13 @@ class LocalBackend:
                 "local_class": CATALOG[c.evaluator].sdk_class if c.evaluator in CATALOG else None,
                 "implementation": {"judge": library, "metrics": self._docret_impl}.get(kinds[ci]),
             }
-            for ci, c in enumerate(plan.criteria)
+            for ci, c in enumerate(criteria)
         ]
         ctx.manifest["local"] = {
             "library": library,
             "document_retrieval": self._docret_impl,
-            "judges": {plan.criteria[ci].name: judges[ci].identity() for ci in judges},
-            "unsupported": [plan.criteria[ci].name for ci, k in kinds.items() if k in ("unsupported", "unknown")],
+            "judges": {criteria[ci].name: judges[ci].identity() for ci in judges},
+            "unsupported": [criteria[ci].name for ci, k in kinds.items() if k in ("unsupported", "unknown")],
             "concurrency": self.concurrency,
             "timeout": self.timeout,
             "cache": {
@@ -243,8 +230,6 @@ class LocalBackend:
             "errored_rows": errored,
             "seconds": round(time.monotonic() - started, 3),
         }
-        self.stats = dict(judge_stats)
-        return rows
 
     def _run_metrics(
         self,
@@ -272,11 +257,10 @@ class LocalBackend:
             outputs = compute_document_retrieval(spec, payload, dict(crit.init))
             self._docret_impl = DOCRET_IMPLEMENTATION
         for r, out in zip(ready, outputs, strict=True):
-            if isinstance(out, dict):
-                rows = docret_rows(spec, row=r, query_id=query_ids[r], criterion=crit.name, output=out, error=None)
-            else:
-                rows = docret_rows(spec, row=r, query_id=query_ids[r], criterion=crit.name, output=None, error=out)
-            cells[r][ci] = rows
+            output, error = (out, None) if isinstance(out, dict) else (None, out)
+            cells[r][ci] = docret_rows(
+                spec, row=r, query_id=query_ids[r], criterion=crit.name, output=output, error=error
+            )
 
     def _run_judges(
         self,
@@ -482,7 +466,28 @@ def _threshold(spec: EvaluatorSpec, crit: CriterionPlan) -> int | float | None:
     return resolve_threshold(spec.metric(spec.primary_metric), crit.init)
 
 
-def _plain_error(row: int, query_id: str | None, crit: CriterionPlan, metric: str, error: str) -> ResultRow:
+def _kind(crit: CriterionPlan) -> str:
+    """How the local backend runs a criterion, read from the catalog: metrics, judge, unsupported or unknown."""
+    spec = CATALOG.get(crit.evaluator)
+    if spec is None:
+        return "unknown"
+    if spec.sdk_class == _LOCAL_METRICS_CLASS:
+        return "metrics"
+    return "judge" if spec.needs_deployment and spec.sdk_class else "unsupported"
+
+
+def _not_run(row: int, query_id: str | None, crit: CriterionPlan) -> ResultRow:
+    """The error row of a criterion this backend cannot run (not in the catalog, or computed by a service)."""
+    spec = CATALOG.get(crit.evaluator)
+    if spec is None:
+        metric = crit.name
+        err = f"UNKNOWN_EVALUATOR: {crit.evaluator!r} is not in the catalog; the local backend cannot run it"
+    else:
+        metric = spec.primary_metric
+        err = (
+            f"UNSUPPORTED_LOCALLY: {spec.name} is computed by a Foundry service "
+            f"({spec.sdk_class or 'no local class'}) and cannot run offline; use --backend cloud for it"
+        )
     return ResultRow(
-        row=row, query_id=query_id, criterion=crit.name, evaluator=crit.evaluator, metric=metric, error=error
+        row=row, query_id=query_id, criterion=crit.name, evaluator=crit.evaluator, metric=metric, error=err
     )

@@ -20,12 +20,6 @@ __all__ = ["IMPLEMENTATION", "compute_document_retrieval", "docret_rows"]
 IMPLEMENTATION = "foundry_bridge.metrics.docret"
 
 
-def _init_params(spec: EvaluatorSpec, init: dict[str, Any]) -> dict[str, Any]:
-    """The criterion's init params that the evaluator takes (others, like a deployment name, are ignored)."""
-    names = set(spec.param_names)
-    return {k: v for k, v in init.items() if k in names}
-
-
 def compute_document_retrieval(
     spec: EvaluatorSpec, rows: Sequence[dict[str, Any]], init: dict[str, Any]
 ) -> list[dict[str, Any] | str]:
@@ -33,7 +27,7 @@ def compute_document_retrieval(
     ``"CODE: message"`` string in place of the output dict."""
     from ..metrics import document_retrieval_batch
 
-    params = _init_params(spec, init)
+    params = {k: v for k, v in init.items() if k in spec.param_names}  # others, like a deployment, are ignored
     try:
         results = document_retrieval_batch(list(rows), **params)
     except Exception as exc:  # bad init params: every row fails with the same cause

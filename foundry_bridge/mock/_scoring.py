@@ -1,6 +1,7 @@
 """How the emulator scores one row for one testing criterion, and the result entries it returns.
 
-Which scorer runs is read from the catalog entry, never from an evaluator's name:
+Which scorer runs is read from the catalog entry, never from an evaluator's name (templates, input presence and
+thresholds are ``foundry_bridge.wire``'s):
 
 - an evaluator that takes human labels and needs no model (``inputs`` of type ``labels``): the project's local
   document-retrieval metrics (``foundry_bridge.metrics.docret``, the service's exact arithmetic), in the
@@ -196,12 +197,10 @@ def _score_ranking(
     results = []
     verdict: Verdict = "failed"
     for metric in spec.metrics:
-        score = props.get(metric.name)
-        passed = props.get(f"{metric.name}_passed")
-        if passed is None and score is not None:
-            passed = _passes(metric, score, resolve_threshold(metric, init))
-        threshold = props.get(f"{metric.name}_threshold", resolve_threshold(metric, init))
-        results.append(_result(name, metric.name, score, passed, threshold, None))
+        passed = props.get(f"{metric.name}_passed")  # the metrics write every <m>, <m>_passed, <m>_threshold
+        results.append(
+            _result(name, metric.name, props.get(metric.name), passed, props.get(f"{metric.name}_threshold"), None)
+        )
         if metric.name == spec.primary_metric:
             verdict = "passed" if passed else "failed"
     return RowScore(results, verdict)
