@@ -47,13 +47,19 @@ CRITERIA = [
         data_mapping={"query": "{{item.query}}", "context": "{{item.context}}"},
     ),
     CriterionPlan(
+        name="groundedness",  # two input groups: (response, context) or (query, response)
+        evaluator="builtin.groundedness",
+        init={"deployment_name": "judge-model"},
+        data_mapping={"query": "{{item.query}}", "context": "{{item.context}}", "response": "{{item.response}}"},
+    ),
+    CriterionPlan(
         name="relevance",
         evaluator="builtin.relevance",
         init={"deployment_name": "judge-model"},  # catalog default threshold: 3
         data_mapping={"query": "{{item.query}}", "response": "{{item.response}}"},
     ),
 ]
-THRESHOLDS = {"retrieval": 4, "relevance": 3}
+THRESHOLDS = {"retrieval": 4, "groundedness": 3, "relevance": 3}
 GT = [{"document_id": "a", "query_relevance_label": 3}, {"document_id": "b", "query_relevance_label": 1}]
 DOCS = [{"document_id": "a", "relevance_score": 2.0}, {"document_id": "c", "relevance_score": 1.0}]
 ALL_ONES = [{"document_id": "a", "query_relevance_label": 1}, {"document_id": "b", "query_relevance_label": 1}]
@@ -71,18 +77,19 @@ def _row(qid: str, query: Any, context: Any, response: Any, gt: Any, docs: Any) 
 
 
 ITEMS = [
-    # retrieval: context ∩ query = 4/4 → 5; relevance: response ∩ query = 2/4 → 3 (passes at exactly 3)
+    # retrieval: context ∩ query = 4/4 → 5; relevance: response ∩ query = 2/4 → 3 (passes at exactly 3);
+    # groundedness: response ∩ (query ∪ context) = 2/4 → 3
     _row("r0", "alpha beta gamma delta", "alpha beta gamma delta", "alpha beta zeta theta", GT, DOCS),
-    # fidelity NaN (every label equals the minimum 1); retrieval 1/4 → 2; relevance 4/4 → 5
+    # fidelity NaN (every label equals the minimum 1); retrieval 1/4 → 2; relevance 4/4 → 5; groundedness 4/4 → 5
     _row("r1", "kappa lambda mu nu", "kappa omicron pi rho", "kappa lambda mu nu", ALL_ONES, DOCS),
     # missing: response null (relevance), ground truth null (docret); retrieval 3/4 → 4
     _row("r2", "sigma tau upsilon phi", "sigma tau upsilon chi", None, None, DOCS),
-    # empty string context (retrieval); relevance 2/2 → 5
+    # empty string context (retrieval); relevance 2/2 → 5; groundedness in its (query, response) form: 2/2 → 5
     _row("r3", "omega psi", "", "omega psi", [{"document_id": "a", "query_relevance_label": 4}], DOCS),
     # empty list of retrieved documents (scored 0, not missing); blank response; retrieval 1/2 → 3
     _row("r4", "iota eta", "iota zeta", "   ", GT, []),
-    # no query at all: both judges miss an input
-    _row("r5", None, "some context", "some response", GT, DOCS),
+    # no query at all: both query judges miss an input; groundedness (response, context): 1/2 → 3
+    _row("r5", None, "zorblat context", "zorblat response", GT, DOCS),
 ]
 JUDGE_SCORES = {  # (criterion, row) → score, hand computed as the module docstring says
     ("retrieval", 0): 5,
@@ -92,8 +99,12 @@ JUDGE_SCORES = {  # (criterion, row) → score, hand computed as the module docs
     ("retrieval", 2): 4,
     ("relevance", 3): 5,
     ("retrieval", 4): 3,
+    ("groundedness", 0): 3,
+    ("groundedness", 1): 5,
+    ("groundedness", 3): 5,
+    ("groundedness", 5): 3,
 }
-MARKERS = {item["query"].split()[0]: r for r, item in enumerate(ITEMS) if item["query"]}
+MARKERS = {(item["query"] or item["context"]).split()[0]: r for r, item in enumerate(ITEMS)}  # a word unique to row r
 SDK_MISSING = (  # the recorded text (eval_ai_assisted_nlp.json)
     "(SystemError) 100% of the batch run failed. (UserError) {}: Either 'conversation' or individual inputs must be "
     "provided."
@@ -165,6 +176,7 @@ def _cloud_rows() -> list[ResultRow]:
             "results": [
                 _docret_result(item),
                 _judge_result("retrieval", "RetrievalEvaluator", r),
+                _judge_result("groundedness", "GroundednessEvaluator", r),
                 _judge_result("relevance", "RelevanceEvaluator", r),
             ],
         }
@@ -197,7 +209,7 @@ def test_every_backend_gives_the_same_result_rows(judge: FakeJudgeServer, tmp_pa
     local = _view(local_backend.execute(RunContext(plan=plan, run_dir=tmp_path / "local")))
     cloud = _view(_cloud_rows())
 
-    assert len(cloud) == len(ITEMS) * (9 + 2)
+    assert len(cloud) == len(ITEMS) * (9 + 3)
     assert local == cloud
     assert emulated == cloud
     # the rules the three agree on, spelled out
@@ -210,4 +222,6 @@ def test_every_backend_gives_the_same_result_rows(judge: FakeJudgeServer, tmp_pa
     assert cloud[(4, "docret", "ndcg@3")] == ("ok", None, 0.0, False)  # an empty list is a value: scored 0
     assert cloud[(5, "retrieval", "retrieval")][1] == cloud[(5, "relevance", "relevance")][1] == "MISSING_INPUT"
     assert cloud[(0, "relevance", "relevance")] == ("ok", None, 3.0, True)  # at the threshold passes
+    assert cloud[(3, "groundedness", "groundedness")] == ("ok", None, 5.0, True)  # blank context: the query form
+    assert cloud[(4, "groundedness", "groundedness")][:2] == ("errored", "MISSING_INPUT")
     assert cloud[(4, "retrieval", "retrieval")] == ("ok", None, 3.0, False)  # init threshold 4, not the default 3
