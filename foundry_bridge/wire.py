@@ -235,15 +235,24 @@ def read_metric(props: Mapping[str, Any], metric: str) -> MetricReading:
     return MetricReading(metric, score, label, passed, threshold, error)
 
 
-_SERVICE_INPUT_ERROR = "Either 'conversation' or individual inputs must be provided"
+# azure-ai-evaluation's texts for a row it cannot take → the code its exception category (and the local backend)
+# gives. The first is recorded (eval_ai_assisted_nlp.json); the second is the library's document-retrieval text,
+# which the service wraps the same way ("(SystemError) 100% of the batch run failed. (UserError) <text>").
+_SERVICE_INPUT_ERRORS = {
+    "Either 'conversation' or individual inputs must be provided": "MISSING_INPUT",
+    "'retrieval_ground_truth' parameter must contain at least one item": "MISSING_FIELD",
+}
 
 
 def classify_service_error(error: str | None) -> str | None:
     """A result's ``CODE: message`` as the service wrote it, with one refinement: the service reports every
-    evaluator failure as ``FAILED_EXECUTION``; the one whose message is azure-ai-evaluation's missing-input text
-    (recorded in ``eval_ai_assisted_nlp.json``) becomes ``MISSING_INPUT: <the service's text>``, the code the local
-    backend gives the same row."""
+    evaluator failure as ``FAILED_EXECUTION``; one whose message is azure-ai-evaluation's text for a missing input
+    (or an empty ground-truth list) gets the code the local backend gives the same row, ``MISSING_INPUT``
+    (``MISSING_FIELD``), followed by the service's text."""
     prefix = "FAILED_EXECUTION: "
-    if error is not None and error.startswith(prefix) and _SERVICE_INPUT_ERROR in error:
-        return "MISSING_INPUT: " + error[len(prefix) :]
+    if error is None or not error.startswith(prefix):
+        return error
+    for text, code in _SERVICE_INPUT_ERRORS.items():
+        if text in error:
+            return f"{code}: {error[len(prefix) :]}"
     return error

@@ -90,6 +90,9 @@ ITEMS = [
     _row("r4", "iota eta", "iota zeta", "   ", GT, []),
     # no query at all: both query judges miss an input; groundedness (response, context): 1/2 → 3
     _row("r5", None, "zorblat context", "zorblat response", GT, DOCS),
+    # an empty ground-truth list is a value, which document retrieval rejects; retrieval 2/2 → 5, relevance 1/2 → 3,
+    # groundedness 1/2 → 3
+    _row("r6", "quux corge", "quux corge", "quux grault", [], DOCS),
 ]
 JUDGE_SCORES = {  # (criterion, row) → score, hand computed as the module docstring says
     ("retrieval", 0): 5,
@@ -103,6 +106,9 @@ JUDGE_SCORES = {  # (criterion, row) → score, hand computed as the module docs
     ("groundedness", 1): 5,
     ("groundedness", 3): 5,
     ("groundedness", 5): 3,
+    ("retrieval", 6): 5,
+    ("relevance", 6): 3,
+    ("groundedness", 6): 3,
 }
 MARKERS = {(item["query"] or item["context"]).split()[0]: r for r, item in enumerate(ITEMS)}  # a word unique to row r
 SDK_MISSING = (  # the recorded text (eval_ai_assisted_nlp.json)
@@ -153,7 +159,11 @@ def _docret_result(item: dict[str, Any]) -> dict[str, Any]:
     if gt is None:
         error = {"code": "FAILED_EXECUTION", "message": SDK_MISSING.format("DocumentRetrievalEvaluator")}
         return {"name": "docret", "metric": "document_retrieval", "score": None, "sample": {"error": error}}
-    out = DocumentRetrievalEvaluator(**INIT)(retrieval_ground_truth=gt, retrieved_documents=docs)
+    try:
+        out = DocumentRetrievalEvaluator(**INIT)(retrieval_ground_truth=gt, retrieved_documents=docs)
+    except Exception as exc:  # the service wraps the library's error text this way (see SDK_MISSING)
+        error = {"code": "FAILED_EXECUTION", "message": SDK_MISSING.split("{}")[0] + str(exc)}
+        return {"name": "docret", "metric": "document_retrieval", "score": None, "sample": {"error": error}}
     props = {
         k.replace("total_ground_truth", "total_groundtruth"): None if isinstance(v, float) and math.isnan(v) else v
         for k, v in out["document_retrieval_properties"].items()
@@ -222,6 +232,7 @@ def test_every_backend_gives_the_same_result_rows(judge: FakeJudgeServer, tmp_pa
     assert cloud[(4, "docret", "ndcg@3")] == ("ok", None, 0.0, False)  # an empty list is a value: scored 0
     assert cloud[(5, "retrieval", "retrieval")][1] == cloud[(5, "relevance", "relevance")][1] == "MISSING_INPUT"
     assert cloud[(0, "relevance", "relevance")] == ("ok", None, 3.0, True)  # at the threshold passes
+    assert all(cloud[(6, "docret", m.name)][:2] == ("errored", "MISSING_FIELD") for m in DOCUMENT_RETRIEVAL.metrics)
     assert cloud[(3, "groundedness", "groundedness")] == ("ok", None, 5.0, True)  # blank context: the query form
     assert cloud[(4, "groundedness", "groundedness")][:2] == ("errored", "MISSING_INPUT")
     assert cloud[(4, "retrieval", "retrieval")] == ("ok", None, 3.0, False)  # init threshold 4, not the default 3
