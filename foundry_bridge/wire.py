@@ -11,8 +11,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .catalog import DOCUMENT_RETRIEVAL, EvaluatorSpec, MetricSpec
 
@@ -144,9 +143,11 @@ def missing_inputs(spec: EvaluatorSpec, inputs: Mapping[str, Any]) -> list[str] 
 def to_number(value: Any) -> float | None:
     """A number as float, or None: ``bool`` is not a number (``True`` is a verdict, not 1); ``int``/``float`` and
     text that ``float()`` reads (``" 0.5 "``, ``"3"``, ``"nan"``) are. NaN and ±inf are returned as they are."""
+    if type(value) is float or type(value) is int:  # the common cases, first (a bool's type is bool, not int)
+        return float(value)
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, int | float):
+    if isinstance(value, int | float):  # subclasses (numpy floats)
         return float(value)
     try:
         return float(value.strip()) if isinstance(value, str) else None
@@ -185,18 +186,20 @@ def resolve_threshold(metric: MetricSpec | None, init: Mapping[str, Any]) -> int
 # -- result shapes -----------------------------------------------------------------------------------------------
 
 _ALIASES = {"total_groundtruth_documents": "total_ground_truth_documents"}
+_ALIAS_PREFIXES = tuple(_ALIASES)
 
 
 def canonical_key(key: str) -> str:
     """Service spellings → catalog names, also inside ``<metric>_result`` style keys."""
+    if not key.startswith(_ALIAS_PREFIXES):  # the common case, first: this runs for every key of every result
+        return key
     for old, new in _ALIASES.items():
         if key == old or key.startswith(old + "_"):
             return new + key[len(old) :]
     return key
 
 
-@dataclass(frozen=True)
-class MetricReading:
+class MetricReading(NamedTuple):
     """One metric read from a result: score, verdict, threshold, and the ``CODE: message`` when unusable."""
 
     metric: str
@@ -216,16 +219,18 @@ def read_metric(props: Mapping[str, Any], metric: str) -> MetricReading:
     null, NaN or ±inf → ``NAN_SCORE`` (the metric is undefined for this row, e.g. fidelity when every label equals
     a minimum ≥ 1; JSON has no NaN, so the service and the emulator write null), with label and verdict kept.
     """
-    label = props.get(f"{metric}_result")
+    label = props.get(metric + "_result")
     label = label if isinstance(label, str) else None
-    passed = to_bool(props.get(f"{metric}_passed"))
+    passed = to_bool(props.get(metric + "_passed"))
     if passed is None and label is not None:
         passed = to_bool(label)
-    threshold = finite_number(props.get(f"{metric}_threshold"))
+    threshold = finite_number(props.get(metric + "_threshold"))
     raw = props.get(metric, _ABSENT)
     score = None if raw is _ABSENT else to_number(raw)
     error = None
-    if raw is _ABSENT:
+    if score is not None and math.isfinite(score):  # the common case, first
+        pass
+    elif raw is _ABSENT:
         error = f"MISSING_SCORE: no {metric} value in the {DOCUMENT_RETRIEVAL.short_name} output"
     elif raw is None or (score is not None and not math.isfinite(score)):
         error = f"NAN_SCORE: {metric} is undefined for this row (e.g. fidelity when every label equals the minimum)"

@@ -13,7 +13,7 @@ from typing import Any
 from ..catalog import EvaluatorSpec
 from ..errors import redact
 from ..results import ResultRow
-from ..wire import canonical_key, read_metric
+from ..wire import read_metric
 
 __all__ = ["IMPLEMENTATION", "compute_document_retrieval", "docret_rows"]
 
@@ -66,10 +66,8 @@ def docret_rows(
     base: dict[str, Any] = {"row": row, "query_id": query_id, "criterion": criterion, "evaluator": spec.name}
     if output is None or error is not None:
         return [ResultRow(**base, metric=m.name, error=error or "INVALID_INPUT: no output") for m in spec.metrics]
-    props = {canonical_key(k): v for k, v in _properties(output).items()}
-    rows = []
-    for metric in spec.metrics:
-        r = read_metric(props, metric.name)
-        fields = {"score": r.score, "label": r.label, "passed": r.passed, "threshold": r.threshold, "error": r.error}
-        rows.append(ResultRow(**base, metric=metric.name, **fields))
-    return rows
+    props = _properties(output)  # the library's spelling is the catalog's: no service aliases to map
+    return [
+        ResultRow(**base, metric=m, score=score, label=label, passed=passed, threshold=threshold, error=err)
+        for m, score, label, passed, threshold, err in (read_metric(props, m.name) for m in spec.metrics)
+    ]
