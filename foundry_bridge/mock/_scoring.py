@@ -258,7 +258,7 @@ def _score_overlap(
             f"{'grounded' if verdict_bool else 'not grounded'} because overlap is "
             f"{'at least' if verdict_bool else 'below'} 0.5."
         )
-        threshold = init.get("threshold") if isinstance(init.get("threshold"), int | float) else None
+        threshold = resolve_threshold(None, init)  # its metric has no threshold parameter: the init one, echoed
         result = _result(name, metric.name, score, passed, threshold, reason)
         return RowScore([result], "passed" if passed else "failed")
     low = int(metric.min_value if metric.min_value is not None else 1)
