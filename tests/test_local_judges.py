@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from local_helpers import benefits_plan, by_key, criterion, with_criteria
 
-from foundry_bridge.local import LocalBackend, resolve_inputs
+from foundry_bridge.local import LocalBackend
 from foundry_bridge.local._judges import JudgeConfig, describe_exception, looks_like_azure
 from foundry_bridge.local.fake_judge import FakeAnswer, FakeJudgeServer, JudgeRequest, score_answer
 from foundry_bridge.runner_protocol import RunContext
+from foundry_bridge.wire import render_mapping as resolve_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 REL = {"query": "{{item.query}}", "response": "{{item.response}}"}

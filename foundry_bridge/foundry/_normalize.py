@@ -1,13 +1,16 @@
 """Output items → ``ResultRow`` s: one row per (dataset row, criterion, metric), errors kept as errors.
 
-Rules:
-* a result with ``sample.error`` becomes a row with ``score=None`` and ``error="CODE: message"``;
+Rules (the shared ones live in ``foundry_bridge.wire``):
+* a result with ``sample.error`` becomes a row with ``score=None`` and ``error="CODE: message"``
+  (``wire.classify_service_error``: the service's missing-input failure is ``MISSING_INPUT``, as on the local
+  backend);
 * a result with no score and no error is an error too (``MISSING_SCORE``): a missing score is never a 0;
 * ``builtin.document_retrieval`` comes in two shapes and both give the same rows, one per sub-metric
   (``ndcg@3``, ``xdcg@3``, ``fidelity``, ...): (a) one result entry per metric; (b) one entry with metric
   ``document_retrieval`` (= ndcg@3) and the sub-metrics under ``properties`` (``<m>``, ``<m>_result``,
-  ``<m>_passed``, ``<m>_threshold``). The service's spelling ``total_groundtruth_documents`` is read as
-  ``total_ground_truth_documents``;
+  ``<m>_passed``, ``<m>_threshold``). Both are read by ``wire.read_metric``: a null or NaN sub-metric is
+  ``NAN_SCORE``, as on the local backend. The service's spelling ``total_groundtruth_documents`` is read as
+  ``total_ground_truth_documents`` (``wire.canonical_key``);
 * a criterion of the plan with no result in an item, and a dataset row with no output item, become error rows
   (``MISSING_RESULT`` / ``MISSING_ITEM``) so that every row has every criterion.
 """
@@ -15,57 +18,27 @@ Rules:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..catalog import CATALOG, DOCUMENT_RETRIEVAL
 from ..mapping.plan import CriterionPlan
 from ..results import ResultRow
+from ..wire import MetricReading, canonical_key, classify_service_error, finite_number, read_metric, to_bool, to_number
 from ._models import OutputItem, OutputResult, sample_error_text
 
 logger = logging.getLogger("foundry_bridge.foundry")
 
 __all__ = ["expand_result", "missing_rows", "normalize_item"]
 
-_ALIASES = {"total_groundtruth_documents": "total_ground_truth_documents"}
 _DOCRET = DOCUMENT_RETRIEVAL.name
 _DOCRET_PRIMARY = DOCUMENT_RETRIEVAL.short_name  # the 1.17+ single-entry metric name (= ndcg@3)
-
-
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, (dict, list)):
-        return None
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(out) else out
-
-
-def _bool(value: Any) -> bool | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in {"pass", "passed", "true"}:
-            return True
-        if low in {"fail", "failed", "false"}:
-            return False
-        return None
-    return bool(value)
+_DOCRET_METRICS = [m.name for m in DOCUMENT_RETRIEVAL.metrics]
+_META_SUFFIXES = ("_result", "_passed", "_threshold", "_higher_is_better", "_reason", "_status")
 
 
 def _str(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _docret_metrics() -> list[str]:
-    return [m.name for m in DOCUMENT_RETRIEVAL.metrics]
 
 
 def _row(**fields: Any) -> ResultRow:
@@ -73,45 +46,36 @@ def _row(**fields: Any) -> ResultRow:
     return ResultRow.model_construct(**fields)
 
 
+def _reading_row(base: dict[str, Any], reading: MetricReading, reason: str | None, error: str | None) -> ResultRow:
+    return _row(
+        **base,
+        metric=reading.metric,
+        score=reading.score,
+        label=reading.label,
+        passed=reading.passed,
+        threshold=reading.threshold,
+        reason=reason,
+        error=error or reading.error,
+        properties=None,
+    )
+
+
 def _expand_properties(res: dict[str, Any], base: dict[str, Any], error: str | None) -> list[ResultRow]:
     """Shape (b): one document_retrieval entry with sub-metrics under ``properties``."""
-    props = {_alias(k): v for k, v in (res.get("properties") or {}).items()}
-    names = [m for m in _docret_metrics() if m in props]
-    names += [k for k in props if k not in names and not _is_meta_key(k) and _num(props[k]) is not None]
+    props = {canonical_key(k): v for k, v in (res.get("properties") or {}).items()}
+    names = [m for m in _DOCRET_METRICS if m in props]
+    names += [k for k in props if k not in names and not k.endswith(_META_SUFFIXES) and to_number(props[k]) is not None]
     reason = _str(res.get("reason"))
-    rows = []
-    for name in names:
-        label = _str(props.get(f"{name}_result"))
-        passed = _bool(props.get(f"{name}_passed"))
-        if passed is None and label is not None:
-            passed = _bool(label)
-        score = _num(props.get(name))
-        rows.append(
-            _row(
-                **base,
-                metric=name,
-                score=score,
-                label=label,
-                passed=passed,
-                threshold=_num(props.get(f"{name}_threshold")),
-                reason=reason,
-                error=error if error else (None if score is not None else f"MISSING_SCORE: no {name} value"),
-                properties=None,
-            )
-        )
-    return rows
+    return [_reading_row(base, read_metric(props, name), reason, error) for name in names]
 
 
-def _alias(key: str) -> str:
-    """Service spellings → catalog names, also inside ``<metric>_result`` style keys."""
-    for old, new in _ALIASES.items():
-        if key == old or key.startswith(old + "_"):
-            return new + key[len(old) :]
-    return key
-
-
-def _is_meta_key(key: str) -> bool:
-    return key.endswith(("_result", "_passed", "_threshold", "_higher_is_better", "_reason", "_status"))
+def _per_metric_docret(res: dict[str, Any], base: dict[str, Any], metric: str, error: str | None) -> ResultRow:
+    """Shape (a): one document_retrieval entry per metric, read by the same rule as the properties shape."""
+    keyed = {f"{metric}{suffix}": res.get(key) for suffix, key in (("_result", "label"), ("_passed", "passed"))}
+    keyed[f"{metric}_threshold"] = res.get("threshold")
+    if "score" in res:
+        keyed[metric] = res["score"]
+    return _reading_row(base, read_metric(keyed, metric), _str(res.get("reason")), error)
 
 
 def expand_result(
@@ -120,7 +84,7 @@ def expand_result(
     """The ResultRows of one result entry (several for document_retrieval's ``properties`` shape)."""
     if isinstance(res, OutputResult):
         res = res.model_dump()
-    error = sample_error_text(res.get("sample"))
+    error = classify_service_error(sample_error_text(res.get("sample")))
     name = str(res.get("name") or "")
     base = {"row": row, "query_id": query_id, "criterion": name, "evaluator": evaluator}
     metric = str(res.get("metric") or name)
@@ -133,11 +97,13 @@ def expand_result(
             reason = _str(res.get("reason"))
             return [
                 _row(**base, metric=m, score=None, label=None, passed=None, threshold=None, reason=reason, error=error)
-                for m in _docret_metrics()
+                for m in _DOCRET_METRICS
             ]
         metric = DOCUMENT_RETRIEVAL.primary_metric  # the 1.17+ primary metric is ndcg@3 under another name
-    metric = _ALIASES.get(metric, metric)
-    score = _num(res.get("score"))
+    metric = canonical_key(metric)
+    if evaluator == _DOCRET and error is None:
+        return [_per_metric_docret(res, base, metric, error)]
+    score = _score(evaluator, metric, res.get("score"))
     if error is None and score is None:
         status = f" (status {res['status']})" if res.get("status") else ""
         error = f"MISSING_SCORE: the service returned no score{status}"
@@ -148,13 +114,21 @@ def expand_result(
             metric=metric,
             score=score,
             label=_str(res.get("label")),
-            passed=_bool(res.get("passed")),
-            threshold=_num(res.get("threshold")),
+            passed=to_bool(res.get("passed")),
+            threshold=finite_number(res.get("threshold")),
             reason=_str(res.get("reason")),
             error=error,
             properties=dict(props) if isinstance(props, dict) and props else None,
         )
     ]
+
+
+def _score(evaluator: str, metric: str, value: Any) -> float | None:
+    """A finite score; a boolean metric (catalog kind ``boolean``) may be scored ``true``/``false``: 1 / 0."""
+    spec = CATALOG.get(evaluator)
+    if isinstance(value, bool) and spec is not None and metric in {m.name for m in spec.metrics}:
+        return float(value) if spec.metric(metric).kind == "boolean" else None
+    return finite_number(value)
 
 
 def _local_row(item: dict[str, Any]) -> int | None:

@@ -4,7 +4,7 @@
 is imported only when a run needs it. ``fake_judge`` holds a fake OpenAI-compatible server for tests.
 """
 
-from ._backend import LocalBackend, resolve_inputs
+from ._backend import LocalBackend
 from ._cache import ResponseCache, cache_key, default_cache_dir
 
-__all__ = ["LocalBackend", "ResponseCache", "cache_key", "default_cache_dir", "resolve_inputs"]
+__all__ = ["LocalBackend", "ResponseCache", "cache_key", "default_cache_dir"]

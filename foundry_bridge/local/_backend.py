@@ -11,7 +11,6 @@ Per criterion, the catalog decides how (never an evaluator name written here):
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from ..errors import UsageError, redact
 from ..mapping.plan import CriterionPlan, Plan
 from ..results import ResultRow
 from ..runner_protocol import RunContext
+from ..wire import is_present, missing_inputs, render_mapping, resolve_threshold
 from ._cache import CACHE_FORMAT, ResponseCache, cache_key, default_cache_dir
 from ._docret import IMPLEMENTATION as DOCRET_IMPLEMENTATION
 from ._docret import compute_document_retrieval, docret_rows
@@ -41,69 +41,18 @@ from ._judges import (
     prompt_fingerprint,
 )
 
-__all__ = ["LocalBackend", "resolve_inputs"]
+__all__ = ["LocalBackend"]
 
-_TEMPLATE = re.compile(r"\{\{\s*item\.([^{}\s]+)\s*\}\}")
 _LOCAL_METRICS_CLASS = "DocumentRetrievalEvaluator"
-_MISSING = object()
-
-
-def _lookup(item: dict[str, Any], dotted: str) -> Any:
-    value: Any = item
-    for part in dotted.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return _MISSING
-    return value
-
-
-def resolve_inputs(data_mapping: dict[str, str], item: dict[str, Any]) -> dict[str, Any]:
-    """Evaluator inputs for one run item: ``{{item.a.b}}`` alone takes the value as is (lists stay lists);
-    templates inside longer text are replaced by the value's text. An input whose field is absent or null is
-    left out (the caller decides whether that input was required)."""
-    out: dict[str, Any] = {}
-    for name, template in data_mapping.items():
-        if not isinstance(template, str):
-            out[name] = template
-            continue
-        whole = _TEMPLATE.fullmatch(template.strip())
-        if whole:
-            value = _lookup(item, whole.group(1))
-            if value is not _MISSING and value is not None:
-                out[name] = value
-            continue
-        missing = False
-
-        def substitute(match: re.Match[str]) -> str:
-            nonlocal missing
-            value = _lookup(item, match.group(1))
-            if value is _MISSING or value is None:
-                missing = True
-                return ""
-            return value if isinstance(value, str) else str(value)
-
-        text = _TEMPLATE.sub(substitute, template)
-        if not missing:
-            out[name] = text
-    return out
-
-
-def _present(value: Any) -> bool:
-    """Null and blank text are absent; an empty list is a value (no documents retrieved is a result)."""
-    return value is not None and not (isinstance(value, str) and not value.strip())
 
 
 def _missing_input_error(spec: EvaluatorSpec, inputs: dict[str, Any]) -> str | None:
-    """``MISSING_INPUT: ...`` when no input group of the evaluator is complete for this row."""
-    groups = spec.input_groups or (tuple(spec.required_inputs),)
-    for group in groups:
-        if all(_present(inputs.get(name)) for name in group):
-            return None
+    """``MISSING_INPUT: ...`` when no input group of the evaluator is complete for this row (``wire.is_present``)."""
+    if missing_inputs(spec, inputs) is None:
+        return None
+    groups = spec.input_groups or (tuple(sorted(spec.required_inputs)),)
     wanted = " or ".join("+".join(g) for g in groups)
-    have = ", ".join(sorted(k for k, v in inputs.items() if _present(v))) or "none"
+    have = ", ".join(sorted(k for k, v in inputs.items() if is_present(v))) or "none"
     return f"MISSING_INPUT: {spec.name} needs {wanted}; this row has {have}"
 
 
@@ -217,8 +166,7 @@ class LocalBackend:
         """Raise ``UsageError`` now if the plan has an LLM judge and no judge endpoint/model is known (``execute``
         does the same check; a runner may call this before it creates a run folder)."""
         for crit in plan.criteria:
-            spec = CATALOG.get(crit.evaluator)
-            if spec is not None and spec.sdk_class != _LOCAL_METRICS_CLASS and spec.needs_deployment:
+            if _kind(crit) == "judge":
                 self._judge_for(crit)
 
     # --- execution ---------------------------------------------------------------------------------------------
@@ -227,45 +175,33 @@ class LocalBackend:
         plan = ctx.plan
         items = [entry.get("item", entry) for entry in plan.items]
         query_ids = [None if it.get("query_id") is None else str(it.get("query_id")) for it in items]
-        n_rows, n_crit = len(items), len(plan.criteria)
-        cells: list[list[list[ResultRow]]] = [[[] for _ in range(n_crit)] for _ in range(n_rows)]
+        cells: list[list[list[ResultRow]]] = [[[] for _ in plan.criteria] for _ in items]
         started = time.monotonic()
-
-        judges: dict[int, JudgeConfig] = {}
-        kinds: dict[int, str] = {}
         self._docret_impl = None
+        kinds = {ci: _kind(crit) for ci, crit in enumerate(plan.criteria)}
+        judges = {ci: self._judge_for(plan.criteria[ci]) for ci, k in kinds.items() if k == "judge"}  # fails up front
         for ci, crit in enumerate(plan.criteria):
-            spec = CATALOG.get(crit.evaluator)
-            if spec is None:
-                kinds[ci] = "unknown"
-            elif spec.sdk_class == _LOCAL_METRICS_CLASS:
-                kinds[ci] = "metrics"
-            elif spec.needs_deployment and spec.sdk_class:
-                kinds[ci] = "judge"
-                judges[ci] = self._judge_for(crit)  # fails up front: nothing to run without a judge
-            else:
-                kinds[ci] = "unsupported"
-
-        for ci, crit in enumerate(plan.criteria):
-            spec = CATALOG.get(crit.evaluator)
-            if kinds[ci] == "unknown":
-                err = f"UNKNOWN_EVALUATOR: {crit.evaluator!r} is not in the catalog; the local backend cannot run it"
-                for r in range(n_rows):
-                    cells[r][ci] = [_plain_error(r, query_ids[r], crit, crit.name, err)]
-            elif kinds[ci] == "unsupported" and spec is not None:
-                err = (
-                    f"UNSUPPORTED_LOCALLY: {spec.name} is computed by a Foundry service "
-                    f"({spec.sdk_class or 'no local class'}) and cannot run offline; use --backend cloud for it"
-                )
-                for r in range(n_rows):
-                    cells[r][ci] = [_plain_error(r, query_ids[r], crit, spec.primary_metric, err)]
-            elif kinds[ci] == "metrics" and spec is not None:
-                self._run_metrics(spec, crit, ci, items, query_ids, cells)
-
+            if kinds[ci] == "metrics":
+                self._run_metrics(CATALOG[crit.evaluator], crit, ci, items, query_ids, cells)
+            elif kinds[ci] in ("unknown", "unsupported"):
+                for r in range(len(items)):
+                    cells[r][ci] = [_not_run(r, query_ids[r], crit)]
         judge_stats = self._run_judges(ctx, judges, items, query_ids, cells)
-
         rows = [row for per_row in cells for per_crit in per_row for row in per_crit]
-        errored = sum(1 for r in rows if r.error is not None)
+        self._write_manifest(ctx, kinds, judges, judge_stats, sum(1 for r in rows if r.error is not None), started)
+        self.stats = dict(judge_stats)
+        return rows
+
+    def _write_manifest(
+        self,
+        ctx: RunContext,
+        kinds: dict[int, str],
+        judges: dict[int, JudgeConfig],
+        judge_stats: dict[str, int],
+        errored: int,
+        started: float,
+    ) -> None:
+        criteria = ctx.plan.criteria
         library = f"azure-ai-evaluation {evaluation_library_version()}"
         ctx.manifest["errored"] = errored
         ctx.manifest["evaluators"] = [
@@ -275,13 +211,13 @@ class LocalBackend:
                 "local_class": CATALOG[c.evaluator].sdk_class if c.evaluator in CATALOG else None,
                 "implementation": {"judge": library, "metrics": self._docret_impl}.get(kinds[ci]),
             }
-            for ci, c in enumerate(plan.criteria)
+            for ci, c in enumerate(criteria)
         ]
         ctx.manifest["local"] = {
             "library": library,
             "document_retrieval": self._docret_impl,
-            "judges": {plan.criteria[ci].name: judges[ci].identity() for ci in judges},
-            "unsupported": [plan.criteria[ci].name for ci, k in kinds.items() if k in ("unsupported", "unknown")],
+            "judges": {criteria[ci].name: judges[ci].identity() for ci in judges},
+            "unsupported": [criteria[ci].name for ci, k in kinds.items() if k in ("unsupported", "unknown")],
             "concurrency": self.concurrency,
             "timeout": self.timeout,
             "cache": {
@@ -294,8 +230,6 @@ class LocalBackend:
             "errored_rows": errored,
             "seconds": round(time.monotonic() - started, 3),
         }
-        self.stats = dict(judge_stats)
-        return rows
 
     def _run_metrics(
         self,
@@ -309,7 +243,7 @@ class LocalBackend:
         ready: list[int] = []
         payload: list[dict[str, Any]] = []
         for r, item in enumerate(items):
-            inputs = resolve_inputs(crit.data_mapping, item)
+            inputs = render_mapping(crit.data_mapping, item)
             missing = _missing_input_error(spec, inputs)
             if missing:
                 cells[r][ci] = docret_rows(
@@ -323,11 +257,10 @@ class LocalBackend:
             outputs = compute_document_retrieval(spec, payload, dict(crit.init))
             self._docret_impl = DOCRET_IMPLEMENTATION
         for r, out in zip(ready, outputs, strict=True):
-            if isinstance(out, dict):
-                rows = docret_rows(spec, row=r, query_id=query_ids[r], criterion=crit.name, output=out, error=None)
-            else:
-                rows = docret_rows(spec, row=r, query_id=query_ids[r], criterion=crit.name, output=None, error=out)
-            cells[r][ci] = rows
+            output, error = (out, None) if isinstance(out, dict) else (None, out)
+            cells[r][ci] = docret_rows(
+                spec, row=r, query_id=query_ids[r], criterion=crit.name, output=output, error=error
+            )
 
     def _run_judges(
         self,
@@ -337,152 +270,168 @@ class LocalBackend:
         query_ids: list[str | None],
         cells: list[list[list[ResultRow]]],
     ) -> dict[str, int]:
-        stats = {"judge_tasks": 0, "cache_hits": 0, "judge_calls": 0, "cache_stored": 0, "judge_errors": 0}
+        """Every judge criterion on every row: tasks, cache look-ups, one call per distinct key, result rows."""
         if not judges:
-            return stats
-        plan = ctx.plan
-        library = evaluation_library_version()
-        cache = ResponseCache(self.cache_dir, ttl=self.cache_ttl) if self.use_cache else None
-        tasks: list[_JudgeTask] = []
-        thresholds: dict[int, Any] = {}
-        prompts: dict[int, str] = {}
-        for ci, judge in judges.items():
-            crit = plan.criteria[ci]
-            spec = CATALOG[crit.evaluator]
-            thresholds[ci] = _threshold(spec, crit)
-            try:
-                prompts[ci] = prompt_fingerprint(spec)
-            except (ImportError, LookupError) as exc:  # the installed library lacks this evaluator class
-                err = f"UNSUPPORTED_LOCALLY: {redact(str(exc))}"
-                for r in range(len(items)):
-                    cells[r][ci] = judge_rows(
-                        spec,
-                        row=r,
-                        query_id=query_ids[r],
-                        criterion=crit.name,
-                        threshold=thresholds[ci],
-                        output=None,
-                        error=err,
-                    )
+            return _zero_stats()
+        run = _JudgeRun(self, ctx, judges, query_ids, cells)
+        tasks = [task for ci in judges for task in run.tasks_of(ci, items)]
+        run.stats["judge_tasks"] = len(tasks)
+        ctx.progress("judging", 0, len(tasks))
+        pending = run.from_cache(tasks)
+        if pending:
+            run.call(pending, done=len(tasks) - sum(len(g) for g in pending.values()), total=len(tasks))
+        for task in tasks:
+            run.write(task)
+        ctx.progress("judging", len(tasks), len(tasks))
+        return run.stats
+
+
+def _zero_stats() -> dict[str, int]:
+    return {"judge_tasks": 0, "cache_hits": 0, "judge_calls": 0, "cache_stored": 0, "judge_errors": 0}
+
+
+class _JudgeRun:
+    """The state of one ``_run_judges`` pass: the plan's judge criteria, the cache, the counters, the cells."""
+
+    def __init__(
+        self,
+        backend: LocalBackend,
+        ctx: RunContext,
+        judges: dict[int, JudgeConfig],
+        query_ids: list[str | None],
+        cells: list[list[list[ResultRow]]],
+    ) -> None:
+        self.backend, self.ctx, self.judges, self.query_ids, self.cells = backend, ctx, judges, query_ids, cells
+        self.criteria = ctx.plan.criteria
+        self.stats = _zero_stats()
+        self.cache = ResponseCache(backend.cache_dir, ttl=backend.cache_ttl) if backend.use_cache else None
+        self.library = f"azure-ai-evaluation {evaluation_library_version()}"
+        self.thresholds = {ci: _threshold(self.spec(ci), self.criteria[ci]) for ci in judges}
+        self.lock = threading.Lock()
+
+    def spec(self, ci: int) -> EvaluatorSpec:
+        return CATALOG[self.criteria[ci].evaluator]
+
+    def rows(self, ci: int, row: int, output: dict[str, Any] | None, error: str | None) -> list[ResultRow]:
+        return judge_rows(
+            self.spec(ci),
+            row=row,
+            query_id=self.query_ids[row],
+            criterion=self.criteria[ci].name,
+            threshold=self.thresholds[ci],
+            output=output,
+            error=error,
+        )
+
+    def tasks_of(self, ci: int, items: list[dict[str, Any]]) -> list[_JudgeTask]:
+        """The judge calls criterion ``ci`` needs; rows it cannot judge get their error rows now."""
+        spec, crit = self.spec(ci), self.criteria[ci]
+        try:
+            prompt = prompt_fingerprint(spec)
+        except (ImportError, LookupError) as exc:  # the installed library lacks this evaluator class
+            for r in range(len(items)):
+                self.cells[r][ci] = self.rows(ci, r, None, f"UNSUPPORTED_LOCALLY: {redact(str(exc))}")
+            return []
+        query_is_optional = "query" in spec.input_names and "query" not in spec.required_inputs
+        tasks = []
+        for r, item in enumerate(items):
+            inputs = {k: v for k, v in render_mapping(crit.data_mapping, item).items() if k in spec.input_names}
+            missing = _missing_input_error(spec, inputs)
+            if missing:
+                self.cells[r][ci] = self.rows(ci, r, None, missing)
                 continue
-            query_is_optional = "query" in spec.input_names and "query" not in spec.required_inputs
-            for r, item in enumerate(items):
-                inputs = resolve_inputs(crit.data_mapping, item)
-                inputs = {k: v for k, v in inputs.items() if k in spec.input_names}
-                missing = _missing_input_error(spec, inputs)
-                if missing:
-                    cells[r][ci] = judge_rows(
-                        spec,
-                        row=r,
-                        query_id=query_ids[r],
-                        criterion=crit.name,
-                        threshold=thresholds[ci],
-                        output=None,
-                        error=missing,
-                    )
-                    continue
-                with_query = bool(inputs.get("query")) if query_is_optional else False
-                if query_is_optional and not with_query:
-                    inputs.pop("query", None)
-                task = _JudgeTask(row=r, criterion=ci, inputs=inputs, with_query=with_query)
-                task.key_parts = {
-                    "cache_format": CACHE_FORMAT,
-                    "judge": judge.identity(),
-                    "evaluator": spec.name,
-                    "sdk_class": spec.sdk_class,
-                    "library": f"azure-ai-evaluation {library}",
-                    "prompt_sha256": prompts[ci],
-                    "params": {"threshold": thresholds[ci]},
-                    "inputs": inputs,
-                }
-                task.key = cache_key(task.key_parts)
-                tasks.append(task)
+            with_query = query_is_optional and is_present(inputs.get("query"))
+            if query_is_optional and not with_query:
+                inputs.pop("query", None)
+            task = _JudgeTask(row=r, criterion=ci, inputs=inputs, with_query=with_query)
+            task.key_parts = {
+                "cache_format": CACHE_FORMAT,
+                "judge": self.judges[ci].identity(),
+                "evaluator": spec.name,
+                "sdk_class": spec.sdk_class,
+                "library": self.library,
+                "prompt_sha256": prompt,
+                "params": {"threshold": self.thresholds[ci]},
+                "inputs": inputs,
+            }
+            task.key = cache_key(task.key_parts)
+            tasks.append(task)
+        return tasks
 
-        total = len(tasks)
-        stats["judge_tasks"] = total
-        done = 0
-        ctx.progress("judging", 0, total)
-
-        # cache look-ups, and one call per distinct key
+    def from_cache(self, tasks: list[_JudgeTask]) -> dict[str, list[_JudgeTask]]:
+        """Answer tasks from the cache; the rest grouped by cache key (one call per distinct key)."""
         pending: dict[str, list[_JudgeTask]] = {}
         for task in tasks:
-            cached = cache.get(task.key) if cache is not None else None
-            if cached is not None and output_failure(CATALOG[plan.criteria[task.criterion].evaluator], cached) is None:
+            cached = self.cache.get(task.key) if self.cache is not None else None
+            if cached is not None and output_failure(self.spec(task.criterion), cached) is None:
                 task.output = cached
-                stats["cache_hits"] += 1
-                done += 1
+                self.stats["cache_hits"] += 1
                 continue
-            group_key = task.key if cache is not None else f"{task.key}:{id(task)}"
+            group_key = task.key if self.cache is not None else f"{task.key}:{id(task)}"
             pending.setdefault(group_key, []).append(task)
-        if done:
-            ctx.progress("judging", done, total)
+        if self.stats["cache_hits"]:
+            self.ctx.progress("judging", self.stats["cache_hits"], len(tasks))
+        return pending
 
-        if pending:
-            needed = {(t[0].criterion, t[0].with_query) for t in pending.values()}
-            credential = self._credential([judges[ci] for ci, _ in needed])
-            evaluators: dict[tuple[int, bool], Any] = {}
-            for ci, wq in sorted(needed):
-                try:
-                    evaluators[(ci, wq)] = build_evaluator(
-                        CATALOG[plan.criteria[ci].evaluator],
-                        judges[ci],
-                        threshold=thresholds[ci],
-                        with_query=wq,
-                        credential=credential,
-                    )
-                except Exception as exc:  # e.g. a threshold the class rejects: that criterion's rows error
-                    evaluators[(ci, wq)] = exc
-            lock = threading.Lock()
+    def evaluators(self, pending: dict[str, list[_JudgeTask]]) -> dict[tuple[int, bool], Any]:
+        """One evaluator instance per (criterion, with query) the pending calls need; an exception in its place
+        when the class refuses to build (e.g. a threshold it rejects): that criterion's rows error."""
+        needed = sorted({(g[0].criterion, g[0].with_query) for g in pending.values()})
+        credential = self.backend._credential([self.judges[ci] for ci, _ in needed])
+        out: dict[tuple[int, bool], Any] = {}
+        for ci, wq in needed:
+            try:
+                out[(ci, wq)] = build_evaluator(
+                    self.spec(ci), self.judges[ci], threshold=self.thresholds[ci], with_query=wq, credential=credential
+                )
+            except Exception as exc:
+                out[(ci, wq)] = exc
+        return out
 
-            def work(group: list[_JudgeTask]) -> None:
-                first = group[0]
-                spec = CATALOG[plan.criteria[first.criterion].evaluator]
-                evaluator = evaluators[(first.criterion, first.with_query)]
-                try:
-                    if isinstance(evaluator, Exception):
-                        raise evaluator
-                    output = clean_output(call_evaluator(evaluator, first.inputs, self.timeout))
-                    error = None
-                except Exception as exc:  # every failure becomes an errored row with its cause
-                    output, error = None, describe_exception(exc, timeout=self.timeout)
+    def call(self, pending: dict[str, list[_JudgeTask]], *, done: int, total: int) -> None:
+        """Run the pending calls on the backend's thread pool, reporting progress after each group."""
+        evaluators = self.evaluators(pending)
+        progress_done = done
+
+        def advance(n: int) -> None:
+            nonlocal progress_done
+            progress_done += n
+            self.ctx.progress("judging", progress_done, total)
+
+        def work(group: list[_JudgeTask]) -> None:
+            self.call_group(group, evaluators[(group[0].criterion, group[0].with_query)])
+
+        _run_pool(work, list(pending.values()), self.backend.concurrency, advance)
+
+    def call_group(self, group: list[_JudgeTask], evaluator: Any) -> None:
+        """One judge call for a group of identical tasks; a usable answer is cached (a cache that cannot be
+        written never fails the run); every failure becomes the group's error with its cause."""
+        first, timeout = group[0], self.backend.timeout
+        output: dict[str, Any] | None = None
+        error: str | None = None
+        try:
+            if isinstance(evaluator, Exception):
+                raise evaluator
+            output = clean_output(call_evaluator(evaluator, first.inputs, timeout))
+        except Exception as exc:
+            error = describe_exception(exc, timeout=timeout)
+        stored = False
+        if output is not None and self.cache is not None and output_failure(self.spec(first.criterion), output) is None:
+            try:
+                self.cache.put(first.key, output, key_parts=first.key_parts)
+                stored = True
+            except OSError:
                 stored = False
-                if error is None and output is not None and output_failure(spec, output) is None and cache is not None:
-                    try:
-                        cache.put(first.key, output, key_parts=first.key_parts)
-                        stored = True
-                    except OSError:  # a cache that cannot be written never fails the run
-                        stored = False
-                with lock:
-                    stats["judge_calls"] += 1
-                    stats["cache_stored"] += int(stored)
-                for task in group:
-                    task.output, task.error = output, error
+        with self.lock:
+            self.stats["judge_calls"] += 1
+            self.stats["cache_stored"] += int(stored)
+        for task in group:
+            task.output, task.error = output, error
 
-            progress_done = done
-
-            def advance(n: int) -> None:
-                nonlocal progress_done
-                progress_done += n
-                ctx.progress("judging", progress_done, total)
-
-            _run_pool(work, list(pending.values()), self.concurrency, advance)
-
-        for task in tasks:
-            crit = plan.criteria[task.criterion]
-            spec = CATALOG[crit.evaluator]
-            rows = judge_rows(
-                spec,
-                row=task.row,
-                query_id=query_ids[task.row],
-                criterion=crit.name,
-                threshold=thresholds[task.criterion],
-                output=task.output,
-                error=task.error,
-            )
-            stats["judge_errors"] += sum(1 for r in rows if r.error is not None)
-            cells[task.row][task.criterion] = rows
-        ctx.progress("judging", total, total)
-        return stats
+    def write(self, task: _JudgeTask) -> None:
+        rows = self.rows(task.criterion, task.row, task.output, task.error)
+        self.stats["judge_errors"] += sum(1 for r in rows if r.error is not None)
+        self.cells[task.row][task.criterion] = rows
 
 
 def _run_pool(
@@ -512,17 +461,33 @@ def _run_pool(
     pool.shutdown(wait=True)
 
 
-def _threshold(spec: EvaluatorSpec, crit: CriterionPlan) -> Any:
-    """The criterion's ``threshold`` init parameter, else the catalog default."""
-    if "threshold" in crit.init and crit.init["threshold"] is not None:
-        return crit.init["threshold"]
-    try:
-        return spec.param("threshold").default
-    except KeyError:
-        return None
+def _threshold(spec: EvaluatorSpec, crit: CriterionPlan) -> int | float | None:
+    """The judge's pass threshold: ``wire.resolve_threshold`` for its primary metric."""
+    return resolve_threshold(spec.metric(spec.primary_metric), crit.init)
 
 
-def _plain_error(row: int, query_id: str | None, crit: CriterionPlan, metric: str, error: str) -> ResultRow:
+def _kind(crit: CriterionPlan) -> str:
+    """How the local backend runs a criterion, read from the catalog: metrics, judge, unsupported or unknown."""
+    spec = CATALOG.get(crit.evaluator)
+    if spec is None:
+        return "unknown"
+    if spec.sdk_class == _LOCAL_METRICS_CLASS:
+        return "metrics"
+    return "judge" if spec.needs_deployment and spec.sdk_class else "unsupported"
+
+
+def _not_run(row: int, query_id: str | None, crit: CriterionPlan) -> ResultRow:
+    """The error row of a criterion this backend cannot run (not in the catalog, or computed by a service)."""
+    spec = CATALOG.get(crit.evaluator)
+    if spec is None:
+        metric = crit.name
+        err = f"UNKNOWN_EVALUATOR: {crit.evaluator!r} is not in the catalog; the local backend cannot run it"
+    else:
+        metric = spec.primary_metric
+        err = (
+            f"UNSUPPORTED_LOCALLY: {spec.name} is computed by a Foundry service "
+            f"({spec.sdk_class or 'no local class'}) and cannot run offline; use --backend cloud for it"
+        )
     return ResultRow(
-        row=row, query_id=query_id, criterion=crit.name, evaluator=crit.evaluator, metric=metric, error=error
+        row=row, query_id=query_id, criterion=crit.name, evaluator=crit.evaluator, metric=metric, error=err
     )

@@ -7,23 +7,17 @@ Both output shapes (1.17+ envelope with ``document_retrieval_properties``, and t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..catalog import EvaluatorSpec
 from ..errors import redact
 from ..results import ResultRow
+from ..wire import read_metric
 
 __all__ = ["IMPLEMENTATION", "compute_document_retrieval", "docret_rows"]
 
 IMPLEMENTATION = "foundry_bridge.metrics.docret"
-
-
-def _init_params(spec: EvaluatorSpec, init: dict[str, Any]) -> dict[str, Any]:
-    """The criterion's init params that the evaluator takes (others, like a deployment name, are ignored)."""
-    names = set(spec.param_names)
-    return {k: v for k, v in init.items() if k in names}
 
 
 def compute_document_retrieval(
@@ -33,7 +27,7 @@ def compute_document_retrieval(
     ``"CODE: message"`` string in place of the output dict."""
     from ..metrics import document_retrieval_batch
 
-    params = _init_params(spec, init)
+    params = {k: v for k, v in init.items() if k in spec.param_names}  # others, like a deployment, are ignored
     try:
         results = document_retrieval_batch(list(rows), **params)
     except Exception as exc:  # bad init params: every row fails with the same cause
@@ -58,15 +52,6 @@ def _properties(output: dict[str, Any]) -> dict[str, Any]:
     return nested if isinstance(nested, dict) else output
 
 
-def _number(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def docret_rows(
     spec: EvaluatorSpec,
     *,
@@ -76,26 +61,13 @@ def docret_rows(
     output: dict[str, Any] | None,
     error: str | None,
 ) -> list[ResultRow]:
-    """One ResultRow per catalog metric (``ndcg@3`` first); an error gives one errored row per metric."""
+    """One ResultRow per catalog metric (``ndcg@3`` first), read by ``wire.read_metric`` (a NaN metric is
+    ``NAN_SCORE``, an absent one ``MISSING_SCORE``, as on the cloud); an error gives one errored row per metric."""
     base: dict[str, Any] = {"row": row, "query_id": query_id, "criterion": criterion, "evaluator": spec.name}
     if output is None or error is not None:
         return [ResultRow(**base, metric=m.name, error=error or "INVALID_INPUT: no output") for m in spec.metrics]
-    props = _properties(output)
-    rows = []
-    for metric in spec.metrics:
-        m = metric.name
-        value = _number(props.get(m))
-        label = props.get(f"{m}_result")
-        label = label if label in ("pass", "fail") else None
-        passed = props.get(f"{m}_passed")
-        passed = passed if isinstance(passed, bool) else (label == "pass" if label else None)
-        threshold = _number(props.get(f"{m}_threshold"))
-        if value is None:
-            err = f"MISSING_SCORE: no {m} value in the document_retrieval output"
-            rows.append(ResultRow(**base, metric=m, threshold=threshold, error=err))
-        elif math.isnan(value):
-            err = f"NAN_SCORE: {m} is undefined for this row (e.g. fidelity when every label equals the minimum)"
-            rows.append(ResultRow(**base, metric=m, label=label, passed=passed, threshold=threshold, error=err))
-        else:
-            rows.append(ResultRow(**base, metric=m, score=value, label=label, passed=passed, threshold=threshold))
-    return rows
+    props = _properties(output)  # the library's spelling is the catalog's: no service aliases to map
+    return [
+        ResultRow(**base, metric=m, score=score, label=label, passed=passed, threshold=threshold, error=err)
+        for m, score, label, passed, threshold, err in (read_metric(props, m.name) for m in spec.metrics)
+    ]

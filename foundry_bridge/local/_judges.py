@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from ..catalog import EvaluatorSpec
 from ..errors import redact
 from ..results import ResultRow
+from ..wire import finite_number, read_metric, to_number
 
 __all__ = [
     "JudgeConfig",
@@ -250,11 +251,11 @@ def output_failure(spec: EvaluatorSpec, output: dict[str, Any]) -> str | None:
         status = output.get(f"{m}_status")
         if status == "skipped" or output.get(f"{m}_result") == "not_applicable":
             return f"JUDGE_SKIPPED: {_shorten(str(output.get(f'{m}_reason') or 'the judge marked the row skipped'))}"
-        score = output.get(m)
-        if isinstance(score, bool) or not isinstance(score, int | float):
+        score = to_number(output.get(m))  # wire's number rule: a bool is not a score
+        if score is None:
             return f"JUDGE_NO_SCORE: the judge's answer had no {m} score (result {output.get(f'{m}_result')!r})"
         if not math.isfinite(score):
-            return f"JUDGE_NO_SCORE: the judge's {m} score is not a finite number ({score!r})"
+            return f"JUDGE_NO_SCORE: the judge's {m} score is not a finite number ({output.get(m)!r})"
     return None
 
 
@@ -270,7 +271,7 @@ def judge_rows(
 ) -> list[ResultRow]:
     """One ResultRow per metric of a judge (one, for the four RAG judges); ``error`` wins over ``output``."""
     rows = []
-    thr = _float(threshold)
+    thr = finite_number(threshold)
     for metric in spec.metrics:
         m = metric.name
         base: dict[str, Any] = {
@@ -290,24 +291,11 @@ def judge_rows(
         if failure is not None:
             rows.append(ResultRow(**base, reason=reason, error=failure))
             continue
-        score = float(output[m])
-        label = output.get(f"{m}_result")
-        label = label if label in ("pass", "fail") else None
-        passed = output.get(f"{m}_passed")
-        passed = passed if isinstance(passed, bool) else (label == "pass" if label else None)
+        r = read_metric(output, m)  # the same reading as document retrieval's and the cloud's
         props = output.get(f"{m}_properties")
         properties = dict(props) if isinstance(props, dict) else {}
         properties["status"] = output.get(f"{m}_status", "completed")
-        base["threshold"] = _float(output.get(f"{m}_threshold", threshold))
-        rows.append(ResultRow(**base, score=score, label=label, passed=passed, reason=reason, properties=properties))
+        base["threshold"] = r.threshold if f"{m}_threshold" in output else thr
+        fields = {"score": r.score, "label": r.label, "passed": r.passed, "reason": reason}
+        rows.append(ResultRow(**base, **fields, properties=properties))
     return rows
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None

@@ -181,42 +181,33 @@ class FakeJudgeServer:
                 except json.JSONDecodeError:
                     self._send(400, b'{"error": {"message": "bad json"}}')
                     return
-                messages = body.get("messages") or []
-                system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
-                user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
-                request = JudgeRequest(
-                    path=path,
-                    model=str(body.get("model", "")),
-                    system=system,
-                    user=user,
-                    body=body,
-                    headers={k.lower(): v for k, v in self.headers.items()},
-                )
+                request = _request(path, body, {k.lower(): v for k, v in self.headers.items()})
                 server._record(request)
                 answer = server.rule(request)
                 if answer.delay:
                     time.sleep(answer.delay)
-                if answer.raw_body is not None:
-                    payload = answer.raw_body
-                elif answer.status >= 400:
-                    payload = json.dumps({"error": {"message": answer.content or "fake error", "type": None}}).encode()
-                else:
-                    payload = json.dumps(
-                        {
-                            "id": "chatcmpl-fake",
-                            "object": "chat.completion",
-                            "model": request.model,
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": answer.content or ""},
-                                }
-                            ],
-                            "usage": {"prompt_tokens": len(user) // 4, "completion_tokens": 8, "total_tokens": 0},
-                        }
-                    ).encode()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
-                    self._send(answer.status, payload, answer.headers)
+                    self._send(answer.status, _payload(answer, request), answer.headers)
 
         return Handler
+
+
+def _request(path: str, body: dict[str, Any], headers: dict[str, str]) -> JudgeRequest:
+    messages = body.get("messages") or []
+    system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+    user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
+    return JudgeRequest(
+        path=path, model=str(body.get("model", "")), system=system, user=user, body=body, headers=headers
+    )
+
+
+def _payload(answer: FakeAnswer, request: JudgeRequest) -> bytes:
+    """The response body: the answer's raw bytes, an OpenAI-style error, or a chat completion."""
+    if answer.raw_body is not None:
+        return answer.raw_body
+    if answer.status >= 400:
+        return json.dumps({"error": {"message": answer.content or "fake error", "type": None}}).encode()
+    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer.content or ""}}
+    usage = {"prompt_tokens": len(request.user) // 4, "completion_tokens": 8, "total_tokens": 0}
+    completion = {"id": "chatcmpl-fake", "object": "chat.completion", "model": request.model}
+    return json.dumps({**completion, "choices": [choice], "usage": usage}).encode()

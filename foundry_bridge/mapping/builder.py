@@ -20,6 +20,7 @@ from typing import Any
 from .._text import did_you_mean
 from ..catalog import INPUT_TYPE_SCHEMAS, get_evaluator
 from ..errors import MappingError
+from ..wire import item_template, parse_template
 from .loader import expand_param, param_type_problem
 from .model import Mapping
 from .plan import CriterionPlan, Plan
@@ -106,15 +107,15 @@ def build_criteria(mapping: Mapping, *, environ: TMapping[str, str] | None = Non
         for inp in spec.input_names:
             target = entry.inputs.get(inp, inp)
             if inp in entry.inputs or inp in required or target in fields:
-                data_mapping[inp] = "{{item." + target + "}}"
+                data_mapping[inp] = item_template(target)
         criteria.append(CriterionPlan(name=name, evaluator=spec.name, init=init, data_mapping=data_mapping))
     return criteria
 
 
 def _field_of(template: str) -> str | None:
-    if template.startswith("{{item.") and template.endswith("}}"):
-        return template[len("{{item.") : -2].strip()
-    return None
+    """The item field a ``{{item.<field>}}`` template reads (``wire.parse_template``); None for anything else."""
+    parsed = parse_template(template)
+    return parsed[1] if parsed is not None and parsed[0] == "item" else None
 
 
 def item_fields(criteria: Iterable[CriterionPlan]) -> list[str]:

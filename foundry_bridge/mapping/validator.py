@@ -9,7 +9,6 @@ whose id may have been seen before; when there are any, a second pass over the i
 from __future__ import annotations
 
 import os
-import re
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +23,7 @@ from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.parse import RowParser, compile_path, float_label_problem, get_path
 from ..dataset.problems import Problem, Severity
 from ..errors import InputError, MappingError
+from ..wire import LONE_TEMPLATE as _TEMPLATE
 from .loader import ParamTypeError, expand_param, load_mapping, packaged_mapping_path, param_type_problem
 from .model import Mapping
 
@@ -32,7 +32,6 @@ __all__ = ["MAX_DOCUMENTS", "ValidationReport", "validate", "validate_criteria_f
 MAX_DOCUMENTS = 10_000  # Foundry's limit per list (retrieved_documents and retrieval_ground_truth)
 _MAX_KEYS_KEPT = 1_000  # distinct row keys remembered for did-you-mean hints
 _ZERO_RESULT_LINES = 5  # lines named in the zero_result warning
-_TEMPLATE = re.compile(r"^\{\{\s*(item|sample)\.([^}\s]+)\s*\}\}$")
 _CANONICAL_ITEM_FIELDS = (
     "query_id",
     "query",

@@ -615,7 +615,7 @@ class FoundryEmulator:
                 content = message.get("content") if isinstance(message, dict) else None
                 text = content.get("text") if isinstance(content, dict) else content
                 if isinstance(text, str):
-                    value = render_mapping({"t": text}, row)["t"]
+                    value = render_mapping({"t": text}, row).get("t")
                     texts.append(value if isinstance(value, str) else "" if value is None else dumps(value).decode())
             prompt = " ".join(texts)
             output = f"Mock target output (foundry_bridge emulator, no model was called) for: {prompt}"

@@ -1,6 +1,7 @@
 """How the emulator scores one row for one testing criterion, and the result entries it returns.
 
-Which scorer runs is read from the catalog entry, never from an evaluator's name:
+Which scorer runs is read from the catalog entry, never from an evaluator's name (templates, input presence and
+thresholds are ``foundry_bridge.wire``'s):
 
 - an evaluator that takes human labels and needs no model (``inputs`` of type ``labels``): the project's local
   document-retrieval metrics (``foundry_bridge.metrics.docret``, the service's exact arithmetic), in the
@@ -21,6 +22,7 @@ from typing import Any, Literal
 
 from ..catalog import EvaluatorSpec, MetricSpec
 from ..metrics.docret import document_retrieval
+from ..wire import is_present, missing_inputs, render_mapping, resolve_threshold, template_fields
 
 __all__ = [
     "DocretShape",
@@ -39,7 +41,6 @@ __all__ = [
 DocretShape = Literal["single", "per_metric"]
 Verdict = Literal["passed", "failed", "errored"]
 RESULT_TYPE = "azure_ai_evaluator"
-_TEMPLATE = re.compile(r"\{\{\s*(item|sample)\.([^{}\s]+)\s*\}\}")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORD_TEXT = (
     "a an the of to in on and or for is are was were be been being it its this that these those with as at by "
@@ -49,54 +50,6 @@ _STOPWORD_TEXT = (
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # Inputs that describe tools, not text to compare.
 _NON_TEXT_INPUTS = frozenset({"tool_definitions", "tool_calls"})
-
-
-def template_fields(template: str) -> list[tuple[str, str]]:
-    """``"{{item.query}} / {{sample.output_text}}"`` → ``[("item", "query"), ("sample", "output_text")]``."""
-    return [(m.group(1), m.group(2)) for m in _TEMPLATE.finditer(template)]
-
-
-def _lookup(source: Mapping[str, Any], path: str) -> Any:
-    if path in source:
-        return source[path]
-    value: Any = source
-    for part in path.split("."):
-        if isinstance(value, Mapping) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return None
-    return value
-
-
-def render_mapping(
-    data_mapping: Mapping[str, Any], item: Mapping[str, Any], sample: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Resolve ``{{item.x}}`` / ``{{sample.x}}`` templates against a row (a lone template keeps the value's type)."""
-    sources = {"item": item, "sample": sample or {}}
-    out: dict[str, Any] = {}
-    for key, template in data_mapping.items():
-        if not isinstance(template, str):
-            out[key] = template
-            continue
-        whole = _TEMPLATE.fullmatch(template.strip())
-        if whole:
-            out[key] = _lookup(sources[whole.group(1)], whole.group(2))
-            continue
-
-        def substitute(m: re.Match[str]) -> str:
-            value = _lookup(sources[m.group(1)], m.group(2))
-            if value is None:
-                return ""
-            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-        out[key] = _TEMPLATE.sub(substitute, template)
-    return out
-
-
-def _present(value: Any) -> bool:
-    return value is not None and value != "" and value != []
 
 
 def tokens(value: Any) -> set[str]:
@@ -116,7 +69,7 @@ def overlap(candidate: set[str], reference: set[str]) -> float:
 
 def _split_inputs(inputs: Mapping[str, Any]) -> tuple[str | None, set[str], set[str], list[str]]:
     """The judged input (``response`` if mapped, else the last present one), its tokens, the others' tokens."""
-    present = [k for k, v in inputs.items() if _present(v) and k not in _NON_TEXT_INPUTS]
+    present = [k for k, v in inputs.items() if is_present(v) and k not in _NON_TEXT_INPUTS]
     if not present:
         return None, set(), set(), []
     candidate = "response" if "response" in present else present[-1]
@@ -132,15 +85,6 @@ def _passes(metric: MetricSpec | None, score: float, threshold: float | None, hi
         return bool(score)
     better = metric.higher_is_better if metric is not None else higher_is_better
     return score >= threshold if better else score <= threshold
-
-
-def _threshold(spec: EvaluatorSpec | None, metric: MetricSpec | None, init: Mapping[str, Any]) -> Any:
-    param = metric.threshold_param if metric is not None else "threshold"
-    if param and isinstance(init.get(param), int | float) and not isinstance(init.get(param), bool):
-        return init[param]
-    if metric is not None:
-        return metric.default_threshold
-    return None
 
 
 def _result(
@@ -213,12 +157,11 @@ def _clean(value: Any) -> Any:
 
 
 def _missing_inputs_message(spec: EvaluatorSpec, inputs: Mapping[str, Any]) -> str | None:
-    """None when some input group is fully present, else a service-like message naming what is missing."""
-    for group in spec.input_groups:
-        if all(_present(inputs.get(k)) for k in group):
-            return None
+    """None when some input group is fully present (``wire.missing_inputs``), else a service-like message."""
+    missing = missing_inputs(spec, inputs)
+    if missing is None:
+        return None
     groups = " or ".join("(" + ", ".join(g) + ")" for g in spec.input_groups)
-    missing = sorted({k for g in spec.input_groups for k in g if not _present(inputs.get(k))})
     cls = spec.sdk_class or spec.short_name
     return (
         f"(SystemError) 100% of the batch run failed. (UserError) {cls}: Either 'conversation' or individual "
@@ -254,12 +197,10 @@ def _score_ranking(
     results = []
     verdict: Verdict = "failed"
     for metric in spec.metrics:
-        score = props.get(metric.name)
-        passed = props.get(f"{metric.name}_passed")
-        if passed is None and score is not None:
-            passed = _passes(metric, score, _threshold(spec, metric, init))
-        threshold = props.get(f"{metric.name}_threshold", _threshold(spec, metric, init))
-        results.append(_result(name, metric.name, score, passed, threshold, None))
+        passed = props.get(f"{metric.name}_passed")  # the metrics write every <m>, <m>_passed, <m>_threshold
+        results.append(
+            _result(name, metric.name, props.get(metric.name), passed, props.get(f"{metric.name}_threshold"), None)
+        )
         if metric.name == spec.primary_metric:
             verdict = "passed" if passed else "failed"
     return RowScore(results, verdict)
@@ -295,7 +236,7 @@ def _score_overlap(
     )
     if spec is None:  # uncataloged builtin: generic 0-1 stand-in
         score: Any = round(value, 4)
-        threshold = _threshold(None, None, init)
+        threshold = resolve_threshold(None, init)
         threshold = 0.5 if threshold is None else threshold
         passed = score >= threshold
         reason = (
@@ -307,7 +248,7 @@ def _score_overlap(
             "passed" if passed else "failed",
         )
     metric = spec.metric(spec.primary_metric)
-    threshold = _threshold(spec, metric, init)
+    threshold = resolve_threshold(metric, init)
     if metric.kind == "boolean":
         verdict_bool = value >= 0.5
         score = 1.0 if verdict_bool else 0.0
@@ -317,7 +258,7 @@ def _score_overlap(
             f"{'grounded' if verdict_bool else 'not grounded'} because overlap is "
             f"{'at least' if verdict_bool else 'below'} 0.5."
         )
-        threshold = init.get("threshold") if isinstance(init.get("threshold"), int | float) else None
+        threshold = resolve_threshold(None, init)  # its metric has no threshold parameter: the init one, echoed
         result = _result(name, metric.name, score, passed, threshold, reason)
         return RowScore([result], "passed" if passed else "failed")
     low = int(metric.min_value if metric.min_value is not None else 1)
