@@ -10,6 +10,7 @@ The wire format follows ``shared/reference/foundry-evals-api.md`` and the record
 from __future__ import annotations
 
 import base64
+import dataclasses
 import difflib
 import hashlib
 import logging
@@ -207,6 +208,15 @@ class FoundryEmulator:
             if not self.record_calls:
                 self.router.reset()
             return response
+
+    def setup(self) -> dict[str, Any]:
+        """What shapes this emulator's answers (faults, document-retrieval shape, polls to complete): part of a
+        mock backend's reuse identity."""
+        return {
+            "faults": dataclasses.asdict(self.faults),
+            "docret_shape": self.docret_shape,
+            "polls_to_complete": self.polls_to_complete,
+        }
 
     def transport(self) -> httpx.MockTransport:
         """An httpx transport serving every request from this emulator."""
@@ -419,7 +429,8 @@ class FoundryEmulator:
         if spec is not None:
             if not any(set(group) <= set(mapping) for group in spec.input_groups):
                 needs = " or ".join("(" + ", ".join(g) + ")" for g in spec.input_groups)
-                missing = sorted(min((set(g) - set(mapping) for g in spec.input_groups), key=len))
+                smallest: set[str] = min((set(g) - set(mapping) for g in spec.input_groups), key=len)
+                missing = sorted(smallest)
                 raise _bad(
                     f"{where}: data_mapping is missing required input(s) {', '.join(map(repr, missing))} "
                     f"for {spec.name}, which needs {needs}.",
