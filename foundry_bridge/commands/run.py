@@ -182,15 +182,8 @@ def command(
     resume_dir: Path | None,
     force: bool,
     quiet: bool,
-    max_rows_per_run: int | None,
-    inline_max_bytes: int | None,
-    judge_endpoint: str | None,
-    judge_model: str | None,
-    no_cache: bool,
-    cache_dir: Path | None,
-    cache_ttl: float | None,
-    concurrency: int | None,
     mock_faults: tuple[str, ...],
+    **tuning: Any,
 ) -> None:
     """Run the evaluation of DATA (a JSONL file or a TREC directory) on a backend and write a run folder.
 
@@ -202,48 +195,64 @@ def command(
     non-zero with the service's message.
     """
     from ..errors import UsageError
-    from ..runfolder import RunFolder
-    from ..runner import backend_for_resume, get_backend, prepare_run
+    from ..runner import get_backend, prepare_run
 
-    resume = resume_dir is not None
-    if resume_dir is not None:
-        if out is not None and out.resolve() != resume_dir.resolve():
-            raise UsageError("--resume DIR and --out name different folders; give only --resume")
-        backend, state = backend_for_resume(RunFolder(resume_dir), backend, force=force)
-        plan = RunFolder(resume_dir).read_plan() if data is None else _build(data, mapping_path)
-        if backend == "cloud" and state is not None:
-            endpoint = endpoint or state.endpoint
-        out = resume_dir
-    elif data is None:
-        raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
-    elif backend is None:
-        raise UsageError("choose a backend: --backend cloud|mock|local")
-    else:
-        plan = _build(data, mapping_path)
-    if mock_faults and backend != "mock":
+    name, plan, out, endpoint = _inputs(data, mapping_path, backend, out, endpoint, resume_dir, force)
+    if mock_faults and name != "mock":
         raise UsageError("--mock-fault only applies to --backend mock")
-    options: dict[str, Any] = {"max_rows_per_run": max_rows_per_run, "inline_max_bytes": inline_max_bytes}
-    if backend in ("cloud", "mock"):
-        options["endpoint"] = endpoint
-    if backend == "mock":
-        options["faults"] = parse_faults(mock_faults)
-    if backend == "local":
-        options = {
-            "judge_endpoint": judge_endpoint,
-            "judge_model": judge_model,
-            "cache_dir": cache_dir,
-            "use_cache": False if no_cache else None,
-            "cache_ttl": cache_ttl,
-            "concurrency": concurrency,
-        }
-    runner_backend = get_backend(backend, **options)
-    decision = prepare_run(plan, runner_backend, out, resume=resume, force=force, dataset=data)
+    runner_backend = get_backend(name, **_backend_options(name, endpoint, parse_faults(mock_faults), tuning))
+    decision = prepare_run(plan, runner_backend, out, resume=resume_dir is not None, force=force, dataset=data)
     summary = _execute(decision, plan, runner_backend, quiet=quiet)
     click.echo(str(summary.run_dir))
     if not quiet:
         click.echo(summary.text(), err=True)
     for warning in summary.warnings:
         click.secho(f"WARNING: {warning}", fg="red", bold=True, err=True)
+
+
+def _inputs(
+    data: Path | None,
+    mapping_path: Path | None,
+    backend: str | None,
+    out: Path | None,
+    endpoint: str | None,
+    resume_dir: Path | None,
+    force: bool,
+) -> tuple[str, Any, Path | None, str | None]:
+    """The backend's name, the plan, the run folder (None: let ``prepare_run`` choose) and the endpoint; on
+    ``--resume`` the backend and the cloud endpoint default to what ``state.json`` recorded."""
+    from ..errors import UsageError
+    from ..runfolder import RunFolder
+    from ..runner import backend_for_resume
+
+    if resume_dir is None:
+        if data is None:
+            raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
+        if backend is None:
+            raise UsageError("choose a backend: --backend cloud|mock|local")
+        return backend, _build(data, mapping_path), out, endpoint
+    if out is not None and out.resolve() != resume_dir.resolve():
+        raise UsageError("--resume DIR and --out name different folders; give only --resume")
+    folder = RunFolder(resume_dir)
+    name, state = backend_for_resume(folder, backend, force=force)
+    plan = folder.read_plan() if data is None else _build(data, mapping_path)
+    if name == "cloud" and state is not None:
+        endpoint = endpoint or state.endpoint
+    return name, plan, resume_dir, endpoint
+
+
+_LOCAL_TUNING = ("judge_endpoint", "judge_model", "cache_dir", "cache_ttl", "concurrency")
+
+
+def _backend_options(backend: str, endpoint: str | None, faults: Any, tuning: dict[str, Any]) -> dict[str, Any]:
+    """The command-line options that apply to ``backend``, as ``get_backend`` keywords."""
+    if backend == "local":
+        return {**{k: tuning[k] for k in _LOCAL_TUNING}, "use_cache": False if tuning["no_cache"] else None}
+    options = {k: tuning[k] for k in ("max_rows_per_run", "inline_max_bytes")}
+    options["endpoint"] = endpoint
+    if backend == "mock":
+        options["faults"] = faults
+    return options
 
 
 @contextmanager
