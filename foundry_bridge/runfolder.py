@@ -171,9 +171,6 @@ class RunFolder:
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"
 
-    def __fspath__(self) -> str:
-        return str(self.path)
-
     def file(self, key: str) -> Path:
         """The path of one of ``RUN_FILES`` (``"state"``, ``"results"``...)."""
         return self.path / RUN_FILES[key]
@@ -227,9 +224,9 @@ class RunFolder:
         write_jsonl(self.file("items"), plan.items)
         write_jsonl(self.file("records"), plan.records)
 
-    def read_plan(self, *, records: bool = True) -> Plan:
-        """The plan saved in the folder (``plan.json`` + ``items.jsonl`` + ``records.jsonl`` unless not
-        ``records``: a report streams them with ``iter_records``)."""
+    def read_plan(self, *, items: bool = True, records: bool = True) -> Plan:
+        """The plan saved in the folder: ``plan.json`` + ``items.jsonl`` + ``records.jsonl`` (a report that streams
+        the records with ``iter_records``, or needs no items, leaves them out)."""
         path = self.file("plan")
         if not path.is_file():
             raise UsageError(f"{self.path} is not a run folder: {RUN_FILES['plan']} is missing")
@@ -237,7 +234,7 @@ class RunFolder:
         if not isinstance(data, dict):
             raise RunFolderError("expected a JSON object", file=str(path), hint=_HINT)
         if "items" not in data:
-            data["items"] = self._jsonl("items")
+            data["items"] = self._jsonl("items") if items else []
         if records and "records" not in data:
             data["records"] = self._jsonl("records")
         try:

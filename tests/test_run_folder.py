@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from foundry_bridge.cli import main
+from foundry_bridge.errors import UsageError
 from foundry_bridge.foundry import FoundryBackend, StaticTokenCredential
 from foundry_bridge.local import LocalBackend
 from foundry_bridge.report import load_run
 from foundry_bridge.runfolder import Manifest, RunFolder, RunFolderError, RunState
-from foundry_bridge.runner import get_backend
+from foundry_bridge.runner import get_backend, prepare_run, run_evaluation
 from foundry_bridge.runner_protocol import Backend
 
 OLD_RUNS = Path(__file__).parent / "data" / "runs"
@@ -144,3 +145,46 @@ def test_a_new_state_names_the_plan() -> None:
     assert old is not None and state.same_run(loaded, "mock", {"endpoint": "e"})
     assert state.plan_sha256 == old.plan_sha256 and state.dataset_sha256 == old.dataset_sha256
     assert Manifest().dump() == {}
+
+
+# -- prepare_run: reuse / resume / new / finished twin is one decision ---------------------------------------------
+def test_prepare_run_decides_new_reuse_resume_and_refusal(tmp_path: Path) -> None:
+    plan = RunFolder(OLD_RUNS / "mock-3rows").read_plan()
+    backend = get_backend("mock", sleep=lambda s: None)
+    assert prepare_run(plan, backend, tmp_path / "run").action == "new"
+    assert not (tmp_path / "run").exists()  # deciding writes nothing
+    run_evaluation(plan, tmp_path / "run", backend)
+    reuse = prepare_run(plan, backend, tmp_path / "run")
+    assert reuse.action == "reuse" and reuse.state is not None and reuse.state.status == "completed"
+    assert prepare_run(plan, backend, tmp_path / "run", force=True).action == "new"
+
+    state = _json(tmp_path / "run" / "state.json")
+    assert isinstance(state, dict)
+    state["status"] = "submitted"
+    (tmp_path / "run" / "state.json").write_text(json.dumps(state))
+    resume = prepare_run(plan, backend, tmp_path / "run", resume=True)
+    assert resume.action == "resume" and resume.state is not None and resume.state.eval_id == state["eval_id"]
+    with pytest.raises(UsageError, match="already holds an unfinished run of this plan"):
+        prepare_run(plan, backend, tmp_path / "run")
+    other = get_backend("mock", polls_to_complete=5)
+    with pytest.raises(UsageError, match="holds a run of another plan, dataset or backend"):
+        prepare_run(plan, other, tmp_path / "run", resume=True)
+    with pytest.raises(UsageError, match="nothing to resume"):
+        prepare_run(plan, backend, tmp_path / "empty", resume=True)
+
+
+def test_prepare_run_finds_a_finished_twin_under_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    data = Path("rag_eval.jsonl")
+    data.write_text("{}\n")
+    plan = RunFolder(OLD_RUNS / "mock-3rows").read_plan()
+    backend = get_backend("mock", sleep=lambda s: None)
+    first = prepare_run(plan, backend, None, dataset=data)
+    assert first.action == "new" and first.folder.path.parent == Path("runs")
+    assert first.folder.path.name.startswith("rag_eval-mock-")
+    run_evaluation(plan, first.folder.path, backend)
+    twin = prepare_run(plan, backend, None, dataset=data)
+    assert twin.action == "reuse" and twin.folder.path == first.folder.path
+    forced = prepare_run(plan, backend, None, dataset=data, force=True)
+    assert forced.action == "new" and forced.folder.path != first.folder.path
+    assert prepare_run(plan, get_backend("mock", docret_shape="per_metric"), None, dataset=data).action == "new"

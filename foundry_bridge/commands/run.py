@@ -297,10 +297,10 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
 
 
 def _build(data: Path, mapping_path: Path | None) -> Any:
-    """The plan of DATA under the mapping. Nothing has been written yet: the validation gate goes right after the
-    mapping is loaded."""
+    """The plan of DATA under the mapping (new runs, and ``--resume DIR DATA``); no run folder is touched yet."""
     from ..dataset import read_records
     from ..mapping import build_plan, load_mapping
 
     mapping = load_mapping(mapping_path)
+    # the validation gate: here, after the mapping is loaded and before any plan is built or folder touched
     return build_plan(read_records(data, mapping), mapping, dataset_path=data, mapping_path=mapping_path)

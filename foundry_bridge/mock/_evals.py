@@ -71,47 +71,8 @@ class EvalRoutes(EmulatorBase):
             raise _bad(f"{where}: initialization_parameters must be an object.", "initialization_parameters")
         init = init or {}
         if spec is not None:
-            if not any(set(group) <= set(mapping) for group in spec.input_groups):
-                needs = " or ".join("(" + ", ".join(g) + ")" for g in spec.input_groups)
-                smallest: set[str] = min((set(g) - set(mapping) for g in spec.input_groups), key=len)
-                missing = sorted(smallest)
-                raise _bad(
-                    f"{where}: data_mapping is missing required input(s) {', '.join(map(repr, missing))} "
-                    f"for {spec.name}, which needs {needs}.",
-                    "data_mapping",
-                )
-            if spec.needs_deployment and not (init.get("deployment_name") or init.get("model")):
-                raise _bad(
-                    f"{where}: initialization_parameters.deployment_name is required for {spec.name} "
-                    "(the judge model deployment).",
-                    "initialization_parameters.deployment_name",
-                )
-            for param in spec.params:
-                value = init.get(param.name)
-                if value is None:
-                    continue
-                ok = (
-                    isinstance(value, int | float) and not isinstance(value, bool)
-                    if param.type is float
-                    else isinstance(value, param.type) and not isinstance(value, bool)
-                )
-                if not ok:
-                    raise _bad(
-                        f"{where}: initialization_parameters.{param.name} must be of type {param.type.__name__}, "
-                        f"got {value!r}.",
-                        f"initialization_parameters.{param.name}",
-                    )
-        for key, template in mapping.items():
-            for source, path in template_fields(template):
-                top = path.split(".", 1)[0]
-                if source == "item" and properties is not None and top not in properties:
-                    guess = difflib.get_close_matches(top, list(properties), n=1)
-                    hint = f"; did you mean '{guess[0]}'?" if guess else f"; known fields: {', '.join(properties)}"
-                    raise _bad(
-                        f"{where}: data_mapping.{key} uses '{{{{item.{path}}}}}' but '{top}' is not a property "
-                        f"of data_source_config.item_schema{hint}",
-                        f"data_mapping.{key}",
-                    )
+            _check_against_spec(where, spec, mapping, init)
+        _check_templates(where, mapping, properties)
         out: dict[str, Any] = {
             "type": ctype,
             "id": f"{name}_{uuid.uuid4()}",
@@ -222,3 +183,52 @@ class EvalRoutes(EmulatorBase):
         # ``deleted: false`` on success is what the service answers (recorded).
         body = {"object": "eval.deleted", "deleted": False, "eval_id": eval_id, "run_id": None, "location": location}
         return _json_response(status, body)
+
+
+def _check_against_spec(where: str, spec: EvaluatorSpec, mapping: dict[str, Any], init: dict[str, Any]) -> None:
+    """A catalog evaluator's inputs are mapped, its judge deployment named and its parameters typed."""
+    if not any(set(group) <= set(mapping) for group in spec.input_groups):
+        needs = " or ".join("(" + ", ".join(g) + ")" for g in spec.input_groups)
+        smallest: set[str] = min((set(g) - set(mapping) for g in spec.input_groups), key=len)
+        missing = sorted(smallest)
+        raise _bad(
+            f"{where}: data_mapping is missing required input(s) {', '.join(map(repr, missing))} "
+            f"for {spec.name}, which needs {needs}.",
+            "data_mapping",
+        )
+    if spec.needs_deployment and not (init.get("deployment_name") or init.get("model")):
+        raise _bad(
+            f"{where}: initialization_parameters.deployment_name is required for {spec.name} "
+            "(the judge model deployment).",
+            "initialization_parameters.deployment_name",
+        )
+    for param in spec.params:
+        value = init.get(param.name)
+        if value is None:
+            continue
+        ok = (
+            isinstance(value, int | float) and not isinstance(value, bool)
+            if param.type is float
+            else isinstance(value, param.type) and not isinstance(value, bool)
+        )
+        if not ok:
+            raise _bad(
+                f"{where}: initialization_parameters.{param.name} must be of type {param.type.__name__}, "
+                f"got {value!r}.",
+                f"initialization_parameters.{param.name}",
+            )
+
+
+def _check_templates(where: str, mapping: dict[str, Any], properties: dict[str, Any] | None) -> None:
+    """Every ``{{item.x}}`` of the data mapping names a property of the eval's item schema."""
+    for key, template in mapping.items():
+        for source, path in template_fields(template):
+            top = path.split(".", 1)[0]
+            if source == "item" and properties is not None and top not in properties:
+                guess = difflib.get_close_matches(top, list(properties), n=1)
+                hint = f"; did you mean '{guess[0]}'?" if guess else f"; known fields: {', '.join(properties)}"
+                raise _bad(
+                    f"{where}: data_mapping.{key} uses '{{{{item.{path}}}}}' but '{top}' is not a property "
+                    f"of data_source_config.item_schema{hint}",
+                    f"data_mapping.{key}",
+                )
