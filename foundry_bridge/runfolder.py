@@ -299,20 +299,25 @@ class RunFolder:
         """Everything a report reads; the manifest is optional, ``plan.json`` and ``results.jsonl`` are not."""
         if not self.path.is_dir():
             raise RunFolderError(
-                "not a directory (give the run folder written by `foundry-bridge run`)", file=str(self)
+                "not a directory (give the run folder written by `foundry-bridge run`)", file=str(self.path)
             )
-        manifest = self.read_manifest()
-        raw = manifest.dump() if manifest is not None else {}
-        state = self.read_state() if "status" not in raw and self.file("state").is_file() else None
-        if state is not None and state.status:
-            raw["status"] = state.status
+        manifest = self.report_manifest()
         plan = self.read_plan(records=False)
         records = list(self.iter_records(plan))
         if not records:
             raise RunFolderError(
-                "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(self)
+                "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(self.path)
             )
-        return LoadedRun(raw, plan, records, list(self.iter_results()))
+        return LoadedRun(manifest, plan, records, list(self.iter_results()))
+
+    def report_manifest(self) -> dict[str, Any]:
+        """``manifest.json`` as a dict ({} when absent), with ``state.json``'s status when it has none."""
+        manifest = self.read_manifest()
+        raw = manifest.dump() if manifest is not None else {}
+        state = self.read_state() if "status" not in raw else None
+        if state is not None and state.status:
+            raw["status"] = state.status
+        return raw
 
 
 def _parse_line(path: Path, lineno: int, line: bytes) -> Any:

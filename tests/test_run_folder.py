@@ -188,3 +188,15 @@ def test_prepare_run_finds_a_finished_twin_under_runs(tmp_path: Path, monkeypatc
     forced = prepare_run(plan, backend, None, dataset=data, force=True)
     assert forced.action == "new" and forced.folder.path != first.folder.path
     assert prepare_run(plan, get_backend("mock", docret_shape="per_metric"), None, dataset=data).action == "new"
+
+
+def test_the_report_reads_the_status_from_state_when_the_manifest_has_none(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(OLD_RUNS / "mock-3rows", run_dir)
+    (run_dir / "manifest.json").unlink()
+    assert load_run(run_dir)[0] == {"status": "completed"}
+    with pytest.raises(RunFolderError, match=f"^{tmp_path / 'missing'}: not a directory"):
+        load_run(tmp_path / "missing")
+    (run_dir / "records.jsonl").write_text("")
+    with pytest.raises(RunFolderError, match=f"^{run_dir}: no query records"):
+        load_run(run_dir)
