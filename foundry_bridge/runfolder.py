@@ -159,7 +159,7 @@ def _field_error(path: Path, exc: ValidationError) -> RunFolderError:
     return RunFolderError(problem, file=str(path), field=field, hint=_HINT)
 
 
-_HINT = "restore the file, or run again with --force (a new run in this folder)"
+_HINT = "restore the file, or run again with --force to start a new run in this folder"
 
 
 class RunFolder:
