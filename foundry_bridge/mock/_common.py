@@ -28,22 +28,6 @@ _PREFIX = r"^/api/projects/(?P<project>[^/]+)"
 _OPENAI = r"/openai(?P<v1>/v1)?"
 _BLOB_HOST = r"\.blob\.core\.windows\.net$"
 _BLOB_PATH = "/_blob/"
-_SAMPLE_SCHEMA = {"type": "object", "properties": {"output_text": {"type": "string"}}}
-_EMPTY_ITEM_SAMPLE: dict[str, Any] = {
-    "error": None,
-    "finish_reason": "",
-    "input": [],
-    "max_completion_tokens": None,
-    "model": "",
-    "output": [],
-    "seed": None,
-    "temperature": None,
-    "top_p": None,
-    "usage": None,
-}
-_RUN_STATUSES = ("queued", "in_progress", "completed", "canceled", "failed")
-_DATASET_ID = re.compile(r"/data/(?P<name>[^/]+)/versions/(?P<version>[^/?#]+)$")
-_SUPPORTED_DATA_SOURCES = ("jsonl", "azure_ai_target_completions")
 
 
 class _HttpError(Exception):
@@ -128,11 +112,6 @@ def _blob_key(url: str) -> str | None:
     if parts.path.startswith(_BLOB_PATH):
         return parts.path[len(_BLOB_PATH) :] or None
     return None
-
-
-def _item_index(item_id: str) -> int | None:
-    """Output item ``"N"`` sits at position N-1 of its run's list."""
-    return int(item_id) - 1 if item_id.isdigit() else None
 
 
 def _copy(value: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import time
 import uuid
 from email.utils import formatdate
@@ -14,7 +15,6 @@ import httpx
 from .._io import loads
 from ._common import (
     _BLOB_PATH,
-    _DATASET_ID,
     MOCK_USER,
     EmulatorBase,
     Store,
@@ -27,6 +27,9 @@ from ._common import (
 )
 
 __all__ = ["DatasetRoutes", "rows_from_dataset"]
+
+
+_DATASET_ID = re.compile(r"/data/(?P<name>[^/]+)/versions/(?P<version>[^/?#]+)$")
 
 
 class DatasetRoutes(EmulatorBase):

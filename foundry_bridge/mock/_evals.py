@@ -9,10 +9,13 @@ from typing import Any
 import httpx
 
 from ..catalog import CATALOG, EvaluatorSpec
-from ._common import _SAMPLE_SCHEMA, MOCK_USER, EmulatorBase, _bad, _json_response
+from ._common import MOCK_USER, EmulatorBase, _bad, _json_response
 from ._scoring import template_fields
 
 __all__ = ["EvalRoutes"]
+
+
+_SAMPLE_SCHEMA = {"type": "object", "properties": {"output_text": {"type": "string"}}}
 
 
 class EvalRoutes(EmulatorBase):

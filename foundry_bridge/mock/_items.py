@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from ._common import EmulatorBase, _bad, _item_index, _json_response, _not_found
+from ._common import EmulatorBase, _bad, _json_response, _not_found
 
 __all__ = ["ItemRoutes"]
 
@@ -41,3 +41,8 @@ class ItemRoutes(EmulatorBase):
             if item["id"] == item_id:
                 return _json_response(200, item)
         raise _not_found("Output item", item_id)
+
+
+def _item_index(item_id: str) -> int | None:
+    """Output item ``"N"`` sits at position N-1 of its run's list."""
+    return int(item_id) - 1 if item_id.isdigit() else None

@@ -10,23 +10,27 @@ import httpx
 
 from .._io import dumps
 from ..catalog import CATALOG
-from ._common import (
-    _EMPTY_ITEM_SAMPLE,
-    _RUN_STATUSES,
-    _SUPPORTED_DATA_SOURCES,
-    MOCK_USER,
-    EmulatorBase,
-    _account,
-    _bad,
-    _copy,
-    _HttpError,
-    _json_response,
-    _RunState,
-)
+from ._common import MOCK_USER, EmulatorBase, _account, _bad, _copy, _HttpError, _json_response, _RunState
 from ._datasets import rows_from_dataset
 from ._scoring import RowScore, Verdict, errored_results, render_mapping, result_metrics, score_row, tally
 
 __all__ = ["RunRoutes"]
+
+
+_EMPTY_ITEM_SAMPLE: dict[str, Any] = {
+    "error": None,
+    "finish_reason": "",
+    "input": [],
+    "max_completion_tokens": None,
+    "model": "",
+    "output": [],
+    "seed": None,
+    "temperature": None,
+    "top_p": None,
+    "usage": None,
+}
+_RUN_STATUSES = ("queued", "in_progress", "completed", "canceled", "failed")
+_SUPPORTED_DATA_SOURCES = ("jsonl", "azure_ai_target_completions")
 
 
 class RunRoutes(EmulatorBase):
