@@ -4,6 +4,7 @@ manifest.json is a clear error naming file and field; every backend implements t
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def test_an_old_folder_loads_for_the_report() -> None:
 def test_a_damaged_file_names_the_file(name: str, content: str, expected: str, tmp_path: Path) -> None:
     (tmp_path / name).write_text(content)
     folder = RunFolder(tmp_path)
-    with pytest.raises(RunFolderError, match="^" + str(tmp_path).replace("\\", "\\\\") + "/" + expected):
+    with pytest.raises(RunFolderError, match="^" + re.escape(f"{tmp_path / name}: {expected.split(': ', 1)[1]}")):
         folder.read_state() if name == "state.json" else folder.read_manifest()
 
 
@@ -195,8 +196,8 @@ def test_the_report_reads_the_status_from_state_when_the_manifest_has_none(tmp_p
     shutil.copytree(OLD_RUNS / "mock-3rows", run_dir)
     (run_dir / "manifest.json").unlink()
     assert load_run(run_dir)[0] == {"status": "completed"}
-    with pytest.raises(RunFolderError, match=f"^{tmp_path / 'missing'}: not a directory"):
+    with pytest.raises(RunFolderError, match="^" + re.escape(f"{tmp_path / 'missing'}: not a directory")):
         load_run(tmp_path / "missing")
     (run_dir / "records.jsonl").write_text("")
-    with pytest.raises(RunFolderError, match=f"^{run_dir}: no query records"):
+    with pytest.raises(RunFolderError, match="^" + re.escape(f"{run_dir}: no query records")):
         load_run(run_dir)
