@@ -1,7 +1,9 @@
 """Run an evaluation plan on a backend and leave a complete run folder behind.
 
-``run_evaluation(plan, run_dir, backend)`` writes ``plan.json``, ``items.jsonl``, ``records.jsonl`` and an
-initial ``state.json``, calls ``backend.execute(ctx)``, then writes ``results.jsonl`` and ``manifest.json``.
+``prepare_run(plan, backend, out, resume=, force=)`` decides (reuse a finished run, resume an unfinished one, or
+start anew; refuse a folder holding something else); ``execute_run(decision, plan, backend)`` writes the plan
+and an initial ``state.json`` (through ``runfolder.RunFolder``), calls ``backend.execute(ctx)``, then writes
+``results.jsonl`` and ``manifest.json``. ``run_evaluation`` is the two in one call.
 ``get_backend("cloud" | "mock" | "local", **options)`` builds a backend; cloud and mock are the same
 ``FoundryBackend`` over the same ``FoundryClient`` — only the httpx transport and the credential differ.
 """
@@ -13,28 +15,34 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import __version__
-from ._io import dumps, loads, write_json, write_jsonl
+from ._io import dumps, loads
 from .catalog import CATALOG
 from .errors import BackendError, UsageError
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
-from .runner_protocol import Backend, ProgressCallback, RunContext, no_progress, utc_now
+from .runfolder import Manifest, RunFolder, RunFolderError, RunState
+from .runner_protocol import Backend, Capabilities, ProgressCallback, RunContext, no_progress, utc_now
 
 __all__ = [
     "BACKENDS",
     "MOCK_ENDPOINT",
+    "RunDecision",
     "RunSummary",
+    "backend_for_resume",
     "backend_identity",
+    "default_out",
+    "execute_run",
+    "find_finished_twin",
     "get_backend",
-    "is_finished",
     "load_plan",
+    "prepare_run",
     "read_results",
     "run_evaluation",
-    "same_run",
     "summarize",
 ]
 
@@ -133,41 +141,101 @@ def summarize(rows: list[ResultRow], plan: Plan, run_dir: Path, backend: str) ->
 
 def read_results(run_dir: str | os.PathLike[str]) -> list[ResultRow]:
     """The ``ResultRow`` s of a run folder."""
-    path = Path(run_dir) / RUN_FILES["results"]
-    with open(path, "rb") as fh:
-        return [ResultRow.model_validate(loads(line)) for line in fh if line.strip()]
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, "rb") as fh:
-        return [loads(line) for line in fh if line.strip()]
+    return list(RunFolder(run_dir).iter_results())
 
 
 def load_plan(run_dir: str | os.PathLike[str]) -> Plan:
     """The plan saved in a run folder (``plan.json`` + ``items.jsonl`` + ``records.jsonl``)."""
-    run_dir = Path(run_dir)
-    path = run_dir / RUN_FILES["plan"]
-    if not path.is_file():
-        raise UsageError(f"{run_dir} is not a run folder: {RUN_FILES['plan']} is missing")
-    data = loads(path.read_bytes())
-    data["items"] = _jsonl(run_dir / RUN_FILES["items"])
-    records = run_dir / RUN_FILES["records"]
-    data["records"] = _jsonl(records) if records.is_file() else []
-    return Plan.model_validate(data)
-
-
-def _read_state(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / RUN_FILES["state"]
-    if not path.is_file():
-        return None
-    return loads(path.read_bytes())
-
-
-# the files a run writes once it has executed: stale after a reset
-_OUTPUT_FILES = ("results", "manifest", "output_items")
+    return RunFolder(run_dir).read_plan()
 
 
 # ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunDecision:
+    """What ``prepare_run`` decided: ``reuse`` a finished run as is, ``resume`` an unfinished one from its state,
+    or start a ``new`` run (the folder's earlier outputs are removed when it starts)."""
+
+    action: Literal["reuse", "resume", "new"]
+    folder: RunFolder
+    state: RunState | None = None  # the finished state (reuse) or the one to continue from (resume)
+    resume: bool = False  # --resume was asked for (recorded in the manifest)
+
+
+def prepare_run(
+    plan: Plan,
+    backend: Backend,
+    out: str | os.PathLike[str] | None,
+    *,
+    resume: bool = False,
+    force: bool = False,
+    dataset: str | os.PathLike[str] | None = None,
+) -> RunDecision:
+    """Decide where and how ``plan`` runs on ``backend``; raise ``UsageError`` when the folder forbids it.
+
+    * ``out=None``: a finished run of the same dataset, plan and backend under ``runs/`` is reused (unless
+      ``force``), else a new ``runs/<dataset>-<backend>-<UTC stamp>`` folder is chosen.
+    * A folder whose state shows this plan ``completed`` is reused (unless ``force``).
+    * ``resume``: the folder must hold a ``state.json`` of the same inputs (or ``force`` starts over).
+    * Otherwise a folder that holds another or an unfinished run is refused unless ``force``.
+    """
+    identity = backend_identity(backend)
+    if out is None:
+        if dataset is None:
+            raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
+        twin = None if force else find_finished_twin(Path(dataset), plan, backend.name, identity)
+        out = twin.path if twin is not None else default_out(Path(dataset), backend.name)
+    folder = RunFolder(out)
+    state = folder.read_state()
+    if not force and folder.is_finished(state, plan, backend.name, identity):
+        return RunDecision("reuse", folder, state, resume)
+    same = state is not None and state.same_run(plan, backend.name, identity)
+    if resume:
+        if state is None:
+            raise UsageError(f"nothing to resume in {folder.path}: no {RUN_FILES['state']}")
+        if not same and not force:
+            raise UsageError(
+                f"{folder.path} holds a run of another plan, dataset or backend ({state.backend}); "
+                "resume with the same inputs, or use --force to start over"
+            )
+    elif state is not None and not force:
+        what = "an unfinished run of this plan" if same else "a run of another plan or dataset"
+        hint = f"--resume {folder.path} to continue it" if same else "another --out folder"
+        raise UsageError(f"{folder.path} already holds {what}; use {hint}, or --force to submit again")
+    if resume and not force:
+        return RunDecision("resume", folder, state, resume)
+    return RunDecision("new", folder, None, resume)
+
+
+def default_out(data: Path, backend: str) -> Path:
+    """``runs/<dataset stem>-<backend>-<UTC stamp>``, never a folder that exists."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    stem = data.stem if data.is_file() else data.name
+    out = Path("runs") / f"{stem}-{backend}-{stamp}"
+    n = 1
+    while out.exists():  # two runs in the same second: never land in the other's folder
+        n += 1
+        out = Path("runs") / f"{stem}-{backend}-{stamp}-{n}"
+    return out
+
+
+def find_finished_twin(data: Path, plan: Plan, backend: str, identity: dict[str, Any]) -> RunFolder | None:
+    """The newest finished run folder under ``runs/`` of the same dataset, plan and backend (same identity);
+    folders with a damaged ``state.json`` are skipped."""
+    stem = data.stem if data.is_file() else data.name
+    base = Path("runs")
+    if not base.is_dir():
+        return None
+    for path in sorted(base.glob(f"{stem}-{backend}-*"), reverse=True):
+        folder = RunFolder(path)
+        try:
+            state = folder.read_state()
+        except RunFolderError:
+            continue
+        if folder.is_finished(state, plan, backend, identity):
+            return folder
+    return None
+
+
 def run_evaluation(
     plan: Plan,
     run_dir: str | os.PathLike[str],
@@ -177,98 +245,71 @@ def run_evaluation(
     force: bool = False,
     progress: ProgressCallback | None = None,
 ) -> RunSummary:
-    """Execute ``plan`` on ``backend`` into ``run_dir``; resume an interrupted run; reuse a finished one.
+    """Execute ``plan`` on ``backend`` into ``run_dir``; resume an interrupted run; reuse a finished one
+    (``prepare_run`` decides, ``execute_run`` carries it out)."""
+    return execute_run(prepare_run(plan, backend, run_dir, resume=resume, force=force), plan, backend, progress)
 
-    * ``resume``: ``run_dir`` must hold a ``state.json``; polling and collection continue without a second
-      submission (the plan must be the same).
-    * Without ``resume``, a ``run_dir`` whose state shows the same dataset and plan already ``completed`` is
-      reused as is (no request sent) unless ``force``; one holding another or an unfinished run is refused
-      unless ``force`` (which starts over).
-    """
-    run_dir = Path(run_dir)
-    plan_hash = plan.fingerprint()
-    identity = backend_identity(backend)
-    state = _read_state(run_dir)
-    same = state is not None and same_run(state, plan, backend.name, identity)
-    if not force and state is not None and is_finished(state, run_dir, plan, backend.name, identity):
-        rows = read_results(run_dir)
-        summary = summarize(rows, plan, run_dir, backend.name)
+
+def execute_run(
+    decision: RunDecision, plan: Plan, backend: Backend, progress: ProgressCallback | None = None
+) -> RunSummary:
+    """Carry out ``decision``: reuse (no request sent), or preflight, write the plan, execute, write the results,
+    the final state and the manifest."""
+    folder = decision.folder
+    if decision.action == "reuse":
+        summary = summarize(read_results(folder.path), plan, folder.path, backend.name)
         summary.reused = True
-        _ids_into(summary, state or {})
+        _ids_into(summary, decision.state)
         return summary
-    if resume:
-        if state is None:
-            raise UsageError(f"nothing to resume in {run_dir}: no {RUN_FILES['state']}")
-        if not same and not force:
-            raise UsageError(
-                f"{run_dir} holds a run of another plan, dataset or backend ({state.get('backend')}); "
-                "resume with the same inputs, or use --force to start over"
-            )
-    elif state is not None and not force:
-        what = "an unfinished run of this plan" if same else "a run of another plan or dataset"
-        hint = f"--resume {run_dir} to continue it" if same else "another --out folder"
-        raise UsageError(f"{run_dir} already holds {what}; use {hint}, or --force to submit again")
-    reset = force or not resume or state is None
-    if reset:
-        state = None
-    preflight = getattr(backend, "preflight", None)
-    if callable(preflight):  # refuse a plan the backend cannot run before anything is written
-        preflight(plan)
-
+    backend.preflight(plan)  # refuse a plan the backend cannot run before anything is written
     started = time.monotonic()
-    state = state or {
-        "backend": backend.name,
-        "backend_identity": identity,
-        "plan_sha256": plan_hash,
-        "dataset_sha256": plan.dataset_sha256,
-        "dataset_path": plan.dataset_path,
-        "created_at": utc_now(),
-        "status": "new",
-    }
-    ctx = RunContext(
-        plan=plan,
-        run_dir=run_dir,
-        state=state,
-        manifest={"timings": {"started_at": utc_now()}},
-        progress=progress or no_progress,
-        resume=resume,
-    )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if reset:  # a new run: no result of an earlier one may sit beside it, even if this one fails
-        for key in _OUTPUT_FILES:
-            (run_dir / RUN_FILES[key]).unlink(missing_ok=True)
-    if reset or not (run_dir / RUN_FILES["plan"]).is_file():
-        write_json(run_dir / RUN_FILES["plan"], plan.model_dump(mode="json", exclude={"items", "records"}))
-        write_jsonl(run_dir / RUN_FILES["items"], plan.items)
-        write_jsonl(run_dir / RUN_FILES["records"], plan.records)
+    state = decision.state or RunState.for_plan(plan, backend.name, backend_identity(backend), utc_now())
+    if decision.action == "new":  # no result of an earlier run may sit beside this one, even if it fails
+        folder.reset()
+    if decision.action == "new" or not folder.has_plan():
+        folder.write_plan(plan)
+    ctx = RunContext(plan, folder.path, state, {"timings": {"started_at": utc_now()}}, progress or no_progress)
+    ctx.resume = decision.action == "resume"
     ctx.save_state()
-
     rows = backend.execute(ctx)
-    write_jsonl(run_dir / RUN_FILES["results"], (r.model_dump(mode="json") for r in rows))
-    state["status"] = "completed"
-    state["finished_at"] = utc_now()
+    folder.write_results(rows)
+    state.status = "completed"
+    state.finished_at = utc_now()
     ctx.save_state()
-
-    summary = summarize(rows, plan, run_dir, backend.name)
+    summary = summarize(rows, plan, folder.path, backend.name)
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
-    timings = ctx.manifest.setdefault("timings", {})
+    folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))
+    return summary
+
+
+def _manifest(
+    plan: Plan,
+    backend: Backend,
+    summary: RunSummary,
+    state: RunState,
+    extra: dict[str, Any],
+    started: float,
+    resumed: bool,
+) -> Manifest:
+    """``manifest.json``: the runner's provenance, then what the backend recorded (``extra``) on top."""
+    timings = extra.setdefault("timings", {})
     timings["finished_at"] = utc_now()
     timings["total_seconds"] = round(time.monotonic() - started, 3)
-    manifest = {
+    fields: dict[str, Any] = {
         "tool": "foundry-bridge",
         "tool_version": __version__,
         "python": sys.version.split()[0],
         "backend": backend.name,
         "status": "completed",
         "plan_name": plan.name,
-        "plan_sha256": plan_hash,
+        "plan_sha256": state.plan_sha256,
         "dataset_path": plan.dataset_path,
         "dataset_sha256": plan.dataset_sha256,
         "mapping_path": plan.mapping_path,
         "criteria": [{"name": c.name, "evaluator": c.evaluator, "init": c.init} for c in plan.criteria],
         "rows": len(plan.items),
-        "results": len(rows),
+        "results": summary.results,
         "verdicts": {
             "passed": summary.passed,
             "failed": summary.failed,
@@ -277,47 +318,41 @@ def run_evaluation(
         },
         "per_criterion": summary.per_criterion,
         "warnings": summary.warnings,
-        "resumed": resume,
-        **ctx.manifest,
+        "resumed": resumed,
+        **extra,
     }
-    manifest.setdefault("eval_id", state.get("eval_id"))
-    manifest.setdefault("run_ids", [r.get("run_id") for r in state.get("runs", [])])
-    manifest.setdefault("report_url", None)
-    manifest.setdefault("evaluators", state.get("evaluators", []))
-    write_json(run_dir / RUN_FILES["manifest"], manifest)
-    return summary
+    fields.setdefault("eval_id", state.eval_id)
+    fields.setdefault("run_ids", [r.run_id for r in state.runs or []])
+    fields.setdefault("report_url", None)
+    fields.setdefault("evaluators", state.evaluators or [])
+    return Manifest.model_validate(fields)
 
 
 def backend_identity(backend: Backend) -> dict[str, Any]:
-    """The backend's ``identity`` (endpoint, judge model), JSON-normalized; {} for backends without one."""
-    identity = getattr(backend, "identity", None)
-    return loads(dumps(identity)) if isinstance(identity, dict) else {}
+    """The backend's ``identity`` (endpoint, judge model), JSON-normalized."""
+    identity: dict[str, Any] = loads(dumps(backend.identity))
+    return identity
 
 
-def same_run(state: dict[str, Any], plan: Plan, backend: str, identity: dict[str, Any]) -> bool:
-    """Does ``state`` describe a run of this plan, dataset and backend (same endpoint / judge)?"""
-    return (
-        state.get("plan_sha256") == plan.fingerprint()
-        and state.get("dataset_sha256") == plan.dataset_sha256
-        and state.get("backend") == backend
-        and state.get("backend_identity", {}) == identity
-    )
-
-
-def is_finished(state: dict[str, Any], run_dir: Path, plan: Plan, backend: str, identity: dict[str, Any]) -> bool:
-    """Does ``run_dir`` (whose ``state.json`` is ``state``) hold a completed run of this plan, ready to reuse?"""
-    return (
-        state.get("status") == "completed"
-        and same_run(state, plan, backend, identity)
-        and (run_dir / RUN_FILES["results"]).is_file()
-    )
-
-
-def _ids_into(summary: RunSummary, state: dict[str, Any]) -> None:
-    summary.eval_id = state.get("eval_id")
-    summary.run_ids = [r["run_id"] for r in state.get("runs", []) if r.get("run_id")]
-    urls = [r.get("report_url") for r in state.get("runs", []) if r.get("report_url")]
+def _ids_into(summary: RunSummary, state: RunState | None) -> None:
+    if state is None:
+        return
+    summary.eval_id = state.eval_id
+    summary.run_ids = state.run_ids
+    urls = [r.report_url for r in state.runs or [] if r.report_url]
     summary.report_url = urls[0] if len(urls) == 1 else summary.report_url
+
+
+def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool = False) -> tuple[str, RunState | None]:
+    """The backend that ran ``folder`` (``requested`` must agree unless ``force``) and its state."""
+    state = folder.read_state()
+    recorded = state.backend if state is not None else None
+    if requested is not None and recorded and requested != recorded and not force:
+        raise UsageError(f"{folder.path} was run with --backend {recorded}, not {requested}")
+    backend = requested or recorded
+    if backend is None:
+        raise UsageError(f"cannot tell which backend ran {folder.path}; pass --backend")
+    return backend, state
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -354,6 +389,26 @@ def _capped_sleep(cap: float) -> Callable[[float], None]:
     return sleep
 
 
+def _mock_backend(options: dict[str, Any]) -> Backend:
+    """The cloud code path over the emulator's transport, with a static fake token; the emulator's setup is part
+    of the backend's identity, and its runs live in this process's memory."""
+    from .foundry import FoundryBackend, FoundryClient, StaticTokenCredential
+    from .mock import FoundryEmulator
+
+    emulator = options.pop("emulator", None)
+    emu_kwargs = {k: options.pop(k) for k in ("faults", "polls_to_complete", "docret_shape") if k in options}
+    endpoint = options.pop("endpoint", MOCK_ENDPOINT)
+    credential = options.pop("credential", None) or StaticTokenCredential("mock-token")
+    fb, cl = _split(options, _FOUNDRY_OPTIONS | _CLIENT_OPTIONS, "mock")
+    if emulator is None:
+        emulator = FoundryEmulator(**emu_kwargs)
+    cl.setdefault("sleep", _capped_sleep(0.05))
+    cl.setdefault("poll_interval", 0.0)
+    client = FoundryClient(endpoint, credential, transport=emulator.transport(), **cl)
+    setup = {"emulator": emulator.setup()}
+    return FoundryBackend(client, name="mock", setup=setup, capabilities=Capabilities(resume_elsewhere=False), **fb)
+
+
 def get_backend(name: str, **options: Any) -> Backend:
     """Build a backend. ``None`` options are ignored.
 
@@ -379,30 +434,13 @@ def get_backend(name: str, **options: Any) -> Backend:
         client = FoundryClient(endpoint, credential or default_credential(), **cl)
         return FoundryBackend(client, name="cloud", **fb)
     if name == "mock":
-        from .foundry import FoundryBackend, FoundryClient, StaticTokenCredential
-
-        emulator = options.pop("emulator", None)
-        emu_kwargs = {k: options.pop(k) for k in ("faults", "polls_to_complete", "docret_shape") if k in options}
-        endpoint = options.pop("endpoint", MOCK_ENDPOINT)
-        credential = options.pop("credential", None) or StaticTokenCredential("mock-token")
-        fb, cl = _split(options, _FOUNDRY_OPTIONS | _CLIENT_OPTIONS, name)
-        if emulator is None:
-            try:
-                from .mock import FoundryEmulator
-            except ImportError as exc:  # pragma: no cover - the emulator ships with the package
-                raise BackendError(f"the Foundry emulator is not available: {exc}") from exc
-            emulator = FoundryEmulator(**emu_kwargs)
-        cl.setdefault("sleep", _capped_sleep(0.05))
-        cl.setdefault("poll_interval", 0.0)
-        client = FoundryClient(endpoint, credential, transport=emulator.transport(), **cl)
-        backend = FoundryBackend(client, name="mock", **fb)
-        backend.emulator = emulator
-        return backend
+        return _mock_backend(options)
     if name == "local":
         _split(options, _LOCAL_OPTIONS, name)
         try:
-            from .local import LocalBackend  # type: ignore[attr-defined]
+            from .local import LocalBackend
         except ImportError as exc:
             raise BackendError(f"the local backend is not available: {exc}") from exc
-        return LocalBackend(**options)
+        backend: Backend = LocalBackend(**options)
+        return backend
     raise UsageError(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")

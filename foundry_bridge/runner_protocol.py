@@ -1,10 +1,11 @@
 """The contract every backend (cloud, mock, local) fulfils, and the run context they share.
 
-The runner (``foundry_bridge.runner``) creates the run folder, writes ``plan.json``, ``items.jsonl`` and
-``records.jsonl``, then calls ``backend.execute(ctx)``; the backend returns normalized ``ResultRow`` s (one per
-dataset row × criterion × metric; a failure is a row with ``error`` set, never a missing row) and may record
-ids and provenance in ``ctx.state`` / ``ctx.manifest``. ``ctx.save_state()`` persists ``state.json``
-atomically — a backend calls it as soon as it has ids worth resuming from.
+The runner (``foundry_bridge.runner``) prepares the run folder (``runfolder.RunFolder``: ``plan.json``,
+``items.jsonl``, ``records.jsonl``), then calls ``backend.execute(ctx)``; the backend returns normalized
+``ResultRow`` s (one per dataset row × criterion × metric; a failure is a row with ``error`` set, never a missing
+row) and may record ids in ``ctx.state`` (a ``RunState``) and provenance in ``ctx.manifest`` (extra fields of
+``manifest.json``). ``ctx.save_state()`` persists ``state.json`` atomically — a backend calls it as soon as it has
+ids worth resuming from.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from ._io import write_json
 from .mapping.plan import Plan
-from .results import RUN_FILES, ResultRow
+from .results import ResultRow
+from .runfolder import RunFolder, RunState
 
-__all__ = ["Backend", "ProgressCallback", "RunContext", "no_progress", "utc_now"]
+__all__ = ["Backend", "Capabilities", "ProgressCallback", "RunContext", "no_progress", "utc_now"]
 
 # progress(stage, done, total): stage is e.g. "polling", "collecting", "judging"; total may be None
 ProgressCallback = Callable[[str, int, "int | None"], None]
@@ -35,31 +36,65 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, for the runner and the CLI to word their advice.
+
+    ``resume_elsewhere``: another process can ``--resume`` a run from its ``state.json`` (false for the emulator,
+    whose service state lives in the memory of the process that ran it).
+    """
+
+    resume_elsewhere: bool = True
+
+
 @dataclass
 class RunContext:
     """What a backend gets: the plan, the run folder, resumable state, provenance, a progress callback."""
 
     plan: Plan
     run_dir: Path
-    state: dict[str, Any] = field(default_factory=dict)
+    state: RunState | None = None  # None: a fresh state for the plan (tests that call a backend directly)
     manifest: dict[str, Any] = field(default_factory=dict)
     progress: ProgressCallback = no_progress
     resume: bool = False
+    folder: RunFolder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.folder = RunFolder(self.run_dir)
+        if self.state is None:
+            self.state = RunState.for_plan(self.plan, "", {}, utc_now())
+
+    @property
+    def run_state(self) -> RunState:
+        """``state`` (never None after construction)."""
+        assert self.state is not None
+        return self.state
 
     def save_state(self) -> None:
         """Write ``state.json`` atomically (call as soon as there are ids worth resuming from)."""
-        write_json(self.run_dir / RUN_FILES["state"], self.state)
+        self.folder.write_state(self.run_state)
 
 
+@runtime_checkable
 class Backend(Protocol):
-    """A way to execute a plan."""
+    """A way to execute a plan. Every member is required (checked with ``isinstance``)."""
 
     name: str  # "cloud" | "mock" | "local"
 
     @property
     def identity(self) -> dict[str, Any]:
         """What, besides the plan, determines the answers (endpoint, judge model): a finished run is reused only
-        when the plan, the dataset and this identity are all the same. Never holds a secret."""
+        when the plan, the dataset and this identity are all the same. JSON values only; never a secret."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Hints for the runner and the CLI (see ``Capabilities``)."""
+        ...
+
+    def preflight(self, plan: Plan) -> None:
+        """Raise a ``FoundryBridgeError`` now if this backend cannot run ``plan`` (called before anything is
+        written)."""
         ...
 
     def execute(self, ctx: RunContext) -> list[ResultRow]:

@@ -9,7 +9,6 @@ import time
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +60,13 @@ def progress_reporter(enabled: bool) -> Iterator[Any]:
 
 
 def _plain_progress() -> Any:
-    last = {"t": 0.0, "stage": ""}
+    last_time, last_stage = [0.0], [""]
 
     def callback(stage: str, done: int, total: int | None) -> None:
         now = time.monotonic()
-        if stage == last["stage"] and now - last["t"] < 2.0 and (total is None or done < total):
+        if stage == last_stage[0] and now - last_time[0] < 2.0 and (total is None or done < total):
             return
-        last.update(t=now, stage=stage)
+        last_time[0], last_stage[0] = now, stage
         suffix = f" {done}/{total}" if total else f" ({done})"
         click.echo(f"{_STAGE_LABELS.get(stage, stage)}{suffix}", err=True)
 
@@ -119,40 +118,6 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
 
 
 # -- the command -------------------------------------------------------------------------------------------------
-def _default_out(data: Path, backend: str) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    stem = data.stem if data.is_file() else data.name
-    out = Path("runs") / f"{stem}-{backend}-{stamp}"
-    n = 1
-    while out.exists():  # two runs in the same second: never land in the other's folder
-        n += 1
-        out = Path("runs") / f"{stem}-{backend}-{stamp}-{n}"
-    return out
-
-
-def _finished_twin(data: Path, backend: Any, plan: Any) -> Path | None:
-    """An earlier finished run folder under ``runs/`` of the same dataset, plan and backend (same identity)."""
-    from .._io import loads
-    from ..runner import backend_identity, is_finished
-
-    stem = data.stem if data.is_file() else data.name
-    base = Path("runs")
-    if not base.is_dir():
-        return None
-    identity = backend_identity(backend)
-    for folder in sorted(base.glob(f"{stem}-{backend.name}-*"), reverse=True):
-        state_path = folder / "state.json"
-        if not state_path.is_file():
-            continue
-        try:
-            state = loads(state_path.read_bytes())
-        except ValueError:
-            continue
-        if is_finished(state, folder, plan, backend.name, identity):
-            return folder
-    return None
-
-
 @click.command(name="run")
 @click.argument("data", required=False, type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -217,15 +182,8 @@ def command(
     resume_dir: Path | None,
     force: bool,
     quiet: bool,
-    max_rows_per_run: int | None,
-    inline_max_bytes: int | None,
-    judge_endpoint: str | None,
-    judge_model: str | None,
-    no_cache: bool,
-    cache_dir: Path | None,
-    cache_ttl: float | None,
-    concurrency: int | None,
     mock_faults: tuple[str, ...],
+    **tuning: Any,
 ) -> None:
     """Run the evaluation of DATA (a JSONL file or a TREC directory) on a backend and write a run folder.
 
@@ -236,88 +194,15 @@ def command(
     run unless --force. Errored results are kept as errors and reported loudly; a failed or canceled run exits
     non-zero with the service's message.
     """
-    from azure.core.exceptions import AzureError
+    from ..errors import UsageError
+    from ..runner import get_backend, prepare_run
 
-    from .._io import loads
-    from ..errors import BackendError, UsageError
-    from ..foundry import RunFailedError
-    from ..runner import get_backend, load_plan, run_evaluation
-
-    if resume_dir is not None:
-        if out is not None and out.resolve() != resume_dir.resolve():
-            raise UsageError("--resume DIR and --out name different folders; give only --resume")
-        run_dir = resume_dir
-        state_path = run_dir / "state.json"
-        state = loads(state_path.read_bytes()) if state_path.is_file() else {}
-        recorded = state.get("backend")
-        if backend is None:
-            backend = recorded
-        elif recorded and backend != recorded and not force:
-            raise UsageError(f"{run_dir} was run with --backend {recorded}, not {backend}")
-        if backend is None:
-            raise UsageError(f"cannot tell which backend ran {run_dir}; pass --backend")
-        plan = load_plan(run_dir) if data is None else _build(data, mapping_path)
-        if backend == "cloud":
-            endpoint = endpoint or state.get("endpoint")
-    else:
-        if data is None:
-            raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
-        if backend is None:
-            raise UsageError("choose a backend: --backend cloud|mock|local")
-        plan = _build(data, mapping_path)
-        run_dir = out
-
-    if mock_faults and backend != "mock":
+    name, plan, out, endpoint = _inputs(data, mapping_path, backend, out, endpoint, resume_dir, force)
+    if mock_faults and name != "mock":
         raise UsageError("--mock-fault only applies to --backend mock")
-    options: dict[str, Any] = {"max_rows_per_run": max_rows_per_run, "inline_max_bytes": inline_max_bytes}
-    if backend == "cloud":
-        options["endpoint"] = endpoint
-    elif backend == "mock":
-        options["endpoint"] = endpoint
-        options["faults"] = parse_faults(mock_faults)
-    else:
-        options = {
-            "judge_endpoint": judge_endpoint,
-            "judge_model": judge_model,
-            "cache_dir": cache_dir,
-            "use_cache": False if no_cache else None,
-            "cache_ttl": cache_ttl,
-            "concurrency": concurrency,
-        }
-    runner_backend = get_backend(backend, **options)
-    if run_dir is None:
-        twin = None if force or data is None else _finished_twin(data, runner_backend, plan)
-        run_dir = twin or _default_out(data, backend)
-
-    show = not quiet and sys.stderr.isatty()
-    handler = None
-    if not quiet:  # retries and other client warnings (already redacted) go to stderr
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setLevel(logging.WARNING)
-        handler.setFormatter(logging.Formatter("warning: %(message)s"))
-        logging.getLogger("foundry_bridge").addHandler(handler)
-    try:
-        with progress_reporter(show) as progress:
-            summary = run_evaluation(
-                plan, run_dir, runner_backend, resume=resume_dir is not None, force=force, progress=progress
-            )
-    except RunFailedError as exc:
-        raise RunFailedError(
-            f"{exc}. Once the cause is fixed, `foundry-bridge run --resume {run_dir}` submits the failed part again",
-            run=exc.run,
-        ) from exc
-    except AzureError as exc:
-        hint = ""
-        if backend == "mock" and resume_dir is not None:
-            hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
-        raise BackendError(f"{exc}{hint}; the run folder {run_dir} keeps the ids to --resume from") from exc
-    except KeyboardInterrupt:
-        click.echo(f"Interrupted. Nothing is lost: foundry-bridge run --resume {run_dir}", err=True)
-        raise
-    finally:
-        if handler is not None:
-            logging.getLogger("foundry_bridge").removeHandler(handler)
-
+    runner_backend = get_backend(name, **_backend_options(name, endpoint, parse_faults(mock_faults), tuning))
+    decision = prepare_run(plan, runner_backend, out, resume=resume_dir is not None, force=force, dataset=data)
+    summary = _execute(decision, plan, runner_backend, quiet=quiet)
     click.echo(str(summary.run_dir))
     if not quiet:
         click.echo(summary.text(), err=True)
@@ -325,9 +210,97 @@ def command(
         click.secho(f"WARNING: {warning}", fg="red", bold=True, err=True)
 
 
+def _inputs(
+    data: Path | None,
+    mapping_path: Path | None,
+    backend: str | None,
+    out: Path | None,
+    endpoint: str | None,
+    resume_dir: Path | None,
+    force: bool,
+) -> tuple[str, Any, Path | None, str | None]:
+    """The backend's name, the plan, the run folder (None: let ``prepare_run`` choose) and the endpoint; on
+    ``--resume`` the backend and the cloud endpoint default to what ``state.json`` recorded."""
+    from ..errors import UsageError
+    from ..runfolder import RunFolder
+    from ..runner import backend_for_resume
+
+    if resume_dir is None:
+        if data is None:
+            raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
+        if backend is None:
+            raise UsageError("choose a backend: --backend cloud|mock|local")
+        return backend, _build(data, mapping_path), out, endpoint
+    if out is not None and out.resolve() != resume_dir.resolve():
+        raise UsageError("--resume DIR and --out name different folders; give only --resume")
+    folder = RunFolder(resume_dir)
+    name, state = backend_for_resume(folder, backend, force=force)
+    plan = folder.read_plan() if data is None else _build(data, mapping_path)
+    if name == "cloud" and state is not None:
+        endpoint = endpoint or state.endpoint
+    return name, plan, resume_dir, endpoint
+
+
+_LOCAL_TUNING = ("judge_endpoint", "judge_model", "cache_dir", "cache_ttl", "concurrency")
+
+
+def _backend_options(backend: str, endpoint: str | None, faults: Any, tuning: dict[str, Any]) -> dict[str, Any]:
+    """The command-line options that apply to ``backend``, as ``get_backend`` keywords."""
+    if backend == "local":
+        return {**{k: tuning[k] for k in _LOCAL_TUNING}, "use_cache": False if tuning["no_cache"] else None}
+    options = {k: tuning[k] for k in ("max_rows_per_run", "inline_max_bytes")}
+    options["endpoint"] = endpoint
+    if backend == "mock":
+        options["faults"] = faults
+    return options
+
+
+@contextmanager
+def _warnings_to_stderr(enabled: bool) -> Iterator[None]:
+    """Retries and other client warnings (already redacted) go to stderr while the block runs."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    if enabled:
+        logging.getLogger("foundry_bridge").addHandler(handler)
+    try:
+        yield
+    finally:
+        logging.getLogger("foundry_bridge").removeHandler(handler)
+
+
+def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
+    """``execute_run`` with a progress bar, and each failure worded with how to continue."""
+    from azure.core.exceptions import AzureError
+
+    from ..errors import BackendError
+    from ..foundry import RunFailedError
+    from ..runner import execute_run
+
+    run_dir = decision.folder.path
+    try:
+        with _warnings_to_stderr(not quiet), progress_reporter(not quiet and sys.stderr.isatty()) as progress:
+            return execute_run(decision, plan, backend, progress)
+    except RunFailedError as exc:
+        raise RunFailedError(
+            f"{exc}. Once the cause is fixed, `foundry-bridge run --resume {run_dir}` submits the failed part again",
+            run=exc.run,
+        ) from exc
+    except AzureError as exc:
+        hint = ""
+        if decision.resume and not backend.capabilities.resume_elsewhere:
+            hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
+        raise BackendError(f"{exc}{hint}; the run folder {run_dir} keeps the ids to --resume from") from exc
+    except KeyboardInterrupt:
+        click.echo(f"Interrupted. Nothing is lost: foundry-bridge run --resume {run_dir}", err=True)
+        raise
+
+
 def _build(data: Path, mapping_path: Path | None) -> Any:
+    """The plan of DATA under the mapping (new runs, and ``--resume DIR DATA``); no run folder is touched yet."""
     from ..dataset import read_records
     from ..mapping import build_plan, load_mapping
 
     mapping = load_mapping(mapping_path)
+    # the validation gate: here, after the mapping is loaded and before any plan is built or folder touched
     return build_plan(read_records(data, mapping), mapping, dataset_path=data, mapping_path=mapping_path)

@@ -9,17 +9,19 @@ created, so a crash or Ctrl-C never causes a second submission on ``--resume``.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import time
 from typing import Any
 
-from .._io import atomic_open, dumps
+from .._io import dumps
 from ..errors import BackendError
-from ..results import RUN_FILES, ResultRow
-from ..runner_protocol import RunContext, utc_now
+from ..mapping.plan import Plan
+from ..results import ResultRow
+from ..runfolder import FAILED_STATUSES, RunPart
+from ..runner_protocol import Capabilities, RunContext, utc_now
 from ._client import FoundryClient
 from ._exceptions import RunFailedError
+from ._models import EvalRun
 from ._normalize import missing_rows, normalize_item
 
 __all__ = ["INLINE_MAX_BYTES", "MAX_ROWS_PER_RUN", "FoundryBackend", "chunk_ranges"]
@@ -35,9 +37,6 @@ INLINE_MAX_BYTES = 1_000_000
 MAX_ROWS_PER_RUN = 2_000
 
 
-_FAILED = ("failed", "canceled", "cancelled")
-
-
 def chunk_ranges(n: int, size: int) -> list[tuple[int, int]]:
     """``[(offset, count), ...]`` covering ``n`` rows in runs of at most ``size``."""
     if size < 1:
@@ -46,7 +45,8 @@ def chunk_ranges(n: int, size: int) -> list[tuple[int, int]]:
 
 
 class FoundryBackend:
-    """Runs a plan on Foundry (or the emulator: same code, another transport)."""
+    """Runs a plan on Foundry, or on the emulator: the same code over another transport (``setup`` names what the
+    transport is, for the reuse identity; ``capabilities`` says what a resume can expect)."""
 
     def __init__(
         self,
@@ -57,6 +57,8 @@ class FoundryBackend:
         max_rows_per_run: int | None = None,
         page_size: int = 100,
         run_timeout: float | None = None,
+        setup: dict[str, Any] | None = None,
+        capabilities: Capabilities | None = None,
     ) -> None:
         self.client = client
         self.name = name
@@ -64,182 +66,185 @@ class FoundryBackend:
         # None: the default for a new run, and on resume whatever split state.json records
         self.max_rows_explicit = max_rows_per_run is not None
         self.max_rows_per_run = MAX_ROWS_PER_RUN if max_rows_per_run is None else max_rows_per_run
-        self.emulator: Any = None  # the FoundryEmulator behind a mock backend (its setup is part of the identity)
         self.page_size = page_size
         self.run_timeout = run_timeout
+        self._setup = dict(setup or {})
+        self._capabilities = capabilities or Capabilities()
 
     def __repr__(self) -> str:
         return f"FoundryBackend(name={self.name!r}, endpoint={self.client.endpoint!r})"
 
     @property
     def identity(self) -> dict[str, Any]:
-        """The project the run goes to (and, for the emulator, its faults and shapes): part of the run-reuse check."""
-        identity: dict[str, Any] = {"endpoint": self.client.endpoint}
-        emu = self.emulator
-        if emu is not None:
-            faults = getattr(emu, "faults", None)
-            identity["emulator"] = {
-                "faults": dataclasses.asdict(faults) if dataclasses.is_dataclass(faults) else repr(faults),
-                "docret_shape": getattr(emu, "docret_shape", None),
-                "polls_to_complete": getattr(emu, "polls_to_complete", None),
-            }
-        return identity
+        """The project the run goes to, and the transport's ``setup`` (the emulator's faults and shapes): part of
+        the run-reuse check."""
+        return {"endpoint": self.client.endpoint, **self._setup}
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def preflight(self, plan: Plan) -> None:
+        """A plan without rows cannot be submitted."""
+        if not plan.items:
+            raise BackendError("the plan has no rows to evaluate")
 
     # ------------------------------------------------------------------------------------------------------------
     def execute(self, ctx: RunContext) -> list[ResultRow]:
         """Submit (or resume), wait, collect, normalize."""
-        plan, state = ctx.plan, ctx.state
-        if not plan.items:
-            raise BackendError("the plan has no rows to evaluate")
-        timings: dict[str, Any] = ctx.manifest.setdefault("timings", {})
-        state.setdefault("backend", self.name)
-        state["endpoint"] = self.client.endpoint
-        state["api_version"] = self.client.api_version
+        self.preflight(ctx.plan)
+        state, timings = ctx.run_state, ctx.manifest.setdefault("timings", {})
+        state.backend = state.backend or self.name
+        state.endpoint = self.client.endpoint
+        state.api_version = self.client.api_version
         t0 = time.monotonic()
-
-        # 1. the eval
-        if not state.get("eval_id"):
-            ev = self.client.create_eval(plan.eval_body)
-            state["eval_id"] = ev.id
-            state["evaluators"] = [
-                {
-                    "name": c.name,
-                    "evaluator_name": c.evaluator_name,
-                    "evaluator_version": c.evaluator_version,
-                    "id": c.id,
-                }
-                for c in ev.testing_criteria
-            ]
-            state["status"] = "eval_created"
-            timings["eval_created_at"] = utc_now()
-            ctx.save_state()
-        eval_id: str = state["eval_id"]
-
-        # 2. the runs: plan them, submit those not yet submitted
-        runs: list[dict[str, Any]] = state.get("runs") or []
-        recorded = [(r["offset"], r["count"]) for r in runs]
-        # on resume the recorded split wins; only an explicitly different max_rows_per_run is refused
-        ranges = (
-            recorded if runs and not self.max_rows_explicit else chunk_ranges(len(plan.items), self.max_rows_per_run)
-        )
-        if runs and recorded != ranges:
-            raise BackendError(
-                "state.json splits the dataset differently from this configuration "
-                f"({len(runs)} runs recorded); resume without --max-rows-per-run (or the same value) or use --force"
-            )
-        if runs and (sum(c for _o, c in recorded) != len(plan.items) or any(o < 0 for o, _c in recorded)):
-            raise BackendError("state.json's runs do not cover the plan's rows; use --force to start over")
-        if not runs:
-            runs = [{"offset": o, "count": c, "run_id": None, "status": None} for o, c in ranges]
-            state["runs"] = runs
-        plan_hash = state.get("plan_sha256") or plan.fingerprint()
-        for index, entry in enumerate(runs):
-            if entry.get("run_id") and not (ctx.resume and entry.get("status") in _FAILED):
-                continue
-            if entry.get("run_id"):  # --resume after a failed/canceled run: submit that part again (no duplicate)
-                entry.setdefault("replaced_runs", []).append({"run_id": entry["run_id"], "status": entry["status"]})
-                entry.pop("error", None)
-            data_source = self._data_source(entry, index, plan_hash, ctx)
-            run = self.client.create_run(
-                eval_id,
-                data_source,
-                name=f"{plan.name}-{index + 1}of{len(runs)}" if len(runs) > 1 else plan.name,
-                metadata={"tool": "foundry-bridge", "plan_sha256": plan_hash[:16], "part": str(index + 1)},
-            )
-            entry["run_id"] = run.id
-            entry["status"] = run.status
-            entry["continuation_token"] = self.client.run_poller(eval_id, run.id).continuation_token()
-            state["status"] = "submitted"
-            timings.setdefault("submitted_at", utc_now())
-            ctx.save_state()
-            ctx.progress("submitted", index + 1, len(runs))
+        eval_id = self._ensure_eval(ctx)
+        parts = self._parts(ctx)
+        self._submit(ctx, eval_id, parts)
         timings["submit_seconds"] = round(time.monotonic() - t0, 3)
-
-        # 3. wait for every run
         t1 = time.monotonic()
-        finished = []
-        for entry in runs:
-            poller = self.client.run_poller(eval_id, entry["run_id"], progress=ctx.progress)
-            try:
-                run = poller.result(timeout=self.run_timeout)
-            except RunFailedError as exc:
-                entry["status"] = exc.run.status if exc.run is not None else "failed"
-                state["status"] = entry["status"]
-                if exc.run is not None and exc.run.error is not None:
-                    entry["error"] = exc.run.error.model_dump(exclude_none=True)
-                ctx.save_state()
-                raise
-            except TimeoutError as exc:
-                raise BackendError(f"{exc}; the run is still going: resume later with --resume {ctx.run_dir}") from exc
-            entry["status"] = run.status
-            entry["report_url"] = run.report_url
-            entry["result_counts"] = run.result_counts.model_dump(exclude_none=True) if run.result_counts else None
-            ctx.save_state()
-            finished.append(run)
+        finished = [self._wait(ctx, eval_id, part) for part in parts]
         timings["wait_seconds"] = round(time.monotonic() - t1, 3)
         timings["completed_at"] = utc_now()
-
-        # 4. collect every output item, normalize
         t2 = time.monotonic()
-        rows, n_items = self._collect(ctx, eval_id, runs)
+        rows, n_items = self._collect(ctx, eval_id, parts)
         timings["collect_seconds"] = round(time.monotonic() - t2, 3)
-        state["status"] = "completed"
-        state["collected_items"] = n_items
+        state.status = "completed"
+        state.collected_items = n_items
         ctx.save_state()
-
         ctx.manifest.update(
             {
                 "endpoint": self.client.endpoint,
                 "api_version": self.client.api_version,
                 "eval_id": eval_id,
-                "run_ids": [r["run_id"] for r in runs],
+                "run_ids": [p.run_id for p in parts],
                 "report_url": finished[0].report_url if len(finished) == 1 else None,
                 "report_urls": [r.report_url for r in finished],
-                "evaluators": state.get("evaluators", []),
-                "data_sources": [r.get("source", "file_content") for r in runs],
-                "result_counts": [r.get("result_counts") for r in runs],
+                "evaluators": state.evaluators or [],
+                "data_sources": [p.source or "file_content" for p in parts],
+                "result_counts": [p.result_counts for p in parts],
                 "requests_sent": self.client.requests_sent,
             }
         )
         return rows
 
+    def _ensure_eval(self, ctx: RunContext) -> str:
+        """The eval's id: created once, saved in ``state.json`` the moment it exists."""
+        state = ctx.run_state
+        if state.eval_id:
+            return state.eval_id
+        ev = self.client.create_eval(ctx.plan.eval_body)
+        state.eval_id = ev.id
+        state.evaluators = [
+            {"name": c.name, "evaluator_name": c.evaluator_name, "evaluator_version": c.evaluator_version, "id": c.id}
+            for c in ev.testing_criteria
+        ]
+        state.status = "eval_created"
+        ctx.manifest.setdefault("timings", {})["eval_created_at"] = utc_now()
+        ctx.save_state()
+        return ev.id
+
+    def _parts(self, ctx: RunContext) -> list[RunPart]:
+        """The split of the rows into runs: on resume the recorded split wins; only an explicitly different
+        ``max_rows_per_run`` is refused, and so is a recorded split that does not cover the plan."""
+        state, n = ctx.run_state, len(ctx.plan.items)
+        parts = state.runs or []
+        recorded = [(p.offset, p.count) for p in parts]
+        ranges = recorded if parts and not self.max_rows_explicit else chunk_ranges(n, self.max_rows_per_run)
+        if parts and recorded != ranges:
+            raise BackendError(
+                "state.json splits the dataset differently from this configuration "
+                f"({len(parts)} runs recorded); resume without --max-rows-per-run (or the same value) or use --force"
+            )
+        if parts and (sum(c for _o, c in recorded) != n or any(o < 0 for o, _c in recorded)):
+            raise BackendError("state.json's runs do not cover the plan's rows; use --force to start over")
+        if not parts:
+            parts = [RunPart(offset=o, count=c, run_id=None, status=None) for o, c in ranges]
+            state.runs = parts
+        return parts
+
+    def _submit(self, ctx: RunContext, eval_id: str, parts: list[RunPart]) -> None:
+        """Create every run not yet created (and, on ``--resume``, again those that failed); each run id is saved
+        the moment it exists, so a crash never causes a second submission."""
+        plan, state = ctx.plan, ctx.run_state
+        plan_hash = state.plan_sha256 or plan.fingerprint()
+        for index, part in enumerate(parts):
+            if part.run_id and not (ctx.resume and part.status in FAILED_STATUSES):
+                continue
+            if part.run_id:  # --resume after a failed/canceled run: submit that part again (no duplicate)
+                part.replace_failed()
+            data_source = self._data_source(part, index, plan_hash, ctx)
+            run = self.client.create_run(
+                eval_id,
+                data_source,
+                name=f"{plan.name}-{index + 1}of{len(parts)}" if len(parts) > 1 else plan.name,
+                metadata={"tool": "foundry-bridge", "plan_sha256": plan_hash[:16], "part": str(index + 1)},
+            )
+            part.run_id = run.id
+            part.status = run.status
+            part.continuation_token = self.client.run_poller(eval_id, run.id).continuation_token()
+            state.status = "submitted"
+            ctx.manifest.setdefault("timings", {}).setdefault("submitted_at", utc_now())
+            ctx.save_state()
+            ctx.progress("submitted", index + 1, len(parts))
+
+    def _wait(self, ctx: RunContext, eval_id: str, part: RunPart) -> EvalRun:
+        """Poll one run to a terminal status; a failed run's status and error go to ``state.json`` first."""
+        assert part.run_id is not None
+        poller = self.client.run_poller(eval_id, part.run_id, progress=ctx.progress)
+        try:
+            run = poller.result(timeout=self.run_timeout)
+        except RunFailedError as exc:
+            part.status = exc.run.status if exc.run is not None else "failed"
+            ctx.run_state.status = part.status
+            if exc.run is not None and exc.run.error is not None:
+                part.error = exc.run.error.model_dump(exclude_none=True)
+            ctx.save_state()
+            raise
+        except TimeoutError as exc:
+            raise BackendError(f"{exc}; the run is still going: resume later with --resume {ctx.run_dir}") from exc
+        part.status = run.status
+        part.report_url = run.report_url
+        part.result_counts = run.result_counts.model_dump(exclude_none=True) if run.result_counts else None
+        ctx.save_state()
+        return run
+
     # ------------------------------------------------------------------------------------------------------------
-    def _data_source(self, entry: dict[str, Any], index: int, plan_hash: str, ctx: RunContext) -> dict[str, Any]:
-        items = ctx.plan.items[entry["offset"] : entry["offset"] + entry["count"]]
+    def _data_source(self, part: RunPart, index: int, plan_hash: str, ctx: RunContext) -> dict[str, Any]:
+        items = ctx.plan.items[part.offset : part.offset + part.count]
         size = sum(len(dumps(it)) + 1 for it in items)
-        entry["bytes"] = size
+        part.bytes = size
         if size <= self.inline_max_bytes:
-            entry["source"] = "file_content"
+            part.source = "file_content"
             return {"type": "jsonl", "source": {"type": "file_content", "content": items}}
-        if not entry.get("dataset_id"):
+        if not part.dataset_id:
             data = b"".join(dumps(it.get("item", it)) + b"\n" for it in items)
             name = f"foundry-bridge-{plan_hash[:16]}"
             # the version names the bytes: a re-upload of the same chunk reuses it, another split gets its own
             version = hashlib.sha256(data).hexdigest()[:16]
             ctx.progress("uploading", index + 1, None)
             dataset = self.client.upload_dataset(name, version, data, filename=f"{name}-{version}.jsonl")
-            entry["dataset_id"] = dataset.id
+            part.dataset_id = dataset.id
             ctx.save_state()
-        entry["source"] = "file_id"
-        return {"type": "jsonl", "source": {"type": "file_id", "id": entry["dataset_id"]}}
+        part.source = "file_id"
+        return {"type": "jsonl", "source": {"type": "file_id", "id": part.dataset_id}}
 
-    def _collect(self, ctx: RunContext, eval_id: str, runs: list[dict[str, Any]]) -> tuple[list[ResultRow], int]:
+    def _collect(self, ctx: RunContext, eval_id: str, parts: list[RunPart]) -> tuple[list[ResultRow], int]:
         """Page through every run's output items: raw lines streamed to ``output_items.jsonl``, rows returned."""
         plan = ctx.plan
-        query_ids = plan.query_ids
+        qids = plan.query_ids
         total = len(plan.items)
         rows: list[ResultRow] = []
         covered: set[int] = set()
         done = 0
-        with atomic_open(ctx.run_dir / RUN_FILES["output_items"]) as fh:
-            for entry in runs:
-                pager = self.client.list_output_items_raw(eval_id, entry["run_id"], page_size=self.page_size)
+        with ctx.folder.output_items_writer() as fh:
+            for part in parts:
+                assert part.run_id is not None
+                pager = self.client.list_output_items_raw(eval_id, part.run_id, page_size=self.page_size)
                 for page in pager.by_page():
                     for item in page:
                         fh.write(dumps(item) + b"\n")
-                        item_rows = normalize_item(
-                            item, offset=entry["offset"], criteria=plan.criteria, query_ids=query_ids
-                        )
+                        item_rows = normalize_item(item, offset=part.offset, criteria=plan.criteria, query_ids=qids)
                         if item_rows:
                             covered.add(item_rows[0].row)
                         rows.extend(item_rows)
@@ -247,6 +252,6 @@ class FoundryBackend:
                     ctx.progress("collecting", done, total)
         absent = [r for r in range(total) if r not in covered]
         if absent:
-            rows.extend(missing_rows(absent, criteria=plan.criteria, query_ids=query_ids))
+            rows.extend(missing_rows(absent, criteria=plan.criteria, query_ids=qids))
         rows.sort(key=lambda r: r.row)
         return rows, done

@@ -199,17 +199,7 @@ class FoundryClient:
             except httpx.TransportError as exc:
                 if attempt >= self.retry.max_retries:
                     raise request_error(request, exc, attempts=attempt + 1) from exc
-                delay = self.retry.backoff(attempt)
-                logger.warning(
-                    "%s %s: %s; retry %d/%d in %.2f s",
-                    method,
-                    shown,
-                    type(exc).__name__,
-                    attempt + 1,
-                    self.retry.max_retries,
-                    delay,
-                )
-                self.retry.sleep(delay)
+                self._pause(f"{method} {shown}: {type(exc).__name__}", attempt, self.retry.backoff(attempt))
                 attempt += 1
                 continue
             finally:
@@ -223,27 +213,33 @@ class FoundryClient:
                 refreshed = True
                 self._tokens.token(force_refresh=True)
                 continue
-            retryable = self.retry.should_retry_status(status) and (status != 409 or retry_conflict)
-            if not retryable:
-                raise self._status_error(response, attempts=attempt + 1)
-            if attempt >= self.retry.max_retries:
-                raise self._status_error(
-                    response, attempts=attempt + 1, note=f"gave up after {self.retry.max_retries} retries"
-                )
-            wait = parse_retry_after(response.headers)
-            if wait is not None and wait > self.retry.max_retry_after:
-                raise self._status_error(
-                    response,
-                    attempts=attempt + 1,
-                    note=f"the service asked to retry after {wait:.0f} s, longer than the "
-                    f"{self.retry.max_retry_after:.0f} s this client waits; try again later",
-                )
-            delay = wait if wait is not None else self.retry.backoff(attempt)
-            logger.warning(
-                "%s %s -> %d; retry %d/%d in %.2f s", method, shown, status, attempt + 1, self.retry.max_retries, delay
-            )
-            self.retry.sleep(delay)
+            self._pause(f"{method} {shown} -> {status}", attempt, self._retry_delay(response, attempt, retry_conflict))
             attempt += 1
+
+    def _retry_delay(self, response: httpx.Response, attempt: int, retry_conflict: bool) -> float:
+        """How long to wait before retrying a refused request (its ``Retry-After``, else the backoff); raises the
+        response's error when it is not retried: not retryable, retries used up, or a wait beyond
+        ``max_retry_after``."""
+        status = response.status_code
+        if not (self.retry.should_retry_status(status) and (status != 409 or retry_conflict)):
+            raise self._status_error(response, attempts=attempt + 1)
+        if attempt >= self.retry.max_retries:
+            raise self._status_error(
+                response, attempts=attempt + 1, note=f"gave up after {self.retry.max_retries} retries"
+            )
+        wait = parse_retry_after(response.headers)
+        if wait is not None and wait > self.retry.max_retry_after:
+            raise self._status_error(
+                response,
+                attempts=attempt + 1,
+                note=f"the service asked to retry after {wait:.0f} s, longer than the "
+                f"{self.retry.max_retry_after:.0f} s this client waits; try again later",
+            )
+        return wait if wait is not None else self.retry.backoff(attempt)
+
+    def _pause(self, what: str, attempt: int, delay: float) -> None:
+        logger.warning("%s; retry %d/%d in %.2f s", what, attempt + 1, self.retry.max_retries, delay)
+        self.retry.sleep(delay)
 
     @staticmethod
     def _status_error(response: httpx.Response, *, attempts: int, note: str = "") -> Exception:
@@ -424,6 +420,19 @@ class FoundryClient:
         sas = pending.blob_reference.sas_uri
         if not sas:
             raise http_error(response, note="startPendingUpload returned no SAS URI")
+        blob_url = self._put_blob(sas, filename, data)
+        response = self._request(
+            "PATCH",
+            self._datasets_url(name, version),
+            content=orjson.dumps({"dataUri": blob_url, "type": "uri_file"}),
+            headers={"Content-Type": "application/merge-patch+json"},
+            params=params,
+        )
+        return self._parse(DatasetVersion, response)
+
+    def _put_blob(self, sas: str, filename: str, data: bytes) -> str:
+        """PUT ``data`` as ``filename`` into the SAS container (no bearer token: the SAS is the credential); the
+        blob's URL without the SAS query."""
         container, _, query = sas.partition("?")
         blob_url = f"{container.rstrip('/')}/{quote(filename)}"
         self._request(
@@ -440,14 +449,7 @@ class FoundryClient:
             accept_statuses=frozenset({409}),  # already uploaded (same name, same content): fine
             retry_conflict=False,
         )
-        response = self._request(
-            "PATCH",
-            self._datasets_url(name, version),
-            content=orjson.dumps({"dataUri": blob_url, "type": "uri_file"}),
-            headers={"Content-Type": "application/merge-patch+json"},
-            params=params,
-        )
-        return self._parse(DatasetVersion, response)
+        return blob_url
 
     def get_dataset(self, name: str, version: str) -> DatasetVersion:
         params = {"api-version": self.datasets_api_version}

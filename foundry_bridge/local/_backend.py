@@ -23,7 +23,7 @@ from ..catalog import CATALOG, EvaluatorSpec
 from ..errors import UsageError, redact
 from ..mapping.plan import CriterionPlan, Plan
 from ..results import ResultRow
-from ..runner_protocol import RunContext
+from ..runner_protocol import Capabilities, RunContext
 from ..wire import is_present, missing_inputs, render_mapping, resolve_threshold
 from ._cache import CACHE_FORMAT, ResponseCache, cache_key, default_cache_dir
 from ._docret import IMPLEMENTATION as DOCRET_IMPLEMENTATION
@@ -133,6 +133,11 @@ class LocalBackend:
             "azure": self.azure,
             "api_version": self.api_version,
         }
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Nothing lives on a service: a resume anywhere judges again what the response cache does not hold."""
+        return Capabilities()
 
     # --- planning ----------------------------------------------------------------------------------------------
     def _judge_for(self, crit: CriterionPlan) -> JudgeConfig:

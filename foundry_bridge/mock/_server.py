@@ -28,7 +28,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-        host = self.headers.get("Host") or f"{self.server.server_address[0]}:{self.server.server_address[1]}"
+        address = self.server.server_address
+        host = self.headers.get("Host") or f"{address[0]!s}:{address[1]!s}"
         request = httpx.Request(
             self.command,
             f"http://{host}{self.path}",
@@ -51,7 +52,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(content)
 
     def _read_chunked(self) -> bytes:
-        parts = []
+        parts: list[bytes] = []
         while True:
             size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
             if size == 0:
@@ -81,8 +82,8 @@ class MockServer:
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.emulator = emulator
         bound_host, bound_port = self._httpd.server_address[:2]
-        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
         self.host = str(bound_host)
+        shown = f"[{self.host}]" if ":" in self.host else self.host
         self.port = int(bound_port)
         self.url = f"http://{shown}:{self.port}"
         self.endpoint = f"{self.url}/api/projects/{project}"

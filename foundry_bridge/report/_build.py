@@ -185,15 +185,10 @@ def _iter_results(root: Path) -> Iterator[ResultRow]:
 
 def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Plan, list[QueryRecord], list[ResultRow]]:
     """Read ``manifest.json`` (optional), ``plan.json``, ``records.jsonl`` and ``results.jsonl`` of a run folder."""
-    root = Path(run_dir)
+    from ..runfolder import RunFolder
+
     with _gc_paused():
-        manifest, plan_raw = _read_run_files(root, items=True)
-        plan = _validate_plan(root, plan_raw)
-        records = list(_iter_records(root, plan))
-        if not records:
-            raise ReportError(f"{root}: no query records (records.jsonl missing or empty, and none in plan.json)")
-        results = list(_iter_results(root))
-    return manifest, plan, records, results
+        return RunFolder(run_dir).load()
 
 
 def _num(value: Any) -> float | None:
