@@ -13,8 +13,8 @@ from metrics_helpers import generate
 import foundry_bridge.dataset as dataset_pkg
 from foundry_bridge.cli import cli, main
 from foundry_bridge.dataset import read_records
+from foundry_bridge.dataset.columnar import arrays_from_records, load_jsonl
 from foundry_bridge.mapping import load_mapping
-from foundry_bridge.metrics.loader import arrays_from_records, load_jsonl
 
 
 def invoke(args: list[str]) -> tuple[int, str, bytes]:
@@ -287,7 +287,7 @@ def _edge_rows() -> list[bytes]:
 
 def _count_raw_lines(monkeypatch) -> list[int]:
     """Patch the raw-list reader to count the lines it reads."""
-    from foundry_bridge.metrics import loader
+    from foundry_bridge.dataset import columnar as loader
 
     calls: list[int] = []
     real = loader._line_reader
@@ -307,7 +307,7 @@ def _count_raw_lines(monkeypatch) -> list[int]:
 
 @pytest.mark.parametrize(("seed", "depth", "jobs"), [(6, 10, 1), (7, 3, 1), (8, 25, 2)])
 def test_top_decoder_matches_raw_reader(seed: int, depth: int, jobs: int, tmp_path: Path, monkeypatch) -> None:
-    from foundry_bridge.metrics import loader
+    from foundry_bridge.dataset import columnar as loader
 
     path = tmp_path / "d.jsonl"
     _write_generated(path, seed)
@@ -395,6 +395,7 @@ def test_json_output_is_orjson_of_the_document(tmp_path: Path) -> None:
 
 
 def test_per_query_json_large_values() -> None:
+    from foundry_bridge.commands.metrics import per_query_json
     from foundry_bridge.metrics.ranking import RankingResult
 
     def result(values: list[float]) -> RankingResult:
@@ -408,7 +409,7 @@ def test_per_query_json_large_values() -> None:
 
     for values in ([0.5, float("nan"), 1 / 3], [1e17, float("nan"), 2.5e-9]):
         r = result(values)
-        assert r.per_query_json() == orjson.dumps(r.per_query)
+        assert per_query_json(r) == orjson.dumps(r.per_query)
 
 
 def test_trec_folder_and_qrels_run_agree_when_a_query_is_only_judged(tmp_path: Path) -> None:

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["GroundTruthLabel", "Kind", "KindSource", "QueryRecord", "RetrievedDocument"]
+__all__ = ["KINDS", "GroundTruthLabel", "Kind", "KindSource", "QueryRecord", "RetrievedDocument", "derive_kind"]
 
 Kind = Literal["positive", "negative"]
 KindSource = Literal["declared", "labels", "unknown"]
+KINDS: tuple[Kind, ...] = ("positive", "negative")
+
+
+def derive_kind(declared: Any, labels: Iterable[int] | None, relevance_threshold: int) -> tuple[Kind, KindSource]:
+    """A query's ``(kind, kind_source)``: the declared kind when it is ``positive`` or ``negative``; else, when the
+    query has labels (even none), negative iff no label reaches ``relevance_threshold``; else positive by
+    convention, source ``unknown``. The one definition every reader (and the validator's kind check) uses."""
+    if declared in KINDS:
+        return declared, "declared"
+    if labels is not None:
+        return ("positive" if any(v >= relevance_threshold for v in labels) else "negative"), "labels"
+    return "positive", "unknown"
 
 
 class RetrievedDocument(BaseModel):
