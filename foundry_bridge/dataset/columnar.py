@@ -423,7 +423,10 @@ def _top_reader(cfg: _FastConfig, add: AddQuery, assembly: list[dict[str, Any]])
                 qid = _query_id(qid)
             labs = get_labels(row)
             qrels: dict[str, int] | None = None if labs is None else {get_lab_id(x): get_lab_value(x) for x in labs}
-            kind, kind_source = _classify(get_kind(row), qrels, threshold)
+            declared = get_kind(row)
+            if declared is not None and declared not in KINDS:
+                return False  # the raw-list reader sends it to the records path
+            kind, kind_source = derive_kind(declared, None if qrels is None else qrels.values(), threshold)
             top = get_docs(row)
             docs: Sequence[Any] = () if top is None else astuple(top)  # `depth` documents, None past a shorter end
             if docs and docs[-1] is None:

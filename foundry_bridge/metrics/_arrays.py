@@ -226,10 +226,8 @@ def build_parts(parts: Sequence[FlatPart], depth: int, relevance_threshold: int)
         top_ids.update({q + offset: ids for q, ids in p.top_ids.items()} if offset else p.top_ids)
         offset += len(p.rows)
     nq = len(rows)
-    if nq:
-        qids, kinds, sources, lengths, n_ret, abstains, has_labels, n_qrels = (list(c) for c in zip(*rows, strict=True))
-    else:
-        qids, kinds, sources, lengths, n_ret, abstains, has_labels, n_qrels = ([] for _ in range(8))
+    columns = list(zip(*rows, strict=True)) or [()] * 8
+    qids, kinds, sources, lengths, n_ret, abstains, has_labels, n_qrels = (list(c) for c in columns)
     length = np.array(lengths, dtype=np.int64)
     labels, judged, scores = _shape(flat, flat_scores, length)
     qq = np.repeat(np.arange(nq), np.array(n_qrels, dtype=np.int64))
