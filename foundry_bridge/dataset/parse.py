@@ -19,7 +19,7 @@ from typing import Any
 from .._text import did_you_mean
 from ..metrics._limits import label_range_message
 from .problems import Problem
-from .records import KINDS, GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind, kind_problem
 from .spec import DataSource
 
 __all__ = ["MISSING", "ParsedRow", "RowParser", "compile_path", "float_label_problem", "get_path"]
@@ -375,15 +375,8 @@ class RowParser:
         self, row: dict[str, Any], labels: list[tuple[str, int]] | None, line: int, out: ParsedRow
     ) -> tuple[Any, Any]:
         value = None if self.p_kind is None else get_path(row, self.p_kind)
-        if self.p_kind is not None and value is not MISSING and value is not None and value not in KINDS:
-            guess = did_you_mean(str(value), list(KINDS))
-            self._problem(
-                out.problems,
-                "bad_kind",
-                f"kind must be 'positive' or 'negative', got {value!r}",
-                line,
-                ".".join(self.p_kind),
-                f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels",
-            )
+        bad = None if value is MISSING or self.p_kind is None else kind_problem(value)
+        if bad is not None:
+            self._problem(out.problems, "bad_kind", bad[0], line, ".".join(self.p_kind or ()), bad[1])
             return "positive", "unknown"
         return derive_kind(value, None if labels is None else (g[1] for g in labels), self.threshold)

@@ -7,7 +7,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["KINDS", "GroundTruthLabel", "Kind", "KindSource", "QueryRecord", "RetrievedDocument", "derive_kind"]
+from .._text import did_you_mean
+
+__all__ = [
+    "KINDS",
+    "GroundTruthLabel",
+    "Kind",
+    "KindSource",
+    "QueryRecord",
+    "RetrievedDocument",
+    "derive_kind",
+    "kind_problem",
+]
 
 Kind = Literal["positive", "negative"]
 KindSource = Literal["declared", "labels", "unknown"]
@@ -23,6 +34,15 @@ def derive_kind(declared: Any, labels: Iterable[int] | None, relevance_threshold
     if labels is not None:
         return ("positive" if any(v >= relevance_threshold for v in labels) else "negative"), "labels"
     return "positive", "unknown"
+
+
+def kind_problem(value: Any) -> tuple[str, str] | None:
+    """(message, hint) for a declared kind that is neither absent (``None``) nor ``positive``/``negative``."""
+    if value is None or value in KINDS:
+        return None
+    guess = did_you_mean(str(value), list(KINDS))
+    hint = f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels"
+    return f"kind must be 'positive' or 'negative', got {value!r}", hint
 
 
 class RetrievedDocument(BaseModel):

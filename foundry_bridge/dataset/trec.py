@@ -17,11 +17,10 @@ from typing import Any
 
 import orjson
 
-from .._text import did_you_mean
 from ..metrics._limits import label_range_message
 from .parse import MISSING, compile_path, get_path
 from .problems import Problem
-from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind, kind_problem
 from .spec import DataSource
 
 __all__ = ["Sink", "read_qrels", "read_run", "read_trec", "trec_order"]
@@ -203,7 +202,6 @@ def _read_responses(path: Path, mapping: DataSource, sink: Sink) -> dict[str, di
     p_qid = compile_path(f.query_id)
     p_extra = {name: compile_path(p) for name, p in f.extra.items()}
     out: dict[str, dict[str, Any]] = {}
-    kinds = ("positive", "negative")
     for lineno, text in _open_lines(path, sink, "responses"):
         try:
             row = orjson.loads(text)
@@ -222,16 +220,9 @@ def _read_responses(path: Path, mapping: DataSource, sink: Sink) -> dict[str, di
             if value is MISSING:
                 continue
             if name == "kind":
-                if value is not None and value not in kinds:
-                    guess = did_you_mean(str(value), list(kinds))
-                    sink.error(
-                        "bad_kind",
-                        f"kind must be 'positive' or 'negative', got {value!r}",
-                        str(path),
-                        lineno,
-                        f.kind or "kind",
-                        f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels",
-                    )
+                bad = kind_problem(value)
+                if bad is not None:
+                    sink.error("bad_kind", bad[0], str(path), lineno, f.kind or "kind", bad[1])
                 elif value is not None:
                     entry[name] = value
                 continue
