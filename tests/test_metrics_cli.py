@@ -436,3 +436,32 @@ def test_trec_folder_and_qrels_run_agree_when_a_query_is_only_judged(tmp_path: P
     mrr = (0.5 + 1.0 + 0.0) / 3
     assert folder["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
     assert files["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
+
+
+def test_trec_one_parser_ties_kinds_and_repeats_on_both_paths(tmp_path: Path) -> None:
+    """The folder (records) path and --qrels/--run (arrays) path share one TREC parser, order and kind rule."""
+    # q1: x and y tie at 1.0 → trec_eval ranks y (larger id) first; z below; z repeated lower keeps its first place
+    # q2: every label 0 → negative from the labels; q3: in the run only → positive, kind_source unknown
+    (tmp_path / "run.txt").write_text(
+        "q1 Q0 x 1 1.0 t\nq1 Q0 y 2 1.0 t\nq1 Q0 z 3 0.5 t\nq1 Q0 z 4 0.1 t\nq2 Q0 a 1 1.0 t\nq3 Q0 b 1 1.0 t\n"
+    )
+    (tmp_path / "qrels.txt").write_text("q1 0 x 1\nq1 0 z 2\nq2 0 a 0\n")
+    (tmp_path / "queries.tsv").write_text("")
+    (tmp_path / "responses.jsonl").write_text("")
+    mapping = Path(__file__).resolve().parents[1] / "mappings" / "trec.yaml"
+    code, out, folder_raw = invoke(["metrics", str(tmp_path), "--mapping", str(mapping), "--k", "3"])
+    assert code == 0, out
+    args = ["metrics", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt"), "--k", "3"]
+    code, out, files_raw = invoke(args)
+    assert code == 0, out
+    for raw in (folder_raw, files_raw):
+        rows = {row["query_id"]: row for row in orjson.loads(raw)["per_query"]}
+        assert [(q, rows[q]["kind"], rows[q]["kind_source"]) for q in ("q1", "q2", "q3")] == [
+            ("q1", "positive", "labels"),
+            ("q2", "negative", "labels"),
+            ("q3", "positive", "unknown"),
+        ]
+        assert rows["q1"]["rr@3"] == 0.5  # y (unjudged) first, then x
+        assert rows["q1"]["distracting@3"] == 1.0
+        assert rows["q1"]["precision@3"] == pytest.approx(2 / 3)  # y, x, z: z counted once
+        assert rows["q2"]["rr@3"] is None and rows["q3"]["rr@3"] is None
