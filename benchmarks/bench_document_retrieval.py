@@ -110,11 +110,13 @@ def child(mode: str, path: Path) -> dict[str, Any]:
         out["mean_ndcg"] = res["metrics"].get("docret.document_retrieval")
     elif mode == "batch":
         import foundry_bridge.metrics._docret_vector
+        from foundry_bridge._io import gc_paused
         from foundry_bridge.metrics import document_retrieval_batch
 
         rows = _read_rows(path)
         t = time.perf_counter()
-        results = document_retrieval_batch(rows)
+        with gc_paused():  # as the local backend calls it (the numeric core leaves the GC alone)
+            results = document_retrieval_batch(rows)
         out["seconds"] = time.perf_counter() - t
         out["digest"] = _digest([_props(r) for r in results])
     elif mode in ("jsonl", "jsonl-arrow"):
@@ -123,7 +125,7 @@ def child(mode: str, path: Path) -> dict[str, Any]:
         import orjson  # noqa: F401
 
         import foundry_bridge.metrics._docret_vector  # noqa: F401  (numpy)
-        from foundry_bridge.metrics.docret import document_retrieval_jsonl
+        from foundry_bridge.dataset.docret_jsonl import document_retrieval_jsonl
 
         if engine == "arrow":
             try:

@@ -86,3 +86,39 @@ def test_atomic_writes_leave_no_partial_file_and_usual_permissions(tmp_path: Pat
     os.chmod(target, 0o600)  # a file the user restricted stays restricted when rewritten
     write_json(target, {"a": 2})
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_metrics_imports_no_io() -> None:
+    """`foundry_bridge/metrics` is array code only: every import (top level, in functions, under TYPE_CHECKING) is
+    numpy, a pure standard-library module, a sibling metrics module, or errors / catalog / _text (/_lazy)."""
+    import ast
+
+    pure_stdlib = {"__future__", "math", "dataclasses", "typing", "collections", "functools", "itertools", "re"}
+    pure_stdlib |= {"operator", "ast"}  # attrgetter / ne; ast parses measure names: no state, no I/O
+    allowed = pure_stdlib | {"numpy"}
+    allowed_package = {"errors", "catalog", "_text", "_lazy", "metrics"}
+    root = Path(__file__).resolve().parent.parent / "foundry_bridge" / "metrics"
+    bad: list[str] = []
+    for path in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level == 1:  # a sibling: from . import x / from .x import y
+                    continue
+                if node.level == 2:  # from .. import x / from ..x import y: the package's bottom layer only
+                    target = node.module.split(".")[0] if node.module else None
+                    targets = [target] if target else [alias.name for alias in node.names]
+                    bad += [f"{path.name}:{node.lineno}: ..{t}" for t in targets if t not in allowed_package]
+                    continue
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "foundry_bridge":
+                    if len(parts) < 2 or parts[1] not in allowed_package:
+                        bad.append(f"{path.name}:{node.lineno}: {name}")
+                elif parts[0] not in allowed:
+                    bad.append(f"{path.name}:{node.lineno}: {name}")
+    assert not bad, "foundry_bridge/metrics imports outside its allowed list:\n" + "\n".join(bad)

@@ -302,8 +302,8 @@ def test_package_export_is_the_function_after_submodule_import():
 
 
 def test_jsonl_bad_json_names_the_line(tmp_path):
+    from foundry_bridge.dataset.docret_jsonl import document_retrieval_jsonl
     from foundry_bridge.errors import DatasetError
-    from foundry_bridge.metrics.docret import document_retrieval_jsonl
 
     path = tmp_path / "bad.jsonl"
     path.write_text('{"retrieval_ground_truth": [], "retrieved_documents": []}\n\n{oops\n')

@@ -131,7 +131,7 @@ def test_jsonl_matches_library(tmp_path, engine, evaluators):
     """From a JSONL file (default init parameters): every line equal to the library on the parsed row."""
     import orjson
 
-    from foundry_bridge.metrics.docret import document_retrieval_jsonl
+    from foundry_bridge.dataset.docret_jsonl import document_retrieval_jsonl
 
     if engine == "arrow":
         pytest.importorskip("pyarrow")
@@ -164,7 +164,7 @@ def test_jsonl_arrow_falls_back_on_mixed_types(tmp_path, evaluators):
     pytest.importorskip("pyarrow")
     import orjson
 
-    from foundry_bridge.metrics.docret import document_retrieval_jsonl
+    from foundry_bridge.dataset.docret_jsonl import document_retrieval_jsonl
 
     rows = [
         {"retrieval_ground_truth": [{"document_id": 1, "query_relevance_label": 2}], "retrieved_documents": []},

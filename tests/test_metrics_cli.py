@@ -13,8 +13,8 @@ from metrics_helpers import generate
 import foundry_bridge.dataset as dataset_pkg
 from foundry_bridge.cli import cli, main
 from foundry_bridge.dataset import read_records
+from foundry_bridge.dataset.columnar import arrays_from_records, load_jsonl
 from foundry_bridge.mapping import load_mapping
-from foundry_bridge.metrics.loader import arrays_from_records, load_jsonl
 
 
 def invoke(args: list[str]) -> tuple[int, str, bytes]:
@@ -287,7 +287,7 @@ def _edge_rows() -> list[bytes]:
 
 def _count_raw_lines(monkeypatch) -> list[int]:
     """Patch the raw-list reader to count the lines it reads."""
-    from foundry_bridge.metrics import loader
+    from foundry_bridge.dataset import columnar as loader
 
     calls: list[int] = []
     real = loader._line_reader
@@ -307,7 +307,7 @@ def _count_raw_lines(monkeypatch) -> list[int]:
 
 @pytest.mark.parametrize(("seed", "depth", "jobs"), [(6, 10, 1), (7, 3, 1), (8, 25, 2)])
 def test_top_decoder_matches_raw_reader(seed: int, depth: int, jobs: int, tmp_path: Path, monkeypatch) -> None:
-    from foundry_bridge.metrics import loader
+    from foundry_bridge.dataset import columnar as loader
 
     path = tmp_path / "d.jsonl"
     _write_generated(path, seed)
@@ -395,6 +395,7 @@ def test_json_output_is_orjson_of_the_document(tmp_path: Path) -> None:
 
 
 def test_per_query_json_large_values() -> None:
+    from foundry_bridge.commands.metrics import per_query_json
     from foundry_bridge.metrics.ranking import RankingResult
 
     def result(values: list[float]) -> RankingResult:
@@ -408,7 +409,7 @@ def test_per_query_json_large_values() -> None:
 
     for values in ([0.5, float("nan"), 1 / 3], [1e17, float("nan"), 2.5e-9]):
         r = result(values)
-        assert r.per_query_json() == orjson.dumps(r.per_query)
+        assert per_query_json(r) == orjson.dumps(r.per_query)
 
 
 def test_trec_folder_and_qrels_run_agree_when_a_query_is_only_judged(tmp_path: Path) -> None:
@@ -435,3 +436,32 @@ def test_trec_folder_and_qrels_run_agree_when_a_query_is_only_judged(tmp_path: P
     mrr = (0.5 + 1.0 + 0.0) / 3
     assert folder["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
     assert files["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
+
+
+def test_trec_one_parser_ties_kinds_and_repeats_on_both_paths(tmp_path: Path) -> None:
+    """The folder (records) path and --qrels/--run (arrays) path share one TREC parser, order and kind rule."""
+    # q1: x and y tie at 1.0 → trec_eval ranks y (larger id) first; z below; z repeated lower keeps its first place
+    # q2: every label 0 → negative from the labels; q3: in the run only → positive, kind_source unknown
+    (tmp_path / "run.txt").write_text(
+        "q1 Q0 x 1 1.0 t\nq1 Q0 y 2 1.0 t\nq1 Q0 z 3 0.5 t\nq1 Q0 z 4 0.1 t\nq2 Q0 a 1 1.0 t\nq3 Q0 b 1 1.0 t\n"
+    )
+    (tmp_path / "qrels.txt").write_text("q1 0 x 1\nq1 0 z 2\nq2 0 a 0\n")
+    (tmp_path / "queries.tsv").write_text("")
+    (tmp_path / "responses.jsonl").write_text("")
+    mapping = Path(__file__).resolve().parents[1] / "mappings" / "trec.yaml"
+    code, out, folder_raw = invoke(["metrics", str(tmp_path), "--mapping", str(mapping), "--k", "3"])
+    assert code == 0, out
+    args = ["metrics", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt"), "--k", "3"]
+    code, out, files_raw = invoke(args)
+    assert code == 0, out
+    for raw in (folder_raw, files_raw):
+        rows = {row["query_id"]: row for row in orjson.loads(raw)["per_query"]}
+        assert [(q, rows[q]["kind"], rows[q]["kind_source"]) for q in ("q1", "q2", "q3")] == [
+            ("q1", "positive", "labels"),
+            ("q2", "negative", "labels"),
+            ("q3", "positive", "unknown"),
+        ]
+        assert rows["q1"]["rr@3"] == 0.5  # y (unjudged) first, then x
+        assert rows["q1"]["distracting@3"] == 1.0
+        assert rows["q1"]["precision@3"] == pytest.approx(2 / 3)  # y, x, z: z counted once
+        assert rows["q2"]["rr@3"] is None and rows["q3"]["rr@3"] is None

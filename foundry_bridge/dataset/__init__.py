@@ -2,6 +2,14 @@
 
 from .problems import Problem
 from .reader import iter_jsonl, read_records
-from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind
 
-__all__ = ["GroundTruthLabel", "Problem", "QueryRecord", "RetrievedDocument", "iter_jsonl", "read_records"]
+__all__ = [
+    "GroundTruthLabel",
+    "Problem",
+    "QueryRecord",
+    "RetrievedDocument",
+    "derive_kind",
+    "iter_jsonl",
+    "read_records",
+]

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._text import did_you_mean
+from ..metrics._limits import label_range_message
 from .problems import Problem
-from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind, kind_problem
 from .spec import DataSource
 
 __all__ = ["MISSING", "ParsedRow", "RowParser", "compile_path", "float_label_problem", "get_path"]
@@ -69,8 +70,12 @@ class ParsedRow:
 
 
 def float_label_problem(value: float) -> tuple[str, str]:
-    """Message and hint for a label given as a JSON float."""
-    if value.is_integer():
+    """Message and hint for a label given as a JSON float, or an integer beyond what the metric arrays hold (JSON
+    parsers read integers past 64 bits as floats: judged by magnitude first)."""
+    out_of_range = label_range_message(value)
+    if out_of_range is not None:
+        return out_of_range, "relevance labels are small integers (grades such as 0-3)"
+    if float(value).is_integer():
         return f"label {value!r} is a float; Foundry requires JSON integers", f"write {int(value)}"
     return (
         f"label {value!r} is not an integer; a fractional value in a label field is probably a search score",
@@ -346,12 +351,13 @@ class RowParser:
                 continue
             doc_id = self._id(get_path(el, self.p_label_id), line, f"{where}.{id_key}", out)
             value = get_path(el, self.p_label_value)
-            if isinstance(value, int) and not isinstance(value, bool):
+            if isinstance(value, int) and not isinstance(value, bool) and label_range_message(value) is None:
                 if doc_id is not None:
                     labels.append((doc_id, value))
-            elif isinstance(value, float):
+            elif isinstance(value, int | float) and not isinstance(value, bool):
                 message, hint = float_label_problem(value)
-                self._problem(out.problems, "label_not_integer", message, line, f"{where}.{label_key}", hint)
+                code = "label_not_integer" if label_range_message(value) is None else "label_out_of_range"
+                self._problem(out.problems, code, message, line, f"{where}.{label_key}", hint)
             elif value is MISSING or value is None:
                 self._problem(out.problems, "missing_label", "label is missing", line, f"{where}.{label_key}")
             else:
@@ -368,22 +374,9 @@ class RowParser:
     def _kind(
         self, row: dict[str, Any], labels: list[tuple[str, int]] | None, line: int, out: ParsedRow
     ) -> tuple[Any, Any]:
-        if self.p_kind is not None:
-            value = get_path(row, self.p_kind)
-            if value in ("positive", "negative"):
-                return value, "declared"
-            if value is not MISSING and value is not None:
-                guess = did_you_mean(str(value), ["positive", "negative"])
-                self._problem(
-                    out.problems,
-                    "bad_kind",
-                    f"kind must be 'positive' or 'negative', got {value!r}",
-                    line,
-                    ".".join(self.p_kind),
-                    f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels",
-                )
-                return "positive", "unknown"
-        if labels is not None:
-            relevant = any(g[1] >= self.threshold for g in labels)
-            return ("positive" if relevant else "negative"), "labels"
-        return "positive", "unknown"
+        value = None if self.p_kind is None else get_path(row, self.p_kind)
+        bad = None if value is MISSING or self.p_kind is None else kind_problem(value)
+        if bad is not None:
+            self._problem(out.problems, "bad_kind", bad[0], line, ".".join(self.p_kind or ()), bad[1])
+            return "positive", "unknown"
+        return derive_kind(value, None if labels is None else (g[1] for g in labels), self.threshold)

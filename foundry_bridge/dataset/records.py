@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["GroundTruthLabel", "Kind", "KindSource", "QueryRecord", "RetrievedDocument"]
+from .._text import did_you_mean
+
+__all__ = [
+    "KINDS",
+    "GroundTruthLabel",
+    "Kind",
+    "KindSource",
+    "QueryRecord",
+    "RetrievedDocument",
+    "derive_kind",
+    "kind_problem",
+]
 
 Kind = Literal["positive", "negative"]
 KindSource = Literal["declared", "labels", "unknown"]
+KINDS: tuple[Kind, ...] = ("positive", "negative")
+
+
+def derive_kind(declared: Any, labels: Iterable[int] | None, relevance_threshold: int) -> tuple[Kind, KindSource]:
+    """A query's ``(kind, kind_source)``: the declared kind when it is ``positive`` or ``negative``; else, when the
+    query has labels (even none), negative iff no label reaches ``relevance_threshold``; else positive by
+    convention, source ``unknown``. The one definition every reader (and the validator's kind check) uses."""
+    if declared in KINDS:
+        return declared, "declared"
+    if labels is not None:
+        return ("positive" if any(v >= relevance_threshold for v in labels) else "negative"), "labels"
+    return "positive", "unknown"
+
+
+def kind_problem(value: Any) -> tuple[str, str] | None:
+    """(message, hint) for a declared kind that is neither absent (``None``) nor ``positive``/``negative``."""
+    if value is None or value in KINDS:
+        return None
+    guess = did_you_mean(str(value), list(KINDS))
+    hint = f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels"
+    return f"kind must be 'positive' or 'negative', got {value!r}", hint
 
 
 class RetrievedDocument(BaseModel):

@@ -11,22 +11,22 @@ streams.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .._text import did_you_mean
+from ..metrics._limits import label_range_message
 from .parse import MISSING, compile_path, get_path
 from .problems import Problem
-from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind, kind_problem
 from .spec import DataSource
 
-__all__ = ["read_trec"]
+__all__ = ["Sink", "read_qrels", "read_run", "read_trec", "trec_order"]
 
 
-class _Sink:
+class Sink:
     """Raise on the first error, or collect every problem into a list (validation)."""
 
     def __init__(self, problems: list[Problem] | None) -> None:
@@ -39,7 +39,7 @@ class _Sink:
         self.problems.append(problem)
 
 
-def _open_lines(path: Path, sink: _Sink, what: str) -> Iterator[tuple[int, str]]:
+def _open_lines(path: Path, sink: Sink, what: str) -> Iterator[tuple[int, str]]:
     try:
         fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
     except FileNotFoundError:
@@ -49,6 +49,68 @@ def _open_lines(path: Path, sink: _Sink, what: str) -> Iterator[tuple[int, str]]
         for lineno, text in enumerate(fh, 1):
             if text.strip():
                 yield lineno, text.rstrip("\n")
+
+
+def trec_order(run: Iterable[tuple[float, str]]) -> list[tuple[float, str]]:
+    """``(score, docid)`` pairs in trec_eval's order: score descending, ties by document id descending (code point
+    order, which is UTF-8 byte order)."""
+    return sorted(run, reverse=True)
+
+
+def read_qrels(path: Path, sink: Sink) -> dict[str, list[GroundTruthLabel]]:
+    """query id → its labels, in file order, from a qrels file (``qid 0 docid label``)."""
+    qrels: dict[str, list[GroundTruthLabel]] = {}
+    for lineno, text in _open_lines(path, sink, "qrels"):
+        parts = text.split()
+        if len(parts) != 4:
+            message = f"expected 4 columns `qid 0 docid label`, got {len(parts)}"
+            sink.error("bad_qrels_line", message, str(path), lineno, "")
+            continue
+        qid, _, docid, label = parts
+        try:
+            value = int(label)
+        except ValueError:
+            hint = "put human relevance labels (integers) here; search scores belong in the run file"
+            sink.error(
+                "label_not_integer",
+                f"label {label!r} is not an integer"
+                + ("; a fractional value in a label field is probably a search score" if "." in label else ""),
+                str(path),
+                lineno,
+                "label",
+                hint,
+            )
+            continue
+        out_of_range = label_range_message(value)
+        if out_of_range is not None:
+            sink.error(
+                "label_out_of_range", out_of_range, str(path), lineno, "label", "relevance grades are small integers"
+            )
+            continue
+        qrels.setdefault(qid, []).append(GroundTruthLabel(document_id=docid, query_relevance_label=value))
+    return qrels
+
+
+def read_run(path: Path, sink: Sink) -> tuple[dict[str, list[tuple[float, str]]], dict[str, int]]:
+    """(query id → ``(score, docid)`` pairs in file order, query id → line of its first run line) from a run file
+    (``qid Q0 docid rank score tag``; the rank column is ignored, as trec_eval does)."""
+    runs: dict[str, list[tuple[float, str]]] = {}
+    first_line: dict[str, int] = {}
+    for lineno, text in _open_lines(path, sink, "run"):
+        parts = text.split()
+        if len(parts) != 6:
+            message = f"expected 6 columns `qid Q0 docid rank score tag`, got {len(parts)}"
+            sink.error("bad_run_line", message, str(path), lineno, "")
+            continue
+        qid, _, docid, _rank, score, _tag = parts
+        try:
+            value = float(score)
+        except ValueError:
+            sink.error("bad_score", f"score {score!r} is not a number", str(path), lineno, "score")
+            continue
+        runs.setdefault(qid, []).append((value, docid))
+        first_line.setdefault(qid, lineno)
+    return runs, first_line
 
 
 def read_trec(
@@ -67,74 +129,11 @@ def read_trec(
     base = Path(directory)
     files = mapping.dataset.trec
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
-    sink = _Sink(problems)
-
-    qrels: dict[str, list[GroundTruthLabel]] = {}
-    if files.qrels:
-        qrels_path = base / files.qrels
-        for lineno, text in _open_lines(qrels_path, sink, "qrels"):
-            parts = text.split()
-            if len(parts) != 4:
-                sink.error(
-                    "bad_qrels_line",
-                    f"expected 4 columns `qid 0 docid label`, got {len(parts)}",
-                    str(qrels_path),
-                    lineno,
-                    "",
-                )
-                continue
-            qid, _, docid, label = parts
-            try:
-                value = int(label)
-            except ValueError:
-                hint = "put human relevance labels (integers) here; search scores belong in the run file"
-                sink.error(
-                    "label_not_integer",
-                    f"label {label!r} is not an integer"
-                    + ("; a fractional value in a label field is probably a search score" if "." in label else ""),
-                    str(qrels_path),
-                    lineno,
-                    "label",
-                    hint,
-                )
-                continue
-            qrels.setdefault(qid, []).append(GroundTruthLabel(document_id=docid, query_relevance_label=value))
-
+    sink = Sink(problems)
+    qrels = read_qrels(base / files.qrels, sink) if files.qrels else {}
     run_path = base / files.run
-    runs: dict[str, list[tuple[float, str]]] = {}
-    first_line: dict[str, int] = {}
-    for lineno, text in _open_lines(run_path, sink, "run"):
-        parts = text.split()
-        if len(parts) != 6:
-            sink.error(
-                "bad_run_line",
-                f"expected 6 columns `qid Q0 docid rank score tag`, got {len(parts)}",
-                str(run_path),
-                lineno,
-                "",
-            )
-            continue
-        qid, _, docid, _rank, score, _tag = parts
-        try:
-            value = float(score)
-        except ValueError:
-            sink.error("bad_score", f"score {score!r} is not a number", str(run_path), lineno, "score")
-            continue
-        runs.setdefault(qid, []).append((value, docid))
-        first_line.setdefault(qid, lineno)
-
-    queries: dict[str, str] = {}
-    if files.queries:
-        queries_path = base / files.queries
-        for lineno, text in _open_lines(queries_path, sink, "queries"):
-            qid, sep, query = text.partition("\t")
-            if not sep:
-                sink.error(
-                    "bad_queries_line", "expected `qid<TAB>text`", str(queries_path), lineno, "", "separate with a tab"
-                )
-                continue
-            queries[qid.strip()] = query
-
+    runs, first_line = read_run(run_path, sink)
+    queries = _read_queries(base / files.queries, sink) if files.queries else {}
     responses: dict[str, dict[str, Any]] = {}
     if files.responses:
         responses = _read_responses(base / files.responses, mapping, sink)
@@ -146,19 +145,12 @@ def read_trec(
     order = list(dict.fromkeys([*runs, *qrels, *queries, *responses]))
     rebuild = mapping.context.source == "rebuilt_from_documents"
     for qid in order:
-        ranked = sorted(runs.get(qid, []), reverse=True)  # score desc, then docid desc: trec_eval's order
-        docs = [RetrievedDocument(document_id=d, relevance_score=s) for s, d in ranked]
+        docs = [RetrievedDocument(document_id=d, relevance_score=s) for s, d in trec_order(runs.get(qid, []))]
         labels = qrels.get(qid) if files.qrels else None
         resp = responses.get(qid, {})
         extra: dict[str, Any] = dict(resp.get("extra", {}))
-        kind = resp.get("kind")
-        if kind in ("positive", "negative"):
-            kind_source = "declared"
-        elif labels is not None:
-            kind = "positive" if any(g.query_relevance_label >= threshold for g in labels) else "negative"
-            kind_source = "labels"
-        else:
-            kind, kind_source = "positive", "unknown"
+        values = None if labels is None else (g.query_relevance_label for g in labels)
+        kind, kind_source = derive_kind(resp.get("kind"), values, threshold)
         context = resp.get("context")
         if rebuild:
             context = None  # TREC runs carry no document text to rebuild from
@@ -179,7 +171,18 @@ def read_trec(
         )
 
 
-def _read_responses(path: Path, mapping: DataSource, sink: _Sink) -> dict[str, dict[str, Any]]:
+def _read_queries(path: Path, sink: Sink) -> dict[str, str]:
+    queries: dict[str, str] = {}
+    for lineno, text in _open_lines(path, sink, "queries"):
+        qid, sep, query = text.partition("\t")
+        if not sep:
+            sink.error("bad_queries_line", "expected `qid<TAB>text`", str(path), lineno, "", "separate with a tab")
+            continue
+        queries[qid.strip()] = query
+    return queries
+
+
+def _read_responses(path: Path, mapping: DataSource, sink: Sink) -> dict[str, dict[str, Any]]:
     """query id → {line, context, response, ground_truth, kind, query, extra} from a JSONL file.
 
     A ``kind`` other than positive/negative is reported (``bad_kind``) and left out, so kind is derived.
@@ -199,7 +202,6 @@ def _read_responses(path: Path, mapping: DataSource, sink: _Sink) -> dict[str, d
     p_qid = compile_path(f.query_id)
     p_extra = {name: compile_path(p) for name, p in f.extra.items()}
     out: dict[str, dict[str, Any]] = {}
-    kinds = ("positive", "negative")
     for lineno, text in _open_lines(path, sink, "responses"):
         try:
             row = orjson.loads(text)
@@ -218,16 +220,9 @@ def _read_responses(path: Path, mapping: DataSource, sink: _Sink) -> dict[str, d
             if value is MISSING:
                 continue
             if name == "kind":
-                if value is not None and value not in kinds:
-                    guess = did_you_mean(str(value), list(kinds))
-                    sink.error(
-                        "bad_kind",
-                        f"kind must be 'positive' or 'negative', got {value!r}",
-                        str(path),
-                        lineno,
-                        f.kind or "kind",
-                        f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels",
-                    )
+                bad = kind_problem(value)
+                if bad is not None:
+                    sink.error("bad_kind", bad[0], str(path), lineno, f.kind or "kind", bad[1])
                 elif value is not None:
                     entry[name] = value
                 continue

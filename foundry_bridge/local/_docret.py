@@ -25,11 +25,13 @@ def compute_document_retrieval(
 ) -> list[dict[str, Any] | str]:
     """Outputs for ``rows`` (each ``{retrieval_ground_truth, retrieved_documents}``); an error is a
     ``"CODE: message"`` string in place of the output dict."""
+    from .._io import gc_paused
     from ..metrics import document_retrieval_batch
 
     params = {k: v for k, v in init.items() if k in spec.param_names}  # others, like a deployment, are ignored
     try:
-        results = document_retrieval_batch(list(rows), **params)
+        with gc_paused():  # millions of short-lived dicts: the cyclic GC would rescan the inputs over and over
+            results = document_retrieval_batch(list(rows), **params)
     except Exception as exc:  # bad init params: every row fails with the same cause
         return [_error_text(exc)] * len(rows)
     return [r if isinstance(r, dict) else _error_text(r) for r in results]

@@ -22,6 +22,7 @@ from .._text import did_you_mean
 from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.parse import RowParser, compile_path, float_label_problem, get_path
 from ..dataset.problems import Problem, Severity
+from ..dataset.records import derive_kind
 from ..errors import InputError, MappingError
 from ..wire import LONE_TEMPLATE as _TEMPLATE
 from .loader import ParamTypeError, expand_param, load_mapping, packaged_mapping_path, param_type_problem
@@ -1028,7 +1029,8 @@ class _DataChecker:
         if not isinstance(labels, list):
             return
         values = [g.get("query_relevance_label") for g in labels if isinstance(g, dict)]
-        relevant = any(isinstance(v, int) and not isinstance(v, bool) and v >= self.threshold for v in values)
+        ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+        relevant = derive_kind(None, ints, self.threshold)[0] == "positive"
         if declared == "positive" and not relevant:
             self._add(
                 "warning",

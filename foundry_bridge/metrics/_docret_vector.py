@@ -13,7 +13,7 @@ matched by code then checked with ``==``. Two engines compute the parts:
 
 ``_finish`` then does the shared arithmetic (top-3 gains, ideal top 3, XDCG, holes, string-ordered fidelity sums),
 always adding floats in the library's order, so results are bit-identical, not merely close.
-``evaluate_arrow`` feeds the same engines from pyarrow's columnar JSON reader.
+``evaluate_columns`` takes already columnar input (``foundry_bridge.dataset.docret_jsonl`` feeds it from pyarrow).
 """
 
 from __future__ import annotations
@@ -25,33 +25,33 @@ from typing import Any
 
 import numpy as np
 
-from foundry_bridge.metrics import docret as _dr
+from . import _docret_core as _dr
 
-__all__ = ["evaluate_arrow", "evaluate_columns", "evaluate_rows"]
+__all__ = ["EXACT_INT", "LABEL_BOUND", "evaluate_columns", "evaluate_rows", "vector_ok"]
 
 _INT_TYPES = frozenset({int})
 _SCORE_TYPES = frozenset({float, int, bool, np.float64})
-_EXACT_INT = 2**53
-_LABEL_BOUND = 2**30
+EXACT_INT = 2**53
+LABEL_BOUND = 2**30
 _EMPTY: dict[str, Any] = {}
 #: Rows per pass through the engines (bounded memory, cache-friendly).
 CHUNK_ROWS = 2048
 
 
-def _vector_ok(cfg: _dr._Config) -> bool:
+def vector_ok(cfg: _dr.Config) -> bool:
     """Whether numpy reproduces this configuration exactly (else every row takes the one-query path)."""
-    return cfg.numeric_thresholds and cfg.lo > -_LABEL_BOUND and cfg.hi < _LABEL_BOUND
+    return cfg.numeric_thresholds and cfg.lo > -LABEL_BOUND and cfg.hi < LABEL_BOUND
 
 
 def evaluate_rows(
-    gts: list[Any], rets: list[Any], cfg: _dr._Config
+    gts: list[Any], rets: list[Any], cfg: _dr.Config
 ) -> list[dict[str, Any] | _dr.DocumentRetrievalError]:
     """Evaluate ground-truth / retrieved lists row by row in order; rows numpy cannot do exactly (bad input,
     crashes, exotic types) go through the one-query path, which also produces their errors."""
     n = len(gts)
     out: list[Any] = [None] * n
-    if not _vector_ok(cfg):
-        return [_dr._evaluate_or_error(g, r, cfg) for g, r in zip(gts, rets, strict=True)]
+    if not vector_ok(cfg):
+        return [_dr.evaluate_or_error(g, r, cfg) for g, r in zip(gts, rets, strict=True)]
     if set(map(type, gts)) <= {list} and set(map(type, rets)) <= {list}:
         g_len = np.fromiter(map(len, gts), dtype=np.int64, count=n)
         r_len = np.fromiter(map(len, rets), dtype=np.int64, count=n)
@@ -77,7 +77,7 @@ def evaluate_rows(
         else:
             g_sel = [gts[i] for i in idx.tolist()]
             r_sel = [rets_fast[i] for i in idx.tolist()]
-        results: list[dict[str, Any]] = []
+        results: list[dict[str, Any] | _dr.DocumentRetrievalError] = []
         oks: list[np.ndarray] = []
         for a in range(0, len(g_sel), CHUNK_ROWS):  # chunks: the items stay in CPU cache across the passes
             res, ok = _evaluate_lists(g_sel[a : a + CHUNK_ROWS], r_sel[a : a + CHUNK_ROWS], cfg)
@@ -86,12 +86,12 @@ def evaluate_rows(
         ok_all = np.concatenate(oks)
         if len(idx) == n and ok_all.all():
             return results  # every row done by the engines
-        for i, res, good in zip(idx.tolist(), results, ok_all.tolist(), strict=True):
+        for i, done, good in zip(idx.tolist(), results, ok_all.tolist(), strict=True):
             if good:
-                out[i] = res
+                out[i] = done
     for i in range(n):
         if out[i] is None:
-            out[i] = _dr._evaluate_or_error(gts[i], rets[i], cfg)
+            out[i] = _dr.evaluate_or_error(gts[i], rets[i], cfg)
     return out
 
 
@@ -109,7 +109,7 @@ def _int_labels(labels: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> np.
             return np.array(labels, dtype=np.int64)
         except OverflowError:
             pass
-    ok = [type(x) is int and -_LABEL_BOUND < x < _LABEL_BOUND for x in labels]
+    ok = [type(x) is int and -LABEL_BOUND < x < LABEL_BOUND for x in labels]
     bad_row[rows[~np.array(ok, dtype=bool)]] = True
     return np.array([x if good else 0 for x, good in zip(labels, ok, strict=True)], dtype=np.int64)
 
@@ -128,8 +128,8 @@ def _float_scores(scores: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> n
         arr = np.array([_to_float(x) if good else 0.0 for x, good in zip(scores, ok, strict=True)], dtype=np.float64)
     # NaN sorts unpredictably and big ints lose precision as floats: the one-query path does those rows
     odd = np.isnan(arr)
-    if int in types or (arr.size and float(np.max(np.abs(arr), initial=0.0)) > _EXACT_INT):
-        odd |= np.abs(arr) > _EXACT_INT
+    if int in types or (arr.size and float(np.max(np.abs(arr), initial=0.0)) > EXACT_INT):
+        odd |= np.abs(arr) > EXACT_INT
     if odd.any():
         bad_row[rows[odd]] = True
         arr = np.where(odd, 0.0, arr)
@@ -199,7 +199,7 @@ class _Flat:
 
 
 def _evaluate_lists(
-    gts: list[list[Any]], rets: list[list[Any]], cfg: _dr._Config
+    gts: list[list[Any]], rets: list[list[Any]], cfg: _dr.Config
 ) -> tuple[list[dict[str, Any]], np.ndarray]:
     """Flatten the rows, check item types per column, then run the array engines."""
     m = len(gts)
@@ -245,7 +245,7 @@ def evaluate_columns(
     r_len: np.ndarray,
     r_code: np.ndarray,
     r_score: np.ndarray,
-    cfg: _dr._Config,
+    cfg: _dr.Config,
 ) -> tuple[list[dict[str, Any]], np.ndarray]:
     """The engines on already columnar data (e.g. from pyarrow): lengths per row, flat codes, labels and scores.
 
@@ -258,7 +258,7 @@ def evaluate_columns(
     r_row = np.repeat(np.arange(m, dtype=np.int64), r_len)
     bad_row[(g_len == 0) | (g_len > _dr.MAX_ITEMS) | (r_len > _dr.MAX_ITEMS)] = True
     bad_row[g_row[(g_lab < cfg.lo) | (g_lab > cfg.hi)]] = True
-    odd = np.isnan(r_score) | (np.abs(r_score) > _EXACT_INT)
+    odd = np.isnan(r_score) | (np.abs(r_score) > EXACT_INT)
     bad_row[r_row[odd]] = True
     r_score = np.where(odd, 0.0, r_score)
     flat = _Flat(m, bad_row, g_len, r_len, g_row, g_code, g_lab, r_row, r_code, r_score)
@@ -302,7 +302,7 @@ SHORT_ROW = 32
 _MATRIX_CELLS = 250000
 
 
-def _run(flat: _Flat, cfg: _dr._Config) -> tuple[list[dict[str, Any]], np.ndarray]:
+def _run(flat: _Flat, cfg: _dr.Config) -> tuple[list[dict[str, Any]], np.ndarray]:
     parts = _Parts.zeros(flat.m)
     todo = ~flat.bad_row
     short = todo & (flat.g_len <= SHORT_ROW) & (flat.r_len <= SHORT_ROW)
@@ -317,7 +317,7 @@ def _select(rows: np.ndarray, mask_rows: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask_rows[rows])
 
 
-def _matrix_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr._Config, parts: _Parts) -> None:
+def _matrix_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Parts) -> None:
     """Rows padded into (rows, width) matrices; duplicates and matches by broadcast comparison."""
     sel_rows = np.flatnonzero(rows_mask)
     gi = _select(flat.g_row, rows_mask)
@@ -411,7 +411,7 @@ def _matrix_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr._Config, parts: 
         parts.i_labels.append(Gl[k, i])
 
 
-def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr._Config, parts: _Parts) -> None:
+def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Parts) -> None:
     """Any row length: de-duplicate and match through sorted ``row * width + code`` keys."""
     m = flat.m
     g_item = _select(flat.g_row, rows_mask)
@@ -497,7 +497,7 @@ def _top3(rows: np.ndarray, labels: np.ndarray, m: int) -> tuple[np.ndarray, np.
 def _dcg(t: np.ndarray) -> np.ndarray:
     """DCG@3 summed in the library's order; padded ranks have gain 0 and add exactly nothing."""
     gain = np.ldexp(1.0, t.astype(np.int32)) - 1.0
-    return (gain[:, 0] / _dr._LOG2[0] + gain[:, 1] / _dr._LOG2[1]) + gain[:, 2] / _dr._LOG2[2]
+    return (gain[:, 0] / _dr.LOG2[0] + gain[:, 1] / _dr.LOG2[1]) + gain[:, 2] / _dr.LOG2[2]
 
 
 def _weighted(
@@ -534,7 +534,7 @@ def _rank_table(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """(string rank of label v at index v - (lo+1), weight of the j-th string) for the numpy path."""
     key = (lo, hi)
     if key not in _TABLES:
-        table = _dr._weight_table(lo, hi)  # raises for ranges the library overflows on
+        table = _dr.weight_table(lo, hi)  # raises for ranges the library overflows on
         start = lo + 1
         strings = list(table)  # already in string order
         rank_of = np.empty(len(strings), dtype=np.int64)
@@ -543,7 +543,7 @@ def _rank_table(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     return _TABLES[key]
 
 
-def _finish(flat: _Flat, parts: _Parts, cfg: _dr._Config) -> tuple[list[dict[str, Any]], np.ndarray]:
+def _finish(flat: _Flat, parts: _Parts, cfg: _dr.Config) -> tuple[list[dict[str, Any]], np.ndarray]:
     """The arithmetic shared by both engines, then Python values with the library's types per branch."""
     m, lo, hi = flat.m, int(cfg.lo), int(cfg.hi)
     t, it, present, normal = parts.t, parts.it, parts.present, parts.normal
@@ -554,19 +554,21 @@ def _finish(flat: _Flat, parts: _Parts, cfg: _dr._Config) -> tuple[list[dict[str
         crash |= normal & (idcg == 0)  # the library divides by zero
         ndcg = dcg / idcg
         x = (25 * t).astype(np.float64)
-        disc = _dr._XDCG_DISCOUNT
-        xdcg = ((x[:, 0] * disc[0] + x[:, 1] * disc[1]) + x[:, 2] * disc[2]) / _dr._XDCG_DENOMINATOR
+        disc = _dr.XDCG_DISCOUNT
+        xdcg = ((x[:, 0] * disc[0] + x[:, 1] * disc[1]) + x[:, 2] * disc[2]) / _dr.XDCG_DENOMINATOR
         top3 = np.where(present, t, np.iinfo(np.int64).min).max(axis=1)
         ratio = parts.holes / np.maximum(flat.r_len, 1).astype(np.float64)
         start = lo + 1
+        tables: tuple[np.ndarray, np.ndarray] | None
         try:
-            rank_of, w = _rank_table(lo, hi)
+            tables = _rank_table(lo, hi)
         except _dr.DocumentRetrievalError:  # weights overflow (max >= 1023) or range too wide
-            rank_of = w = None
-        if rank_of is None:
+            tables = None
+        if tables is None:
             crash |= normal
             fidelity = np.zeros(m)
         else:
+            rank_of, w = tables
             f_rows, f_labels = _cat(parts.f_rows), _cat(parts.f_labels)
             outside = f_labels > hi  # a hole (label 0) above a negative maximum: KeyError in the library
             crash[f_rows[outside]] = True
@@ -582,7 +584,7 @@ def _finish(flat: _Flat, parts: _Parts, cfg: _dr._Config) -> tuple[list[dict[str
 
 
 def _build_results(
-    flat: _Flat, parts: _Parts, cfg: _dr._Config, first5: tuple[np.ndarray, ...], ratio: np.ndarray
+    flat: _Flat, parts: _Parts, cfg: _dr.Config, first5: tuple[np.ndarray, ...], ratio: np.ndarray
 ) -> list[dict[str, Any]]:
     """The 1.18 output dicts, verdicts compared in numpy (thresholds are plain numbers here, so exactly as Python).
 
@@ -626,7 +628,7 @@ def _build_results(
     for j, p in enumerate(passed):
         verdict_code |= p.astype(np.int64) << j
     codes = verdict_code.tolist()
-    base = _dr._result((0.0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0), cfg)
+    base = _dr.result_dict((0.0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0), cfg)
     base_props = base.pop("document_retrieval_properties")
     props_copy = {}
     for code in set(codes):
@@ -642,7 +644,7 @@ def _build_results(
         env["document_retrieval_passed"] = ok
         env["document_retrieval_result"] = "pass" if ok else "fail"
         env_copy[ok] = env.copy
-    out = []
+    out: list[dict[str, Any]] = []
     append = out.append
     for nd, xd, fi, t1, t3, ho, hr, nr, ng, code, sc, ep in zip(
         *values, codes, score.tolist(), env_passed.tolist(), strict=True
@@ -667,116 +669,3 @@ def _build_results(
 
 def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
-
-
-def evaluate_arrow(data: bytes, lines: list[bytes], cfg: _dr._Config) -> list[Any] | None:
-    """JSONL bytes through pyarrow's columnar reader; ``None`` when the file does not fit the column types numpy
-    can take exactly (string or integer ids, integer labels, numeric scores): the caller then parses with orjson.
-    Rows with nulls (missing fields) or anything else odd are re-parsed from their line and done one by one."""
-    import orjson
-    import pyarrow as pa
-    from pyarrow import json as pa_json
-
-    if not _vector_ok(cfg):
-        return None
-    try:
-        table = pa_json.read_json(pa.BufferReader(data))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    m = table.num_rows
-    if m != len(lines) or "retrieval_ground_truth" not in table.column_names:
-        return None
-    if "retrieved_documents" not in table.column_names:
-        return None
-    gt = _list_of_struct(table.column("retrieval_ground_truth"), "query_relevance_label", integer=True)
-    rt = _list_of_struct(table.column("retrieved_documents"), "relevance_score", integer=False)
-    if gt is None or rt is None:
-        return None
-    (g_len, g_ids, g_lab, g_badrow), (r_len, r_ids, r_score, r_badrow) = gt, rt
-    if g_ids.type != r_ids.type and not (pa.types.is_null(g_ids.type) or pa.types.is_null(r_ids.type)):
-        return None
-    if len(g_ids) + len(r_ids):
-        both = pa.concat_arrays([g_ids, r_ids.cast(g_ids.type)]) if len(r_ids) else g_ids
-        codes = _np(both.dictionary_encode().indices, np.int64)
-    else:
-        codes = np.zeros(0, dtype=np.int64)
-    g_code, r_code = codes[: len(g_ids)], codes[len(g_ids) :]
-    values, ok = evaluate_columns(g_len, g_code, g_lab, r_len, r_code, r_score, cfg)
-    ok &= ~(g_badrow | r_badrow)
-    out: list[Any] = values
-    for i in np.flatnonzero(~ok).tolist():
-        row = orjson.loads(lines[i])
-        gt_i, ret_i = _dr._row_inputs(row) if isinstance(row, dict) else (None, None)
-        out[i] = _dr._evaluate_or_error(gt_i, ret_i, cfg)
-    return out
-
-
-def _list_of_struct(column: Any, value_field: str, *, integer: bool) -> tuple[Any, ...] | None:
-    """(lengths, ids (arrow), values (numpy), rows with nulls) of a list<struct<document_id, value>> column."""
-    import pyarrow as pa
-
-    arr = column.combine_chunks()
-    if pa.types.is_null(arr.type):
-        n = len(arr)
-        return np.zeros(n, np.int64), pa.array([], pa.string()), np.zeros(0), np.ones(n, dtype=bool)
-    if not pa.types.is_list(arr.type) or not pa.types.is_struct(arr.type.value_type):
-        return None
-    struct_type = arr.type.value_type
-    names = [struct_type.field(i).name for i in range(struct_type.num_fields)]
-    n = len(arr)
-    offsets = _np(arr.offsets, np.int64)
-    lens = np.diff(offsets)
-    bad = _nulls(arr)
-    items = arr.flatten()  # respects slicing; null lists contribute nothing
-    rows = np.repeat(np.arange(n, dtype=np.int64), lens)
-    if "document_id" not in names or value_field not in names:
-        return None
-    ids = items.field("document_id")
-    vals = items.field(value_field)
-    id_ok = pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type) or pa.types.is_integer(ids.type)
-    if not id_ok and not pa.types.is_null(ids.type):
-        return None
-    if integer and not (pa.types.is_integer(vals.type) or pa.types.is_null(vals.type)):
-        return None
-    if not integer and not (
-        pa.types.is_integer(vals.type) or pa.types.is_floating(vals.type) or pa.types.is_null(vals.type)
-    ):
-        return None
-    null_item = _nulls(items) | _nulls(ids) | _nulls(vals)
-    bad[rows[null_item]] = True
-    if pa.types.is_null(ids.type):
-        ids = ids.cast(pa.string())
-    if pa.types.is_null(vals.type):
-        np_vals = np.zeros(len(vals), dtype=np.int64 if integer else np.float64)
-    elif integer:
-        np_vals = _np(vals, np.int64)
-    else:
-        if pa.types.is_integer(vals.type):
-            ints = _np(vals, np.int64)
-            bad[rows[np.abs(ints) > _EXACT_INT]] = True
-        np_vals = _np(vals.cast(pa.float64()), np.float64)
-    if integer:
-        huge = np.abs(np_vals) >= _LABEL_BOUND
-        bad[rows[huge]] = True
-        np_vals = np.where(huge, 0, np_vals)
-    return lens, ids, np_vals, bad
-
-
-def _np(arr: Any, dtype: Any) -> np.ndarray:
-    """A primitive arrow array as numpy, read from its data buffer (null slots hold arbitrary values: callers flag
-    those rows). ``to_numpy``/``fill_null`` would import pandas on first use (~0.5 s)."""
-    import pyarrow as pa
-
-    t = arr.type
-    kind = "f" if pa.types.is_floating(t) else "u" if pa.types.is_unsigned_integer(t) else "i"
-    raw = np.frombuffer(arr.buffers()[1], dtype=np.dtype(f"{kind}{t.bit_width // 8}"))
-    return raw[arr.offset : arr.offset + len(arr)].astype(dtype, copy=False)
-
-
-def _nulls(arr: Any) -> np.ndarray:
-    """Null mask of an arrow array as numpy bool (booleans via int8, avoiding the pandas route)."""
-    import pyarrow as pa
-
-    if arr.null_count == 0:
-        return np.zeros(len(arr), dtype=bool)
-    return _np(arr.is_null().cast(pa.int8()), np.int8).astype(bool)

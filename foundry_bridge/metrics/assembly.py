@@ -17,12 +17,9 @@ a document that was rewritten, summarized or re-chunked before assembly is repor
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._arrays import check_threshold
-
-if TYPE_CHECKING:
-    from ..dataset.records import QueryRecord
 
 __all__ = ["DEFAULT_MIN_PREFIX_CHARS", "assembly_check", "check_query", "contains_document", "normalize_ws"]
 
@@ -87,15 +84,16 @@ def check_query(
 
 
 def assembly_check(
-    records: Sequence[QueryRecord] | Iterable[QueryRecord],
+    records: Iterable[Any],
     *,
     k: int,
     relevance_threshold: int,
     min_prefix_chars: int = DEFAULT_MIN_PREFIX_CHARS,
 ) -> list[dict[str, Any]]:
-    """One dict per record: ``query_id``, ``checked`` (had a context and content for every relevant top-k
-    document), ``relevant_top_k``, ``dropped_relevant`` (relevant top-k ids whose content is not in the context),
-    ``truncated_relevant`` (present only as a prefix at the context's end), ``no_content``, ``has_context``."""
+    """One dict per record (a ``QueryRecord`` or alike): ``query_id``, ``checked`` (had a context and content for
+    every relevant top-k document), ``relevant_top_k``, ``dropped_relevant`` (relevant top-k ids whose content is
+    not in the context), ``truncated_relevant`` (present only as a prefix at the context's end), ``no_content``,
+    ``has_context``."""
     t = check_threshold(relevance_threshold)
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")

@@ -25,15 +25,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from ._arrays import QueryArrays, check_threshold, from_records
+from ._arrays import QueryArrays, RecordLike, check_threshold, from_records
 from .measures import COLUMNS, Measure, column_names
-
-if TYPE_CHECKING:
-    from ..dataset.records import QueryRecord
 
 __all__ = [
     "METRIC_NAMES",
@@ -91,10 +88,11 @@ def compute(arrays: QueryArrays, ks: Sequence[int]) -> dict[str, np.ndarray]:
     disc = 1.0 / np.log2(np.arange(2, max(width, ideal.shape[1]) + 2, dtype=np.float64))
     lin = np.where(labels > 0, labels, 0).astype(np.float64)
     dcg_lin = np.cumsum(lin * disc[:width], axis=1)
-    dcg_exp = np.cumsum((np.exp2(lin) - 1.0) * disc[:width], axis=1)
     idisc = disc[: ideal.shape[1]]
     idcg_lin = np.cumsum(ideal * idisc, axis=1)
-    idcg_exp = np.cumsum((np.exp2(ideal) - 1.0) * idisc, axis=1)
+    with np.errstate(over="ignore"):  # 2**label overflows past label 1023: ndcg_exp is then inf/inf = NaN
+        dcg_exp = np.cumsum((np.exp2(lin) - 1.0) * disc[:width], axis=1)
+        idcg_exp = np.cumsum((np.exp2(ideal) - 1.0) * idisc, axis=1)
 
     n_rel = arrays.n_rel.astype(np.float64)
     undefined = arrays.n_rel == 0
@@ -199,26 +197,6 @@ class RankingResult:
             cols.append([None if v != v else v for v in arr.tolist()])  # NaN → None
         return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
 
-    def per_query_json(self) -> bytes:
-        """``orjson.dumps(self.per_query)``, byte for byte, built from the columns without a dict per query."""
-        import msgspec
-
-        keys = ["query_id", "kind", "kind_source", "n_rel", *self.metric_keys]
-        values = [self.columns[key] for key in self.metric_keys]
-        # msgspec writes floats as orjson does (shortest round trip, NaN → null) below 1e16; above, the exponents
-        # are spelled differently (orjson 1e+16, msgspec 1e16)
-        if any(np.nanmax(np.abs(v), initial=0.0) >= 1e16 for v in values if v.size):
-            import orjson
-
-            return orjson.dumps(self.per_query)
-        names = [f"c{i}" for i in range(len(keys))]
-        row = msgspec.defstruct(
-            "PerQuery", [(n, Any) for n in names], rename=dict(zip(names, keys, strict=True)), gc=False
-        )
-        cols = [self.query_ids, self.kinds, self.kind_sources, self.columns["n_rel"].tolist()]
-        cols += [v.tolist() for v in values]
-        return msgspec.json.encode(list(map(row, *cols)))
-
     def to_dict(self) -> dict[str, Any]:
         """``{"params", "per_query", "summary"}``, JSON-ready."""
         return {"params": self.params, "per_query": self.per_query, "summary": self.summary}
@@ -252,7 +230,7 @@ def ranking_from_arrays(
 
 
 def ranking_metrics(
-    records: Sequence[QueryRecord] | Iterable[QueryRecord],
+    records: Iterable[RecordLike],
     *,
     ks: Sequence[int] = (10,),
     relevance_threshold: int = 1,

@@ -1,4 +1,5 @@
-"""Fast columnar readers for the ``metrics`` command: JSONL (through the mapping's field paths) and TREC files.
+"""Fast columnar readers for the ``metrics`` command: JSONL (through the mapping's field paths) and TREC files, read
+straight into the numeric core's arrays (``foundry_bridge.metrics._arrays``).
 
 The library path (``QueryRecord`` → arrays) builds a pydantic object per document; on millions of queries that is
 most of the time. The JSONL reader here memory-maps the file and decodes each line in place with msgspec into small
@@ -7,13 +8,14 @@ struct holding its first ``depth`` documents: msgspec skips the rest of the list
 whose top documents repeat an id, a negative query whose list may go on (its distinct documents are counted), or a
 value the strict types reject (integer ids, a null score) is decoded again with the whole list kept raw
 (``_line_reader``). Anything neither handles — list-index path segments, a rebuilt context, a value of an unexpected
-type — makes it fall back to ``foundry_bridge.dataset.read_records``, which gives the same numbers or the precise
-``DatasetError``. Documents past the first ``depth`` distinct ones are not validated (``validate`` checks them).
+type, a label the int64 arrays cannot hold — makes it fall back to ``read_records``, which gives the same numbers or
+the precise ``DatasetError``. Documents past the first ``depth`` distinct ones are not validated (``validate``
+checks them).
 
 Files over 64 MB are split at line boundaries and read by this process and a forked one (``jobs``); the parts are
-concatenated in file order, so the result does not depend on the split. Both readers also run the context-assembly
-check and the abstention heuristic while streaming, so document texts, contexts and responses are never held for
-more than one query.
+joined in file order (``build_parts``), so the result does not depend on the split. Both readers also run the
+context-assembly check and the abstention heuristic while streaming, so document texts, contexts and responses are
+never held for more than one query.
 """
 
 from __future__ import annotations
@@ -24,20 +26,30 @@ import operator
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .._io import gc_paused
 from ..errors import DatasetError
-from ._arrays import _NO_LABEL, ArraysBuilder, QueryArrays, check_threshold, concat_arrays, from_records
-from .assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
-from .negative import is_abstention
-
-if TYPE_CHECKING:
-    from ..dataset.records import QueryRecord
-    from ..mapping.model import Mapping
+from ..metrics._arrays import (
+    AddQuery,
+    ArraysBuilder,
+    FlatPart,
+    LabelRangeError,
+    QueryArrays,
+    RecordLike,
+    build_parts,
+    check_threshold,
+    from_records,
+)
+from ..metrics.abstention import is_abstention
+from ..metrics.assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
+from .records import KINDS, derive_kind
+from .spec import DataSource
 
 __all__ = ["LoadResult", "arrays_from_records", "load_jsonl", "load_trec_files"]
 
 LoadResult = tuple[QueryArrays, list[dict[str, Any]]]
+_PartResult = tuple[FlatPart, list[dict[str, Any]]]
 
 
 class _Fallback(Exception):
@@ -45,20 +57,15 @@ class _Fallback(Exception):
 
 
 def _classify(kind: Any, qrels: dict[Any, int] | None, threshold: int) -> tuple[str, str]:
-    """(kind, kind_source): declared, else derived from the labels (negative when none reaches the threshold),
-    else positive by convention; an invalid declared kind sends the row to the records path."""
-    if kind is None:
-        if qrels is None:
-            return "positive", "unknown"
-        return ("positive" if any(v >= threshold for v in qrels.values()) else "negative"), "labels"
-    if kind == "positive" or kind == "negative":
-        return kind, "declared"
-    raise _Fallback("kind")
+    """(kind, kind_source) by ``derive_kind``; an invalid declared kind sends the row to the records path."""
+    if kind is not None and kind not in KINDS:
+        raise _Fallback("kind")
+    return derive_kind(kind, None if qrels is None else qrels.values(), threshold)
 
 
 # -- the records path (also the fallback) ----------------------------------------------------------------------
 def arrays_from_records(
-    records: Iterable[QueryRecord],
+    records: Iterable[RecordLike],
     *,
     depth: int,
     relevance_threshold: int,
@@ -69,10 +76,10 @@ def arrays_from_records(
     t = check_threshold(relevance_threshold)
     assembly: list[dict[str, Any]] = []
 
-    def check_assembly(rec: QueryRecord, ids: list[str], qrels: dict[str, int] | None) -> None:
+    def check_assembly(rec: Any, ids: list[str], qrels: dict[str, int] | None) -> None:
         if rec.context is None:
             return
-        content = {}
+        content: dict[str, str | None] = {}
         for doc in rec.retrieved_documents:
             content.setdefault(doc.document_id, doc.content)
         relevant = [(i, content[i]) for i in ids if qrels and qrels.get(i, 0) >= t]
@@ -180,7 +187,7 @@ def _str_id(value: Any) -> str:
 
 def load_jsonl(
     path: str | os.PathLike[str],
-    mapping: Mapping,
+    mapping: DataSource,
     *,
     depth: int,
     relevance_threshold: int,
@@ -207,11 +214,11 @@ def load_jsonl(
         if jobs is None:
             jobs = 2 if size > _PARALLEL_MIN_BYTES and (os.cpu_count() or 1) >= 2 else 1
         ranges = _split_ranges(source, size, max(1, jobs))
-        if len(ranges) == 1:
-            return _scan(cfg, source, *ranges[0])
-        return _scan_parallel(cfg, source, ranges)
+        parts = [_scan(cfg, source, *ranges[0])] if len(ranges) == 1 else _scan_parallel(cfg, source, ranges)
+        arrays = build_parts([p[0] for p in parts], depth, t)
+        return arrays, [row for p in parts for row in p[1]]
     except _Fallback:
-        from ..dataset import read_records
+        from . import read_records
 
         return arrays_from_records(
             read_records(path, mapping, relevance_threshold=t),
@@ -243,7 +250,7 @@ class _FastConfig:
     """msgspec decoders and attribute getters generated once from the mapping's field paths."""
 
     def __init__(
-        self, mapping: Mapping, *, depth: int, threshold: int, phrases: Sequence[str] | None, min_prefix: int
+        self, mapping: DataSource, *, depth: int, threshold: int, phrases: Sequence[str] | None, min_prefix: int
     ) -> None:
         import msgspec
 
@@ -270,7 +277,8 @@ class _FastConfig:
                 lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): int}
                 lab_type, lab_attrs = _struct("Label", lab_leaves, required=lab_leaves if top else ())
                 row_leaves[_split(g.path)] = list[lab_type]  # type: ignore[valid-type]
-            docs_dec, doc_attrs = None, {}
+            docs_dec: Any = None
+            doc_attrs: dict[tuple[str, ...], str] = {}
             if d:
                 id_path = _split(d.document_id)
                 doc_leaves: dict[tuple[str, ...], Any] = {id_path: id_type}
@@ -298,22 +306,28 @@ class _FastConfig:
         self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str, False)
         self.row_dec_l, self.docs_dec_l, *attrs_l = decoders(str | int, False)
         # the common case, tried first on every line (see _top_reader)
+        self.top_dec: Any
         self.top_dec, _, *attrs_t = decoders(str, True) if top_k else (None, None, row_attrs, doc_attrs, lab_attrs)
         if attrs_l != [row_attrs, doc_attrs, lab_attrs] or attrs_t != attrs_l:
             raise _Fallback("internal: decoder layouts differ")
         # in top_dec's types the ids and label values are never None, nor is a score whose objects are the id's
         id_path = _split(d.document_id) if d else ()
-        self.top_get_doc_id = operator.attrgetter(doc_attrs[_split(d.document_id)]) if d else None
-        self.top_get_lab_id = operator.attrgetter(lab_attrs[_split(g.document_id)]) if g else None
-        self.top_get_lab_value = operator.attrgetter(lab_attrs[_split(g.query_relevance_label)]) if g else None
+        self.top_get_doc_id: Callable[[Any], Any] | None = None
+        self.top_get_lab_id: Callable[[Any], Any] | None = None
+        self.top_get_lab_value: Callable[[Any], Any] | None = None
+        if d:
+            self.top_get_doc_id = operator.attrgetter(doc_attrs[_split(d.document_id)])
+        if g:
+            self.top_get_lab_id = operator.attrgetter(lab_attrs[_split(g.document_id)])
+            self.top_get_lab_value = operator.attrgetter(lab_attrs[_split(g.query_relevance_label)])
         score_path = _split(d.relevance_score) if d and d.relevance_score else None
         self.top_scores_clean = score_path is None or score_path[:-1] == id_path[: len(score_path) - 1]
-        self.top_get_score = None
+        self.top_get_score: Callable[[Any], Any] | None = None
         if score_path is not None:
             dotted = doc_attrs[score_path]
             self.top_get_score = operator.attrgetter(dotted) if self.top_scores_clean else _getter(dotted)
 
-        def none(_obj: Any) -> None:
+        def none(_obj: Any) -> Any:
             return None
 
         self.get_qid = _getter(row_attrs[_split(f.query_id)])
@@ -333,14 +347,13 @@ class _FastConfig:
 _TOP_K_MAX_DEPTH = 256
 
 
-def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> LoadResult:
-    """Read the lines in the byte range ``[start, end)`` (``start`` at a line start) into arrays.
+def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> _PartResult:
+    """Read the lines in the byte range ``[start, end)`` (``start`` at a line start) into flat columns.
 
     The file is memory-mapped and each line decoded in place, first by ``top_dec`` (strict types, only the first
     ``depth`` documents). A line it rejects, or whose top documents repeat an id or may be followed by more (a
     negative query, whose distinct documents are counted), goes through the raw-list reader (``_line_reader``).
     """
-    import gc
     import mmap
 
     import msgspec
@@ -349,66 +362,59 @@ def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> LoadResult:
     add = builder.adder()
     assembly: list[dict[str, Any]] = []
     if end <= start:
-        return builder.build(), assembly
+        return builder.flat(), assembly
     line = _line_reader(cfg, add, assembly)
-    top_row = _top_reader(cfg, builder, assembly) if cfg.top_dec is not None else None
+    top_row = _top_reader(cfg, add, assembly) if cfg.top_dec is not None else None
     top_dec = cfg.top_dec.decode if cfg.top_dec is not None else None
     validation_error, decode_error = msgspec.ValidationError, msgspec.DecodeError
 
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # millions of short-lived containers and no cycles: collections would only rescan them
+    # the GC paused: millions of short-lived containers and no cycles, collections would only rescan them
+    with gc_paused(), open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        find, pos = mm.find, start
+        # pages already read are dropped from this process's mapping (they stay in the page cache), so the
+        # resident size does not grow with the file
+        drop = getattr(mmap, "MADV_DONTNEED", None)
+        done_until = start - start % mmap.PAGESIZE
+        with memoryview(mm) as view:
+            while pos < end:
+                if drop is not None and pos - done_until >= _DROP_EVERY:
+                    cut = pos - pos % mmap.PAGESIZE
+                    mm.madvise(drop, done_until, cut - done_until)
+                    done_until = cut
+                stop = find(b"\n", pos, end)
+                stop = end if stop < 0 else stop + 1
+                with view[pos:stop] as text:  # released at once: the map closes only when no view is left
+                    pos = stop
+                    if text[0] in _WHITESPACE and bytes(text).isspace():
+                        continue
+                    try:
+                        done = top_row is not None and top_row(top_dec(text))  # type: ignore[misc]
+                    except validation_error:
+                        done = False
+                    except decode_error as exc:
+                        raise _Fallback(str(exc)) from exc
+                    if not done:
+                        line(bytes(text))
     try:
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            find, pos = mm.find, start
-            # pages already read are dropped from this process's mapping (they stay in the page cache), so the
-            # resident size does not grow with the file
-            drop = getattr(mmap, "MADV_DONTNEED", None)
-            done_until = start - start % mmap.PAGESIZE
-            with memoryview(mm) as view:
-                while pos < end:
-                    if drop is not None and pos - done_until >= _DROP_EVERY:
-                        cut = pos - pos % mmap.PAGESIZE
-                        mm.madvise(drop, done_until, cut - done_until)
-                        done_until = cut
-                    stop = find(b"\n", pos, end)
-                    stop = end if stop < 0 else stop + 1
-                    with view[pos:stop] as text:  # released at once: the map closes only when no view is left
-                        pos = stop
-                        if text[0] in _WHITESPACE and bytes(text).isspace():
-                            continue
-                        try:
-                            done = top_row is not None and top_row(top_dec(text))  # type: ignore[misc]
-                        except validation_error:
-                            done = False
-                        except decode_error as exc:
-                            raise _Fallback(str(exc)) from exc
-                        if not done:
-                            line(bytes(text))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return builder.build(), assembly
+        return builder.flat(), assembly
+    except LabelRangeError as exc:  # the records path reports it with its line
+        raise _Fallback(str(exc)) from exc
 
 
-def _top_reader(cfg: _FastConfig, builder: ArraysBuilder, assembly: list[dict[str, Any]]) -> Callable[[Any], bool]:
-    """A row decoded by ``top_dec``, added to ``builder``; False (nothing added) when it needs the raw-list reader:
+def _top_reader(cfg: _FastConfig, add: AddQuery, assembly: list[dict[str, Any]]) -> Callable[[Any], bool]:
+    """A row decoded by ``top_dec``, given to ``add``; False (nothing added) when it needs the raw-list reader:
     repeated ids in the top ``depth`` (later documents move up), or a negative query whose list may go on (its
-    distinct documents are counted). ``ArraysBuilder.add``, inlined: this runs once per query."""
+    distinct documents are counted). This runs once per query."""
     import msgspec
 
     depth, threshold, phrases, min_prefix = cfg.depth, cfg.threshold, cfg.phrases, cfg.min_prefix
     get_qid, get_kind, get_context, get_response = cfg.get_qid, cfg.get_kind, cfg.get_context, cfg.get_response
-    get_docs, get_doc_id, get_score = cfg.get_docs, cfg.top_get_doc_id, cfg.top_get_score
-    get_labels, get_lab_id, get_lab_value = cfg.get_labels, cfg.top_get_lab_id, cfg.top_get_lab_value
-    clean_scores, no_score, no_label = cfg.top_scores_clean, [math.nan] * depth, [_NO_LABEL] * depth
+    get_docs, get_score, get_labels = cfg.get_docs, cfg.top_get_score, cfg.get_labels
+    get_doc_id = cfg.top_get_doc_id or cfg.get_doc_id  # top_dec exists only with a document list
+    get_lab_id = cfg.top_get_lab_id or cfg.get_lab_id  # without a label list, labs is always None
+    get_lab_value = cfg.top_get_lab_value or cfg.get_lab_value
+    clean_scores, no_score = cfg.top_scores_clean, [math.nan] * depth
     astuple = msgspec.structs.astuple
-    labels, scores_out, qrels_out, rows, top_ids = builder.sinks()
-    labels_extend, scores_extend, qrels_extend, rows_append = (
-        labels.extend,
-        scores_out.extend,
-        qrels_out.extend,
-        rows.append,
-    )
 
     def read(row: Any) -> bool:
         try:
@@ -416,48 +422,34 @@ def _top_reader(cfg: _FastConfig, builder: ArraysBuilder, assembly: list[dict[st
             if type(qid) is not str or not qid:
                 qid = _query_id(qid)
             labs = get_labels(row)
-            qrels = None if labs is None else {get_lab_id(x): get_lab_value(x) for x in labs}
-
-            kind, kind_source = _classify(get_kind(row), qrels, threshold)
-
+            qrels: dict[str, int] | None = None if labs is None else {get_lab_id(x): get_lab_value(x) for x in labs}
+            declared = get_kind(row)
+            if declared is not None and declared not in KINDS:
+                return False  # the raw-list reader sends it to the records path
+            kind, kind_source = derive_kind(declared, None if qrels is None else qrels.values(), threshold)
             top = get_docs(row)
-            if top is None:
-                docs: Sequence[Any] = ()
-                ids: list[str] = []
-                n = n_ret = 0
+            docs: Sequence[Any] = () if top is None else astuple(top)  # `depth` documents, None past a shorter end
+            if docs and docs[-1] is None:
+                docs = docs[: docs.index(None)]
+            ids = list(map(get_doc_id, docs))
+            n = len(ids)
+            if len(set(ids)) != n:
+                return False
+            if n < depth or top is None:
+                n_ret = n  # the whole list was read
+            elif kind == "negative":
+                return False
             else:
-                docs = astuple(top)  # `depth` documents, None past the end of a shorter list
-                if docs[-1] is None:
-                    docs = docs[: docs.index(None)]
-                ids = list(map(get_doc_id, docs))
-                n = len(ids)
-                if len(set(ids)) != n:
-                    return False
-                if n < depth:
-                    n_ret = n  # the whole list was read
-                elif kind == "negative":
-                    return False
-                else:
-                    n_ret = -1
-                if get_score is None:
-                    scores_extend(no_score[:n])
-                elif clean_scores:
-                    scores_extend(map(get_score, docs))
-                else:
-                    scores_extend([math.nan if v is None else v for v in map(get_score, docs)])
-
-            if qrels:
-                labels_extend(map(qrels.get, ids, no_label))
-                qrels_extend(qrels.values())
-                n_qrels = len(qrels)
+                n_ret = -1
+            if get_score is None:
+                scores: Sequence[Any] = no_score[:n]
+            elif clean_scores:
+                scores = list(map(get_score, docs))
             else:
-                labels_extend(no_label[:n] if n < depth else no_label)
-                n_qrels = 0
+                scores = [math.nan if v is None else v for v in map(get_score, docs)]
             response = get_response(row)
             abst = -1 if response is None else int(is_abstention(response, phrases))
-            if kind == "negative":
-                top_ids[len(rows)] = ids
-            rows_append((qid, kind, kind_source, n, n_ret, abst, qrels is not None, n_qrels))
+            add(qid, kind, kind_source, ids, scores, qrels, n_ret, abst)
             context = get_context(row)
             if context is not None:
                 assembly.append(_assembly_row(cfg, qid, context, ids, docs, qrels, min_prefix))
@@ -496,6 +488,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             if type(qid) is not str or not qid:
                 qid = _query_id(qid)
             labs = get_labels(row)
+            qrels: dict[str, int] | None
             if labs is None:
                 qrels = None
             elif lenient:
@@ -558,7 +551,7 @@ def _dedup_docs(cfg: _FastConfig, raws: list[Any], docs: list[Any], ids: list[st
     if len(raws) > cfg.depth:
         blob = b"[" + b",".join(raws) + b"]"
         try:
-            docs = cfg.docs_dec.decode(blob)  # type: ignore[union-attr]
+            docs = cfg.docs_dec.decode(blob)
             ids = list(map(cfg.get_doc_id, docs))
         except msgspec.ValidationError:
             docs, ids = _lenient_docs(cfg, blob)
@@ -589,7 +582,7 @@ def _assembly_row(
 def _scan_part(cfg: _FastConfig, path: Path, byte_range: tuple[int, int], conn: Any) -> None:
     """In a forked worker: scan one range and send the result (or why the fast reader gave up) to the parent."""
     try:
-        result: LoadResult | str = _scan(cfg, path, *byte_range)
+        result: _PartResult | str = _scan(cfg, path, *byte_range)
     except _Fallback as exc:
         result = str(exc)
     except Exception as exc:  # the parent falls back to the records path (same numbers, or the precise error)
@@ -598,15 +591,15 @@ def _scan_part(cfg: _FastConfig, path: Path, byte_range: tuple[int, int], conn: 
     conn.close()
 
 
-def _scan_parallel(cfg: _FastConfig, path: Path, ranges: list[tuple[int, int]]) -> LoadResult:
+def _scan_parallel(cfg: _FastConfig, path: Path, ranges: list[tuple[int, int]]) -> list[_PartResult]:
     """Scan the first range here and the others in forked processes (they inherit the decoders), each sending its
-    result through a pipe; concatenate in file order."""
+    flat columns through a pipe; the parts in file order."""
     import multiprocessing
 
     try:
         ctx = multiprocessing.get_context("fork")
     except ValueError:
-        return _scan(cfg, path, ranges[0][0], ranges[-1][1])
+        return [_scan(cfg, path, ranges[0][0], ranges[-1][1])]
     workers = []
     try:
         for byte_range in ranges[1:]:
@@ -615,7 +608,7 @@ def _scan_parallel(cfg: _FastConfig, path: Path, ranges: list[tuple[int, int]]) 
             proc.start()
             send.close()
             workers.append((proc, recv))
-        parts: list[LoadResult | str] = [_scan(cfg, path, *ranges[0])]  # this process reads the first part meanwhile
+        parts: list[_PartResult | str] = [_scan(cfg, path, *ranges[0])]  # this process reads the first part meanwhile
         for proc, recv in workers:
             try:
                 parts.append(recv.recv())
@@ -628,12 +621,10 @@ def _scan_parallel(cfg: _FastConfig, path: Path, ranges: list[tuple[int, int]]) 
             if proc.is_alive():
                 proc.terminate()
                 proc.join()
-    for part in parts:
-        if isinstance(part, str):
-            raise _Fallback(part)
-    arrays = concat_arrays([p[0] for p in parts])  # type: ignore[index]
-    assembly = [row for p in parts for row in p[1]]  # type: ignore[index]
-    return arrays, assembly
+    done = [part for part in parts if not isinstance(part, str)]
+    if len(done) < len(parts):
+        raise _Fallback(next(part for part in parts if isinstance(part, str)))
+    return done
 
 
 # -- TREC files ------------------------------------------------------------------------------------------------
@@ -644,67 +635,31 @@ def load_trec_files(
     depth: int,
     relevance_threshold: int,
 ) -> LoadResult:
-    """Arrays from a qrels file (``qid 0 docid label``) and a run file (``qid Q0 docid rank score tag``).
+    """Arrays from a qrels file (``qid 0 docid label``) and a run file (``qid Q0 docid rank score tag``), parsed by
+    the TREC reader's own functions (``trec.read_qrels``, ``trec.read_run``, ``trec.trec_order``).
 
-    Each query's run is ordered as trec_eval orders it — score descending, ties by document id descending
-    (byte-wise) — and the rank column is ignored; a repeated document keeps its first (highest) position. Queries:
-    those of the run in order of first appearance, then qrels-only queries with an empty ranking (trec_eval ``-c``).
-    Kind comes from the labels (negative when no label reaches the threshold); a run query without qrels has
-    ``kind_source="unknown"``.
+    Each query's run is ordered as trec_eval orders it — score descending, ties by document id descending — and the
+    rank column is ignored; a repeated document keeps its first (highest) position. Queries: those of the run in
+    order of first appearance, then qrels-only queries with an empty ranking (trec_eval ``-c``). Kind comes from the
+    labels (``derive_kind``); a run query without qrels has ``kind_source="unknown"``.
     """
+    from .trec import Sink, read_qrels, read_run, trec_order
+
     t = check_threshold(relevance_threshold)
-    qrels: dict[str, dict[str, int]] = {}
-    for lineno, parts in _lines(qrels_path):
-        if len(parts) != 4:
-            raise DatasetError(
-                f"expected 4 columns `qid 0 docid label`, got {len(parts)}", file=str(qrels_path), line=lineno
-            )
-        try:
-            label = int(parts[3])
-        except ValueError:
-            raise DatasetError(
-                f"label {parts[3]!r} is not an integer", file=str(qrels_path), line=lineno, field="label"
-            ) from None
-        qrels.setdefault(parts[0], {})[parts[2]] = label
-    runs: dict[str, list[tuple[float, str]]] = {}
-    for lineno, parts in _lines(run_path):
-        if len(parts) != 6:
-            raise DatasetError(
-                f"expected 6 columns `qid Q0 docid rank score tag`, got {len(parts)}", file=str(run_path), line=lineno
-            )
-        try:
-            score = float(parts[4])
-        except ValueError:
-            raise DatasetError(
-                f"score {parts[4]!r} is not a number", file=str(run_path), line=lineno, field="score"
-            ) from None
-        runs.setdefault(parts[0], []).append((score, parts[2]))
+    sink = Sink(None)
+    qrels = {
+        qid: {g.document_id: g.query_relevance_label for g in labels}
+        for qid, labels in read_qrels(Path(qrels_path), sink).items()
+    }
+    runs, _ = read_run(Path(run_path), sink)
     builder = ArraysBuilder(depth, t)
+    add = builder.adder()
     for qid in [*runs, *(q for q in qrels if q not in runs)]:
-        ranked = sorted(runs.get(qid, ()), key=lambda sd: (sd[0], sd[1].encode()), reverse=True)
         first: dict[str, float] = {}
-        for score, doc in ranked:
-            if doc not in first:
-                first[doc] = score
+        for score, doc in trec_order(runs.get(qid, ())):
+            first.setdefault(doc, score)
         ids = list(first)[:depth]
         labels = qrels.get(qid)
-        if labels is None:
-            kind, source = "positive", "unknown"
-        else:
-            kind = "positive" if any(v >= t for v in labels.values()) else "negative"
-            source = "labels"
-        builder.add(qid, kind, source, ids, [first[i] for i in ids], labels, n_ret=len(first))
+        kind, source = derive_kind(None, None if labels is None else labels.values(), t)
+        add(qid, kind, source, ids, [first[i] for i in ids], labels, len(first), -1)
     return builder.build(), []
-
-
-def _lines(path: str | os.PathLike[str]) -> Iterable[tuple[int, list[str]]]:
-    p = Path(path)
-    try:
-        fh = open(p, encoding="utf-8")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise DatasetError("file not found", file=str(p)) from None
-    with fh:
-        for lineno, text in enumerate(fh, 1):
-            parts = text.split()
-            if parts:
-                yield lineno, parts
