@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -122,3 +123,88 @@ def test_metrics_imports_no_io() -> None:
                 elif parts[0] not in allowed:
                     bad.append(f"{path.name}:{node.lineno}: {name}")
     assert not bad, "foundry_bridge/metrics imports outside its allowed list:\n" + "\n".join(bad)
+
+
+# -- layering -------------------------------------------------------------------------------------------------
+# Each unit (a subpackage or a top-level module of foundry_bridge) and the units it may import; an arrow runs
+# only downwards. docs/architecture.md explains the table; change both together.
+BASE = {"<root>", "_io", "_lazy", "_text", "_yaml", "errors", "catalog", "results", "wire"}
+LAYERS: dict[str, set[str]] = {
+    **{unit: BASE for unit in BASE},
+    "metrics": BASE,  # and test_metrics_imports_no_io narrows it to the pure part of BASE
+    "dataset": BASE | {"metrics"},
+    "mapping": BASE | {"dataset", "metrics"},
+    "validate": BASE | {"dataset", "mapping", "metrics"},
+    "runfolder": BASE | {"dataset", "mapping"},
+    "runner_protocol": BASE | {"mapping", "runfolder"},
+    "foundry": BASE | {"mapping", "runfolder", "runner_protocol"},
+    "mock": BASE | {"metrics", "mapping"},
+    "local": BASE | {"metrics", "mapping", "runfolder", "runner_protocol"},
+    "runner": BASE
+    | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
+    | {"foundry", "mock", "local"},
+    "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
+    "commands": BASE
+    | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
+    | {"foundry", "mock", "local", "report"},
+    "cli": BASE | {"metrics", "commands"},
+    "__main__": {"cli"},
+}
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in ("__version__", "__init__"):
+        return "<root>"
+    return parts[1]
+
+
+def _project_imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+    """Every ``foundry_bridge`` module ``path`` imports, at any depth (function bodies and TYPE_CHECKING too)."""
+    module = ".".join(path.relative_to(root).with_suffix("").parts)
+    package = module.removesuffix(".__init__") if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            if node.module:
+                found.append((node.lineno, ".".join([*base, node.module])))
+            else:
+                found += [(node.lineno, ".".join([*base, alias.name])) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("foundry_bridge"):
+            found.append((node.lineno, node.module or ""))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("foundry_bridge")]
+    return found
+
+
+def test_imports_point_down_the_layers() -> None:
+    bad = []
+    units = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _unit(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        units.add(source)
+        allowed = LAYERS.get(source)
+        assert allowed is not None, f"{path.relative_to(ROOT)}: unit {source!r} has no row in LAYERS"
+        for lineno, target in _project_imports(path):
+            if _unit(target) != source and _unit(target) not in allowed:
+                bad.append(f"{path.relative_to(ROOT)}:{lineno}: {source} imports {target}")
+    assert bad == [], "imports against the layering (docs/architecture.md):\n" + "\n".join(bad)
+    assert units >= {"metrics", "dataset", "mapping", "runfolder", "foundry", "mock", "local", "report", "commands"}
+
+
+def test_the_layering_check_catches_an_upward_import(tmp_path: Path) -> None:
+    probe = tmp_path / "foundry_bridge" / "dataset" / "probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text(
+        "from . import spec\nfrom .._io import dumps\n"
+        "def f():\n    from ..report import build_report\n    import foundry_bridge.mapping.loader\n"
+    )
+    targets = [t for _, t in _project_imports(probe, tmp_path)]
+    assert targets == [
+        "foundry_bridge.dataset.spec",
+        "foundry_bridge._io",
+        "foundry_bridge.report",
+        "foundry_bridge.mapping.loader",
+    ]
+    assert {_unit(t) for t in targets} - LAYERS["dataset"] - {"dataset"} == {"report", "mapping"}
