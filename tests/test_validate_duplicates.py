@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from foundry_bridge.mapping import validate
-from foundry_bridge.mapping import validator as v
+from foundry_bridge.validate import _core as v
+from foundry_bridge.validate import validate
 
 FIX = "(fix: give every query a unique id)"
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from ..mapping.validator import ValidationReport
+    from ..validate import ValidationReport
 
 __all__ = ["command", "render_text"]
 
@@ -56,7 +56,7 @@ def command(data: Path, mapping_path: Path | None, criteria_path: Path | None, f
     """
     from .._io import dumps
     from ..errors import UsageError
-    from ..mapping.validator import validate
+    from ..validate import validate
 
     if mapping_path is not None and criteria_path is not None:
         raise UsageError("--mapping and --criteria are mutually exclusive: criteria come from one or the other")

@@ -24,8 +24,8 @@ from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.parse import RowParser, compile_path, float_label_problem, get_path
 from ..dataset.problems import Problem, Severity
 from ..errors import InputError, MappingError
-from .loader import ParamTypeError, expand_param, load_mapping, packaged_mapping_path, param_type_problem
-from .model import Mapping
+from ..mapping.loader import ParamTypeError, expand_param, load_mapping, packaged_mapping_path, param_type_problem
+from ..mapping.model import Mapping
 
 __all__ = ["MAX_DOCUMENTS", "ValidationReport", "validate", "validate_criteria_file", "validate_dataset"]
 
@@ -114,7 +114,7 @@ def _line_finder(file: str | None) -> Any:
     try:
         import yaml
 
-        from .loader import _line_of
+        from ..mapping.loader import _line_of
 
         node = yaml.compose(Path(file).read_text(encoding="utf-8"))
     except Exception:  # pragma: no cover - the file was parsed before; lines are a nicety
@@ -283,7 +283,7 @@ def _static_label_warnings(c: _Criterion, file: str | None, line: int | None, re
 def _criteria_from_mapping(
     mapping: Mapping, file: str | None, report: ValidationReport, environ: dict[str, str] | None
 ) -> list[_Criterion]:
-    from .builder import available_fields
+    from ..mapping.builder import available_fields
 
     lines = _line_finder(file)
     out: list[_Criterion] = []

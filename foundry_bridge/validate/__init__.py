@@ -1,0 +1,26 @@
+"""The validation gate: every rule a dataset and its criteria must pass, checked offline in one streaming pass.
+
+``validate`` collects every problem into a ``ValidationReport``; ``gate`` is what ``plan`` and ``run`` call before
+they write or submit anything, raising ``ValidationFailed`` on any error. This package sits above ``dataset`` and
+``mapping`` (it reads both; neither imports it). Names are imported lazily from their modules.
+"""
+
+from __future__ import annotations
+
+from .._lazy import lazy_getattr
+
+_EXPORTS = {
+    "MAX_DOCUMENTS": "_core",
+    "ValidationFailed": "_gate",
+    "ValidationReport": "_core",
+    "check_or_warn": "_gate",
+    "gate": "_gate",
+    "validate": "_core",
+    "validate_criteria_file": "_core",
+    "validate_dataset": "_core",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -1,0 +1,64 @@
+"""The gate ``plan`` and ``run`` pass before they write or submit anything: what ``validate`` rejects is never sent.
+
+``gate`` runs the same checks as ``foundry-bridge validate`` (one streaming pass) and raises ``ValidationFailed``
+on any error, its message listing every error as ``file:line: field: message (fix: hint)``. Warnings pass.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import FoundryBridgeError
+from ._core import ValidationReport, validate
+
+__all__ = ["ValidationFailed", "check_or_warn", "gate", "skipped_warning"]
+
+_LISTED = 20  # errors listed in the message per code (all are counted)
+
+
+class ValidationFailed(FoundryBridgeError):
+    """The dataset or its mapping has errors; nothing was written or submitted (CLI exit 1)."""
+
+    def __init__(self, report: ValidationReport, command: str) -> None:
+        self.report = report
+        lines = [str(p) for p in report.problems if p.severity == "error"]
+        lines += [f"... and {n} more {code!r} problem(s) not listed" for code, n in sorted(report.omitted.items())]
+        lines.append(
+            f"{command}: {report.errors} validation error(s) in {report.rows} row(s), nothing was written or "
+            "submitted (fix: correct them; `foundry-bridge validate` lists the warnings too; --skip-validation "
+            "sends unchecked data)"
+        )
+        super().__init__("\n".join(lines))
+
+
+def gate(
+    data: str | os.PathLike[str],
+    mapping: str | os.PathLike[str] | None = None,
+    *,
+    command: str = "plan",
+    environ: dict[str, str] | None = None,
+) -> ValidationReport:
+    """Validate ``data`` against the mapping file (None: the packaged default); ``ValidationFailed`` on any error."""
+    report = validate(data, mapping=mapping, environ=environ, max_per_code=_LISTED)
+    if not report.ok:
+        raise ValidationFailed(report, command)
+    return report
+
+
+def skipped_warning(command: str) -> str:
+    """The line ``--skip-validation`` prints on stderr."""
+    return (
+        f"WARNING: {command} --skip-validation: NOTHING WAS CHECKED; data that `foundry-bridge validate` rejects "
+        "may be written or sent (on the cloud: paid judge calls on rows Foundry rejects)"
+    )
+
+
+def check_or_warn(data: Any, mapping: Any, *, command: str, skip: bool) -> None:
+    """``gate`` unless ``skip``; with ``skip``, the loud warning on stderr instead."""
+    if skip:
+        import click
+
+        click.secho(skipped_warning(command), fg="red", bold=True, err=True)
+        return
+    gate(data, mapping, command=command)
