@@ -111,13 +111,12 @@ def _line_finder(file: str | None) -> Any:
     """A function field-path-tuple → line for a YAML/JSON criteria file (JSON is YAML), or always None."""
     if file is None:
         return lambda loc: None
+    from .._yaml import compose_bounded
+    from ..mapping.loader import _line_of
+
     try:
-        import yaml
-
-        from ..mapping.loader import _line_of
-
-        node = yaml.compose(Path(file).read_text(encoding="utf-8"))
-    except Exception:  # pragma: no cover - the file was parsed before; lines are a nicety
+        node = compose_bounded(Path(file).read_text(encoding="utf-8"), file=file)
+    except (OSError, InputError):  # pragma: no cover - the file was parsed before; lines are a nicety
         return lambda loc: None
     return lambda loc: _line_of(node, loc)
 
