@@ -10,14 +10,15 @@ from __future__ import annotations
 from .._lazy import lazy_getattr
 
 _EXPORTS = {
-    "MAX_DOCUMENTS": "_core",
+    "MAX_DOCUMENTS": "_docret",
+    "RULES": "_rules",
     "ValidationFailed": "_gate",
-    "ValidationReport": "_core",
+    "ValidationReport": "_report",
     "check_or_warn": "_gate",
     "gate": "_gate",
-    "validate": "_core",
-    "validate_criteria_file": "_core",
-    "validate_dataset": "_core",
+    "validate": "_passes",
+    "validate_criteria_file": "_criteria",
+    "validate_dataset": "_passes",
 }
 
 __all__ = sorted(_EXPORTS)

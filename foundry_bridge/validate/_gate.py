@@ -10,7 +10,8 @@ import os
 from typing import Any
 
 from ..errors import FoundryBridgeError
-from ._core import ValidationReport, validate
+from ._passes import validate
+from ._report import ValidationReport
 
 __all__ = ["ValidationFailed", "check_or_warn", "gate", "skipped_warning"]
 
@@ -22,8 +23,12 @@ class ValidationFailed(FoundryBridgeError):
 
     def __init__(self, report: ValidationReport, command: str) -> None:
         self.report = report
-        lines = [str(p) for p in report.problems if p.severity == "error"]
-        lines += [f"... and {n} more {code!r} problem(s) not listed" for code, n in sorted(report.omitted.items())]
+        errors = [p for p in report.problems if p.severity == "error"]
+        codes = {p.code for p in errors}
+        lines = [str(p) for p in errors]
+        lines += [
+            f"... and {n} more {c!r} error(s) not listed" for c, n in sorted(report.omitted.items()) if c in codes
+        ]
         lines.append(
             f"{command}: {report.errors} validation error(s) in {report.rows} row(s), nothing was written or "
             "submitted (fix: correct them; `foundry-bridge validate` lists the warnings too; --skip-validation "
