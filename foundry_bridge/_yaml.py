@@ -31,8 +31,9 @@ class _LimitError(yaml.MarkedYAMLError):
 class BoundedLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses deep nesting, alias bombs and duplicate keys while composing."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, *, duplicate_keys: bool = False) -> None:
         super().__init__(stream)
+        self._duplicate_keys = duplicate_keys
         self._depth = 0
         self._weight: dict[int, int] = {}  # id(node) → nodes it stands for, aliases expanded
 
@@ -71,6 +72,8 @@ class BoundedLoader(yaml.SafeLoader):
 
     def compose_mapping_node(self, anchor: Any) -> Any:
         node = super().compose_mapping_node(anchor)
+        if self._duplicate_keys:
+            return node
         first: dict[str, int] = {}
         for key, _ in node.value:
             if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
@@ -86,9 +89,12 @@ class BoundedLoader(yaml.SafeLoader):
         return node
 
 
-def compose_bounded(text: str, *, file: str | None = None) -> Any:
-    """The YAML node tree of ``text`` (None if empty); ``MappingError`` on bad YAML or a limit."""
-    loader = BoundedLoader(text)
+def compose_bounded(text: str, *, file: str | None = None, duplicate_keys: bool = False) -> Any:
+    """The YAML node tree of ``text`` (None if empty); ``MappingError`` on bad YAML or a limit.
+
+    ``duplicate_keys``: accept a key written twice (JSON read for its line numbers: orjson keeps the last).
+    """
+    loader = BoundedLoader(text, duplicate_keys=duplicate_keys)
     try:
         return loader.get_single_node()
     except yaml.YAMLError as exc:

@@ -153,3 +153,26 @@ def test_gate_returns_the_report_or_raises_with_every_error(tmp_path: Path) -> N
         == f"{data}:3: query_id: query_id is already used on line 1 (fix: give every query a unique id)"
     )
     assert str(info.value).splitlines()[-1].startswith("run: 1 validation error(s) in 3 row(s)")
+
+
+def test_every_rule_code_is_documented_with_its_severity() -> None:
+    from foundry_bridge.validate import RULES
+
+    doc = (ROOT / "docs" / "validation.md").read_text()
+    errors, warnings = doc.split("## Errors (exit 1)")[1].split("## Warnings")
+    for rule in RULES.values():
+        section = errors if rule.severity == "error" else warnings
+        assert f"`{rule.code}`" in section, f"{rule.code} ({rule.severity}) is not in docs/validation.md"
+
+
+def test_dataset_and_mapping_never_import_the_gate() -> None:
+    import re
+
+    imports_gate = re.compile(r"from \.\.validate\b|from foundry_bridge\.validate\b|import foundry_bridge\.validate\b")
+    offenders = [
+        str(path.relative_to(ROOT))
+        for layer in ("dataset", "mapping")
+        for path in (ROOT / "foundry_bridge" / layer).rglob("*.py")
+        if imports_gate.search(path.read_text())
+    ]
+    assert offenders == []

@@ -53,7 +53,7 @@ def _line_finder(file: str | None) -> Any:
     from ..mapping.loader import _line_of
 
     try:
-        node = compose_bounded(Path(file).read_text(encoding="utf-8"), file=file)
+        node = compose_bounded(Path(file).read_text(encoding="utf-8"), file=file, duplicate_keys=True)
     except (OSError, InputError):  # pragma: no cover - the file was parsed before; lines are a nicety
         return None
     return lambda loc: _line_of(node, loc)
