@@ -84,8 +84,12 @@ def test_merge_keys_are_not_duplicates(tmp_path: Path) -> None:
     [
         (_alias_bomb(), "m.yaml:9: YAML refused: this value expands to more than 100,000 nodes"),
         (_deep(), "m.yaml:4: YAML refused: nesting deeper than 64 levels"),
+        (
+            HEAD + "      ground_truth_label_max: 4\n      ground_truth_label_max: 9\n",
+            "m.yaml:5: YAML refused: key 'ground_truth_label_max' is written twice in one mapping (lines 4 and 5)",
+        ),
     ],
-    ids=["alias bomb", "deep nesting"],
+    ids=["alias bomb", "deep nesting", "duplicate key"],
 )
 def test_validate_plan_and_run_refuse_the_file_alike(
     text: str, expected: str, tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from ..validate import ValidationReport
+    from ..validate._report import ValidationReport
 
 __all__ = ["command", "render_text"]
 

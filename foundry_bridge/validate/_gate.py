@@ -7,7 +7,6 @@ on any error, its message listing every error as ``file:line: field: message (fi
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ..errors import FoundryBridgeError
 from ._passes import validate
@@ -59,7 +58,9 @@ def skipped_warning(command: str) -> str:
     )
 
 
-def check_or_warn(data: Any, mapping: Any, *, command: str, skip: bool) -> None:
+def check_or_warn(
+    data: str | os.PathLike[str], mapping: str | os.PathLike[str] | None, *, command: str, skip: bool
+) -> None:
     """``gate`` unless ``skip``; with ``skip``, the loud warning on stderr instead."""
     if skip:
         import click

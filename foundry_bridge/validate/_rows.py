@@ -130,7 +130,11 @@ class RowChecker:
             if not isinstance(d, dict):
                 self.ctx.add("not_an_object/entry", f"{f}[{i}]", line=line)
                 continue
-            self._check_document_id(f, i, d.get("document_id"), seen, line)
+            doc_id = d.get("document_id")
+            if isinstance(doc_id, str) and doc_id not in seen:  # the usual case, without a call
+                seen.add(doc_id)
+            else:
+                self._check_document_id(f, i, doc_id, seen, line)
             s = d.get("relevance_score")
             if s is None or not isinstance(s, int | float) or isinstance(s, bool):
                 rule = "missing_score" if s is None else "bad_score"
@@ -144,6 +148,7 @@ class RowChecker:
             previous = s
 
     def _check_document_id(self, f: str, i: int, doc_id: Any, seen: set[str], line: int | None) -> None:
+        """A missing, numeric or repeated document id (a string id seen for the first time is checked inline)."""
         field = f"{f}[{i}].document_id"
         if doc_id is None:
             self.ctx.add("missing_id", field, line=line)
