@@ -147,7 +147,7 @@ def test_gate_returns_the_report_or_raises_with_every_error(tmp_path: Path) -> N
     data, mapping = _duplicate_query_id(tmp_path)
     with pytest.raises(ValidationFailed) as info:
         gate(data, mapping, command="run")
-    assert info.value.report.by_code["duplicate_query_id"] == 1
+    assert info.value.report.by_code["duplicate_query_id"] == 1 and info.value.exit_code == 1
     assert (
         str(info.value).splitlines()[0]
         == f"{data}:3: query_id: query_id is already used on line 1 (fix: give every query a unique id)"

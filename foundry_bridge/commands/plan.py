@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from .validate import skip_validation_option
+
 __all__ = ["command"]
 
 
@@ -26,12 +28,8 @@ __all__ = ["command"]
     help="Write DIR/eval.json (eval-create body) and DIR/items.jsonl (run items) instead of printing the body.",
 )
 @click.option("--name", default=None, help="Evaluation name (default: the dataset file name without extension).")
-@click.option(
-    "--skip-validation",
-    is_flag=True,
-    help="Do not run the checks of `foundry-bridge validate` first (a loud warning says nothing was checked).",
-)
-def command(data: Path, mapping_path: Path | None, out: Path | None, name: str | None, skip_validation: bool) -> None:
+@skip_validation_option
+def command(data: Path, mapping_path: Path | None, out: Path | None, name: str | None) -> None:
     """Build the Foundry eval-create body and run items for DATA (a JSONL file, or a TREC directory).
 
     Without --out, the eval-create body (`POST /openai/v1/evals`) is printed on standard output. With --out,
@@ -43,10 +41,10 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
     from .._io import dumps, write_json, write_jsonl
     from ..dataset import read_records
     from ..mapping import build_plan, load_mapping
-    from ..validate import check_or_warn
+    from .validate import gate_unless_skipped
 
     mapping = load_mapping(mapping_path)
-    check_or_warn(data, mapping_path, command="plan", skip=skip_validation)
+    gate_unless_skipped(data, mapping_path, "plan")
     plan = build_plan(read_records(data, mapping), mapping, name=name, dataset_path=data, mapping_path=mapping_path)
     if out is None:
         click.echo(dumps(plan.eval_body, indent=True).decode("utf-8"))

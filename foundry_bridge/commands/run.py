@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from .validate import skip_validation_option
+
 __all__ = ["command", "parse_faults", "progress_reporter"]
 
 _STAGE_LABELS = {
@@ -208,7 +210,7 @@ def _finished_twin(data: Path, backend: Any, plan: Any) -> Path | None:
     metavar="KEY=VALUE",
     help="mock: inject a fault, e.g. rate_limit_every=3, server_error_every=5, failed_runs=0, errored_rows=1,4.",
 )
-@click.option("--skip-validation", is_flag=True, help="Submit without the checks of `validate` (warns loudly).")
+@skip_validation_option
 def command(
     data: Path | None,
     mapping_path: Path | None,
@@ -227,7 +229,6 @@ def command(
     cache_ttl: float | None,
     concurrency: int | None,
     mock_faults: tuple[str, ...],
-    skip_validation: bool,
 ) -> None:
     """Run the evaluation of DATA (a JSONL file or a TREC directory) on a backend and write a run folder.
 
@@ -258,7 +259,7 @@ def command(
             raise UsageError(f"{run_dir} was run with --backend {recorded}, not {backend}")
         if backend is None:
             raise UsageError(f"cannot tell which backend ran {run_dir}; pass --backend")
-        plan = load_plan(run_dir) if data is None else _build(data, mapping_path, skip_validation)
+        plan = load_plan(run_dir) if data is None else _build(data, mapping_path)
         if backend == "cloud":
             endpoint = endpoint or state.get("endpoint")
     else:
@@ -266,7 +267,7 @@ def command(
             raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
         if backend is None:
             raise UsageError("choose a backend: --backend cloud|mock|local")
-        plan = _build(data, mapping_path, skip_validation)
+        plan = _build(data, mapping_path)
         run_dir = out
 
     if mock_faults and backend != "mock":
@@ -327,11 +328,11 @@ def command(
         click.secho(f"WARNING: {warning}", fg="red", bold=True, err=True)
 
 
-def _build(data: Path, mapping_path: Path | None, skip_validation: bool) -> Any:
+def _build(data: Path, mapping_path: Path | None) -> Any:
     from ..dataset import read_records
     from ..mapping import build_plan, load_mapping
-    from ..validate import check_or_warn
+    from .validate import gate_unless_skipped
 
     mapping = load_mapping(mapping_path)
-    check_or_warn(data, mapping_path, command="run", skip=skip_validation)  # before anything is written or sent
+    gate_unless_skipped(data, mapping_path, "run")  # the validation gate: before anything is written or sent
     return build_plan(read_records(data, mapping), mapping, dataset_path=data, mapping_path=mapping_path)

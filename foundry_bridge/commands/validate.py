@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from ..validate._report import ValidationReport
 
-__all__ = ["command", "render_text"]
+__all__ = ["command", "gate_unless_skipped", "render_text", "skip_validation_option"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_SKIP = "foundry_bridge.skip_validation"  # where --skip-validation is kept in the click context's meta
 
 
 def render_text(report: ValidationReport) -> str:
@@ -67,3 +72,36 @@ def command(data: Path, mapping_path: Path | None, criteria_path: Path | None, f
         click.echo(render_text(report))
     if not report.ok:
         sys.exit(1)
+
+
+def _remember_skip(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    ctx.meta[_SKIP] = value
+    return value
+
+
+def skip_validation_option(f: _F) -> _F:
+    """``--skip-validation`` for a command that calls ``gate_unless_skipped`` (the value is not a parameter)."""
+    return click.option(
+        "--skip-validation",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_skip,
+        help="Do not run the checks of `foundry-bridge validate` first (a loud warning says nothing was checked).",
+    )(f)
+
+
+def gate_unless_skipped(data: str | os.PathLike[str], mapping: str | os.PathLike[str] | None, command: str) -> None:
+    """``foundry_bridge.validate.gate`` before a command writes or sends anything, unless --skip-validation was
+    given: then a loud warning on stderr that nothing was checked."""
+    from ..validate import gate
+
+    if click.get_current_context().meta.get(_SKIP, False):
+        click.secho(
+            f"WARNING: {command} --skip-validation: NOTHING WAS CHECKED; data that `foundry-bridge validate` rejects "
+            "may be written or sent (on the cloud: paid judge calls on rows Foundry rejects)",
+            fg="red",
+            bold=True,
+            err=True,
+        )
+        return
+    gate(data, mapping, command=command)

@@ -14,7 +14,6 @@ _EXPORTS = {
     "RULES": "_rules",
     "ValidationFailed": "_gate",
     "ValidationReport": "_report",
-    "check_or_warn": "_gate",
     "gate": "_gate",
     "validate": "_passes",
     "validate_criteria_file": "_criteria",

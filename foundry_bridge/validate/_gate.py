@@ -12,7 +12,7 @@ from ..errors import FoundryBridgeError
 from ._passes import validate
 from ._report import ValidationReport
 
-__all__ = ["ValidationFailed", "check_or_warn", "gate", "skipped_warning"]
+__all__ = ["ValidationFailed", "gate"]
 
 _LISTED = 20  # errors listed in the message per code (all are counted)
 
@@ -48,23 +48,3 @@ def gate(
     if not report.ok:
         raise ValidationFailed(report, command)
     return report
-
-
-def skipped_warning(command: str) -> str:
-    """The line ``--skip-validation`` prints on stderr."""
-    return (
-        f"WARNING: {command} --skip-validation: NOTHING WAS CHECKED; data that `foundry-bridge validate` rejects "
-        "may be written or sent (on the cloud: paid judge calls on rows Foundry rejects)"
-    )
-
-
-def check_or_warn(
-    data: str | os.PathLike[str], mapping: str | os.PathLike[str] | None, *, command: str, skip: bool
-) -> None:
-    """``gate`` unless ``skip``; with ``skip``, the loud warning on stderr instead."""
-    if skip:
-        import click
-
-        click.secho(skipped_warning(command), fg="red", bold=True, err=True)
-        return
-    gate(data, mapping, command=command)
