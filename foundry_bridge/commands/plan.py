@@ -39,13 +39,12 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
     validate`: on any error nothing is written and the exit status is 1.
     """
     from .._io import dumps, write_json, write_jsonl
-    from ..dataset import read_records
     from ..mapping import build_plan, load_mapping
-    from .validate import gate_unless_skipped
+    from .validate import records_through_gate
 
     mapping = load_mapping(mapping_path)
-    gate_unless_skipped(data, mapping_path, "plan")
-    plan = build_plan(read_records(data, mapping), mapping, name=name, dataset_path=data, mapping_path=mapping_path)
+    records = records_through_gate(data, mapping_path, mapping, "plan")
+    plan = build_plan(records, mapping, name=name, dataset_path=data, mapping_path=mapping_path)
     if out is None:
         click.echo(dumps(plan.eval_body, indent=True).decode("utf-8"))
         return

@@ -329,10 +329,9 @@ def command(
 
 
 def _build(data: Path, mapping_path: Path | None) -> Any:
-    from ..dataset import read_records
     from ..mapping import build_plan, load_mapping
-    from .validate import gate_unless_skipped
+    from .validate import records_through_gate
 
     mapping = load_mapping(mapping_path)
-    gate_unless_skipped(data, mapping_path, "run")  # the validation gate: before anything is written or sent
-    return build_plan(read_records(data, mapping), mapping, dataset_path=data, mapping_path=mapping_path)
+    records = records_through_gate(data, mapping_path, mapping, "run")  # the gate: before anything is written or sent
+    return build_plan(records, mapping, dataset_path=data, mapping_path=mapping_path)

@@ -15,6 +15,7 @@ _EXPORTS = {
     "ValidationFailed": "_gate",
     "ValidationReport": "_report",
     "gate": "_gate",
+    "gated_records": "_gate",
     "validate": "_passes",
     "validate_criteria_file": "_criteria",
     "validate_dataset": "_passes",

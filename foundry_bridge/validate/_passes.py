@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
+from ..dataset.records import QueryRecord
 from ..errors import InputError
 from ..mapping.loader import load_mapping, packaged_mapping_path
 from ..mapping.model import Mapping
@@ -23,7 +24,7 @@ from ._report import ValidationReport
 from ._rows import RowChecker
 from ._rules import Context
 
-__all__ = ["validate", "validate_dataset"]
+__all__ = ["checked_records", "validate", "validate_dataset"]
 
 _ALWAYS_READ = ("query", "response", "retrieval_ground_truth")  # for empty-text and kind checks
 
@@ -45,8 +46,28 @@ def validate(
     if criteria_file is not None:
         criteria = validate_criteria_file(criteria_file, report)
         validate_dataset(data, criteria, Mapping(), report, raw_items=True, relevance_threshold=relevance_threshold)
-        report.sort()
-        return report
+    else:
+        for _ in checked_records(data, mapping, report, environ=environ, relevance_threshold=relevance_threshold):
+            pass
+    report.sort()
+    return report
+
+
+def checked_records(
+    data: str | os.PathLike[str],
+    mapping: Mapping | str | os.PathLike[str] | None,
+    report: ValidationReport,
+    *,
+    environ: dict[str, str] | None = None,
+    relevance_threshold: int | None = None,
+    records: bool = False,
+) -> Iterator[QueryRecord]:
+    """The mapping's criteria checked, then one pass over ``data``; problems go into ``report``.
+
+    With ``records``, every usable row's ``QueryRecord`` is yielded as soon as it is checked (what ``plan`` and
+    ``run`` build from: one pass serves the gate and the plan); the checks that need the whole file (duplicate
+    ids, fields no row has) are done when the iteration ends.
+    """
     if isinstance(mapping, Mapping):
         model, file = mapping, None
     else:
@@ -55,11 +76,9 @@ def validate(
             model = load_mapping(file)
         except InputError as exc:
             Context(report, exc.file).add("bad_mapping", exc.field, line=exc.line, message=exc.message, hint=exc.hint)
-            return report
+            return
     criteria = criteria_from_mapping(model, file, report, environ)
-    validate_dataset(data, criteria, model, report, relevance_threshold=relevance_threshold)
-    report.sort()
-    return report
+    yield from _pass(data, criteria, model, report, False, relevance_threshold, records)
 
 
 def validate_dataset(
@@ -76,9 +95,23 @@ def validate_dataset(
     ``raw_items``: the criteria's templates name the rows' own top-level keys (hand-written criteria); otherwise
     they name item fields produced by ``mapping``.
     """
+    for _ in _pass(data, criteria, mapping, report, raw_items, relevance_threshold, False):
+        pass
+
+
+def _pass(
+    data: str | os.PathLike[str],
+    criteria: list[Criterion],
+    mapping: Mapping,
+    report: ValidationReport,
+    raw_items: bool,
+    relevance_threshold: int | None,
+    records: bool,
+) -> Iterator[QueryRecord]:
+    """The streaming pass (JSONL or TREC), yielding each usable row's record if ``records``."""
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
     if mapping.dataset.format == "trec" and not raw_items:
-        _validate_trec(data, criteria, mapping, report, threshold)
+        yield from _trec_pass(data, criteria, mapping, report, threshold, records)
         return
     source = str(data)
     try:
@@ -87,7 +120,7 @@ def validate_dataset(
         report.add(Context(report, source).problem("missing_file/jsonl"))
         return
     checker = RowChecker(criteria, report, source, threshold)
-    parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=False)
+    parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=records)
     needed = {f for c in criteria for f in c.fields.values()}
     with fh:
         for lineno, row in _json_rows(fh, checker):
@@ -95,8 +128,11 @@ def validate_dataset(
                 kind = row.get("kind")
                 checker.query_id(row.get("query_id"), lineno)
                 checker.row(row, lineno, declared_kind=kind if isinstance(kind, str) else None, raw_keys=row.keys())
-            else:
-                _mapped_row(parser.parse(row, lineno), row, lineno, mapping, needed, checker)
+                continue
+            parsed = parser.parse(row, lineno)
+            _mapped_row(parsed, row, lineno, mapping, needed, checker)
+            if parsed.record is not None:
+                yield parsed.record
     checker.finish(
         {} if raw_items else _mapping_field_sources(mapping),
         lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates),
@@ -128,7 +164,7 @@ def _mapped_row(
         checker.report.add(p)
     if parsed.int_ids:
         checker.ctx.add("numeric_id/row", "document_id", line=lineno, count=parsed.int_ids)
-    full = parsed.item
+    full = parsed.record.item() if parsed.record is not None else parsed.item
     if full is None:
         checker.query_id(_unparsed_query_id(row, mapping), lineno)
         return
@@ -205,13 +241,14 @@ def _jsonl_query_ids(
             yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), lineno
 
 
-def _validate_trec(
+def _trec_pass(
     data: str | os.PathLike[str],
     criteria: list[Criterion],
     mapping: Mapping,
     report: ValidationReport,
     threshold: int,
-) -> None:
+    records: bool,
+) -> Iterator[QueryRecord]:
     """The pass over a TREC directory: one row per query, a missing responses field located in that file."""
     from ..dataset.trec import read_trec
 
@@ -235,6 +272,8 @@ def _validate_trec(
         full = rec.item()
         declared = rec.kind if rec.kind_source == "declared" else None
         checker.row(_needed(full, needed), line, declared_kind=declared, raw_keys=full.keys())
+        if records:
+            yield rec
     for p in problems:
         report.add(p)
     checker.finish(
