@@ -176,3 +176,16 @@ def test_dataset_and_mapping_never_import_the_gate() -> None:
         if imports_gate.search(path.read_text())
     ]
     assert offenders == []
+
+
+def test_gated_records_read_the_data_once_and_refuse_at_the_end(tmp_path: Path) -> None:
+    from foundry_bridge.validate import gated_records
+
+    ids = [r.query_id for r in gated_records(BENEFITS)]
+    assert ids == [json.loads(line)["query_id"] for line in BENEFITS.read_text().splitlines() if line.strip()]
+    data, mapping = _duplicate_query_id(tmp_path)
+    seen: list[str] = []
+    with pytest.raises(ValidationFailed, match="query_id is already used on line 1"):
+        for record in gated_records(data, mapping, command="plan"):
+            seen.append(record.query_id)
+    assert len(seen) == 3  # every row was read (and usable) before the refusal
