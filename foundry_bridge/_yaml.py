@@ -2,10 +2,11 @@
 
 PyYAML resolves an alias to the anchored object itself, so a "billion laughs" file (each level ten aliases of the
 one above) composes in a few hundred nodes but is a billion values for whatever walks it later (pydantic, ``${VAR}``
-expansion, JSON output). ``BoundedLoader`` counts, while composing, how many nodes each node stands for once its
-aliases are expanded, and stops at ``MAX_NODES``; it stops at ``MAX_DEPTH`` levels of nesting before the Python
-stack does; and a key written twice in one mapping is an error naming both lines (PyYAML keeps the last silently).
-Every limit is a located ``MappingError``: file, line, which limit, how to fix.
+expansion, JSON output). ``BoundedLoader`` counts, while composing, how many nodes (and characters of text) each
+node stands for once its aliases are expanded, and stops at ``MAX_NODES`` (``MAX_CHARS``); it stops at
+``MAX_DEPTH`` levels of nesting before the Python stack does; and a key written twice in one mapping is an error
+naming both lines (PyYAML keeps the last silently). Every limit is a located ``MappingError``: file, line, which
+limit, how to fix.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import yaml
 
 from .errors import MappingError
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "BoundedLoader", "compose_bounded", "load_bounded"]
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_NODES", "BoundedLoader", "compose_bounded", "load_bounded"]
 
 MAX_DEPTH = 64  # nesting levels of collections; the shipped mappings use 5
 MAX_NODES = 100_000  # nodes after alias expansion; the shipped mappings have about 100
+MAX_CHARS = 10_000_000  # characters of scalars after alias expansion (a long string repeated by aliases)
 
 
 class _LimitError(yaml.MarkedYAMLError):
@@ -35,7 +37,7 @@ class BoundedLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._duplicate_keys = duplicate_keys
         self._depth = 0
-        self._weight: dict[int, int] = {}  # id(node) → nodes it stands for, aliases expanded
+        self._weight: dict[int, tuple[int, int]] = {}  # id(node) → (nodes, characters) it stands for, expanded
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         mark = self.peek_event().start_mark
@@ -54,21 +56,23 @@ class BoundedLoader(yaml.SafeLoader):
             self._weight[id(node)] = self._weigh(node, mark)
         return node
 
-    def _weigh(self, node: Any, mark: Any) -> int:
+    def _weigh(self, node: Any, mark: Any) -> tuple[int, int]:
         if isinstance(node, yaml.SequenceNode):
             children = node.value
         elif isinstance(node, yaml.MappingNode):
             children = [n for pair in node.value for n in pair]
         else:
-            return 1
-        weight = 1 + sum(self._weight.get(id(child), 1) for child in children)
-        if weight > MAX_NODES:
+            return 1, len(node.value)
+        weights = [self._weight.get(id(child), (1, 0)) for child in children]
+        nodes, chars = 1 + sum(w[0] for w in weights), sum(w[1] for w in weights)
+        if nodes > MAX_NODES or chars > MAX_CHARS:
+            what = f"{MAX_NODES:,} nodes" if nodes > MAX_NODES else f"{MAX_CHARS:,} characters"
             raise _LimitError(
-                f"this value expands to more than {MAX_NODES:,} nodes once its aliases (*name) are expanded",
+                f"this value expands to more than {what} once its aliases (*name) are expanded",
                 mark,
                 "write the value out instead of repeating aliases of aliases (an alias bomb)",
             )
-        return weight
+        return nodes, chars
 
     def compose_mapping_node(self, anchor: Any) -> Any:
         node = super().compose_mapping_node(anchor)

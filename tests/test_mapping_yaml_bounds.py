@@ -57,6 +57,16 @@ def test_aliases_that_stay_small_still_load(tmp_path: Path) -> None:
     assert m.evaluators[1].init == {"deployment_name": "j", "threshold": 3}
 
 
+def test_a_long_string_repeated_by_aliases_is_refused_too(tmp_path: Path) -> None:
+    text = HEAD + f'      a: &long "{"x" * 100_000}"\n      b: [{", ".join(["*long"] * 101)}]\n'
+    with pytest.raises(MappingError) as info:  # 101 x 100,000 characters > 10,000,000
+        load_mapping(_write(tmp_path, text))
+    assert info.value.line == 5
+    assert "expands to more than 10,000,000 characters once its aliases (*name) are expanded" in info.value.message
+    ok = HEAD + f'      a: &long "{"x" * 100_000}"\n      b: [{", ".join(["*long"] * 90)}]\n'
+    assert len(load_mapping(_write(tmp_path, ok)).evaluators[0].init["b"]) == 90  # within the bounds: loads
+
+
 def test_deep_nesting_is_a_located_error(tmp_path: Path) -> None:
     path = _write(tmp_path, _deep())
     with pytest.raises(MappingError) as info:
