@@ -91,13 +91,12 @@ def _check_init(
     """
     expanded: dict[str, Any] = {}
     for key, value in init.items():
-        at = {"loc": (*loc, key)}
-        if key not in spec.param_names:
-            guess = did_you_mean(key, spec.param_names)
-            hint = _suggestion(guess, "accepted", spec.param_names)
-            ctx.add("unknown_init_param", f"{where}.{key}", **at, key=key, evaluator=spec.name, suggestion=hint)
-            continue
-        expanded[key] = _expand_param(spec, key, value, f"{where}.{key}", at["loc"], ctx, environ)
+        kloc, kwhere = (*loc, key), f"{where}.{key}"
+        if key in spec.param_names:
+            expanded[key] = _expand_param(spec, key, value, kwhere, kloc, ctx, environ)
+        else:
+            hint = _suggestion(did_you_mean(key, spec.param_names), "accepted", spec.param_names)
+            ctx.add("unknown_init_param", kwhere, loc=kloc, key=key, evaluator=spec.name, suggestion=hint)
     if spec.needs_deployment:
         if "deployment_name" not in init:
             ctx.add("missing_deployment", f"{where}.deployment_name", loc=loc, evaluator=spec.name)
