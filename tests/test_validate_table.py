@@ -283,6 +283,10 @@ def test_unreadable_inputs(tmp_path: Path) -> None:
         ("missing_file", "dataset file not found (a JSONL file)"),
     ]
     root = Path(__file__).resolve().parents[1]
+    report = validate(root / "samples" / "trec")  # a TREC directory read with the JSONL mapping
+    assert [str(p) for p in report.problems] == [
+        f"{root / 'samples' / 'trec'}: is a directory, not a JSONL file (fix: for TREC input set dataset.format: trec)"
+    ]
     report = validate(tmp_path / "none.jsonl", mapping=root / "mappings" / "trec.yaml")
     assert ("missing_file", "TREC input is a directory holding the qrels, run and queries files") in [
         (p.code, p.message) for p in report.problems

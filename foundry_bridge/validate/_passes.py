@@ -116,8 +116,9 @@ def _pass(
     source = str(data)
     try:
         fh = open(data, "rb")  # noqa: SIM115 - closed below
-    except (FileNotFoundError, IsADirectoryError):
-        report.add(Context(report, source).problem("missing_file/jsonl"))
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        rule = "missing_file/directory" if isinstance(exc, IsADirectoryError) else "missing_file/jsonl"
+        report.add(Context(report, source).problem(rule))
         return
     checker = RowChecker(criteria, report, source, threshold)
     parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=records)

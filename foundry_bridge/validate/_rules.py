@@ -98,6 +98,7 @@ _TABLE = (
     _e("missing_input_mapping", "{evaluator} needs input(s) {missing} in data_mapping", "{pairs}"),
     # -- files and rows ---------------------------------------------------------------------------------------------
     _e("missing_file/jsonl", "dataset file not found (a JSONL file)"),
+    _e("missing_file/directory", "is a directory, not a JSONL file", "for TREC input set dataset.format: trec"),
     _e("missing_file/trec", "TREC input is a directory holding the qrels, run and queries files"),
     _e("missing_file/reread", "dataset file could not be read again: {reason}"),
     _e("missing_file/criteria", "criteria file not found"),
