@@ -37,7 +37,7 @@ print(n)
 
 VALIDATE = """
 import sys
-from foundry_bridge.mapping import validate
+from foundry_bridge.validate import validate
 r = validate(sys.argv[1])
 print(r.rows, r.errors, r.warnings)
 """

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from foundry_bridge.mapping import validate
-from foundry_bridge.mapping import validator as v
+from foundry_bridge.validate import _duplicates as dup
+from foundry_bridge.validate import _passes, validate
 
 FIX = "(fix: give every query a unique id)"
 
@@ -44,13 +44,13 @@ def _msg(data: Path, line: int, first: int) -> str:
 def pass2_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the second passes over a JSONL file (one entry per call: the number of candidate hashes)."""
     calls: list[int] = []
-    real = v._jsonl_query_ids
+    real = _passes._jsonl_query_ids
 
     def spy(*args: Any) -> Any:
         calls.append(len(args[-1]))
         return real(*args)
 
-    monkeypatch.setattr(v, "_jsonl_query_ids", spy)
+    monkeypatch.setattr(_passes, "_jsonl_query_ids", spy)
     return calls
 
 
@@ -110,7 +110,7 @@ def test_hand_written_criteria_use_the_rows_query_id(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 1 << 12])
 def test_duplicates_within_and_across_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    monkeypatch.setattr(v, "_CHUNK", chunk)
+    monkeypatch.setattr(dup, "_CHUNK", chunk)
     ids = ["a", "b", "a", "a", "c", "b", "d", "e", "c"]
     data = _data(tmp_path, *(_row(i) for i in ids))
     assert _dups(validate(data)) == [_msg(data, 3, 1), _msg(data, 4, 1), _msg(data, 6, 2), _msg(data, 9, 5)]
@@ -120,8 +120,8 @@ def test_forced_false_positives_are_not_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pass2_calls: list[int]
 ) -> None:
     """An 8-bit filter answers "maybe seen" for nearly every id; the second pass must clear all of them."""
-    monkeypatch.setattr(v, "_BLOOM_BITS", 8)
-    monkeypatch.setattr(v, "_CHUNK", 1)
+    monkeypatch.setattr(dup, "_BLOOM_BITS", 8)
+    monkeypatch.setattr(dup, "_CHUNK", 1)
     data = _data(tmp_path, *(_row(f"q{i}") for i in range(50)))
     report = validate(data)
     assert _dups(report) == [] and report.ok
@@ -131,8 +131,8 @@ def test_forced_false_positives_are_not_reported(
 def test_forced_false_positives_keep_the_true_duplicates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pass2_calls: list[int]
 ) -> None:
-    monkeypatch.setattr(v, "_BLOOM_BITS", 8)
-    monkeypatch.setattr(v, "_CHUNK", 4)
+    monkeypatch.setattr(dup, "_BLOOM_BITS", 8)
+    monkeypatch.setattr(dup, "_CHUNK", 4)
     ids = [f"q{i}" for i in range(30)] + ["q3", "q29", "q3"]
     data = _data(tmp_path, *(_row(i) for i in ids))
     assert _dups(validate(data)) == [_msg(data, 31, 4), _msg(data, 32, 30), _msg(data, 33, 4)]
@@ -140,8 +140,8 @@ def test_forced_false_positives_keep_the_true_duplicates(
 
 
 def test_filter_finds_repeats_and_is_fixed_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(v, "_CHUNK", 1000)
-    f = v._IdFilter(bits=1 << 20, probes=4)
+    monkeypatch.setattr(dup, "_CHUNK", 1000)
+    f = dup.IdFilter(bits=1 << 20, probes=4)
     for i in range(5000):
         f.add(hash(f"id{i}"))
     f.add(hash("id17"))
@@ -152,16 +152,16 @@ def test_filter_finds_repeats_and_is_fixed_size(monkeypatch: pytest.MonkeyPatch)
 
 def test_trec_second_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """TREC rows are grouped by query id (no duplicates possible); forced false candidates must not be reported."""
-    monkeypatch.setattr(v, "_BLOOM_BITS", 8)
-    monkeypatch.setattr(v, "_CHUNK", 1)
+    monkeypatch.setattr(dup, "_BLOOM_BITS", 8)
+    monkeypatch.setattr(dup, "_CHUNK", 1)
     seen: list[tuple[Any, int]] = []
-    real = v._DataChecker._duplicate_ids
+    real = dup.DuplicateIds._duplicate_ids
 
-    def spy(self: Any, rescan: Any, candidates: set[int]) -> None:
+    def spy(self: Any, rescan: Any, candidates: set[int], ctx: Any) -> None:
         seen.extend(rescan(candidates))
-        real(self, rescan, candidates)
+        real(self, rescan, candidates, ctx)
 
-    monkeypatch.setattr(v._DataChecker, "_duplicate_ids", spy)
+    monkeypatch.setattr(dup.DuplicateIds, "_duplicate_ids", spy)
     root = Path(__file__).resolve().parent.parent
     report = validate(root / "samples" / "trec", mapping=root / "mappings" / "trec.yaml")
     assert report.errors == 0 and _dups(report) == []
@@ -169,8 +169,8 @@ def test_trec_second_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_candidates_are_kept_once_per_id_not_per_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(v, "_CHUNK", 16)
-    f = v._IdFilter()
+    monkeypatch.setattr(dup, "_CHUNK", 16)
+    f = dup.IdFilter()
     for i in range(10_000):
         f.add(hash("same"))
         f.add(hash(f"other{i}"))

@@ -12,8 +12,8 @@ import pytest
 
 from foundry_bridge.dataset import read_records
 from foundry_bridge.errors import DatasetError
-from foundry_bridge.mapping import load_mapping, validate
-from foundry_bridge.mapping.validator import MAX_DOCUMENTS
+from foundry_bridge.mapping import load_mapping
+from foundry_bridge.validate import MAX_DOCUMENTS, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from .validate import skip_validation_option
+
 __all__ = ["command"]
 
 
@@ -26,20 +28,23 @@ __all__ = ["command"]
     help="Write DIR/eval.json (eval-create body) and DIR/items.jsonl (run items) instead of printing the body.",
 )
 @click.option("--name", default=None, help="Evaluation name (default: the dataset file name without extension).")
+@skip_validation_option
 def command(data: Path, mapping_path: Path | None, out: Path | None, name: str | None) -> None:
     """Build the Foundry eval-create body and run items for DATA (a JSONL file, or a TREC directory).
 
     Without --out, the eval-create body (`POST /openai/v1/evals`) is printed on standard output. With --out,
     DIR/eval.json holds it and DIR/items.jsonl holds one `{"item": {...}}` row per query, as sent in the run's
     `file_content`. `${VAR}` and `${VAR:-default}` in the mapping's init parameters are expanded from the
-    environment. Nothing is sent anywhere.
+    environment. Nothing is sent anywhere. DATA and the mapping first pass the checks of `foundry-bridge
+    validate`: on any error nothing is written and the exit status is 1.
     """
     from .._io import dumps, write_json, write_jsonl
-    from ..dataset import read_records
     from ..mapping import build_plan, load_mapping
+    from .validate import records_through_gate
 
     mapping = load_mapping(mapping_path)
-    plan = build_plan(read_records(data, mapping), mapping, name=name, dataset_path=data, mapping_path=mapping_path)
+    records = records_through_gate(data, mapping_path, mapping, "plan")
+    plan = build_plan(records, mapping, name=name, dataset_path=data, mapping_path=mapping_path)
     if out is None:
         click.echo(dumps(plan.eval_body, indent=True).decode("utf-8"))
         return

@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from .validate import skip_validation_option
+
 __all__ = ["command", "parse_faults", "progress_reporter"]
 
 _STAGE_LABELS = {
@@ -173,6 +175,7 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
     metavar="KEY=VALUE",
     help="mock: inject a fault, e.g. rate_limit_every=3, server_error_every=5, failed_runs=0, errored_rows=1,4.",
 )
+@skip_validation_option
 def command(
     data: Path | None,
     mapping_path: Path | None,
@@ -298,9 +301,9 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
 
 def _build(data: Path, mapping_path: Path | None) -> Any:
     """The plan of DATA under the mapping (new runs, and ``--resume DIR DATA``); no run folder is touched yet."""
-    from ..dataset import read_records
     from ..mapping import build_plan, load_mapping
+    from .validate import records_through_gate
 
     mapping = load_mapping(mapping_path)
-    # the validation gate: here, after the mapping is loaded and before any plan is built or folder touched
-    return build_plan(read_records(data, mapping), mapping, dataset_path=data, mapping_path=mapping_path)
+    records = records_through_gate(data, mapping_path, mapping, "run")  # the gate: before anything is written or sent
+    return build_plan(records, mapping, dataset_path=data, mapping_path=mapping_path)

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
-    from ..mapping.validator import ValidationReport
+    from ..dataset.records import QueryRecord
+    from ..mapping.model import Mapping
+    from ..validate._report import ValidationReport
 
-__all__ = ["command", "render_text"]
+__all__ = ["command", "records_through_gate", "render_text", "skip_validation_option"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_SKIP = "foundry_bridge.skip_validation"  # where --skip-validation is kept in the click context's meta
 
 
 def render_text(report: ValidationReport) -> str:
@@ -56,7 +63,7 @@ def command(data: Path, mapping_path: Path | None, criteria_path: Path | None, f
     """
     from .._io import dumps
     from ..errors import UsageError
-    from ..mapping.validator import validate
+    from ..validate import validate
 
     if mapping_path is not None and criteria_path is not None:
         raise UsageError("--mapping and --criteria are mutually exclusive: criteria come from one or the other")
@@ -67,3 +74,40 @@ def command(data: Path, mapping_path: Path | None, criteria_path: Path | None, f
         click.echo(render_text(report))
     if not report.ok:
         sys.exit(1)
+
+
+def _remember_skip(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    ctx.meta[_SKIP] = value
+    return value
+
+
+def skip_validation_option(f: _F) -> _F:
+    """``--skip-validation`` for a command that calls ``gate_unless_skipped`` (the value is not a parameter)."""
+    return click.option(
+        "--skip-validation",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_skip,
+        help="Do not run the checks of `foundry-bridge validate` first (a loud warning says nothing was checked).",
+    )(f)
+
+
+def records_through_gate(
+    data: str | os.PathLike[str], mapping_path: str | os.PathLike[str] | None, mapping: Mapping, command: str
+) -> Iterable[QueryRecord]:
+    """The records of DATA for a command that builds a plan and only then writes or sends it, read through the
+    validation gate (``foundry_bridge.validate.gated_records``: any error raises once the last record is read), or,
+    with --skip-validation, read unchecked after a loud warning on stderr."""
+    from ..dataset import read_records
+    from ..validate import gated_records
+
+    if not click.get_current_context().meta.get(_SKIP, False):
+        return gated_records(data, mapping_path, command=command)
+    click.secho(
+        f"WARNING: {command} --skip-validation: NOTHING WAS CHECKED; data that `foundry-bridge validate` rejects "
+        "may be written or sent (on the cloud: paid judge calls on rows Foundry rejects)",
+        fg="red",
+        bold=True,
+        err=True,
+    )
+    return read_records(data, mapping)

@@ -1,4 +1,5 @@
-"""Mapping files, the plan builder and the offline validator (the evaluator catalog is ``foundry_bridge.catalog``).
+"""Mapping files and the plan builder (the evaluator catalog is ``foundry_bridge.catalog``; validation is
+``foundry_bridge.validate``).
 
 Names are imported lazily from their modules, so importing one of them stays cheap.
 """
@@ -15,8 +16,6 @@ _EXPORTS = {
     "expand_env": "loader",
     "load_mapping": "loader",
     "packaged_mapping_path": "loader",
-    "ValidationReport": "validator",
-    "validate": "validator",
 }
 
 __all__ = sorted(_EXPORTS)

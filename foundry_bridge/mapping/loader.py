@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import MutableMapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -44,9 +45,10 @@ def packaged_mapping_path(name: str = "default.yaml") -> Path:
 def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
     """Read and validate a YAML mapping file; ``None`` → the packaged ``default.yaml``.
 
-    Raises ``MappingError`` (file, line, field path, did-you-mean for unknown keys) on bad YAML or bad keys.
+    Raises ``MappingError`` (file, line, field path, did-you-mean for unknown keys) on bad YAML or bad keys, and on
+    YAML beyond the bounds of ``foundry_bridge._yaml`` (alias bombs, deep nesting, a key written twice).
     """
-    import yaml
+    from .._yaml import load_bounded
 
     file = packaged_mapping_path() if path is None else Path(path)
     try:
@@ -55,14 +57,7 @@ def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
         raise MappingError("mapping file not found", file=str(file)) from None
     except OSError as exc:
         raise MappingError(f"cannot read mapping file: {exc.strerror}", file=str(file)) from None
-    try:
-        data = yaml.safe_load(text)
-        node = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise MappingError(f"invalid YAML: {problem}", file=str(file), line=line) from None
+    data, node = load_bounded(text, file=str(file))
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -105,7 +100,7 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     for part in loc:
         if isinstance(part, int):
             continue
-        info = model.model_fields.get(str(part)) if isinstance(model, type) else None
+        info = model.model_fields.get(str(part)) if isinstance(model, type) and issubclass(model, BaseModel) else None
         if info is None:
             return []
         ann = info.annotation
@@ -154,7 +149,7 @@ def _line_of(node: Any, loc: tuple[Any, ...]) -> int | None:
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 
 
-def expand_env(value: Any, *, environ: dict[str, str] | None = None, where: str | None = None) -> Any:
+def expand_env(value: Any, *, environ: MutableMapping[str, str] | None = None, where: str | None = None) -> Any:
     """Expand ``${VAR}`` and ``${VAR:-default}`` in strings, recursively through lists and dicts.
 
     ``${VAR:-default}`` uses the default when VAR is unset or empty (as in POSIX shells). An unset ``${VAR}``
@@ -235,7 +230,8 @@ def param_type_problem(value: Any, ptype: type | None) -> tuple[str, str] | None
     elif isinstance(value, str):
         hint = f"write it without quotes{', e.g. 3' if ptype is int else ', e.g. 0.5'} (a ${{VAR}} alone is converted)"
     elif ptype is int and isinstance(value, float):
-        hint = f"write a whole number, e.g. {int(value)}" if value == value and abs(value) != float("inf") else None
+        finite = value == value and abs(value) != float("inf")
+        hint = f"write a whole number, e.g. {int(value)}" if finite else f"write {_TYPE_NAMES[ptype]}"
     else:
         hint = f"write {_TYPE_NAMES[ptype]}"
-    return message, hint or f"write {_TYPE_NAMES[ptype]}"
+    return message, hint

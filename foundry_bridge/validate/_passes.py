@@ -1,0 +1,305 @@
+"""The pass over the data (JSONL rows or a TREC directory) and ``validate``, the entry point of every check.
+
+Memory is constant in the number of rows: rows are read one at a time, and duplicate ids need a second pass only
+over the rows whose id may repeat (see ``_duplicates``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
+from ..dataset.records import QueryRecord
+from ..errors import InputError
+from ..mapping.loader import load_mapping, packaged_mapping_path
+from ..mapping.model import Mapping
+from ._criteria import Criterion, criteria_from_mapping, validate_criteria_file
+from ._duplicates import is_id
+from ._report import ValidationReport
+from ._rows import RowChecker
+from ._rules import Context
+
+__all__ = ["checked_records", "validate", "validate_dataset"]
+
+_ALWAYS_READ = ("query", "response", "retrieval_ground_truth")  # for empty-text and kind checks
+
+
+def validate(
+    data: str | os.PathLike[str],
+    *,
+    mapping: Mapping | str | os.PathLike[str] | None = None,
+    criteria_file: str | os.PathLike[str] | None = None,
+    relevance_threshold: int | None = None,
+    environ: dict[str, str] | None = None,
+    max_per_code: int = 20,
+) -> ValidationReport:
+    """Validate ``data`` against a mapping (path, model or None for the default) or hand-written criteria.
+
+    Never raises for bad input: every problem, including an unreadable mapping, is in the report.
+    """
+    report = ValidationReport(max_per_code=max_per_code)
+    if criteria_file is not None:
+        criteria = validate_criteria_file(criteria_file, report)
+        validate_dataset(data, criteria, Mapping(), report, raw_items=True, relevance_threshold=relevance_threshold)
+    else:
+        for _ in checked_records(data, mapping, report, environ=environ, relevance_threshold=relevance_threshold):
+            pass
+    report.sort()
+    return report
+
+
+def checked_records(
+    data: str | os.PathLike[str],
+    mapping: Mapping | str | os.PathLike[str] | None,
+    report: ValidationReport,
+    *,
+    environ: dict[str, str] | None = None,
+    relevance_threshold: int | None = None,
+    records: bool = False,
+) -> Iterator[QueryRecord]:
+    """The mapping's criteria checked, then one pass over ``data``; problems go into ``report``.
+
+    With ``records``, every usable row's ``QueryRecord`` is yielded as soon as it is checked (what ``plan`` and
+    ``run`` build from: one pass serves the gate and the plan); the checks that need the whole file (duplicate
+    ids, fields no row has) are done when the iteration ends.
+    """
+    if isinstance(mapping, Mapping):
+        model, file = mapping, None
+    else:
+        file = str(packaged_mapping_path()) if mapping is None else str(mapping)
+        try:
+            model = load_mapping(file)
+        except InputError as exc:
+            Context(report, exc.file).add("bad_mapping", exc.field, line=exc.line, message=exc.message, hint=exc.hint)
+            return
+    criteria = criteria_from_mapping(model, file, report, environ)
+    yield from _pass(data, criteria, model, report, False, relevance_threshold, records)
+
+
+def validate_dataset(
+    data: str | os.PathLike[str],
+    criteria: list[Criterion],
+    mapping: Mapping,
+    report: ValidationReport,
+    *,
+    raw_items: bool = False,
+    relevance_threshold: int | None = None,
+) -> None:
+    """One streaming pass over ``data``; problems go into ``report``.
+
+    ``raw_items``: the criteria's templates name the rows' own top-level keys (hand-written criteria); otherwise
+    they name item fields produced by ``mapping``.
+    """
+    for _ in _pass(data, criteria, mapping, report, raw_items, relevance_threshold, False):
+        pass
+
+
+def _pass(
+    data: str | os.PathLike[str],
+    criteria: list[Criterion],
+    mapping: Mapping,
+    report: ValidationReport,
+    raw_items: bool,
+    relevance_threshold: int | None,
+    records: bool,
+) -> Iterator[QueryRecord]:
+    """The streaming pass (JSONL or TREC), yielding each usable row's record if ``records``."""
+    threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
+    if mapping.dataset.format == "trec" and not raw_items:
+        yield from _trec_pass(data, criteria, mapping, report, threshold, records)
+        return
+    source = str(data)
+    try:
+        fh = open(data, "rb")  # noqa: SIM115 - closed below
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        rule = "missing_file/directory" if isinstance(exc, IsADirectoryError) else "missing_file/jsonl"
+        report.add(Context(report, source).problem(rule))
+        return
+    checker = RowChecker(criteria, report, source, threshold)
+    parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=records)
+    needed = {f for c in criteria for f in c.fields.values()}
+    with fh:
+        for lineno, row in _json_rows(fh, checker):
+            if raw_items:
+                kind = row.get("kind")
+                checker.query_id(row.get("query_id"), lineno)
+                checker.row(row, lineno, declared_kind=kind if isinstance(kind, str) else None, raw_keys=row.keys())
+                continue
+            parsed = parser.parse(row, lineno)
+            _mapped_row(parsed, row, lineno, mapping, needed, checker)
+            if parsed.record is not None:
+                yield parsed.record
+    checker.finish(
+        {} if raw_items else _mapping_field_sources(mapping),
+        lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates),
+    )
+
+
+def _json_rows(lines: Any, checker: RowChecker) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every non-blank line; malformed lines and non-objects are reported and skipped."""
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        checker.report.rows += 1
+        try:
+            row = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            checker.ctx.add("bad_json", line=lineno, reason=str(exc).split(":", 1)[0])
+            continue
+        if not isinstance(row, dict):
+            checker.ctx.add("not_an_object", line=lineno)
+            continue
+        yield lineno, row
+
+
+def _mapped_row(
+    parsed: ParsedRow, row: dict[str, Any], lineno: int, mapping: Mapping, needed: set[str], checker: RowChecker
+) -> None:
+    """Checks of one row read through the mapping: the reader's problems, then the item's values."""
+    for p in parsed.problems:
+        checker.report.add(p)
+    if parsed.int_ids:
+        checker.ctx.add("numeric_id/row", "document_id", line=lineno, count=parsed.int_ids)
+    full = parsed.record.item() if parsed.record is not None else parsed.item
+    if full is None:
+        checker.query_id(_unparsed_query_id(row, mapping), lineno)
+        return
+    checker.query_id(full["query_id"], lineno)
+    checker.row(
+        _needed(full, needed),
+        lineno,
+        declared_kind=full["kind"] if parsed.kind_source == "declared" else None,
+        raw_keys=row.keys(),
+    )
+
+
+def _needed(full: dict[str, Any], needed: set[str]) -> dict[str, Any]:
+    """The item fields the criteria read, and those every row is checked for."""
+    item = {f: full.get(f) for f in needed}
+    for name in _ALWAYS_READ:
+        item.setdefault(name, full.get(name))
+    return item
+
+
+def _mapping_field_sources(mapping: Mapping) -> dict[str, str]:
+    """Item field → the dataset path it is read from (for messages about fields no row has)."""
+    f = mapping.dataset.fields
+    out: dict[str, str] = {}
+    for name in ("query_id", "query", "kind", "context", "response", "ground_truth"):
+        p = getattr(f, name)
+        if p:
+            out[name] = p
+    if f.retrieved_documents:
+        out["retrieved_documents"] = f.retrieved_documents.path
+    if f.retrieval_ground_truth:
+        out["retrieval_ground_truth"] = f.retrieval_ground_truth.path
+    out.update(f.extra)
+    return out
+
+
+def _unparsed_query_id(row: dict[str, Any], mapping: Mapping) -> Any:
+    """The id counted for duplicates in a row the parser rejected: a top-level field only."""
+    f = mapping.dataset.fields.query_id
+    return row.get(f) if "." not in f else None
+
+
+def _jsonl_query_ids(
+    data: str | os.PathLike[str], mapping: Mapping, raw_items: bool, threshold: int, candidates: set[int]
+) -> Iterator[tuple[Any, int]]:
+    """Pass 2 of duplicate detection: (query id, line) of the rows whose id may hash to a candidate.
+
+    Reads only the JSON of each line; a row is parsed in full (to take its id exactly as pass 1 did) only when a
+    cheap look at its id field hits a candidate hash.
+    """
+
+    def hit(v: Any) -> bool:
+        return is_id(v) and hash(str(v)) in candidates
+
+    field_ = mapping.dataset.fields.query_id
+    path = compile_path(field_)
+    parser = RowParser(mapping, source=str(data), relevance_threshold=threshold, records=False)
+    with open(data, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(row, dict):
+                continue
+            if raw_items:
+                yield row.get("query_id"), lineno
+                continue
+            if not (hit(get_path(row, path)) or ("." not in field_ and hit(row.get(field_)))):
+                continue
+            full = parser.parse(row, lineno).item
+            yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), lineno
+
+
+def _trec_pass(
+    data: str | os.PathLike[str],
+    criteria: list[Criterion],
+    mapping: Mapping,
+    report: ValidationReport,
+    threshold: int,
+    records: bool,
+) -> Iterator[QueryRecord]:
+    """The pass over a TREC directory: one row per query, a missing responses field located in that file."""
+    from ..dataset.trec import read_trec
+
+    base = Path(data)
+    if not base.is_dir():
+        report.add(Context(report, str(data)).problem("missing_file/trec"))
+        return
+    problems: list[Any] = []
+    files = mapping.dataset.trec
+    checker = RowChecker(criteria, report, str(base / files.run), threshold)
+    needed = {f for c in criteria for f in c.fields.values()}
+    response_lines: dict[str, int] = {}
+    current = {"qid": ""}
+    checker.locate = _trec_locator(checker.source, base, mapping, response_lines, current)
+    rows = read_trec(base, mapping, relevance_threshold=threshold, problems=problems, response_lines=response_lines)
+    for rec in rows:
+        report.rows += 1
+        line = rec.line  # None for a query with no run line (only judged, or only in queries/responses)
+        current["qid"] = rec.query_id
+        checker.query_id(rec.query_id, line)
+        full = rec.item()
+        declared = rec.kind if rec.kind_source == "declared" else None
+        checker.row(_needed(full, needed), line, declared_kind=declared, raw_keys=full.keys())
+        if records:
+            yield rec
+    for p in problems:
+        report.add(p)
+    checker.finish(
+        {},
+        lambda _: (
+            (rec.query_id, rec.line) for rec in read_trec(base, mapping, relevance_threshold=threshold, problems=[])
+        ),
+    )
+
+
+def _trec_locator(
+    run_file: str, base: Path, mapping: Mapping, response_lines: dict[str, int], current: dict[str, str]
+) -> Any:
+    """Where a missing field is reported: a field only responses.jsonl can hold there; the rest at the run line."""
+    files = mapping.dataset.trec
+    not_responses = {"query_id", "retrieved_documents", "retrieval_ground_truth"} | (
+        {"query"} if files.queries else set()
+    )
+    responses = str(base / files.responses) if files.responses else None
+
+    def locate(f: str, line: int | None) -> tuple[str, int | None, str]:
+        if responses is None or f in not_responses:
+            return run_file, line, ""
+        qid = current["qid"]
+        at = response_lines.get(qid)
+        return responses, at, "" if at is not None else f"; no responses row for query {qid!r}"
+
+    return locate

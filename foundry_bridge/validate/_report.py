@@ -1,0 +1,65 @@
+"""``ValidationReport``: every problem found (listed up to a cap per code, all counted) and the counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..dataset.problems import Problem, Severity
+
+__all__ = ["ValidationReport"]
+
+
+@dataclass
+class ValidationReport:
+    """Every problem found (at most ``max_per_code`` listed per code; all counted) and the counts."""
+
+    problems: list[Problem] = field(default_factory=list)
+    rows: int = 0
+    by_code: Counter[str] = field(default_factory=Counter)
+    errors: int = 0
+    warnings: int = 0
+    max_per_code: int = 20
+
+    def add(self, problem: Problem) -> None:
+        self.count(problem.code, problem.severity)
+        if self.by_code[problem.code] <= self.max_per_code:
+            self.problems.append(problem)
+
+    def count(self, code: str, severity: Severity, n: int = 1) -> None:
+        """Count ``n`` problems of ``code`` without listing them."""
+        self.by_code[code] += n
+        if severity == "error":
+            self.errors += n
+        else:
+            self.warnings += n
+
+    @property
+    def ok(self) -> bool:
+        return self.errors == 0
+
+    @property
+    def omitted(self) -> dict[str, int]:
+        """Per code, how many problems were counted but not listed."""
+        return {c: n - self.max_per_code for c, n in self.by_code.items() if n > self.max_per_code}
+
+    def sort(self) -> None:
+        """Problems grouped by file (in order of first appearance), then by line; file-level ones first."""
+        rank: dict[str | None, int] = {}
+        for p in self.problems:
+            rank.setdefault(p.file, len(rank))
+        self.problems.sort(key=lambda p: (rank[p.file], p.line or 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "counts": {
+                "rows": self.rows,
+                "errors": self.errors,
+                "warnings": self.warnings,
+                "by_code": dict(sorted(self.by_code.items())),
+                "omitted": self.omitted,
+            },
+            "problems": [p.to_dict() for p in self.problems],
+        }

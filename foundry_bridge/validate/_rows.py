@@ -1,0 +1,246 @@
+"""Data rules: each row's item values against the criteria (required inputs present, strings, document and label
+lists, kind against labels), and what is only known at the end (no rows, fields no row had, duplicate ids).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .._text import did_you_mean
+from ..dataset.parse import float_label_problem
+from ..dataset.problems import Problem
+from ..dataset.records import derive_kind
+from ._criteria import Criterion
+from ._docret import MAX_DOCUMENTS, LabelChecks
+from ._duplicates import DuplicateIds, Rescan
+from ._report import ValidationReport
+from ._rules import Context
+
+__all__ = ["Locate", "RowChecker"]
+
+_MAX_KEYS_KEPT = 1_000  # distinct row keys remembered for did-you-mean hints
+_STRINGS = ("string", "string_or_messages", "string_object_or_messages")
+# the narrowest input type wins when criteria read one field as different types
+_TYPE_ORDER = {"string": 0, "documents": 0, "labels": 0, "string_or_messages": 1, "string_object_or_messages": 2}
+
+# where a missing item field is reported: (file, line, note) for the current row
+Locate = Callable[[str, int | None], tuple[str, int | None, str]]
+
+
+class RowChecker:
+    """Per-row checks of item values against the criteria; state for duplicates and never-seen fields."""
+
+    def __init__(self, criteria: list[Criterion], report: ValidationReport, source: str, threshold: int) -> None:
+        self.criteria = criteria
+        self.report = report
+        self.ctx = Context(report, source)
+        self.source = source
+        self.threshold = threshold
+        self.ids = DuplicateIds()
+        self.labels = LabelChecks(criteria, self.ctx)
+        self.seen_fields: set[str] = set()
+        self.raw_keys: set[str] = set()
+        self.deferred: dict[str, list[Problem]] = {}  # item field → missing-input problems (capped)
+        self.deferred_count: Counter[str] = Counter()
+        self.groups = [(c, [[(x, c.fields.get(x)) for x in g] for g in c.spec.input_groups]) for c in criteria]
+        self.locate: Locate | None = None  # None → this file, the row's line
+        self.field_types: dict[str, str] = {}
+        for c in criteria:
+            for inp, f in c.fields.items():
+                t = c.spec.input(inp).type
+                if f not in self.field_types or _TYPE_ORDER[t] < _TYPE_ORDER[self.field_types[f]]:
+                    self.field_types[f] = t
+
+    def query_id(self, qid: Any, line: int | None) -> None:
+        self.ids.add(qid)
+
+    def row(
+        self, item: dict[str, Any], line: int | None, *, declared_kind: str | None, raw_keys: Iterable[str]
+    ) -> None:
+        if len(self.raw_keys) < _MAX_KEYS_KEPT:  # for did-you-mean only; bounded whatever the rows hold
+            self.raw_keys.update(raw_keys)
+        present = {k for k, v in item.items() if v is not None}
+        self.seen_fields |= present
+        self._missing_inputs(present, line)
+        bad_documents = self._types(item, line)
+        self.labels.row(item, line, bad_documents)
+        for name in ("query", "response"):
+            v = item.get(name)
+            if isinstance(v, str) and not v.strip():
+                self.ctx.add(f"empty_{name}", name, line=line)
+        self._check_kind(item, declared_kind, line)
+
+    def _missing_inputs(self, present: set[str], line: int | None) -> None:
+        """Required inputs without a value, deferred: a field no row has is one error at the end, not one a row."""
+        for c, groups in self.groups:
+            if any(all(f in present for _, f in g) for g in groups):
+                continue
+            best = min(groups, key=lambda g: sum(f not in present for _, f in g))
+            for inp, f in best:
+                if f is None or f in present:
+                    continue
+                self.deferred_count[f] += 1
+                bucket = self.deferred.setdefault(f, [])
+                if len(bucket) < self.report.max_per_code:
+                    source, at, note = self.locate(f, line) if self.locate else (self.source, line, "")
+                    problem = self.ctx.problem(
+                        "missing_input", f, file=source, line=at, input=inp, criterion=c.name, note=note
+                    )
+                    bucket.append(problem)
+
+    def _types(self, item: dict[str, Any], line: int | None) -> set[str]:
+        """Type checks of every field a criterion reads; returns the document fields that got an error."""
+        bad_documents: set[str] = set()
+        for f, t in self.field_types.items():
+            v = item.get(f)
+            if v is None:
+                continue
+            if t in _STRINGS:
+                self._check_string(f, v, t, line)
+            elif t == "documents":
+                errors = self.report.errors
+                self._check_documents(f, v, line)
+                if self.report.errors > errors:  # Foundry rejects the row: no quirk warnings for it
+                    bad_documents.add(f)
+            elif t == "labels":
+                self._check_labels(f, v, line)
+        return bad_documents
+
+    def _check_string(self, f: str, v: Any, t: str, line: int | None) -> None:
+        if isinstance(v, str):
+            return
+        if t != "string" and (isinstance(v, list) or (t == "string_object_or_messages" and isinstance(v, dict))):
+            return
+        if isinstance(v, list) and all(isinstance(x, str) for x in v):
+            self.ctx.add("context_not_string", f, line=line, chunks=len(v))
+        else:
+            self.ctx.add("not_a_string", f, line=line, type=type(v).__name__)
+
+    def _check_documents(self, f: str, docs: Any, line: int | None) -> None:
+        if not isinstance(docs, list):
+            self.ctx.add("not_a_list/documents", f, line=line)
+            return
+        if len(docs) > MAX_DOCUMENTS:
+            self.ctx.add("too_many_documents", f, line=line, count=len(docs), limit=MAX_DOCUMENTS)
+        seen: set[str] = set()
+        previous: float | None = None
+        order_warned = False
+        for i, d in enumerate(docs):
+            if not isinstance(d, dict):
+                self.ctx.add("not_an_object/entry", f"{f}[{i}]", line=line)
+                continue
+            doc_id = d.get("document_id")
+            if isinstance(doc_id, str) and doc_id not in seen:  # the usual case, without a call
+                seen.add(doc_id)
+            else:
+                self._check_document_id(f, i, doc_id, seen, line)
+            s = d.get("relevance_score")
+            if s is None or not isinstance(s, int | float) or isinstance(s, bool):
+                rule = "missing_score" if s is None else "bad_score"
+                self.ctx.add(rule, f"{f}[{i}].relevance_score", line=line, score=s)
+                previous = None
+                continue
+            if previous is not None and s > previous and not order_warned:
+                order_warned = True
+                field = f"{f}[{i}].relevance_score"
+                self.ctx.add("order_disagrees_with_scores", field, line=line, rank=i + 1, score=s, previous=previous)
+            previous = s
+
+    def _check_document_id(self, f: str, i: int, doc_id: Any, seen: set[str], line: int | None) -> None:
+        """A missing, numeric or repeated document id (a string id seen for the first time is checked inline)."""
+        field = f"{f}[{i}].document_id"
+        if doc_id is None:
+            self.ctx.add("missing_id", field, line=line)
+            return
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+            return
+        if isinstance(doc_id, int):
+            self.ctx.add("numeric_id", field, line=line, id=doc_id)
+        key = str(doc_id)
+        if key in seen:
+            self.ctx.add("duplicate_document_id", field, line=line, id=key, list=f)
+        seen.add(key)
+
+    def _check_labels(self, f: str, labels: Any, line: int | None) -> None:
+        if not isinstance(labels, list):
+            self.ctx.add("not_a_list/labels", f, line=line)
+            return
+        if not labels:
+            self.ctx.add("empty_ground_truth", f, line=line)
+        if len(labels) > MAX_DOCUMENTS:
+            self.ctx.add("too_many_documents/labels", f, line=line, count=len(labels), limit=MAX_DOCUMENTS)
+        seen: set[str] = set()
+        for i, g in enumerate(labels):
+            if not isinstance(g, dict):
+                self.ctx.add("not_an_object/entry", f"{f}[{i}]", line=line)
+                continue
+            doc_id = g.get("document_id")
+            if doc_id is None:
+                self.ctx.add("missing_id", f"{f}[{i}].document_id", line=line)
+            else:
+                key = str(doc_id)
+                if key in seen:
+                    self.ctx.add("duplicate_document_id/labels", f"{f}[{i}].document_id", line=line, id=key, list=f)
+                seen.add(key)
+            self._check_label(g.get("query_relevance_label"), f"{f}[{i}].query_relevance_label", line)
+
+    def _check_label(self, label: Any, field: str, line: int | None) -> None:
+        if isinstance(label, int) and not isinstance(label, bool):
+            return
+        if isinstance(label, float):
+            message, hint = float_label_problem(label)
+            self.ctx.add("label_not_integer/float", field, line=line, message=message, hint=hint)
+        elif label is None:
+            self.ctx.add("missing_label", field, line=line)
+        else:
+            self.ctx.add("label_not_integer", field, line=line, label=label)
+
+    def _check_kind(self, item: dict[str, Any], declared: str | None, line: int | None) -> None:
+        if declared not in ("positive", "negative"):
+            return
+        labels = item.get(self.labels.labels_field)
+        if labels is None:
+            labels = item.get("retrieval_ground_truth")
+        if not isinstance(labels, list):
+            return
+        values = [g.get("query_relevance_label") for g in labels if isinstance(g, dict)]
+        ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+        relevant = derive_kind(None, ints, self.threshold)[0] == "positive"
+        if declared == "positive" and not relevant:
+            self.ctx.add("positive_without_relevant", "kind", line=line, threshold=self.threshold)
+        elif declared == "negative" and relevant:
+            self.ctx.add("negative_with_relevant", "kind", line=line, threshold=self.threshold)
+
+    # -- at the end of the pass ---------------------------------------------------------------------------------
+
+    def finish(self, field_sources: dict[str, str], rescan: Rescan | None = None) -> None:
+        """No rows, duplicate query ids, zero_result, and fields no row had (one error instead of one per row).
+
+        ``rescan`` is the second pass over the ids, run only when the filter found candidates.
+        """
+        if self.report.rows == 0:
+            self.ctx.add("empty_dataset")
+        self.ids.report(rescan, self.ctx)
+        self.labels.finish()
+        for f in sorted(self.deferred):
+            if f in self.seen_fields:
+                for p in self.deferred[f]:
+                    self.report.add(p)
+                extra = self.deferred_count[f] - len(self.deferred[f])
+                if extra > 0:  # counted, not listed
+                    self.report.count("missing_input", "error", extra)
+            else:
+                self._field_not_in_data(field_sources.get(f, f), f)
+
+    def _field_not_in_data(self, src: str, f: str) -> None:
+        candidates = sorted(self.raw_keys | self.seen_fields)
+        leaf = src.split(".")[-1]
+        guess = did_you_mean(leaf, candidates)
+        readers = ", ".join(f"{c.name}.{inp}" for c in self.criteria for inp, fld in c.fields.items() if fld == f)
+        if guess is not None and guess.lower() == leaf.lower():
+            self.ctx.add("field_wrong_case", src, readers=readers, guess=guess)
+        else:
+            hint = f"did you mean {guess!r}?" if guess else f"fields in the data: {', '.join(candidates[:20])}"
+            self.ctx.add("field_not_in_data", src, readers=readers, suggestion=hint)
