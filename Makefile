@@ -19,10 +19,12 @@ demo: setup
 	$(BIN)/foundry-bridge run samples/benefits/rag_eval.jsonl --backend mock --out runs/demo --force --quiet
 	$(BIN)/foundry-bridge report runs/demo --format md
 
-## Lint and run the whole test suite (offline).
+## Lint, type-check and run the whole test suite (offline; two worker processes).
 test: setup
 	$(BIN)/ruff check foundry_bridge tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/ruff format --check foundry_bridge tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -n 2
 
 lint: setup
 	$(BIN)/ruff check foundry_bridge tests benchmarks
