@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,6 +16,9 @@ MEASURES_HELP = measures_help()
 MEASURES_LABELS = measures_labels()
 
 if TYPE_CHECKING:
+    from ..dataset.columnar import LoadResult
+    from ..dataset.spec import LocalMetricsSpec
+    from ..mapping import Mapping
     from ..metrics.measures import Measure
     from ..metrics.ranking import RankingResult
 
@@ -34,6 +38,77 @@ def compute_metrics(data: str | None = None, **options: Any) -> dict[str, Any]:
     return {"params": doc.pop("params"), "per_query": result.per_query, **doc}
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """The options after the mapping's ``metrics`` defaults: measures (``None``: all), cutoffs, relevance
+    threshold, NaN policy, surface threshold, abstention phrases; ``depth`` = the largest cutoff (the report's k)."""
+
+    measures: tuple[Measure, ...] | None
+    ks: tuple[int, ...]
+    threshold: int
+    nan_policy: str
+    surface: float | None
+    phrases: list[str] | None
+
+    @property
+    def depth(self) -> int:
+        return self.ks[-1]
+
+
+def _settings(
+    spec: LocalMetricsSpec,
+    measures: tuple[str, ...],
+    ks: tuple[int, ...],
+    relevance_threshold: int | None,
+    nan_policy: str | None,
+    surface_threshold: float | None,
+) -> _Settings:
+    chosen, ks_ = _measures_and_ks(measures, ks, spec.k)
+    threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
+    if threshold < 1:
+        raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {threshold}")
+    surface = spec.surface_threshold if surface_threshold is None else surface_threshold
+    return _Settings(chosen, ks_, threshold, nan_policy or spec.nan_policy, surface, spec.abstention_phrases)
+
+
+def _load(
+    data: str | None,
+    mapping: Mapping | None,
+    mapping_path: str | None,
+    qrels: str | None,
+    run: str | None,
+    s: _Settings,
+) -> tuple[LoadResult, dict[str, Any]]:
+    """The arrays and assembly rows of the dataset (through the mapping) or of the TREC files, and the input's
+    description for ``params``."""
+    from ..dataset.columnar import arrays_from_records, load_jsonl, load_trec_files
+
+    if data is None or mapping is None:
+        assert qrels is not None and run is not None  # checked by _compute
+        source = {"qrels": str(qrels), "run": str(run), **({"mapping": mapping_path} if mapping_path else {})}
+        return load_trec_files(qrels, run, depth=s.depth, relevance_threshold=s.threshold), source
+    source = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
+    if mapping.dataset.format == "jsonl":
+        loaded = load_jsonl(data, mapping, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+        return loaded, source
+    from ..dataset import read_records
+
+    records = read_records(data, mapping, relevance_threshold=s.threshold)
+    loaded = arrays_from_records(records, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+    return loaded, source
+
+
+def _assembly_summary(assembly: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
+    return {
+        "k": s.depth,
+        "relevance_threshold": s.threshold,
+        "queries_with_context": len(assembly),
+        "checked": sum(1 for row in assembly if row["checked"]),
+        "with_dropped_relevant": sum(1 for row in assembly if row["dropped_relevant"]),
+        "per_query": assembly,
+    }
+
+
 def _compute(
     data: str | None = None,
     *,
@@ -47,7 +122,6 @@ def _compute(
     measures: tuple[str, ...] = (),
 ) -> tuple[dict[str, Any], RankingResult]:
     """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns."""
-    from ..dataset.columnar import arrays_from_records, load_jsonl, load_trec_files
     from ..dataset.spec import LocalMetricsSpec
     from ..mapping import load_mapping
     from ..metrics.negative import negative_report_from_arrays
@@ -59,55 +133,14 @@ def _compute(
         raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
-    chosen, ks_ = _measures_and_ks(measures, ks, spec.k)
-    threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
-    if threshold < 1:
-        raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {threshold}")
-    policy = nan_policy or spec.nan_policy
-    surface = spec.surface_threshold if surface_threshold is None else surface_threshold
-    phrases = spec.abstention_phrases
-    depth = ks_[-1]
-
-    if data is not None and mapping is not None:
-        if mapping.dataset.format == "jsonl":
-            arrays, assembly = load_jsonl(
-                data, mapping, depth=depth, relevance_threshold=threshold, abstention_phrases=phrases
-            )
-        else:
-            from ..dataset import read_records
-
-            arrays, assembly = arrays_from_records(
-                read_records(data, mapping, relevance_threshold=threshold),
-                depth=depth,
-                relevance_threshold=threshold,
-                abstention_phrases=phrases,
-            )
-        source: dict[str, Any] = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
-    else:
-        assert qrels is not None and run is not None  # checked above
-        arrays, assembly = load_trec_files(qrels, run, depth=depth, relevance_threshold=threshold)
-        source = {"qrels": str(qrels), "run": str(run)}
-        if mapping_path:
-            source["mapping"] = mapping_path
-
-    result = ranking_from_arrays(arrays, ks=ks_, nan_policy=policy, measures=chosen)
-    negative = negative_report_from_arrays(arrays, k=depth, surface_threshold=surface)
+    s = _settings(spec, measures, ks, relevance_threshold, nan_policy, surface_threshold)
+    (arrays, assembly), source = _load(data, mapping, mapping_path, qrels, run, s)
+    result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures)
+    negative = negative_report_from_arrays(arrays, k=s.depth, surface_threshold=s.surface)
     params = dict(result.params)
-    params.update({"surface_threshold": surface, "report_k": depth, "input": source, "queries": arrays.n_queries})
-    checked = [row for row in assembly if row["checked"]]
-    return {
-        "params": params,
-        "summary": result.summary,
-        "negative_report": negative,
-        "assembly": {
-            "k": depth,
-            "relevance_threshold": threshold,
-            "queries_with_context": len(assembly),
-            "checked": len(checked),
-            "with_dropped_relevant": sum(1 for row in assembly if row["dropped_relevant"]),
-            "per_query": assembly,
-        },
-    }, result
+    params.update({"surface_threshold": s.surface, "report_k": s.depth, "input": source, "queries": arrays.n_queries})
+    doc = {"params": params, "summary": result.summary, "negative_report": negative}
+    return {**doc, "assembly": _assembly_summary(assembly, s)}, result
 
 
 def _measures_and_ks(

@@ -31,9 +31,11 @@ __all__ = [
     "weight_table",
 ]
 
-#: The nine metrics, in the library's key order.
+#: The nine metrics, in the library's key order, and their directions (holes and holes_ratio: lower is better).
 METRICS: tuple[str, ...] = tuple(m.name for m in DOCUMENT_RETRIEVAL.metrics)
+HIGHER_IS_BETTER: tuple[bool, ...] = tuple(m.higher_is_better for m in DOCUMENT_RETRIEVAL.metrics)
 
+_SPECS = DOCUMENT_RETRIEVAL.metrics
 #: The evaluator's init parameters and their defaults (the catalog's).
 DEFAULTS: dict[str, Any] = {p.name: p.default for p in DOCUMENT_RETRIEVAL.params}
 
@@ -122,7 +124,7 @@ def _crash(message: str, exc: BaseException | str) -> DocumentRetrievalError:
 class Config:
     lo: int
     hi: int
-    thresholds: tuple[Any, ...]  # ndcg, xdcg, fidelity, top1, top3, total_retrieved, total_ground_truth
+    thresholds: tuple[Any, ...]  # one per metric, in ``METRICS`` order (holes, holes_ratio: the catalog's 0)
     primary: Any  # threshold of the envelope verdict
     numeric_thresholds: bool  # every threshold a plain int/float/bool: numpy may compare
 
@@ -148,15 +150,7 @@ def make_config(init_params: Mapping[str, Any]) -> Config:
         raise _crash("ground_truth_label_min and ground_truth_label_max cannot be compared", exc) from exc
     if bad_order:
         raise DocumentRetrievalError(MSG_MIN_MAX)
-    thresholds = (
-        p["ndcg_threshold"],
-        p["xdcg_threshold"],
-        p["fidelity_threshold"],
-        p["top1_relevance_threshold"],
-        p["top3_max_relevance_threshold"],
-        p["total_retrieved_documents_threshold"],
-        p["total_ground_truth_documents_threshold"],
-    )
+    thresholds = tuple(p[m.threshold_param] if m.threshold_param else m.default_threshold for m in _SPECS)
     primary = p["ndcg_threshold"] if p["ndcg_threshold"] is not None else 0.5
     numeric = all(type(t) in (int, float, bool) and (type(t) is not int or abs(t) <= 2**53) for t in thresholds)
     return Config(lo, hi, thresholds, primary, numeric)
@@ -309,19 +303,17 @@ def _metrics_one(qrels: list[tuple[Any, Any]], results: list[tuple[Any, Any]], c
 
 
 def result_dict(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
-    """Assemble the 1.18 output dict (envelope + properties) from the nine values."""
-    ndcg, xdcg, fid, top1, top3, holes, ratio, n_ret, n_gt = values
-    t_ndcg, t_xdcg, t_fid, t_top1, t_top3, t_ret, t_gt = cfg.thresholds
-    p_ndcg = ndcg >= t_ndcg
-    p_xdcg = xdcg >= t_xdcg
-    p_fid = fid >= t_fid
-    p_top1 = top1 >= t_top1
-    p_top3 = top3 >= t_top3
-    p_holes = holes <= 0
-    p_ratio = ratio <= 0
-    p_ret = n_ret >= t_ret
-    p_gt = n_gt >= t_gt
-    score = float(ndcg)
+    """Assemble the 1.18 output dict (envelope + properties) from the nine values: the values, then per metric
+    ``_result``, ``_passed`` (value >= threshold; lower-is-better metrics: value <= threshold), ``_threshold`` and
+    ``_higher_is_better``. The envelope's score is ndcg@3, passed at ``cfg.primary``."""
+    props = dict(zip(METRICS, values, strict=True))
+    for name, value, threshold, higher in zip(METRICS, values, cfg.thresholds, HIGHER_IS_BETTER, strict=True):
+        passed = value >= threshold if higher else value <= threshold
+        props[f"{name}_result"] = "pass" if passed else "fail"
+        props[f"{name}_passed"] = passed
+        props[f"{name}_threshold"] = threshold
+        props[f"{name}_higher_is_better"] = higher
+    score = float(values[0])
     passed = score >= cfg.primary
     return {
         "document_retrieval": score,
@@ -331,53 +323,7 @@ def result_dict(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
         "document_retrieval_reason": None,
         "document_retrieval_status": "completed",
         "document_retrieval_threshold": cfg.primary,
-        "document_retrieval_properties": {
-            "ndcg@3": ndcg,
-            "xdcg@3": xdcg,
-            "fidelity": fid,
-            "top1_relevance": top1,
-            "top3_max_relevance": top3,
-            "holes": holes,
-            "holes_ratio": ratio,
-            "total_retrieved_documents": n_ret,
-            "total_ground_truth_documents": n_gt,
-            "ndcg@3_result": "pass" if p_ndcg else "fail",
-            "ndcg@3_passed": p_ndcg,
-            "ndcg@3_threshold": t_ndcg,
-            "ndcg@3_higher_is_better": True,
-            "xdcg@3_result": "pass" if p_xdcg else "fail",
-            "xdcg@3_passed": p_xdcg,
-            "xdcg@3_threshold": t_xdcg,
-            "xdcg@3_higher_is_better": True,
-            "fidelity_result": "pass" if p_fid else "fail",
-            "fidelity_passed": p_fid,
-            "fidelity_threshold": t_fid,
-            "fidelity_higher_is_better": True,
-            "top1_relevance_result": "pass" if p_top1 else "fail",
-            "top1_relevance_passed": p_top1,
-            "top1_relevance_threshold": t_top1,
-            "top1_relevance_higher_is_better": True,
-            "top3_max_relevance_result": "pass" if p_top3 else "fail",
-            "top3_max_relevance_passed": p_top3,
-            "top3_max_relevance_threshold": t_top3,
-            "top3_max_relevance_higher_is_better": True,
-            "holes_result": "pass" if p_holes else "fail",
-            "holes_passed": p_holes,
-            "holes_threshold": 0,
-            "holes_higher_is_better": False,
-            "holes_ratio_result": "pass" if p_ratio else "fail",
-            "holes_ratio_passed": p_ratio,
-            "holes_ratio_threshold": 0,
-            "holes_ratio_higher_is_better": False,
-            "total_retrieved_documents_result": "pass" if p_ret else "fail",
-            "total_retrieved_documents_passed": p_ret,
-            "total_retrieved_documents_threshold": t_ret,
-            "total_retrieved_documents_higher_is_better": True,
-            "total_ground_truth_documents_result": "pass" if p_gt else "fail",
-            "total_ground_truth_documents_passed": p_gt,
-            "total_ground_truth_documents_threshold": t_gt,
-            "total_ground_truth_documents_higher_is_better": True,
-        },
+        "document_retrieval_properties": props,
     }
 
 
