@@ -167,7 +167,6 @@ def per_query_json(result: RankingResult) -> bytes:
     import msgspec
     import numpy as np
 
-    keys = ["query_id", "kind", "kind_source", "n_rel", *result.metric_keys]
     values = [result.columns[key] for key in result.metric_keys]
     # msgspec writes floats as orjson does (shortest round trip, NaN → null) below 1e16; above, the exponents
     # are spelled differently (orjson 1e+16, msgspec 1e16)
@@ -175,10 +174,9 @@ def per_query_json(result: RankingResult) -> bytes:
         import orjson
 
         return orjson.dumps(result.per_query)
+    keys, cols = result.column_lists()
     names = [f"c{i}" for i in range(len(keys))]
     row = msgspec.defstruct("PerQuery", [(n, Any) for n in names], rename=dict(zip(names, keys, strict=True)), gc=False)
-    cols = [result.query_ids, result.kinds, result.kind_sources, result.columns["n_rel"].tolist()]
-    cols += [v.tolist() for v in values]
     return msgspec.json.encode(list(map(row, *cols)))
 
 

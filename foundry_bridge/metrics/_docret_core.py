@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from foundry_bridge.catalog import DOCUMENT_RETRIEVAL
@@ -187,10 +188,6 @@ XDCG_DISCOUNT = (math.pow(0.6, 0), math.pow(0.6, 1), math.pow(0.6, 2))
 XDCG_DENOMINATOR = sum(XDCG_DISCOUNT)
 
 
-def _second(pair: tuple[Any, Any]) -> Any:
-    return pair[1]
-
-
 def _validate(gt: Any, ret: Any, cfg: Config) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
     """The library's input checks, in its order; returns (id, label) and (id, score) pairs."""
     if gt is None or ret is None:
@@ -280,7 +277,7 @@ def _metrics_one(qrels: list[tuple[Any, Any]], results: list[tuple[Any, Any]], c
         score_of = dict(results)
     except TypeError as exc:
         raise _crash("document_id values must be hashable (strings or numbers)", exc) from exc
-    ranked = sorted(score_of.items(), key=_second, reverse=True)  # stable: ties keep list order
+    ranked = sorted(score_of.items(), key=itemgetter(1), reverse=True)  # stable: ties keep list order
     found = [label_of.get(doc, 0) for doc, _ in ranked]  # a hole counts as label 0
     holes = sum(1 for doc, _ in ranked if doc not in label_of)
     holes_ratio = holes / float(n_ret)
@@ -327,13 +324,6 @@ def result_dict(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
     }
 
 
-def _safe_result(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
-    try:
-        return result_dict(values, cfg)
-    except TypeError as exc:  # e.g. a None threshold: the library fails on every call
-        raise _crash("Every threshold must be a number", exc) from exc
-
-
 def evaluate_one(gt: Any, ret: Any, cfg: Config) -> dict[str, Any]:
     qrels, results = _validate(gt, ret, cfg)
     try:
@@ -342,7 +332,10 @@ def evaluate_one(gt: Any, ret: Any, cfg: Config) -> dict[str, Any]:
         raise
     except Exception as exc:  # whatever else the same operations raise in the library
         raise _crash("azure-ai-evaluation cannot evaluate this input", exc) from exc
-    return _safe_result(values, cfg)
+    try:
+        return result_dict(values, cfg)
+    except TypeError as exc:  # e.g. a None threshold: the library fails on every call
+        raise _crash("Every threshold must be a number", exc) from exc
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ always adding floats in the library's order, so results are bit-identical, not m
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from itertools import chain, count, repeat
 from typing import Any
 
@@ -216,7 +217,6 @@ def _evaluate_lists(
     ids.extend(map(dict.get, r_items, repeat("document_id")))
     codes, verify = _id_codes(ids, np.concatenate([g_row, r_row]), bad_row)
     n_g = len(g_items)
-    bad_row[g_row[(labels < cfg.lo) | (labels > cfg.hi)]] = True
     check = (ids[:n_g], ids[n_g:]) if verify else None
     flat = _Flat(m, bad_row, g_len, r_len, g_row, codes[:n_g], labels, r_row, codes[n_g:], scores, check)
     return _run(flat, cfg)
@@ -257,7 +257,6 @@ def evaluate_columns(
     g_row = np.repeat(np.arange(m, dtype=np.int64), g_len)
     r_row = np.repeat(np.arange(m, dtype=np.int64), r_len)
     bad_row[(g_len == 0) | (g_len > _dr.MAX_ITEMS) | (r_len > _dr.MAX_ITEMS)] = True
-    bad_row[g_row[(g_lab < cfg.lo) | (g_lab > cfg.hi)]] = True
     odd = np.isnan(r_score) | (np.abs(r_score) > EXACT_INT)
     bad_row[r_row[odd]] = True
     r_score = np.where(odd, 0.0, r_score)
@@ -275,26 +274,13 @@ class _Parts:
     holes: np.ndarray
     normal: np.ndarray  # some retrieved label is non-zero
     mismatch: np.ndarray  # ids paired by code are not equal: one-query path
-    f_rows: list[np.ndarray]  # (row, label) of retrieved docs counted by fidelity
-    f_labels: list[np.ndarray]
-    i_rows: list[np.ndarray]  # (row, label) of ground-truth docs counted by fidelity
-    i_labels: list[np.ndarray]
+    found: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (rows, labels) of retrieved docs
+    ideal: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # and of ground truth, fidelity counts
 
     @classmethod
     def zeros(cls, m: int) -> _Parts:
-        z3 = np.zeros((m, 3), dtype=np.int64)
-        return cls(
-            z3,
-            np.zeros((m, 3), dtype=bool),
-            z3.copy(),
-            np.zeros(m, dtype=np.int64),
-            np.zeros(m, dtype=bool),
-            np.zeros(m, dtype=bool),
-            [],
-            [],
-            [],
-            [],
-        )
+        i3, b = np.zeros((m, 3), dtype=np.int64), np.zeros(m, dtype=bool)
+        return cls(i3, np.zeros((m, 3), dtype=bool), i3.copy(), np.zeros(m, dtype=np.int64), b, b.copy())
 
 
 #: Rows with at most this many items in each list use the padded-matrix engine; longer rows the sort engine.
@@ -304,6 +290,7 @@ _MATRIX_CELLS = 250000
 
 def _run(flat: _Flat, cfg: _dr.Config) -> tuple[list[dict[str, Any]], np.ndarray]:
     parts = _Parts.zeros(flat.m)
+    flat.bad_row[flat.g_row[(flat.g_lab < cfg.lo) | (flat.g_lab > cfg.hi)]] = True  # the library rejects them
     todo = ~flat.bad_row
     short = todo & (flat.g_len <= SHORT_ROW) & (flat.r_len <= SHORT_ROW)
     if short.any():
@@ -438,11 +425,9 @@ def _store_block(blk: _Padded, mt: _Match, start_rank: int, parts: _Parts) -> No
     ideal = ideal if ideal.shape[1] == 3 else np.pad(ideal, ((0, 0), (0, 3 - ideal.shape[1])))
     parts.it[rows] = np.where(np.arange(3) < keep_g.sum(axis=1)[:, None], ideal, 0)
     k, i = np.nonzero(first_r & (label >= start_rank))
-    parts.f_rows.append(rows[k])
-    parts.f_labels.append(label[k, i])
+    parts.found.append((rows[k], label[k, i]))
     k, i = np.nonzero(keep_g & (blk.gl >= start_rank))
-    parts.i_rows.append(rows[k])
-    parts.i_labels.append(blk.gl[k, i])
+    parts.ideal.append((rows[k], blk.gl[k, i]))
 
 
 def _matrix_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Parts) -> None:
@@ -511,11 +496,9 @@ def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Pa
     parts.it[rows] = it[rows]
     start = cfg.lo + 1
     counted = ur_lab >= start
-    parts.f_rows.append(ur_row[counted])
-    parts.f_labels.append(ur_lab[counted])
+    parts.found.append((ur_row[counted], ur_lab[counted]))
     counted = ug_lab >= start
-    parts.i_rows.append(ug_row[counted])
-    parts.i_labels.append(ug_lab[counted])
+    parts.ideal.append((ug_row[counted], ug_lab[counted]))
 
 
 def _first_last(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -575,20 +558,14 @@ def _weighted(
     return acc
 
 
-_TABLES: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-
-
+@lru_cache(maxsize=64)
 def _rank_table(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """(string rank of label v at index v - (lo+1), weight of the j-th string) for the numpy path."""
-    key = (lo, hi)
-    if key not in _TABLES:
-        table = _dr.weight_table(lo, hi)  # raises for ranges the library overflows on
-        start = lo + 1
-        strings = list(table)  # already in string order
-        rank_of = np.empty(len(strings), dtype=np.int64)
-        rank_of[np.array([int(s) - start for s in strings], dtype=np.int64)] = np.arange(len(strings))
-        _TABLES[key] = (rank_of, np.array(list(table.values()), dtype=np.float64))
-    return _TABLES[key]
+    table = _dr.weight_table(lo, hi)  # raises for ranges the library overflows on
+    strings = list(table)  # already in string order
+    rank_of = np.empty(len(strings), dtype=np.int64)
+    rank_of[np.array([int(s) - (lo + 1) for s in strings], dtype=np.int64)] = np.arange(len(strings))
+    return rank_of, np.array(list(table.values()), dtype=np.float64)
 
 
 def _finish(flat: _Flat, parts: _Parts, cfg: _dr.Config) -> tuple[list[dict[str, Any]], np.ndarray]:
@@ -617,12 +594,12 @@ def _finish(flat: _Flat, parts: _Parts, cfg: _dr.Config) -> tuple[list[dict[str,
             fidelity = np.zeros(m)
         else:
             rank_of, w = tables
-            f_rows, f_labels = _cat(parts.f_rows), _cat(parts.f_labels)
+            f_rows, f_labels = _cat(parts.found)
             outside = f_labels > hi  # a hole (label 0) above a negative maximum: KeyError in the library
             crash[f_rows[outside]] = True
             f_rows, f_labels = f_rows[~outside], f_labels[~outside]
             w_found = _weighted(f_rows, f_labels, m, start, rank_of, w)
-            w_ideal = _weighted(_cat(parts.i_rows), _cat(parts.i_labels), m, start, rank_of, w)
+            w_ideal = _weighted(*_cat(parts.ideal), m, start, rank_of, w)
             fidelity = np.where(w_ideal == 0, np.nan, w_found / np.where(w_ideal == 0, 1.0, w_ideal))
     crash &= normal
 
@@ -718,5 +695,8 @@ def _build_results(
     return out
 
 
-def _cat(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+def _cat(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The engines' (rows, labels) pairs joined."""
+    if not pairs:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate([rows for rows, _ in pairs]), np.concatenate([labels for _, labels in pairs])

@@ -67,11 +67,10 @@ def _none(x: float) -> float | None:
 @dataclass(frozen=True)
 class _TopK:
     """What the report reads of each query's top k: ``top`` = highest score (NaN when no top-k document has one),
-    ``has_score``, ``surfaced`` = documents with score ≥ the surface threshold (``None`` without one) and
-    ``relevant`` = the ``(Q × width)`` mask of top-k documents whose label reaches the relevance threshold."""
+    ``surfaced`` = documents with score ≥ the surface threshold (``None`` without one) and ``relevant`` = the
+    ``(Q × width)`` mask of top-k documents whose label reaches the relevance threshold."""
 
     top: np.ndarray
-    has_score: np.ndarray
     surfaced: np.ndarray | None
     relevant: np.ndarray
 
@@ -85,7 +84,7 @@ def _top_k(arrays: QueryArrays, k: int, surface_threshold: float | None) -> _Top
         top = np.where(has_score, np.nanmax(np.where(valid, scores, -np.inf), axis=1, initial=-np.inf), np.nan)
     surfaced = ((scores >= surface_threshold) & valid).sum(axis=1) if surface_threshold is not None else None
     relevant = (arrays.labels[:, :width] >= arrays.relevance_threshold) & valid
-    return _TopK(top, has_score, surfaced, relevant)
+    return _TopK(top, surfaced, relevant)
 
 
 def _per_query(arrays: QueryArrays, tk: _TopK, negative: np.ndarray) -> list[dict[str, Any]]:
@@ -161,8 +160,8 @@ def _aggregate(
     declared = sum(1 for row in per_query if row["kind_source"] == "declared")
     labels = sum(1 for row in per_query if row["kind_source"] == "labels")
     surfaced = None if tk.surfaced is None or n_neg == 0 else tk.surfaced[negative] > 0
-    pos_top = tk.top[~negative & tk.has_score]
-    neg_top = tk.top[negative & tk.has_score]
+    scored = ~np.isnan(tk.top)  # some top-k document has a score
+    pos_top, neg_top = tk.top[~negative & scored], tk.top[negative & scored]
     table = [
         {
             "threshold": float(thr),
