@@ -57,11 +57,12 @@ class _Settings:
 
 def _settings(
     spec: LocalMetricsSpec,
-    measures: tuple[str, ...],
-    ks: tuple[int, ...],
-    relevance_threshold: int | None,
-    nan_policy: str | None,
-    surface_threshold: float | None,
+    *,
+    ks: tuple[int, ...] = (),
+    relevance_threshold: int | None = None,
+    nan_policy: str | None = None,
+    surface_threshold: float | None = None,
+    measures: tuple[str, ...] = (),
 ) -> _Settings:
     chosen, ks_ = _measures_and_ks(measures, ks, spec.k)
     threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
@@ -115,13 +116,10 @@ def _compute(
     mapping_path: str | None = None,
     qrels: str | None = None,
     run: str | None = None,
-    ks: tuple[int, ...] = (),
-    relevance_threshold: int | None = None,
-    nan_policy: str | None = None,
-    surface_threshold: float | None = None,
-    measures: tuple[str, ...] = (),
+    **options: Any,
 ) -> tuple[dict[str, Any], RankingResult]:
-    """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns."""
+    """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns
+    (``options``: ``_settings``' keywords)."""
     from ..dataset.spec import LocalMetricsSpec
     from ..mapping import load_mapping
     from ..metrics.negative import negative_report_from_arrays
@@ -133,7 +131,7 @@ def _compute(
         raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
-    s = _settings(spec, measures, ks, relevance_threshold, nan_policy, surface_threshold)
+    s = _settings(spec, **options)
     (arrays, assembly), source = _load(data, mapping, mapping_path, qrels, run, s)
     result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures)
     negative = negative_report_from_arrays(arrays, k=s.depth, surface_threshold=s.surface)
@@ -247,7 +245,7 @@ def render_text(doc: dict[str, Any]) -> str:
 @click.argument("data", required=False, type=click.Path(dir_okay=True))
 @click.option("--mapping", "mapping_path", type=click.Path(exists=True, dir_okay=False), help="Mapping file.")
 @click.option("--qrels", type=click.Path(exists=True, dir_okay=False), help="TREC qrels file (with --run).")
-@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False), help="TREC run file (with --qrels).")
+@click.option("--run", type=click.Path(exists=True, dir_okay=False), help="TREC run file (with --qrels).")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, help="Cutoff; repeat for several.")
 @click.option(
     "--measure",
@@ -262,33 +260,11 @@ def render_text(doc: dict[str, Any]) -> str:
 @click.option("--surface-threshold", type=float, default=None, help="A top-k score ≥ this surfaced evidence.")
 @click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
-def command(
-    data: str | None,
-    mapping_path: str | None,
-    qrels: str | None,
-    run_file: str | None,
-    ks: tuple[int, ...],
-    relevance_threshold: int | None,
-    nan_policy: str | None,
-    surface_threshold: float | None,
-    fmt: str,
-    output: str | None,
-    measures: tuple[str, ...] = (),
-) -> None:
-    """``foundry-bridge metrics``: see the help text above."""
+def command(data: str | None, fmt: str, output: str | None, **options: Any) -> None:
+    """``foundry-bridge metrics``: see the help text above (``options``: ``_compute``'s keywords)."""
     from .._io import atomic_open
 
-    doc, result = _compute(
-        data,
-        mapping_path=mapping_path,
-        qrels=qrels,
-        run=run_file,
-        ks=ks,
-        relevance_threshold=relevance_threshold,
-        nan_policy=nan_policy,
-        surface_threshold=surface_threshold,
-        measures=measures,
-    )
+    doc, result = _compute(data, **options)
     payload = _json_document(doc, result) + b"\n" if fmt == "json" else render_text(doc).encode()
     if output:
         with atomic_open(output) as fh:

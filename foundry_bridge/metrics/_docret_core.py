@@ -103,10 +103,6 @@ def _rebuild_error(message: str, category: str, library_exception: str) -> Docum
     return DocumentRetrievalError(message, category=category, library_exception=library_exception)
 
 
-def _missing(message: str) -> DocumentRetrievalError:
-    return DocumentRetrievalError(message, category="missing_field")
-
-
 def _crash(message: str, exc: BaseException | str) -> DocumentRetrievalError:
     name = exc if isinstance(exc, str) else type(exc).__name__
     detail = "" if isinstance(exc, str) else f": {exc}"
@@ -136,7 +132,6 @@ def make_config(init_params: Mapping[str, Any]) -> Config:
         if name not in DEFAULTS:
             raise DocumentRetrievalError(
                 f"DocumentRetrievalEvaluator.__init__() got an unexpected keyword argument {name!r}",
-                category="invalid_value",
                 library_exception="TypeError",
             )
     p = {**DEFAULTS, **init_params}
@@ -197,14 +192,14 @@ def _validate(gt: Any, ret: Any, cfg: Config) -> tuple[list[tuple[Any, Any]], li
     except Exception as exc:
         raise _crash("'retrieval_ground_truth' must be a list", exc) from exc
     if empty:
-        raise _missing(MSG_GT_EMPTY)
+        raise DocumentRetrievalError(MSG_GT_EMPTY, category="missing_field")
     qrels: list[tuple[Any, Any]] = []
     try:
         for item in gt:
             doc = item.get("document_id")
             label = item.get("query_relevance_label")
             if doc is None or label is None:
-                raise _missing(MSG_GT_FIELDS)
+                raise DocumentRetrievalError(MSG_GT_FIELDS, category="missing_field")
             if not isinstance(label, int):
                 raise DocumentRetrievalError(MSG_LABEL_INT)
             if label < cfg.lo:
@@ -223,7 +218,7 @@ def _validate(gt: Any, ret: Any, cfg: Config) -> tuple[list[tuple[Any, Any]], li
                 doc = item.get("document_id")
                 score = item.get("relevance_score")
                 if doc is None or score is None:
-                    raise _missing(MSG_RET_FIELDS)
+                    raise DocumentRetrievalError(MSG_RET_FIELDS, category="missing_field")
                 if not isinstance(score, (float, int)):
                     raise DocumentRetrievalError(MSG_SCORE_NUM)
                 results.append((doc, score))
@@ -256,7 +251,7 @@ def _fidelity_weight(labels: Iterable[Any], cfg: Config) -> Any:
     for key in sorted(counts):
         weight = table.get(key)
         if weight is None:
-            if isinstance(key, str) and key in ("True", "False"):
+            if key in ("True", "False"):
                 raise _crash(f"Label {key} is a bool, which the fidelity count cannot place", f"KeyError: '{key}'")
             raise _crash(
                 f"Label {key} lies outside ground_truth_label_min..ground_truth_label_max in the fidelity count "
@@ -356,8 +351,7 @@ def row_inputs(row: Any) -> tuple[Any, Any]:
     ret = getattr(row, "retrieved_documents", None)
     if gt is not None and not isinstance(gt, list | tuple):
         return gt, ret
-    if gt is not None:
-        gt = [_as_dict(g, ("document_id", "query_relevance_label")) for g in gt]
+    gt = None if gt is None else [_as_dict(g, ("document_id", "query_relevance_label")) for g in gt]
     if isinstance(ret, list | tuple):
         ret = [_as_dict(d, ("document_id", "relevance_score")) for d in ret]
     return gt, ret

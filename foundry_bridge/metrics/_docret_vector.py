@@ -19,10 +19,10 @@ always adding floats in the library's order, so results are bit-identical, not m
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain, count, repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,51 +49,57 @@ def evaluate_rows(
 ) -> list[dict[str, Any] | _dr.DocumentRetrievalError]:
     """Evaluate ground-truth / retrieved lists row by row in order; rows numpy cannot do exactly (bad input,
     crashes, exotic types) go through the one-query path, which also produces their errors."""
-    n = len(gts)
-    out: list[Any] = [None] * n
     if not vector_ok(cfg):
         return [_dr.evaluate_or_error(g, r, cfg) for g, r in zip(gts, rets, strict=True)]
+    fast, rets_fast = _engine_rows(gts, rets)
+    idx = np.flatnonzero(fast)
+    every = len(idx) == len(gts)
+    results, ok = _in_chunks(
+        gts if every else [gts[i] for i in idx.tolist()],
+        rets_fast if every else [rets_fast[i] for i in idx.tolist()],
+        cfg,
+    )
+    if every and ok.all():
+        return results  # every row done by the engines
+    out: list[Any] = [None] * len(gts)
+    for i, done, good in zip(idx.tolist(), results, ok.tolist(), strict=True):
+        if good:
+            out[i] = done
+    return [_dr.evaluate_or_error(gts[i], rets[i], cfg) if done is None else done for i, done in enumerate(out)]
+
+
+def _engine_rows(gts: list[Any], rets: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Which rows the engines may take (ground truth a non-empty list, both lists of at most ``MAX_ITEMS``) and the
+    retrieved lists they read (the library ignores a non-list ``retrieved_documents``: an empty list)."""
+    n = len(gts)
     if set(map(type, gts)) <= {list} and set(map(type, rets)) <= {list}:
         g_len = np.fromiter(map(len, gts), dtype=np.int64, count=n)
         r_len = np.fromiter(map(len, rets), dtype=np.int64, count=n)
-        fast = (g_len > 0) & (g_len <= _dr.MAX_ITEMS) & (r_len <= _dr.MAX_ITEMS)
-        rets_fast = rets
-    else:
-        fast = np.zeros(n, dtype=bool)
-        rets_fast = list(rets)
-        for i, (g, r) in enumerate(zip(gts, rets, strict=True)):
-            if type(g) is not list or not 0 < len(g) <= _dr.MAX_ITEMS or r is None:
+        return (g_len > 0) & (g_len <= _dr.MAX_ITEMS) & (r_len <= _dr.MAX_ITEMS), rets
+    fast = np.zeros(n, dtype=bool)
+    rets_fast = list(rets)
+    for i, (g, r) in enumerate(zip(gts, rets, strict=True)):
+        if type(g) is not list or not 0 < len(g) <= _dr.MAX_ITEMS or r is None:
+            continue
+        if type(r) is not list:
+            if isinstance(r, list):
                 continue
-            if type(r) is not list:
-                if isinstance(r, list):
-                    continue
-                rets_fast[i] = []  # the library ignores a non-list retrieved_documents
-            elif len(r) > _dr.MAX_ITEMS:
-                continue
-            fast[i] = True
-    idx = np.flatnonzero(fast)
-    if len(idx):
-        if len(idx) == n:
-            g_sel, r_sel = gts, rets_fast
-        else:
-            g_sel = [gts[i] for i in idx.tolist()]
-            r_sel = [rets_fast[i] for i in idx.tolist()]
-        results: list[dict[str, Any] | _dr.DocumentRetrievalError] = []
-        oks: list[np.ndarray] = []
-        for a in range(0, len(g_sel), CHUNK_ROWS):  # chunks: the items stay in CPU cache across the passes
-            res, ok = _evaluate_lists(g_sel[a : a + CHUNK_ROWS], r_sel[a : a + CHUNK_ROWS], cfg)
-            results.extend(res)
-            oks.append(ok)
-        ok_all = np.concatenate(oks)
-        if len(idx) == n and ok_all.all():
-            return results  # every row done by the engines
-        for i, done, good in zip(idx.tolist(), results, ok_all.tolist(), strict=True):
-            if good:
-                out[i] = done
-    for i in range(n):
-        if out[i] is None:
-            out[i] = _dr.evaluate_or_error(gts[i], rets[i], cfg)
-    return out
+            rets_fast[i] = []
+        elif len(r) > _dr.MAX_ITEMS:
+            continue
+        fast[i] = True
+    return fast, rets_fast
+
+
+def _in_chunks(gts: list[Any], rets: list[Any], cfg: _dr.Config) -> tuple[list[Any], np.ndarray]:
+    """The engines over ``CHUNK_ROWS`` rows at a time (the items stay in CPU cache across the passes)."""
+    results: list[Any] = []
+    oks = [np.zeros(0, dtype=bool)]
+    for a in range(0, len(gts), CHUNK_ROWS):
+        res, ok = _evaluate_lists(gts[a : a + CHUNK_ROWS], rets[a : a + CHUNK_ROWS], cfg)
+        results.extend(res)
+        oks.append(ok)
+    return results, np.concatenate(oks)
 
 
 def _items_are_dicts(items: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> list[Any]:
@@ -304,8 +310,7 @@ def _select(rows: np.ndarray, mask_rows: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask_rows[rows])
 
 
-@dataclass
-class _Padded:
+class _Padded(NamedTuple):
     """Rows padded to ``(rows × width)`` matrices: ``h`` id codes, ``gl`` labels, ``rs`` scores, ``v`` which cells
     hold an item, ``x`` each cell's flat item index (for the id check; the codes when no check is needed)."""
 
@@ -320,7 +325,7 @@ class _Padded:
     rx: np.ndarray
 
     def block(self, a: int, b: int) -> _Padded:
-        return _Padded(*(getattr(self, f.name)[a:b] for f in fields(self)))
+        return _Padded(*(column[a:b] for column in self))
 
 
 def _pad(flat: _Flat, rows_mask: np.ndarray) -> _Padded:
@@ -357,8 +362,7 @@ def _pad(flat: _Flat, rows_mask: np.ndarray) -> _Padded:
     )
 
 
-@dataclass
-class _Match:
+class _Match(NamedTuple):
     """One block de-duplicated and matched: ``keep_g`` = the last occurrence of each ground-truth id; ``first_r`` =
     the first occurrence of each retrieved id (it ranks), ranked with ``score`` (its id's last score); ``found`` =
     ranked items with a ground-truth match at column ``g_at``; ``label`` = their label (a hole is 0); ``g_pairs``,
@@ -451,8 +455,7 @@ def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Pa
     r_item = _select(flat.r_row, rows_mask)
     g_row, g_lab = flat.g_row[g_item], flat.g_lab[g_item]
     r_row, r_score = flat.r_row[r_item], flat.r_score[r_item]
-    codes = np.unique(np.concatenate([flat.g_code[g_item], flat.r_code[r_item]]), return_inverse=True)[1]
-    codes = codes.reshape(-1)
+    codes = np.unique(np.concatenate([flat.g_code[g_item], flat.r_code[r_item]]), return_inverse=True)[1].ravel()
     width = max(len(codes), 1)
     gkey = g_row * width + codes[: len(g_item)]
     rkey = r_row * width + codes[len(g_item) :]
@@ -502,14 +505,10 @@ def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Pa
 
 
 def _first_last(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n = len(sorted_keys)
-    first = np.ones(n, dtype=bool)
-    last = np.ones(n, dtype=bool)
-    if n > 1:
-        diff = sorted_keys[1:] != sorted_keys[:-1]
-        first[1:] = diff
-        last[:-1] = diff
-    return first, last
+    """Masks of the first and of the last element of each run of equal keys."""
+    diff = sorted_keys[1:] != sorted_keys[:-1]
+    edge = np.ones(min(len(sorted_keys), 1), dtype=bool)
+    return np.concatenate((edge, diff)), np.concatenate((diff, edge))
 
 
 def _top3(rows: np.ndarray, labels: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -64,8 +63,7 @@ def _none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
 
-@dataclass(frozen=True)
-class _TopK:
+class _TopK(NamedTuple):
     """What the report reads of each query's top k: ``top`` = highest score (NaN when no top-k document has one),
     ``surfaced`` = documents with score ≥ the surface threshold (``None`` without one) and ``relevant`` = the
     ``(Q × width)`` mask of top-k documents whose label reaches the relevance threshold."""

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._arrays import QueryArrays, RecordLike, check_threshold, from_records
+from ._arrays import QueryArrays, RecordLike, from_records
 from .measures import COLUMNS, Measure, column_names
 
 __all__ = [
@@ -238,6 +238,5 @@ def ranking_metrics(
     docstring for the exact definitions and the NaN rules.
     """
     ks = normalize_ks(ks)
-    check_threshold(relevance_threshold)
-    arrays = from_records(records, ks[-1], relevance_threshold)
+    arrays = from_records(records, ks[-1], relevance_threshold)  # checks the threshold first
     return ranking_from_arrays(arrays, ks=ks, nan_policy=nan_policy)
