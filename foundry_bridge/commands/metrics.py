@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,6 +16,9 @@ MEASURES_HELP = measures_help()
 MEASURES_LABELS = measures_labels()
 
 if TYPE_CHECKING:
+    from ..dataset.columnar import LoadResult
+    from ..dataset.spec import LocalMetricsSpec
+    from ..mapping import Mapping
     from ..metrics.measures import Measure
     from ..metrics.ranking import RankingResult
 
@@ -34,20 +38,88 @@ def compute_metrics(data: str | None = None, **options: Any) -> dict[str, Any]:
     return {"params": doc.pop("params"), "per_query": result.per_query, **doc}
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """The options after the mapping's ``metrics`` defaults: measures (``None``: all), cutoffs, relevance
+    threshold, NaN policy, surface threshold, abstention phrases; ``depth`` = the largest cutoff (the report's k)."""
+
+    measures: tuple[Measure, ...] | None
+    ks: tuple[int, ...]
+    threshold: int
+    nan_policy: str
+    surface: float | None
+    phrases: list[str] | None
+
+    @property
+    def depth(self) -> int:
+        return self.ks[-1]
+
+
+def _settings(
+    spec: LocalMetricsSpec,
+    *,
+    ks: tuple[int, ...] = (),
+    relevance_threshold: int | None = None,
+    nan_policy: str | None = None,
+    surface_threshold: float | None = None,
+    measures: tuple[str, ...] = (),
+) -> _Settings:
+    chosen, ks_ = _measures_and_ks(measures, ks, spec.k)
+    threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
+    if threshold < 1:
+        raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {threshold}")
+    surface = spec.surface_threshold if surface_threshold is None else surface_threshold
+    return _Settings(chosen, ks_, threshold, nan_policy or spec.nan_policy, surface, spec.abstention_phrases)
+
+
+def _load(
+    data: str | None,
+    mapping: Mapping | None,
+    mapping_path: str | None,
+    qrels: str | None,
+    run: str | None,
+    s: _Settings,
+) -> tuple[LoadResult, dict[str, Any]]:
+    """The arrays and assembly rows of the dataset (through the mapping) or of the TREC files, and the input's
+    description for ``params``."""
+    from ..dataset.columnar import arrays_from_records, load_jsonl, load_trec_files
+
+    if data is None or mapping is None:
+        assert qrels is not None and run is not None  # checked by _compute
+        source = {"qrels": str(qrels), "run": str(run), **({"mapping": mapping_path} if mapping_path else {})}
+        return load_trec_files(qrels, run, depth=s.depth, relevance_threshold=s.threshold), source
+    source = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
+    if mapping.dataset.format == "jsonl":
+        loaded = load_jsonl(data, mapping, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+        return loaded, source
+    from ..dataset import read_records
+
+    records = read_records(data, mapping, relevance_threshold=s.threshold)
+    loaded = arrays_from_records(records, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+    return loaded, source
+
+
+def _assembly_summary(assembly: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
+    return {
+        "k": s.depth,
+        "relevance_threshold": s.threshold,
+        "queries_with_context": len(assembly),
+        "checked": sum(1 for row in assembly if row["checked"]),
+        "with_dropped_relevant": sum(1 for row in assembly if row["dropped_relevant"]),
+        "per_query": assembly,
+    }
+
+
 def _compute(
     data: str | None = None,
     *,
     mapping_path: str | None = None,
     qrels: str | None = None,
     run: str | None = None,
-    ks: tuple[int, ...] = (),
-    relevance_threshold: int | None = None,
-    nan_policy: str | None = None,
-    surface_threshold: float | None = None,
-    measures: tuple[str, ...] = (),
+    **options: Any,
 ) -> tuple[dict[str, Any], RankingResult]:
-    """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns."""
-    from ..dataset.columnar import arrays_from_records, load_jsonl, load_trec_files
+    """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns
+    (``options``: ``_settings``' keywords)."""
     from ..dataset.spec import LocalMetricsSpec
     from ..mapping import load_mapping
     from ..metrics.negative import negative_report_from_arrays
@@ -59,55 +131,14 @@ def _compute(
         raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
-    chosen, ks_ = _measures_and_ks(measures, ks, spec.k)
-    threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
-    if threshold < 1:
-        raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {threshold}")
-    policy = nan_policy or spec.nan_policy
-    surface = spec.surface_threshold if surface_threshold is None else surface_threshold
-    phrases = spec.abstention_phrases
-    depth = ks_[-1]
-
-    if data is not None and mapping is not None:
-        if mapping.dataset.format == "jsonl":
-            arrays, assembly = load_jsonl(
-                data, mapping, depth=depth, relevance_threshold=threshold, abstention_phrases=phrases
-            )
-        else:
-            from ..dataset import read_records
-
-            arrays, assembly = arrays_from_records(
-                read_records(data, mapping, relevance_threshold=threshold),
-                depth=depth,
-                relevance_threshold=threshold,
-                abstention_phrases=phrases,
-            )
-        source: dict[str, Any] = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
-    else:
-        assert qrels is not None and run is not None  # checked above
-        arrays, assembly = load_trec_files(qrels, run, depth=depth, relevance_threshold=threshold)
-        source = {"qrels": str(qrels), "run": str(run)}
-        if mapping_path:
-            source["mapping"] = mapping_path
-
-    result = ranking_from_arrays(arrays, ks=ks_, nan_policy=policy, measures=chosen)
-    negative = negative_report_from_arrays(arrays, k=depth, surface_threshold=surface)
+    s = _settings(spec, **options)
+    (arrays, assembly), source = _load(data, mapping, mapping_path, qrels, run, s)
+    result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures)
+    negative = negative_report_from_arrays(arrays, k=s.depth, surface_threshold=s.surface)
     params = dict(result.params)
-    params.update({"surface_threshold": surface, "report_k": depth, "input": source, "queries": arrays.n_queries})
-    checked = [row for row in assembly if row["checked"]]
-    return {
-        "params": params,
-        "summary": result.summary,
-        "negative_report": negative,
-        "assembly": {
-            "k": depth,
-            "relevance_threshold": threshold,
-            "queries_with_context": len(assembly),
-            "checked": len(checked),
-            "with_dropped_relevant": sum(1 for row in assembly if row["dropped_relevant"]),
-            "per_query": assembly,
-        },
-    }, result
+    params.update({"surface_threshold": s.surface, "report_k": s.depth, "input": source, "queries": arrays.n_queries})
+    doc = {"params": params, "summary": result.summary, "negative_report": negative}
+    return {**doc, "assembly": _assembly_summary(assembly, s)}, result
 
 
 def _measures_and_ks(
@@ -134,7 +165,6 @@ def per_query_json(result: RankingResult) -> bytes:
     import msgspec
     import numpy as np
 
-    keys = ["query_id", "kind", "kind_source", "n_rel", *result.metric_keys]
     values = [result.columns[key] for key in result.metric_keys]
     # msgspec writes floats as orjson does (shortest round trip, NaN → null) below 1e16; above, the exponents
     # are spelled differently (orjson 1e+16, msgspec 1e16)
@@ -142,10 +172,9 @@ def per_query_json(result: RankingResult) -> bytes:
         import orjson
 
         return orjson.dumps(result.per_query)
+    keys, cols = result.column_lists()
     names = [f"c{i}" for i in range(len(keys))]
     row = msgspec.defstruct("PerQuery", [(n, Any) for n in names], rename=dict(zip(names, keys, strict=True)), gc=False)
-    cols = [result.query_ids, result.kinds, result.kind_sources, result.columns["n_rel"].tolist()]
-    cols += [v.tolist() for v in values]
     return msgspec.json.encode(list(map(row, *cols)))
 
 
@@ -216,7 +245,7 @@ def render_text(doc: dict[str, Any]) -> str:
 @click.argument("data", required=False, type=click.Path(dir_okay=True))
 @click.option("--mapping", "mapping_path", type=click.Path(exists=True, dir_okay=False), help="Mapping file.")
 @click.option("--qrels", type=click.Path(exists=True, dir_okay=False), help="TREC qrels file (with --run).")
-@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False), help="TREC run file (with --qrels).")
+@click.option("--run", type=click.Path(exists=True, dir_okay=False), help="TREC run file (with --qrels).")
 @click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, help="Cutoff; repeat for several.")
 @click.option(
     "--measure",
@@ -231,33 +260,11 @@ def render_text(doc: dict[str, Any]) -> str:
 @click.option("--surface-threshold", type=float, default=None, help="A top-k score ≥ this surfaced evidence.")
 @click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
-def command(
-    data: str | None,
-    mapping_path: str | None,
-    qrels: str | None,
-    run_file: str | None,
-    ks: tuple[int, ...],
-    relevance_threshold: int | None,
-    nan_policy: str | None,
-    surface_threshold: float | None,
-    fmt: str,
-    output: str | None,
-    measures: tuple[str, ...] = (),
-) -> None:
-    """``foundry-bridge metrics``: see the help text above."""
+def command(data: str | None, fmt: str, output: str | None, **options: Any) -> None:
+    """``foundry-bridge metrics``: see the help text above (``options``: ``_compute``'s keywords)."""
     from .._io import atomic_open
 
-    doc, result = _compute(
-        data,
-        mapping_path=mapping_path,
-        qrels=qrels,
-        run=run_file,
-        ks=ks,
-        relevance_threshold=relevance_threshold,
-        nan_policy=nan_policy,
-        surface_threshold=surface_threshold,
-        measures=measures,
-    )
+    doc, result = _compute(data, **options)
     payload = _json_document(doc, result) + b"\n" if fmt == "json" else render_text(doc).encode()
     if output:
         with atomic_open(output) as fh:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from foundry_bridge.catalog import DOCUMENT_RETRIEVAL
@@ -31,9 +32,11 @@ __all__ = [
     "weight_table",
 ]
 
-#: The nine metrics, in the library's key order.
+#: The nine metrics, in the library's key order, and their directions (holes and holes_ratio: lower is better).
 METRICS: tuple[str, ...] = tuple(m.name for m in DOCUMENT_RETRIEVAL.metrics)
+HIGHER_IS_BETTER: tuple[bool, ...] = tuple(m.higher_is_better for m in DOCUMENT_RETRIEVAL.metrics)
 
+_SPECS = DOCUMENT_RETRIEVAL.metrics
 #: The evaluator's init parameters and their defaults (the catalog's).
 DEFAULTS: dict[str, Any] = {p.name: p.default for p in DOCUMENT_RETRIEVAL.params}
 
@@ -100,10 +103,6 @@ def _rebuild_error(message: str, category: str, library_exception: str) -> Docum
     return DocumentRetrievalError(message, category=category, library_exception=library_exception)
 
 
-def _missing(message: str) -> DocumentRetrievalError:
-    return DocumentRetrievalError(message, category="missing_field")
-
-
 def _crash(message: str, exc: BaseException | str) -> DocumentRetrievalError:
     name = exc if isinstance(exc, str) else type(exc).__name__
     detail = "" if isinstance(exc, str) else f": {exc}"
@@ -122,7 +121,7 @@ def _crash(message: str, exc: BaseException | str) -> DocumentRetrievalError:
 class Config:
     lo: int
     hi: int
-    thresholds: tuple[Any, ...]  # ndcg, xdcg, fidelity, top1, top3, total_retrieved, total_ground_truth
+    thresholds: tuple[Any, ...]  # one per metric, in ``METRICS`` order (holes, holes_ratio: the catalog's 0)
     primary: Any  # threshold of the envelope verdict
     numeric_thresholds: bool  # every threshold a plain int/float/bool: numpy may compare
 
@@ -133,7 +132,6 @@ def make_config(init_params: Mapping[str, Any]) -> Config:
         if name not in DEFAULTS:
             raise DocumentRetrievalError(
                 f"DocumentRetrievalEvaluator.__init__() got an unexpected keyword argument {name!r}",
-                category="invalid_value",
                 library_exception="TypeError",
             )
     p = {**DEFAULTS, **init_params}
@@ -148,15 +146,7 @@ def make_config(init_params: Mapping[str, Any]) -> Config:
         raise _crash("ground_truth_label_min and ground_truth_label_max cannot be compared", exc) from exc
     if bad_order:
         raise DocumentRetrievalError(MSG_MIN_MAX)
-    thresholds = (
-        p["ndcg_threshold"],
-        p["xdcg_threshold"],
-        p["fidelity_threshold"],
-        p["top1_relevance_threshold"],
-        p["top3_max_relevance_threshold"],
-        p["total_retrieved_documents_threshold"],
-        p["total_ground_truth_documents_threshold"],
-    )
+    thresholds = tuple(p[m.threshold_param] if m.threshold_param else m.default_threshold for m in _SPECS)
     primary = p["ndcg_threshold"] if p["ndcg_threshold"] is not None else 0.5
     numeric = all(type(t) in (int, float, bool) and (type(t) is not int or abs(t) <= 2**53) for t in thresholds)
     return Config(lo, hi, thresholds, primary, numeric)
@@ -193,10 +183,6 @@ XDCG_DISCOUNT = (math.pow(0.6, 0), math.pow(0.6, 1), math.pow(0.6, 2))
 XDCG_DENOMINATOR = sum(XDCG_DISCOUNT)
 
 
-def _second(pair: tuple[Any, Any]) -> Any:
-    return pair[1]
-
-
 def _validate(gt: Any, ret: Any, cfg: Config) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
     """The library's input checks, in its order; returns (id, label) and (id, score) pairs."""
     if gt is None or ret is None:
@@ -206,14 +192,14 @@ def _validate(gt: Any, ret: Any, cfg: Config) -> tuple[list[tuple[Any, Any]], li
     except Exception as exc:
         raise _crash("'retrieval_ground_truth' must be a list", exc) from exc
     if empty:
-        raise _missing(MSG_GT_EMPTY)
+        raise DocumentRetrievalError(MSG_GT_EMPTY, category="missing_field")
     qrels: list[tuple[Any, Any]] = []
     try:
         for item in gt:
             doc = item.get("document_id")
             label = item.get("query_relevance_label")
             if doc is None or label is None:
-                raise _missing(MSG_GT_FIELDS)
+                raise DocumentRetrievalError(MSG_GT_FIELDS, category="missing_field")
             if not isinstance(label, int):
                 raise DocumentRetrievalError(MSG_LABEL_INT)
             if label < cfg.lo:
@@ -232,7 +218,7 @@ def _validate(gt: Any, ret: Any, cfg: Config) -> tuple[list[tuple[Any, Any]], li
                 doc = item.get("document_id")
                 score = item.get("relevance_score")
                 if doc is None or score is None:
-                    raise _missing(MSG_RET_FIELDS)
+                    raise DocumentRetrievalError(MSG_RET_FIELDS, category="missing_field")
                 if not isinstance(score, (float, int)):
                     raise DocumentRetrievalError(MSG_SCORE_NUM)
                 results.append((doc, score))
@@ -265,7 +251,7 @@ def _fidelity_weight(labels: Iterable[Any], cfg: Config) -> Any:
     for key in sorted(counts):
         weight = table.get(key)
         if weight is None:
-            if isinstance(key, str) and key in ("True", "False"):
+            if key in ("True", "False"):
                 raise _crash(f"Label {key} is a bool, which the fidelity count cannot place", f"KeyError: '{key}'")
             raise _crash(
                 f"Label {key} lies outside ground_truth_label_min..ground_truth_label_max in the fidelity count "
@@ -286,7 +272,7 @@ def _metrics_one(qrels: list[tuple[Any, Any]], results: list[tuple[Any, Any]], c
         score_of = dict(results)
     except TypeError as exc:
         raise _crash("document_id values must be hashable (strings or numbers)", exc) from exc
-    ranked = sorted(score_of.items(), key=_second, reverse=True)  # stable: ties keep list order
+    ranked = sorted(score_of.items(), key=itemgetter(1), reverse=True)  # stable: ties keep list order
     found = [label_of.get(doc, 0) for doc, _ in ranked]  # a hole counts as label 0
     holes = sum(1 for doc, _ in ranked if doc not in label_of)
     holes_ratio = holes / float(n_ret)
@@ -309,19 +295,17 @@ def _metrics_one(qrels: list[tuple[Any, Any]], results: list[tuple[Any, Any]], c
 
 
 def result_dict(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
-    """Assemble the 1.18 output dict (envelope + properties) from the nine values."""
-    ndcg, xdcg, fid, top1, top3, holes, ratio, n_ret, n_gt = values
-    t_ndcg, t_xdcg, t_fid, t_top1, t_top3, t_ret, t_gt = cfg.thresholds
-    p_ndcg = ndcg >= t_ndcg
-    p_xdcg = xdcg >= t_xdcg
-    p_fid = fid >= t_fid
-    p_top1 = top1 >= t_top1
-    p_top3 = top3 >= t_top3
-    p_holes = holes <= 0
-    p_ratio = ratio <= 0
-    p_ret = n_ret >= t_ret
-    p_gt = n_gt >= t_gt
-    score = float(ndcg)
+    """Assemble the 1.18 output dict (envelope + properties) from the nine values: the values, then per metric
+    ``_result``, ``_passed`` (value >= threshold; lower-is-better metrics: value <= threshold), ``_threshold`` and
+    ``_higher_is_better``. The envelope's score is ndcg@3, passed at ``cfg.primary``."""
+    props = dict(zip(METRICS, values, strict=True))
+    for name, value, threshold, higher in zip(METRICS, values, cfg.thresholds, HIGHER_IS_BETTER, strict=True):
+        passed = value >= threshold if higher else value <= threshold
+        props[f"{name}_result"] = "pass" if passed else "fail"
+        props[f"{name}_passed"] = passed
+        props[f"{name}_threshold"] = threshold
+        props[f"{name}_higher_is_better"] = higher
+    score = float(values[0])
     passed = score >= cfg.primary
     return {
         "document_retrieval": score,
@@ -331,61 +315,8 @@ def result_dict(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
         "document_retrieval_reason": None,
         "document_retrieval_status": "completed",
         "document_retrieval_threshold": cfg.primary,
-        "document_retrieval_properties": {
-            "ndcg@3": ndcg,
-            "xdcg@3": xdcg,
-            "fidelity": fid,
-            "top1_relevance": top1,
-            "top3_max_relevance": top3,
-            "holes": holes,
-            "holes_ratio": ratio,
-            "total_retrieved_documents": n_ret,
-            "total_ground_truth_documents": n_gt,
-            "ndcg@3_result": "pass" if p_ndcg else "fail",
-            "ndcg@3_passed": p_ndcg,
-            "ndcg@3_threshold": t_ndcg,
-            "ndcg@3_higher_is_better": True,
-            "xdcg@3_result": "pass" if p_xdcg else "fail",
-            "xdcg@3_passed": p_xdcg,
-            "xdcg@3_threshold": t_xdcg,
-            "xdcg@3_higher_is_better": True,
-            "fidelity_result": "pass" if p_fid else "fail",
-            "fidelity_passed": p_fid,
-            "fidelity_threshold": t_fid,
-            "fidelity_higher_is_better": True,
-            "top1_relevance_result": "pass" if p_top1 else "fail",
-            "top1_relevance_passed": p_top1,
-            "top1_relevance_threshold": t_top1,
-            "top1_relevance_higher_is_better": True,
-            "top3_max_relevance_result": "pass" if p_top3 else "fail",
-            "top3_max_relevance_passed": p_top3,
-            "top3_max_relevance_threshold": t_top3,
-            "top3_max_relevance_higher_is_better": True,
-            "holes_result": "pass" if p_holes else "fail",
-            "holes_passed": p_holes,
-            "holes_threshold": 0,
-            "holes_higher_is_better": False,
-            "holes_ratio_result": "pass" if p_ratio else "fail",
-            "holes_ratio_passed": p_ratio,
-            "holes_ratio_threshold": 0,
-            "holes_ratio_higher_is_better": False,
-            "total_retrieved_documents_result": "pass" if p_ret else "fail",
-            "total_retrieved_documents_passed": p_ret,
-            "total_retrieved_documents_threshold": t_ret,
-            "total_retrieved_documents_higher_is_better": True,
-            "total_ground_truth_documents_result": "pass" if p_gt else "fail",
-            "total_ground_truth_documents_passed": p_gt,
-            "total_ground_truth_documents_threshold": t_gt,
-            "total_ground_truth_documents_higher_is_better": True,
-        },
+        "document_retrieval_properties": props,
     }
-
-
-def _safe_result(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
-    try:
-        return result_dict(values, cfg)
-    except TypeError as exc:  # e.g. a None threshold: the library fails on every call
-        raise _crash("Every threshold must be a number", exc) from exc
 
 
 def evaluate_one(gt: Any, ret: Any, cfg: Config) -> dict[str, Any]:
@@ -396,7 +327,10 @@ def evaluate_one(gt: Any, ret: Any, cfg: Config) -> dict[str, Any]:
         raise
     except Exception as exc:  # whatever else the same operations raise in the library
         raise _crash("azure-ai-evaluation cannot evaluate this input", exc) from exc
-    return _safe_result(values, cfg)
+    try:
+        return result_dict(values, cfg)
+    except TypeError as exc:  # e.g. a None threshold: the library fails on every call
+        raise _crash("Every threshold must be a number", exc) from exc
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -417,8 +351,7 @@ def row_inputs(row: Any) -> tuple[Any, Any]:
     ret = getattr(row, "retrieved_documents", None)
     if gt is not None and not isinstance(gt, list | tuple):
         return gt, ret
-    if gt is not None:
-        gt = [_as_dict(g, ("document_id", "query_relevance_label")) for g in gt]
+    gt = None if gt is None else [_as_dict(g, ("document_id", "query_relevance_label")) for g in gt]
     if isinstance(ret, list | tuple):
         ret = [_as_dict(d, ("document_id", "relevance_score")) for d in ret]
     return gt, ret

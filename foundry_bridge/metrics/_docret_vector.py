@@ -19,9 +19,10 @@ always adding floats in the library's order, so results are bit-identical, not m
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import chain, count, repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -48,51 +49,57 @@ def evaluate_rows(
 ) -> list[dict[str, Any] | _dr.DocumentRetrievalError]:
     """Evaluate ground-truth / retrieved lists row by row in order; rows numpy cannot do exactly (bad input,
     crashes, exotic types) go through the one-query path, which also produces their errors."""
-    n = len(gts)
-    out: list[Any] = [None] * n
     if not vector_ok(cfg):
         return [_dr.evaluate_or_error(g, r, cfg) for g, r in zip(gts, rets, strict=True)]
+    fast, rets_fast = _engine_rows(gts, rets)
+    idx = np.flatnonzero(fast)
+    every = len(idx) == len(gts)
+    results, ok = _in_chunks(
+        gts if every else [gts[i] for i in idx.tolist()],
+        rets_fast if every else [rets_fast[i] for i in idx.tolist()],
+        cfg,
+    )
+    if every and ok.all():
+        return results  # every row done by the engines
+    out: list[Any] = [None] * len(gts)
+    for i, done, good in zip(idx.tolist(), results, ok.tolist(), strict=True):
+        if good:
+            out[i] = done
+    return [_dr.evaluate_or_error(gts[i], rets[i], cfg) if done is None else done for i, done in enumerate(out)]
+
+
+def _engine_rows(gts: list[Any], rets: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Which rows the engines may take (ground truth a non-empty list, both lists of at most ``MAX_ITEMS``) and the
+    retrieved lists they read (the library ignores a non-list ``retrieved_documents``: an empty list)."""
+    n = len(gts)
     if set(map(type, gts)) <= {list} and set(map(type, rets)) <= {list}:
         g_len = np.fromiter(map(len, gts), dtype=np.int64, count=n)
         r_len = np.fromiter(map(len, rets), dtype=np.int64, count=n)
-        fast = (g_len > 0) & (g_len <= _dr.MAX_ITEMS) & (r_len <= _dr.MAX_ITEMS)
-        rets_fast = rets
-    else:
-        fast = np.zeros(n, dtype=bool)
-        rets_fast = list(rets)
-        for i, (g, r) in enumerate(zip(gts, rets, strict=True)):
-            if type(g) is not list or not 0 < len(g) <= _dr.MAX_ITEMS or r is None:
+        return (g_len > 0) & (g_len <= _dr.MAX_ITEMS) & (r_len <= _dr.MAX_ITEMS), rets
+    fast = np.zeros(n, dtype=bool)
+    rets_fast = list(rets)
+    for i, (g, r) in enumerate(zip(gts, rets, strict=True)):
+        if type(g) is not list or not 0 < len(g) <= _dr.MAX_ITEMS or r is None:
+            continue
+        if type(r) is not list:
+            if isinstance(r, list):
                 continue
-            if type(r) is not list:
-                if isinstance(r, list):
-                    continue
-                rets_fast[i] = []  # the library ignores a non-list retrieved_documents
-            elif len(r) > _dr.MAX_ITEMS:
-                continue
-            fast[i] = True
-    idx = np.flatnonzero(fast)
-    if len(idx):
-        if len(idx) == n:
-            g_sel, r_sel = gts, rets_fast
-        else:
-            g_sel = [gts[i] for i in idx.tolist()]
-            r_sel = [rets_fast[i] for i in idx.tolist()]
-        results: list[dict[str, Any] | _dr.DocumentRetrievalError] = []
-        oks: list[np.ndarray] = []
-        for a in range(0, len(g_sel), CHUNK_ROWS):  # chunks: the items stay in CPU cache across the passes
-            res, ok = _evaluate_lists(g_sel[a : a + CHUNK_ROWS], r_sel[a : a + CHUNK_ROWS], cfg)
-            results.extend(res)
-            oks.append(ok)
-        ok_all = np.concatenate(oks)
-        if len(idx) == n and ok_all.all():
-            return results  # every row done by the engines
-        for i, done, good in zip(idx.tolist(), results, ok_all.tolist(), strict=True):
-            if good:
-                out[i] = done
-    for i in range(n):
-        if out[i] is None:
-            out[i] = _dr.evaluate_or_error(gts[i], rets[i], cfg)
-    return out
+            rets_fast[i] = []
+        elif len(r) > _dr.MAX_ITEMS:
+            continue
+        fast[i] = True
+    return fast, rets_fast
+
+
+def _in_chunks(gts: list[Any], rets: list[Any], cfg: _dr.Config) -> tuple[list[Any], np.ndarray]:
+    """The engines over ``CHUNK_ROWS`` rows at a time (the items stay in CPU cache across the passes)."""
+    results: list[Any] = []
+    oks = [np.zeros(0, dtype=bool)]
+    for a in range(0, len(gts), CHUNK_ROWS):
+        res, ok = _evaluate_lists(gts[a : a + CHUNK_ROWS], rets[a : a + CHUNK_ROWS], cfg)
+        results.extend(res)
+        oks.append(ok)
+    return results, np.concatenate(oks)
 
 
 def _items_are_dicts(items: list[Any], rows: np.ndarray, bad_row: np.ndarray) -> list[Any]:
@@ -216,7 +223,6 @@ def _evaluate_lists(
     ids.extend(map(dict.get, r_items, repeat("document_id")))
     codes, verify = _id_codes(ids, np.concatenate([g_row, r_row]), bad_row)
     n_g = len(g_items)
-    bad_row[g_row[(labels < cfg.lo) | (labels > cfg.hi)]] = True
     check = (ids[:n_g], ids[n_g:]) if verify else None
     flat = _Flat(m, bad_row, g_len, r_len, g_row, codes[:n_g], labels, r_row, codes[n_g:], scores, check)
     return _run(flat, cfg)
@@ -257,7 +263,6 @@ def evaluate_columns(
     g_row = np.repeat(np.arange(m, dtype=np.int64), g_len)
     r_row = np.repeat(np.arange(m, dtype=np.int64), r_len)
     bad_row[(g_len == 0) | (g_len > _dr.MAX_ITEMS) | (r_len > _dr.MAX_ITEMS)] = True
-    bad_row[g_row[(g_lab < cfg.lo) | (g_lab > cfg.hi)]] = True
     odd = np.isnan(r_score) | (np.abs(r_score) > EXACT_INT)
     bad_row[r_row[odd]] = True
     r_score = np.where(odd, 0.0, r_score)
@@ -275,26 +280,13 @@ class _Parts:
     holes: np.ndarray
     normal: np.ndarray  # some retrieved label is non-zero
     mismatch: np.ndarray  # ids paired by code are not equal: one-query path
-    f_rows: list[np.ndarray]  # (row, label) of retrieved docs counted by fidelity
-    f_labels: list[np.ndarray]
-    i_rows: list[np.ndarray]  # (row, label) of ground-truth docs counted by fidelity
-    i_labels: list[np.ndarray]
+    found: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (rows, labels) of retrieved docs
+    ideal: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # and of ground truth, fidelity counts
 
     @classmethod
     def zeros(cls, m: int) -> _Parts:
-        z3 = np.zeros((m, 3), dtype=np.int64)
-        return cls(
-            z3,
-            np.zeros((m, 3), dtype=bool),
-            z3.copy(),
-            np.zeros(m, dtype=np.int64),
-            np.zeros(m, dtype=bool),
-            np.zeros(m, dtype=bool),
-            [],
-            [],
-            [],
-            [],
-        )
+        i3, b = np.zeros((m, 3), dtype=np.int64), np.zeros(m, dtype=bool)
+        return cls(i3, np.zeros((m, 3), dtype=bool), i3.copy(), np.zeros(m, dtype=np.int64), b, b.copy())
 
 
 #: Rows with at most this many items in each list use the padded-matrix engine; longer rows the sort engine.
@@ -304,6 +296,7 @@ _MATRIX_CELLS = 250000
 
 def _run(flat: _Flat, cfg: _dr.Config) -> tuple[list[dict[str, Any]], np.ndarray]:
     parts = _Parts.zeros(flat.m)
+    flat.bad_row[flat.g_row[(flat.g_lab < cfg.lo) | (flat.g_lab > cfg.hi)]] = True  # the library rejects them
     todo = ~flat.bad_row
     short = todo & (flat.g_len <= SHORT_ROW) & (flat.r_len <= SHORT_ROW)
     if short.any():
@@ -317,98 +310,142 @@ def _select(rows: np.ndarray, mask_rows: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask_rows[rows])
 
 
-def _matrix_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Parts) -> None:
-    """Rows padded into (rows, width) matrices; duplicates and matches by broadcast comparison."""
-    sel_rows = np.flatnonzero(rows_mask)
-    gi = _select(flat.g_row, rows_mask)
-    ri = _select(flat.r_row, rows_mask)
-    lg = max(int(flat.g_len[sel_rows].max()), 1)
-    lr = max(int(flat.r_len[sel_rows].max()), 3)
-    local = np.full(flat.m, -1, dtype=np.int64)
-    local[sel_rows] = np.arange(len(sel_rows))
-    n = len(sel_rows)
+class _Padded(NamedTuple):
+    """Rows padded to ``(rows × width)`` matrices: ``h`` id codes, ``gl`` labels, ``rs`` scores, ``v`` which cells
+    hold an item, ``x`` each cell's flat item index (for the id check; the codes when no check is needed)."""
 
-    def placer(item_rows: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows: np.ndarray  # the batch row of each matrix row
+    gh: np.ndarray
+    gl: np.ndarray
+    gv: np.ndarray
+    gx: np.ndarray
+    rh: np.ndarray
+    rs: np.ndarray
+    rv: np.ndarray
+    rx: np.ndarray
+
+    def block(self, a: int, b: int) -> _Padded:
+        return _Padded(*(column[a:b] for column in self))
+
+
+def _pad(flat: _Flat, rows_mask: np.ndarray) -> _Padded:
+    """The rows of ``rows_mask`` as padded matrices (ground truth at least 1 wide, retrieved at least 3)."""
+    sel_rows = np.flatnonzero(rows_mask)
+    n = len(sel_rows)
+    local = np.full(flat.m, -1, dtype=np.int64)
+    local[sel_rows] = np.arange(n)
+
+    def matrix(item_rows: np.ndarray, lens: np.ndarray, width: int, values: np.ndarray, fill: Any) -> np.ndarray:
         at_row = local[item_rows]
         start = np.cumsum(lens[sel_rows]) - lens[sel_rows]
-        return at_row, np.arange(len(item_rows)) - start[at_row]
-
-    def matrix(where: tuple[np.ndarray, np.ndarray], width: int, values: np.ndarray, fill: Any) -> np.ndarray:
         out = np.full((n, width), fill, dtype=values.dtype)
-        out[where] = values
+        out[at_row, np.arange(len(item_rows)) - start[at_row]] = values
         return out
 
-    g_at = placer(flat.g_row[gi], flat.g_len)
-    r_at = placer(flat.r_row[ri], flat.r_len)
-    gh = matrix(g_at, lg, flat.g_code[gi], 0)
-    gl = matrix(g_at, lg, flat.g_lab[gi], 0)
-    gv = np.arange(lg) < flat.g_len[sel_rows][:, None]
+    gi, ri = _select(flat.g_row, rows_mask), _select(flat.r_row, rows_mask)
+    lg = max(int(flat.g_len[sel_rows].max()), 1)
+    lr = max(int(flat.r_len[sel_rows].max()), 3)
+    g_rows, r_rows = flat.g_row[gi], flat.r_row[ri]
+    gh = matrix(g_rows, flat.g_len, lg, flat.g_code[gi], 0)
+    rh = matrix(r_rows, flat.r_len, lr, flat.r_code[ri], 0)
     checking = flat.ids is not None
-    gx = matrix(g_at, lg, gi, -1) if checking else gh  # flat item index, for the id check
-    rh = matrix(r_at, lr, flat.r_code[ri], 0)
-    rs = matrix(r_at, lr, flat.r_score[ri], 0.0)
-    rv = np.arange(lr) < flat.r_len[sel_rows][:, None]
-    rx = matrix(r_at, lr, ri, -1) if checking else rh
+    return _Padded(
+        sel_rows,
+        gh,
+        matrix(g_rows, flat.g_len, lg, flat.g_lab[gi], 0),
+        np.arange(lg) < flat.g_len[sel_rows][:, None],
+        matrix(g_rows, flat.g_len, lg, gi, -1) if checking else gh,
+        rh,
+        matrix(r_rows, flat.r_len, lr, flat.r_score[ri], 0.0),
+        np.arange(lr) < flat.r_len[sel_rows][:, None],
+        matrix(r_rows, flat.r_len, lr, ri, -1) if checking else rh,
+    )
 
-    later_g = np.triu(np.ones((lg, lg), dtype=bool), 1)
+
+class _Match(NamedTuple):
+    """One block de-duplicated and matched: ``keep_g`` = the last occurrence of each ground-truth id; ``first_r`` =
+    the first occurrence of each retrieved id (it ranks), ranked with ``score`` (its id's last score); ``found`` =
+    ranked items with a ground-truth match at column ``g_at``; ``label`` = their label (a hole is 0); ``g_pairs``,
+    ``r_pairs`` = the pairs of cells with equal codes (``None``: no duplicates), for the id check."""
+
+    keep_g: np.ndarray
+    first_r: np.ndarray
+    score: np.ndarray
+    found: np.ndarray
+    g_at: np.ndarray
+    label: np.ndarray
+    g_pairs: np.ndarray | None
+    r_pairs: np.ndarray | None
+
+
+def _match(blk: _Padded) -> _Match:
+    lg, lr = blk.gh.shape[1], blk.rh.shape[1]
+    eq_g = (blk.gh[:, :, None] == blk.gh[:, None, :]) & blk.gv[:, :, None] & blk.gv[:, None, :]
+    eq_g &= np.triu(np.ones((lg, lg), dtype=bool), 1)
+    g_dups = bool(eq_g.any())
+    keep_g = blk.gv & ~eq_g.any(axis=2) if g_dups else blk.gv
+    eq_r = (blk.rh[:, :, None] == blk.rh[:, None, :]) & blk.rv[:, :, None] & blk.rv[:, None, :]
     earlier_r = np.tril(np.ones((lr, lr), dtype=bool), -1)
-    col_r = np.arange(lr)
-    step = max(1, _MATRIX_CELLS // (max(lg, lr) ** 2))
-    start_rank = cfg.lo + 1
+    dup_r = eq_r & earlier_r
+    r_dups = bool(dup_r.any())
+    if r_dups:
+        first_r = blk.rv & ~dup_r.any(axis=2)
+        last_at = np.where(eq_r, np.arange(lr), -1).max(axis=2).clip(0)
+        score = np.take_along_axis(blk.rs, last_at, axis=1)
+    else:
+        first_r, score = blk.rv, blk.rs
+    match = (blk.rh[:, :, None] == blk.gh[:, None, :]) & keep_g[:, None, :]
+    found = match.any(axis=2) & first_r
+    g_at = match.argmax(axis=2)
+    label = np.where(found, np.take_along_axis(blk.gl, g_at, axis=1), 0)
+    r_pairs = eq_r & ~earlier_r & ~np.eye(lr, dtype=bool) if r_dups else None
+    return _Match(keep_g, first_r, score, found, g_at, label, eq_g if g_dups else None, r_pairs)
+
+
+def _verify_block(ids: tuple[list[Any], list[Any]], blk: _Padded, mt: _Match, mismatch: np.ndarray) -> None:
+    """Equal codes must be equal ids (hash codes): check every duplicate pair and every match."""
+    g_ids, r_ids = ids
+    if mt.g_pairs is not None:
+        k, i, j = np.nonzero(mt.g_pairs)
+        _verify(g_ids, blk.gx[k, i], g_ids, blk.gx[k, j], blk.rows[k], mismatch)
+    if mt.r_pairs is not None:
+        k, i, j = np.nonzero(mt.r_pairs)
+        _verify(r_ids, blk.rx[k, i], r_ids, blk.rx[k, j], blk.rows[k], mismatch)
+    k, i = np.nonzero(mt.found)
+    _verify(r_ids, blk.rx[k, i], g_ids, blk.gx[k, mt.g_at[k, i]], blk.rows[k], mismatch)
+
+
+def _store_block(blk: _Padded, mt: _Match, start_rank: int, parts: _Parts) -> None:
+    """Holes, the top 3 (ranked by score, ties in first-occurrence order), the ideal top 3 and the fidelity
+    counts of one block into ``parts``."""
+    rows, first_r, label, keep_g = blk.rows, mt.first_r, mt.label, mt.keep_g
+    parts.holes[rows] = (first_r & ~mt.found).sum(axis=1)
+    parts.normal[rows] = (first_r & (label != 0)).any(axis=1)
+    order = np.lexsort((-mt.score, ~first_r), axis=-1)[:, :3]
+    present = np.arange(3) < first_r.sum(axis=1)[:, None]
+    parts.present[rows] = present
+    parts.t[rows] = np.where(present, np.take_along_axis(label, order, axis=1), 0)
+    ideal = -np.sort(np.where(keep_g, -blk.gl, np.iinfo(np.int64).max), axis=1)[:, :3]
+    ideal = ideal if ideal.shape[1] == 3 else np.pad(ideal, ((0, 0), (0, 3 - ideal.shape[1])))
+    parts.it[rows] = np.where(np.arange(3) < keep_g.sum(axis=1)[:, None], ideal, 0)
+    k, i = np.nonzero(first_r & (label >= start_rank))
+    parts.found.append((rows[k], label[k, i]))
+    k, i = np.nonzero(keep_g & (blk.gl >= start_rank))
+    parts.ideal.append((rows[k], blk.gl[k, i]))
+
+
+def _matrix_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Parts) -> None:
+    """Rows padded into (rows, width) matrices; duplicates and matches by broadcast comparison, in blocks of
+    about ``_MATRIX_CELLS`` cells per comparison matrix."""
+    padded = _pad(flat, rows_mask)
+    n, width = len(padded.rows), max(padded.gh.shape[1], padded.rh.shape[1])
+    step = max(1, _MATRIX_CELLS // (width**2))
     for a in range(0, n, step):
-        b = min(n, a + step)
-        rows = sel_rows[a:b]
-        Gh, Gl, Gv, Gx = gh[a:b], gl[a:b], gv[a:b], gx[a:b]
-        Rh, Rs, Rv, Rx = rh[a:b], rs[a:b], rv[a:b], rx[a:b]
-        # ground truth: keep the last occurrence of each id
-        eq_g = (Gh[:, :, None] == Gh[:, None, :]) & Gv[:, :, None] & Gv[:, None, :] & later_g
-        g_dups = bool(eq_g.any())
-        keep_g = Gv & ~eq_g.any(axis=2) if g_dups else Gv
-        # retrieved: the first occurrence ranks, with the score of the last one
-        eq_r = (Rh[:, :, None] == Rh[:, None, :]) & Rv[:, :, None] & Rv[:, None, :]
-        r_dups = bool((eq_r & earlier_r).any())
-        if r_dups:
-            first_r = Rv & ~(eq_r & earlier_r).any(axis=2)
-            last_at = np.where(eq_r, col_r, -1).max(axis=2).clip(0)
-            score = np.take_along_axis(Rs, last_at, axis=1)
-        else:
-            first_r, score = Rv, Rs
-        match = (Rh[:, :, None] == Gh[:, None, :]) & keep_g[:, None, :]
-        found = match.any(axis=2) & first_r
-        g_at = match.argmax(axis=2)
-        label = np.where(found, np.take_along_axis(Gl, g_at, axis=1), 0)  # a hole is label 0
-
+        blk = padded.block(a, min(n, a + step))
+        mt = _match(blk)
         if flat.ids is not None:
-            g_ids, r_ids = flat.ids
-            if g_dups:
-                k, i, j = np.nonzero(eq_g)
-                _verify(g_ids, Gx[k, i], g_ids, Gx[k, j], rows[k], parts.mismatch)
-            if r_dups:
-                k, i, j = np.nonzero(eq_r & ~earlier_r & ~np.eye(lr, dtype=bool))
-                _verify(r_ids, Rx[k, i], r_ids, Rx[k, j], rows[k], parts.mismatch)
-            k, i = np.nonzero(found)
-            _verify(r_ids, Rx[k, i], g_ids, Gx[k, g_at[k, i]], rows[k], parts.mismatch)
-
-        parts.holes[rows] = (first_r & ~found).sum(axis=1)
-        parts.normal[rows] = (first_r & (label != 0)).any(axis=1)
-        order = np.lexsort((-score, ~first_r), axis=-1)[:, :3]
-        n_first = first_r.sum(axis=1)
-        present = np.arange(3) < n_first[:, None]
-        parts.present[rows] = present
-        parts.t[rows] = np.where(present, np.take_along_axis(label, order, axis=1), 0)
-        ideal = -np.sort(np.where(keep_g, -Gl, np.iinfo(np.int64).max), axis=1)[:, :3]
-        n_keep = keep_g.sum(axis=1)
-        ideal = ideal if ideal.shape[1] == 3 else np.pad(ideal, ((0, 0), (0, 3 - ideal.shape[1])))
-        parts.it[rows] = np.where(np.arange(3) < n_keep[:, None], ideal, 0)
-
-        counted = first_r & (label >= start_rank)
-        k, i = np.nonzero(counted)
-        parts.f_rows.append(rows[k])
-        parts.f_labels.append(label[k, i])
-        counted = keep_g & (Gl >= start_rank)
-        k, i = np.nonzero(counted)
-        parts.i_rows.append(rows[k])
-        parts.i_labels.append(Gl[k, i])
+            _verify_block(flat.ids, blk, mt, parts.mismatch)
+        _store_block(blk, mt, cfg.lo + 1, parts)
 
 
 def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Parts) -> None:
@@ -418,8 +455,7 @@ def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Pa
     r_item = _select(flat.r_row, rows_mask)
     g_row, g_lab = flat.g_row[g_item], flat.g_lab[g_item]
     r_row, r_score = flat.r_row[r_item], flat.r_score[r_item]
-    codes = np.unique(np.concatenate([flat.g_code[g_item], flat.r_code[r_item]]), return_inverse=True)[1]
-    codes = codes.reshape(-1)
+    codes = np.unique(np.concatenate([flat.g_code[g_item], flat.r_code[r_item]]), return_inverse=True)[1].ravel()
     width = max(len(codes), 1)
     gkey = g_row * width + codes[: len(g_item)]
     rkey = r_row * width + codes[len(g_item) :]
@@ -463,22 +499,16 @@ def _sort_engine(flat: _Flat, rows_mask: np.ndarray, cfg: _dr.Config, parts: _Pa
     parts.it[rows] = it[rows]
     start = cfg.lo + 1
     counted = ur_lab >= start
-    parts.f_rows.append(ur_row[counted])
-    parts.f_labels.append(ur_lab[counted])
+    parts.found.append((ur_row[counted], ur_lab[counted]))
     counted = ug_lab >= start
-    parts.i_rows.append(ug_row[counted])
-    parts.i_labels.append(ug_lab[counted])
+    parts.ideal.append((ug_row[counted], ug_lab[counted]))
 
 
 def _first_last(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n = len(sorted_keys)
-    first = np.ones(n, dtype=bool)
-    last = np.ones(n, dtype=bool)
-    if n > 1:
-        diff = sorted_keys[1:] != sorted_keys[:-1]
-        first[1:] = diff
-        last[:-1] = diff
-    return first, last
+    """Masks of the first and of the last element of each run of equal keys."""
+    diff = sorted_keys[1:] != sorted_keys[:-1]
+    edge = np.ones(min(len(sorted_keys), 1), dtype=bool)
+    return np.concatenate((edge, diff)), np.concatenate((diff, edge))
 
 
 def _top3(rows: np.ndarray, labels: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -527,20 +557,14 @@ def _weighted(
     return acc
 
 
-_TABLES: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-
-
+@lru_cache(maxsize=64)
 def _rank_table(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """(string rank of label v at index v - (lo+1), weight of the j-th string) for the numpy path."""
-    key = (lo, hi)
-    if key not in _TABLES:
-        table = _dr.weight_table(lo, hi)  # raises for ranges the library overflows on
-        start = lo + 1
-        strings = list(table)  # already in string order
-        rank_of = np.empty(len(strings), dtype=np.int64)
-        rank_of[np.array([int(s) - start for s in strings], dtype=np.int64)] = np.arange(len(strings))
-        _TABLES[key] = (rank_of, np.array(list(table.values()), dtype=np.float64))
-    return _TABLES[key]
+    table = _dr.weight_table(lo, hi)  # raises for ranges the library overflows on
+    strings = list(table)  # already in string order
+    rank_of = np.empty(len(strings), dtype=np.int64)
+    rank_of[np.array([int(s) - (lo + 1) for s in strings], dtype=np.int64)] = np.arange(len(strings))
+    return rank_of, np.array(list(table.values()), dtype=np.float64)
 
 
 def _finish(flat: _Flat, parts: _Parts, cfg: _dr.Config) -> tuple[list[dict[str, Any]], np.ndarray]:
@@ -569,12 +593,12 @@ def _finish(flat: _Flat, parts: _Parts, cfg: _dr.Config) -> tuple[list[dict[str,
             fidelity = np.zeros(m)
         else:
             rank_of, w = tables
-            f_rows, f_labels = _cat(parts.f_rows), _cat(parts.f_labels)
+            f_rows, f_labels = _cat(parts.found)
             outside = f_labels > hi  # a hole (label 0) above a negative maximum: KeyError in the library
             crash[f_rows[outside]] = True
             f_rows, f_labels = f_rows[~outside], f_labels[~outside]
             w_found = _weighted(f_rows, f_labels, m, start, rank_of, w)
-            w_ideal = _weighted(_cat(parts.i_rows), _cat(parts.i_labels), m, start, rank_of, w)
+            w_ideal = _weighted(*_cat(parts.ideal), m, start, rank_of, w)
             fidelity = np.where(w_ideal == 0, np.nan, w_found / np.where(w_ideal == 0, 1.0, w_ideal))
     crash &= normal
 
@@ -583,55 +607,45 @@ def _finish(flat: _Flat, parts: _Parts, cfg: _dr.Config) -> tuple[list[dict[str,
     )
 
 
-def _build_results(
-    flat: _Flat, parts: _Parts, cfg: _dr.Config, first5: tuple[np.ndarray, ...], ratio: np.ndarray
-) -> list[dict[str, Any]]:
-    """The 1.18 output dicts, verdicts compared in numpy (thresholds are plain numbers here, so exactly as Python).
-
-    Types per branch as in the library: normal floats/ints, zero-branch int 0, empty-branch 0.0 (holes_ratio int 0).
-    """
+def _typed_columns(
+    flat: _Flat, parts: _Parts, first5: tuple[np.ndarray, ...], ratio: np.ndarray
+) -> tuple[list[np.ndarray], list[list[Any]]]:
+    """The nine metrics per row as numbers (for the verdicts) and as the library's Python values per branch:
+    normal floats/ints, zero-branch (nothing relevant retrieved) int 0, empty-branch (nothing retrieved) 0.0 and
+    holes_ratio int 0."""
     empty = flat.r_len == 0
     zero = ~parts.normal & ~empty
-    numeric = []
-    values = []
+    numeric: list[np.ndarray] = []
+    values: list[list[Any]] = []
     for arr in first5:
-        num = np.where(zero | empty, 0, arr)
         col = arr.astype(object)
         col[zero] = 0
         col[empty] = 0.0
-        numeric.append(num)
+        numeric.append(np.where(zero | empty, 0, arr))
         values.append(col.tolist())
     ratio_obj = ratio.astype(object)
     ratio_obj[empty] = 0
-    ratio_num = np.where(empty, 0.0, ratio)
-    holes = parts.holes
-    numeric += [holes, ratio_num, flat.r_len, flat.g_len]
-    values += [holes.tolist(), ratio_obj.tolist(), flat.r_len.tolist(), flat.g_len.tolist()]
-    t = cfg.thresholds
+    numeric += [parts.holes, np.where(empty, 0.0, ratio), flat.r_len, flat.g_len]
+    values += [parts.holes.tolist(), ratio_obj.tolist(), flat.r_len.tolist(), flat.g_len.tolist()]
+    return numeric, values
+
+
+def _verdict_codes(numeric: list[np.ndarray], cfg: _dr.Config) -> np.ndarray:
+    """Bit j of a row's code: metric j passes (thresholds are plain numbers here, so numpy compares as Python)."""
+    code = np.zeros(len(numeric[0]), dtype=np.int64)
     with np.errstate(invalid="ignore"):
-        passed = [
-            numeric[0] >= t[0],
-            numeric[1] >= t[1],
-            numeric[2] >= t[2],
-            numeric[3] >= t[3],
-            numeric[4] >= t[4],
-            numeric[5] <= 0,
-            numeric[6] <= 0,
-            numeric[7] >= t[5],
-            numeric[8] >= t[6],
-        ]
-        score = numeric[0].astype(np.float64)
-        env_passed = score >= cfg.primary
-    # one template per verdict combination (a few in practice, at most 2**9), keys already in the library's order:
-    # a row is then a dict copy plus its nine values, much cheaper than building 45 entries
-    verdict_code = np.zeros(len(score), dtype=np.int64)
-    for j, p in enumerate(passed):
-        verdict_code |= p.astype(np.int64) << j
-    codes = verdict_code.tolist()
+        for j, (num, thr, higher) in enumerate(zip(numeric, cfg.thresholds, _dr.HIGHER_IS_BETTER, strict=True)):
+            code |= (num >= thr if higher else num <= thr).astype(np.int64) << j
+    return code
+
+
+def _templates(codes: set[int], cfg: _dr.Config) -> tuple[dict[int, Any], dict[bool, Any]]:
+    """``copy`` of a properties dict per verdict code and of an envelope per envelope verdict, keys already in the
+    library's order: a row is then a dict copy plus its values, much cheaper than building 45 entries."""
     base = _dr.result_dict((0.0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0), cfg)
     base_props = base.pop("document_retrieval_properties")
     props_copy = {}
-    for code in set(codes):
+    for code in codes:
         props = dict(base_props)
         for j, metric in enumerate(_dr.METRICS):
             ok = bool(code >> j & 1)
@@ -644,6 +658,19 @@ def _build_results(
         env["document_retrieval_passed"] = ok
         env["document_retrieval_result"] = "pass" if ok else "fail"
         env_copy[ok] = env.copy
+    return props_copy, env_copy
+
+
+def _build_results(
+    flat: _Flat, parts: _Parts, cfg: _dr.Config, first5: tuple[np.ndarray, ...], ratio: np.ndarray
+) -> list[dict[str, Any]]:
+    """The 1.18 output dicts, the verdicts compared in numpy, the values typed per branch as in the library."""
+    numeric, values = _typed_columns(flat, parts, first5, ratio)
+    codes = _verdict_codes(numeric, cfg).tolist()
+    score = numeric[0].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        env_passed = score >= cfg.primary
+    props_copy, env_copy = _templates(set(codes), cfg)
     out: list[dict[str, Any]] = []
     append = out.append
     for nd, xd, fi, t1, t3, ho, hr, nr, ng, code, sc, ep in zip(
@@ -667,5 +694,8 @@ def _build_results(
     return out
 
 
-def _cat(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+def _cat(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The engines' (rows, labels) pairs joined."""
+    if not pairs:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate([rows for rows, _ in pairs]), np.concatenate([labels for _, labels in pairs])

@@ -40,10 +40,6 @@ def document_retrieval(retrieval_ground_truth: Any, retrieved_documents: Any, **
     return evaluate_one(retrieval_ground_truth, retrieved_documents, make_config(init_params))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# many queries
-
-
 def document_retrieval_batch(rows: Iterable[Any], **init_params: Any) -> list[dict[str, Any] | DocumentRetrievalError]:
     """Evaluate many queries at once (numpy); one entry per row, in order.
 
@@ -55,22 +51,14 @@ def document_retrieval_batch(rows: Iterable[Any], **init_params: Any) -> list[di
 
     cfg = make_config(init_params)
     rows = rows if isinstance(rows, list) else list(rows)
-    if set(map(type, rows)) <= {dict}:
-        gts = list(map(dict.get, rows, repeat("retrieval_ground_truth")))
-        rets = list(map(dict.get, rows, repeat("retrieved_documents")))
-        if type(None) in set(map(type, gts)):  # maybe plan items {"item": {...}}
-            for i, g in enumerate(gts):
-                if g is None:
-                    gts[i], rets[i] = row_inputs(rows[i])
-    else:
-        pairs = [row_inputs(row) for row in rows]
-        gts = [g for g, _ in pairs]
-        rets = [r for _, r in pairs]
+    plain = set(map(type, rows)) <= {dict}  # then read with C-level map calls
+    gts = list(map(dict.get, rows, repeat("retrieval_ground_truth"))) if plain else [None] * len(rows)
+    rets = list(map(dict.get, rows, repeat("retrieved_documents"))) if plain else [None] * len(rows)
+    if type(None) in set(map(type, gts)):  # plan items {"item": {...}}, QueryRecords, rows without ground truth
+        for i, g in enumerate(gts):
+            if g is None:
+                gts[i], rets[i] = row_inputs(rows[i])
     return _docret_vector.evaluate_rows(gts, rets, cfg)
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# output shapes
 
 
 def flat_output(result: Mapping[str, Any]) -> dict[str, Any]:

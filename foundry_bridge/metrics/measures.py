@@ -207,7 +207,7 @@ class Measure:
         return Measure.of(self.name, dict(self.params), k)
 
     def __str__(self) -> str:
-        args = ", ".join(f"{k}={_fmt_value(v)}" for k, v in self.params)
+        args = _pairs(self.params)
         return self.name + (f"({args})" if args else "") + (f"@{self.cutoff}" if self.cutoff is not None else "")
 
     def __repr__(self) -> str:
@@ -255,10 +255,6 @@ class Measure:
     @property
     def higher_is_better(self) -> bool:
         return self.spec.higher_is_better
-
-    @property
-    def nan_rule(self) -> str:
-        return self.spec.nan_rule
 
 
 # the kernels' output, in order: for each k, these columns

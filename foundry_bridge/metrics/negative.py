@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -63,6 +63,126 @@ def _none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
 
+class _TopK(NamedTuple):
+    """What the report reads of each query's top k: ``top`` = highest score (NaN when no top-k document has one),
+    ``surfaced`` = documents with score ≥ the surface threshold (``None`` without one) and ``relevant`` = the
+    ``(Q × width)`` mask of top-k documents whose label reaches the relevance threshold."""
+
+    top: np.ndarray
+    surfaced: np.ndarray | None
+    relevant: np.ndarray
+
+
+def _top_k(arrays: QueryArrays, k: int, surface_threshold: float | None) -> _TopK:
+    width = min(k, arrays.scores.shape[1])
+    scores = arrays.scores[:, :width]
+    valid = np.arange(width)[None, :] < arrays.length[:, None]
+    with np.errstate(all="ignore"):
+        has_score = (valid & ~np.isnan(scores)).any(axis=1)
+        top = np.where(has_score, np.nanmax(np.where(valid, scores, -np.inf), axis=1, initial=-np.inf), np.nan)
+    surfaced = ((scores >= surface_threshold) & valid).sum(axis=1) if surface_threshold is not None else None
+    relevant = (arrays.labels[:, :width] >= arrays.relevance_threshold) & valid
+    return _TopK(top, surfaced, relevant)
+
+
+def _per_query(arrays: QueryArrays, tk: _TopK, negative: np.ndarray) -> list[dict[str, Any]]:
+    """One row per negative query (see ``negative_query_report``)."""
+    rows: list[dict[str, Any]] = []
+    labels_rule = f"no label >= {arrays.relevance_threshold}"
+    for q in np.flatnonzero(negative).tolist():
+        ids = arrays.top_ids.get(q, [])
+        source = arrays.kind_sources[q]
+        abst = int(arrays.abstains[q])
+        rows.append(
+            {
+                "query_id": arrays.query_ids[q],
+                "kind_source": source,
+                "rule": "declared kind: negative" if source == "declared" else labels_rule,
+                "retrieved": int(arrays.n_ret[q]) if arrays.n_ret[q] >= 0 else int(arrays.length[q]),
+                "top_score": _none(tk.top[q]),
+                "surfaced": None if tk.surfaced is None else int(tk.surfaced[q]),
+                "relevant_labelled_in_top_k": [ids[r] for r in np.flatnonzero(tk.relevant[q]).tolist() if r < len(ids)],
+                "abstains": None if abst < 0 else bool(abst),
+            }
+        )
+    return rows
+
+
+def _default_thresholds(neg_top: np.ndarray, surface_threshold: float | None) -> list[float]:
+    """The surface threshold, the negatives' top-score quantiles 0.5/0.75/0.9 (rounded to 6 decimals) and the
+    smallest float above their maximum, sorted and distinct."""
+    cand: set[float] = set()
+    if surface_threshold is not None:
+        cand.add(float(surface_threshold))
+    if len(neg_top):
+        cand.update(round(float(v), 6) for v in np.quantile(neg_top, [0.5, 0.75, 0.9]))
+        cand.add(float(np.nextafter(neg_top.max(), np.inf)))
+    return sorted(cand)
+
+
+def _share_below(values: np.ndarray, threshold: float) -> float | None:
+    return _none(float((values < threshold).mean())) if len(values) else None
+
+
+def _mean_or_none(values: np.ndarray) -> float | None:
+    return _none(float(values.mean())) if len(values) else None
+
+
+def _abstentions(arrays: QueryArrays, negative: np.ndarray) -> dict[str, Any]:
+    """Abstention counts of the negatives, and the positive queries that abstained (the heuristic's verdicts)."""
+    with_response = arrays.abstains[negative] >= 0
+    abstained = arrays.abstains[negative] == 1
+    positive = ~negative
+    pos_abst = np.flatnonzero(positive & (arrays.abstains == 1))
+    pos_with_response = int((positive & (arrays.abstains >= 0)).sum())
+    return {
+        "with_response": int(with_response.sum()),
+        "abstained": int(abstained.sum()),
+        "abstention_rate": float(abstained.sum() / with_response.sum()) if with_response.any() else None,
+        "positive_abstentions": [arrays.query_ids[q] for q in pos_abst.tolist()],
+        "positive_abstention_rate": (len(pos_abst) / pos_with_response) if pos_with_response else None,
+    }
+
+
+def _aggregate(
+    arrays: QueryArrays,
+    tk: _TopK,
+    negative: np.ndarray,
+    per_query: list[dict[str, Any]],
+    thresholds: Sequence[float] | None,
+    surface: float | None,
+) -> dict[str, Any]:
+    """Counts over the negatives, the abstention counts, the top-score separation (means, ROC AUC) and the
+    suppressed/lost table (``thresholds``; default ``_default_thresholds``)."""
+    n_neg = len(per_query)
+    declared = sum(1 for row in per_query if row["kind_source"] == "declared")
+    labels = sum(1 for row in per_query if row["kind_source"] == "labels")
+    surfaced = None if tk.surfaced is None or n_neg == 0 else tk.surfaced[negative] > 0
+    scored = ~np.isnan(tk.top)  # some top-k document has a score
+    pos_top, neg_top = tk.top[~negative & scored], tk.top[negative & scored]
+    table = [
+        {
+            "threshold": float(thr),
+            "negatives_suppressed": _share_below(neg_top, thr),
+            "positives_lost": _share_below(pos_top, thr),
+        }
+        for thr in (_default_thresholds(neg_top, surface) if thresholds is None else thresholds)
+    ]
+    return {
+        "negatives": n_neg,
+        "by_rule": {"declared": declared, "labels": labels},
+        "surfaced_evidence": None if surfaced is None else int(surfaced.sum()),
+        "surfaced_share": None if surfaced is None else float(surfaced.mean()),
+        "labelling_contradictions": sum(1 for row in per_query if row["relevant_labelled_in_top_k"]),
+        **_abstentions(arrays, negative),
+        "mean_top_score_negative": _mean_or_none(neg_top),
+        "mean_top_score_positive": _mean_or_none(pos_top),
+        "top_score_auc": _none(roc_auc(pos_top, neg_top)),
+        "auc_queries": {"positive": len(pos_top), "negative": len(neg_top)},
+        "thresholds": table,
+    }
+
+
 def negative_report_from_arrays(
     arrays: QueryArrays,
     *,
@@ -73,92 +193,20 @@ def negative_report_from_arrays(
     """The report on prebuilt arrays (the ``metrics`` command's fast path). See ``negative_query_report``."""
     if k < 1 or k > arrays.depth:
         raise ValueError(f"k must be between 1 and the arrays' depth {arrays.depth}, got {k}")
-    t = arrays.relevance_threshold
-    width = min(k, arrays.scores.shape[1])
-    scores = arrays.scores[:, :width]
-    valid = np.arange(width)[None, :] < arrays.length[:, None]
-    with np.errstate(all="ignore"):
-        has_score = (valid & ~np.isnan(scores)).any(axis=1)
-        top = np.where(has_score, np.nanmax(np.where(valid, scores, -np.inf), axis=1, initial=-np.inf), np.nan)
-    surfaced = ((scores >= surface_threshold) & valid).sum(axis=1) if surface_threshold is not None else None
-    rel_in_k = (arrays.labels[:, :width] >= t) & valid
+    tk = _top_k(arrays, k, surface_threshold)
     negative = arrays.negative
-    neg_idx = np.flatnonzero(negative)
-
-    per_query: list[dict[str, Any]] = []
-    for q in neg_idx.tolist():
-        ids = arrays.top_ids.get(q, [])
-        contradiction = [ids[r] for r in np.flatnonzero(rel_in_k[q]).tolist() if r < len(ids)]
-        abst = int(arrays.abstains[q])
-        per_query.append(
-            {
-                "query_id": arrays.query_ids[q],
-                "kind_source": arrays.kind_sources[q],
-                "rule": "declared kind: negative" if arrays.kind_sources[q] == "declared" else f"no label >= {t}",
-                "retrieved": int(arrays.n_ret[q]) if arrays.n_ret[q] >= 0 else int(arrays.length[q]),
-                "top_score": _none(top[q]),
-                "surfaced": None if surfaced is None else int(surfaced[q]),
-                "relevant_labelled_in_top_k": contradiction,
-                "abstains": None if abst < 0 else bool(abst),
-            }
-        )
-
-    n_neg = len(neg_idx)
-    with_response = arrays.abstains[negative] >= 0
-    abstained = arrays.abstains[negative] == 1
-    pos_mask = ~negative
-    pos_top = top[pos_mask & has_score]
-    neg_top = top[negative & has_score]
-    pos_abst = np.flatnonzero(pos_mask & (arrays.abstains == 1))
-    pos_with_response = int((pos_mask & (arrays.abstains >= 0)).sum())
-
-    if thresholds is None:
-        cand: set[float] = set()
-        if surface_threshold is not None:
-            cand.add(float(surface_threshold))
-        if len(neg_top):
-            cand.update(round(float(v), 6) for v in np.quantile(neg_top, [0.5, 0.75, 0.9]))
-            cand.add(float(np.nextafter(neg_top.max(), np.inf)))
-        thresholds = sorted(cand)
-    table = [
-        {
-            "threshold": float(thr),
-            "negatives_suppressed": _none(float((neg_top < thr).mean())) if len(neg_top) else None,
-            "positives_lost": _none(float((pos_top < thr).mean())) if len(pos_top) else None,
-        }
-        for thr in thresholds
-    ]
-    aggregate: dict[str, Any] = {
-        "negatives": n_neg,
-        "by_rule": {
-            "declared": int((np.array(arrays.kind_sources)[neg_idx] == "declared").sum()) if n_neg else 0,
-            "labels": int((np.array(arrays.kind_sources)[neg_idx] == "labels").sum()) if n_neg else 0,
-        },
-        "surfaced_evidence": (None if surfaced is None or n_neg == 0 else int((surfaced[negative] > 0).sum())),
-        "surfaced_share": (None if surfaced is None or n_neg == 0 else float((surfaced[negative] > 0).mean())),
-        "labelling_contradictions": sum(1 for row in per_query if row["relevant_labelled_in_top_k"]),
-        "with_response": int(with_response.sum()),
-        "abstained": int(abstained.sum()),
-        "abstention_rate": float(abstained.sum() / with_response.sum()) if with_response.any() else None,
-        "positive_abstentions": [arrays.query_ids[q] for q in pos_abst.tolist()],
-        "positive_abstention_rate": (len(pos_abst) / pos_with_response) if pos_with_response else None,
-        "mean_top_score_negative": _none(float(neg_top.mean())) if len(neg_top) else None,
-        "mean_top_score_positive": _none(float(pos_top.mean())) if len(pos_top) else None,
-        "top_score_auc": _none(roc_auc(pos_top, neg_top)),
-        "auc_queries": {"positive": len(pos_top), "negative": len(neg_top)},
-        "thresholds": table,
-    }
+    per_query = _per_query(arrays, tk, negative)
     return {
         "params": {
             "k": k,
-            "relevance_threshold": t,
+            "relevance_threshold": arrays.relevance_threshold,
             "surface_threshold": surface_threshold,
             "top_score": "highest relevance_score among the top-k documents",
             "suppressed": "top score < threshold (the query would be answered with an abstention)",
             "abstention": "heuristic: response contains one of the abstention phrases",
         },
         "per_query": per_query,
-        "aggregate": aggregate,
+        "aggregate": _aggregate(arrays, tk, negative, per_query, thresholds, surface_threshold),
     }
 
 

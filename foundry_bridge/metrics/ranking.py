@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._arrays import QueryArrays, RecordLike, check_threshold, from_records
+from ._arrays import QueryArrays, RecordLike, from_records
 from .measures import COLUMNS, Measure, column_names
 
 __all__ = [
@@ -183,18 +183,16 @@ class RankingResult:
         keys = [f"{m}@{k}" for k in self.params["ks"] for m in METRIC_NAMES]
         return keys if self.selected is None else [key for key in keys if key in self.selected]
 
+    def column_lists(self) -> tuple[list[str], list[list[Any]]]:
+        """The per-query keys and one value list per key, metrics as floats (NaN kept)."""
+        cols = [self.query_ids, self.kinds, self.kind_sources, self.columns["n_rel"].tolist()]
+        keys = ["query_id", "kind", "kind_source", "n_rel", *self.metric_keys]
+        return keys, cols + [self.columns[key].tolist() for key in self.metric_keys]
+
     @cached_property
     def per_query(self) -> list[dict[str, Any]]:
-        keys = ["query_id", "kind", "kind_source", "n_rel", *self.metric_keys]
-        cols: list[list[Any]] = [
-            self.query_ids,
-            self.kinds,
-            self.kind_sources,
-            self.columns["n_rel"].tolist(),
-        ]
-        for key in self.metric_keys:
-            arr = self.columns[key]
-            cols.append([None if v != v else v for v in arr.tolist()])  # NaN → None
+        keys, cols = self.column_lists()
+        cols[4:] = [[None if v != v else v for v in col] for col in cols[4:]]  # NaN → None
         return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
 
     def to_dict(self) -> dict[str, Any]:
@@ -215,8 +213,6 @@ def ranking_from_arrays(
     """
     ks = normalize_ks(ks)
     selected = None if measures is None else frozenset(m.key for m in measures)
-    if nan_policy not in NAN_POLICIES:
-        raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
     columns = compute(arrays, ks)
     summary = summarize(columns, arrays.negative, ks, nan_policy, selected)
     params = {
@@ -242,6 +238,5 @@ def ranking_metrics(
     docstring for the exact definitions and the NaN rules.
     """
     ks = normalize_ks(ks)
-    check_threshold(relevance_threshold)
-    arrays = from_records(records, ks[-1], relevance_threshold)
+    arrays = from_records(records, ks[-1], relevance_threshold)  # checks the threshold first
     return ranking_from_arrays(arrays, ks=ks, nan_policy=nan_policy)
