@@ -37,7 +37,8 @@ def _dups(report: Any) -> list[str]:
 
 
 def _msg(data: Path, line: int, first: int) -> str:
-    return f"{data}:{line}: query_id: query_id is already used on line {first} {FIX}"
+    qid = str(json.loads(data.read_text().splitlines()[first - 1])["query_id"])  # the message names the id
+    return f"{data}:{line}: query_id: query_id {qid!r} is already used on line {first} {FIX}"
 
 
 @pytest.fixture

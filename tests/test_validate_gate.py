@@ -59,7 +59,7 @@ CASES = {
     ),
     "duplicate query_id": (
         _duplicate_query_id,
-        "d.jsonl:3: query_id: query_id is already used on line 1 (fix: give every query a unique id)",
+        "d.jsonl:3: query_id: query_id 'q01' is already used on line 1 (fix: give every query a unique id)",
     ),
     "more than 10,000 documents": (
         _too_many_documents,
@@ -150,7 +150,7 @@ def test_gate_returns_the_report_or_raises_with_every_error(tmp_path: Path) -> N
     assert info.value.report.by_code["duplicate_query_id"] == 1 and info.value.exit_code == 1
     assert (
         str(info.value).splitlines()[0]
-        == f"{data}:3: query_id: query_id is already used on line 1 (fix: give every query a unique id)"
+        == f"{data}:3: query_id: query_id 'q01' is already used on line 1 (fix: give every query a unique id)"
     )
     assert str(info.value).splitlines()[-1].startswith("run: 1 validation error(s) in 3 row(s)")
 
@@ -185,7 +185,7 @@ def test_gated_records_read_the_data_once_and_refuse_at_the_end(tmp_path: Path) 
     assert ids == [json.loads(line)["query_id"] for line in BENEFITS.read_text().splitlines() if line.strip()]
     data, mapping = _duplicate_query_id(tmp_path)
     seen: list[str] = []
-    with pytest.raises(ValidationFailed, match="query_id is already used on line 1"):
+    with pytest.raises(ValidationFailed, match="query_id 'q01' is already used on line 1"):
         for record in gated_records(data, mapping, command="plan"):
             seen.append(record.query_id)
     assert len(seen) == 3  # every row was read (and usable) before the refusal

@@ -260,9 +260,9 @@ def test_more_than_10000_documents(tmp_path: Path) -> None:
 def test_duplicate_query_id(tmp_path: Path) -> None:
     data = _data(tmp_path, _row("q1"), _row("q2"), _row("q1"), _row("q3"), _row("q2"), _row("q1"))
     assert _found(validate(data)) == [
-        f"error: {data}:3: query_id: query_id is already used on line 1 (fix: give every query a unique id)",
-        f"error: {data}:5: query_id: query_id is already used on line 2 (fix: give every query a unique id)",
-        f"error: {data}:6: query_id: query_id is already used on line 1 (fix: give every query a unique id)",
+        f"error: {data}:3: query_id: query_id 'q1' is already used on line 1 (fix: give every query a unique id)",
+        f"error: {data}:5: query_id: query_id 'q2' is already used on line 2 (fix: give every query a unique id)",
+        f"error: {data}:6: query_id: query_id 'q1' is already used on line 1 (fix: give every query a unique id)",
     ]
 
 

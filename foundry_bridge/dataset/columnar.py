@@ -43,6 +43,7 @@ from ..metrics._arrays import (
 )
 from ..metrics.abstention import is_abstention
 from ..metrics.assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
+from .reader import empty_dataset
 from .records import KINDS, derive_kind
 from .spec import DataSource
 
@@ -216,6 +217,8 @@ def load_jsonl(
         ranges = _split_ranges(source, size, max(1, jobs))
         parts = [_scan(cfg, source, *ranges[0])] if len(ranges) == 1 else _scan_parallel(cfg, source, ranges)
         arrays = build_parts([p[0] for p in parts], depth, t)
+        if arrays.n_queries == 0:
+            raise empty_dataset(path)
         return arrays, [row for p in parts for row in p[1]]
     except _Fallback:
         from . import read_records
@@ -391,7 +394,7 @@ def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> _PartResult:
                         done = top_row is not None and top_row(top_dec(text))  # type: ignore[misc]
                     except validation_error:
                         done = False
-                    except decode_error as exc:
+                    except (decode_error, RecursionError) as exc:  # the records path locates it
                         raise _Fallback(str(exc)) from exc
                     if not done:
                         line(bytes(text))
@@ -527,7 +530,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             context = get_context(row)
             if context is not None:
                 assembly.append(_assembly_row(cfg, qid, context, ids, docs, qrels, min_prefix))
-        except (validation_error, msgspec.DecodeError, TypeError) as exc:
+        except (validation_error, msgspec.DecodeError, TypeError, RecursionError) as exc:
             raise _Fallback(str(exc)) from exc
 
     return read
@@ -652,6 +655,8 @@ def load_trec_files(
         for qid, labels in read_qrels(Path(qrels_path), sink).items()
     }
     runs, _ = read_run(Path(run_path), sink)
+    if not runs and not qrels:
+        raise empty_dataset(run_path)
     builder = ArraysBuilder(depth, t)
     add = builder.adder()
     for qid in [*runs, *(q for q in qrels if q not in runs)]:

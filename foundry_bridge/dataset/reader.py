@@ -9,19 +9,21 @@ from pathlib import Path
 import orjson
 
 from ..errors import DatasetError
+from ._json import JsonLimitError, loads
 from .parse import ParsedRow, RowParser
 from .problems import Problem
 from .records import QueryRecord
 from .spec import DataSource
 from .trec import read_trec
 
-__all__ = ["iter_jsonl", "read_records"]
+__all__ = ["empty_dataset", "iter_jsonl", "read_records"]
 
 
 def iter_jsonl(
     path: str | os.PathLike[str], mapping: DataSource, *, relevance_threshold: int | None = None
 ) -> Iterator[tuple[int, ParsedRow]]:
-    """``(line, ParsedRow)`` for every non-blank line; a malformed line gives a row with a ``bad_json`` problem."""
+    """``(line, ParsedRow)`` for every non-blank line; a malformed line gives a row with a ``bad_json`` problem, one
+    beyond the input limits (``_json.loads``: UTF-8, nesting, finite numbers) a row with that limit's problem."""
     source = str(path)
     parser = RowParser(mapping, source=source, relevance_threshold=relevance_threshold)
     try:
@@ -37,7 +39,10 @@ def iter_jsonl(
             if not raw.strip():
                 continue
             try:
-                row = orjson.loads(raw)
+                row = loads(raw)
+            except JsonLimitError as exc:
+                yield lineno, ParsedRow(None, [Problem("error", exc.code, exc.message, source, lineno, "", exc.hint)])
+                continue
             except orjson.JSONDecodeError as exc:
                 msg = str(exc).split(":", 1)[0]
                 problem = Problem(
@@ -61,15 +66,28 @@ def read_records(
 
     JSONL: ``path`` is the file, read line by line. TREC: ``path`` is the directory holding the files named in
     ``mapping.dataset.trec``. Raises ``DatasetError`` (file, line, field, hint) on the first unusable row; the
-    ``validate`` command reports every problem instead.
+    ``validate`` command reports every problem instead; a dataset with no rows is a ``DatasetError`` too.
     """
+    rows = False
     if mapping.dataset.format == "trec":
         base = Path(path)
         if not base.is_dir():
             raise DatasetError("TREC input is a directory holding the qrels, run and queries files", file=str(path))
-        yield from read_trec(base, mapping, relevance_threshold=relevance_threshold)
+        for record in read_trec(base, mapping, relevance_threshold=relevance_threshold):
+            yield record
+            rows = True
+        if not rows:
+            raise empty_dataset(path)
         return
     for _lineno, parsed in iter_jsonl(path, mapping, relevance_threshold=relevance_threshold):
         if parsed.record is None:
             raise parsed.problems[0].to_error()
         yield parsed.record
+        rows = True
+    if not rows:
+        raise empty_dataset(path)
+
+
+def empty_dataset(path: str | os.PathLike[str]) -> DatasetError:
+    """The error for a dataset without a single row (every reader's, and ``metrics``')."""
+    return DatasetError("the dataset has no rows", file=str(path), hint="nothing to evaluate: check the file path")

@@ -11,6 +11,7 @@ streams.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import orjson
 
 from ..metrics._limits import label_range_message
+from ._json import BOM, JsonLimitError, bom_error, loads, utf8_error
 from .parse import MISSING, compile_path, get_path
 from .problems import Problem
 from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind, kind_problem
@@ -40,15 +42,27 @@ class Sink:
 
 
 def _open_lines(path: Path, sink: Sink, what: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of every non-blank line; a BOM or a line that is not UTF-8 is reported (located) and skipped."""
     try:
-        fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         sink.error("missing_file", f"{what} file not found", str(path), None, "", f"set dataset.trec.{what}")
         return
     with fh:
-        for lineno, text in enumerate(fh, 1):
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                if lineno == 1 and raw.startswith(BOM):
+                    raise bom_error()
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad = utf8_error(exc)
+                sink.error(bad.code, bad.message, str(path), lineno, "", bad.hint)
+                continue
+            except JsonLimitError as bad:
+                sink.error(bad.code, bad.message, str(path), lineno, "", bad.hint)
+                continue
             if text.strip():
-                yield lineno, text.rstrip("\n")
+                yield lineno, text.rstrip("\r\n")
 
 
 def trec_order(run: Iterable[tuple[float, str]]) -> list[tuple[float, str]]:
@@ -107,6 +121,10 @@ def read_run(path: Path, sink: Sink) -> tuple[dict[str, list[tuple[float, str]]]
             value = float(score)
         except ValueError:
             sink.error("bad_score", f"score {score!r} is not a number", str(path), lineno, "score")
+            continue
+        if not math.isfinite(value):
+            hint = "write a finite number: trec_eval and Foundry cannot rank NaN or infinite scores"
+            sink.error("non_finite_score", f"score {score!r} is not a finite number", str(path), lineno, "score", hint)
             continue
         runs.setdefault(qid, []).append((value, docid))
         first_line.setdefault(qid, lineno)
@@ -204,7 +222,10 @@ def _read_responses(path: Path, mapping: DataSource, sink: Sink) -> dict[str, di
     out: dict[str, dict[str, Any]] = {}
     for lineno, text in _open_lines(path, sink, "responses"):
         try:
-            row = orjson.loads(text)
+            row = loads(text.encode())
+        except JsonLimitError as limit:
+            sink.error(limit.code, limit.message, str(path), lineno, "", limit.hint)
+            continue
         except orjson.JSONDecodeError as exc:
             sink.error("bad_json", f"malformed JSON: {exc}", str(path), lineno, "")
             continue

@@ -49,14 +49,20 @@ def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
     YAML beyond the bounds of ``foundry_bridge._yaml`` (alias bombs, deep nesting, a key written twice).
     """
     from .._yaml import load_bounded
+    from ..dataset._json import line_and_offset, utf8_error
 
     file = packaged_mapping_path() if path is None else Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        raw = file.read_bytes()
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise MappingError("mapping file not found", file=str(file)) from None
     except OSError as exc:
         raise MappingError(f"cannot read mapping file: {exc.strerror}", file=str(file)) from None
+    except UnicodeDecodeError as exc:
+        line, offset = line_and_offset(raw, exc.start)
+        bad = utf8_error(exc, offset)
+        raise MappingError(bad.message, file=str(file), line=line, hint=bad.hint) from None
     data, node = load_bounded(text, file=str(file))
     if data is None:
         data = {}

@@ -16,6 +16,7 @@ import orjson
 
 from .._text import did_you_mean
 from ..catalog import CATALOG, EvaluatorSpec
+from ..dataset._json import JsonLimitError, duplicate_keys, line_and_offset, loads, utf8_error
 from ..errors import InputError, MappingError
 from ..mapping.loader import ParamTypeError, expand_param, param_type_problem
 from ..mapping.model import EvaluatorEntry, Mapping
@@ -190,6 +191,8 @@ def criteria_from_mapping(
     labels = (mapping.labels.min, mapping.labels.max)
     out: list[Criterion] = []
     names: set[str] = set()
+    if not mapping.evaluators:
+        ctx.add("no_evaluators", "evaluators", loc=("evaluators",))
     for i, entry in enumerate(mapping.evaluators):
         c = _mapping_entry(entry, i, produced, labels, ctx, environ)
         if c is None:
@@ -236,14 +239,58 @@ def validate_criteria_file(path: str | os.PathLike[str], report: ValidationRepor
     file = str(path)
     ctx = Context(report, file)
     try:
-        data = orjson.loads(Path(path).read_bytes())
+        raw = Path(path).read_bytes()
+        raw.decode("utf-8")
+        data = loads(raw)
     except FileNotFoundError:
         ctx.add("missing_file/criteria")
+        return []
+    except UnicodeDecodeError as exc:  # the whole file is one document: its line, and the offset in that line
+        line, offset = line_and_offset(raw, exc.start)
+        bad = utf8_error(exc, offset)
+        ctx.add(bad.code, line=line, message=bad.message, hint=bad.hint)
+        return []
+    except JsonLimitError as exc:
+        ctx.add(exc.code, message=exc.message, hint=exc.hint)
         return []
     except orjson.JSONDecodeError as exc:
         ctx.add("bad_json/criteria", reason=exc)
         return []
+    if duplicate_keys(raw, data):
+        _duplicate_key_lines(raw.decode("utf-8"), ctx)
     return criteria_from_wire(data, file, report)
+
+
+def _duplicate_key_lines(text: str, ctx: Context) -> None:
+    """``duplicate_key/criteria`` for every key written twice in one object, with both lines (the JSON composed as
+    YAML, whose nodes know their lines)."""
+    import yaml
+
+    from .._yaml import compose_bounded
+
+    try:
+        stack = [compose_bounded(text, file=ctx.file, duplicate_keys=True)]
+    except InputError:  # pragma: no cover - JSON that is not YAML: orjson keeps the last value, unreported
+        return
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key, value in node.value:
+                line = key.start_mark.line + 1
+                if key.value in first:
+                    ctx.add(
+                        "duplicate_key/criteria",
+                        str(key.value),
+                        line=line,
+                        key=key.value,
+                        first=first[key.value],
+                        second=line,
+                    )
+                first.setdefault(key.value, line)
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def criteria_from_wire(criteria: Any, file: str | None, report: ValidationReport) -> list[Criterion]:

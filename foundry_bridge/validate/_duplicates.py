@@ -1,16 +1,21 @@
-"""Duplicate ``query_id`` detection in constant memory: a fixed-size Bloom filter during the pass, then an exact
-second pass over the rows whose id may have been seen before (usually none).
+"""Duplicate and near-duplicate ``query_id`` detection in constant memory: a fixed-size Bloom filter during the
+pass, then an exact second pass over the rows whose id may have been seen before (usually none).
+
+The filter holds each id's *near key* (``near_key``: zero-width characters dropped, surrounding whitespace stripped,
+case folded, NFC), so one filter finds both exact repeats (an error) and ids that differ only by case, surrounding
+whitespace, Unicode normalization or zero-width characters (a warning naming both ids and lines).
 """
 
 from __future__ import annotations
 
+import unicodedata
 from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._rules import Context
 
-__all__ = ["DuplicateIds", "IdFilter", "Rescan", "is_id"]
+__all__ = ["DuplicateIds", "IdFilter", "Rescan", "is_id", "near_differences", "near_hash", "near_key"]
 
 _BLOOM_BITS = 1 << 27  # 16 MiB of filter, whatever the number of rows
 _BLOOM_PROBES = 8  # bits per id; false candidates stay below 1 in 10,000 datasets of a million distinct ids
@@ -23,6 +28,39 @@ Rescan = Callable[[set[int]], Iterable[tuple[Any, int | None]]]
 def is_id(qid: Any) -> bool:
     """A query id counted for duplicates: a string or an integer (not a bool)."""
     return isinstance(qid, str | int) and not isinstance(qid, bool)
+
+
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
+
+
+def near_key(text: str) -> str:
+    """The id as a person reads it: zero-width characters (and the soft hyphen) dropped, surrounding whitespace
+    stripped, case folded, NFC. Two ids with one near key but different spellings are near duplicates."""
+    if text.isascii():
+        return text.strip().lower()
+    return unicodedata.normalize("NFC", text.translate(_ZERO_WIDTH).strip().casefold())
+
+
+def near_hash(qid: Any) -> int:
+    return hash(near_key(str(qid)))
+
+
+def near_differences(a: str, b: str) -> str:
+    """What tells two ids of one near key apart: surrounding whitespace, zero-width characters, Unicode
+    normalization (NFC vs NFD), case."""
+    how = []
+    steps = (
+        ("surrounding whitespace", str.strip),
+        ("zero-width characters", lambda t: t.translate(_ZERO_WIDTH)),
+        ("Unicode normalization (NFC vs NFD)", lambda t: unicodedata.normalize("NFC", t)),
+    )
+    for name, step in steps:
+        if step(a) != a or step(b) != b:
+            how.append(name)
+            a, b = step(a), step(b)
+    if a != b:
+        how.append("case")
+    return " and ".join(how)
 
 
 class IdFilter:
@@ -91,7 +129,7 @@ class DuplicateIds:
 
     def add(self, qid: Any) -> None:
         if is_id(qid):
-            self.ids.add(hash(str(qid)))
+            self.ids.add(near_hash(qid))
 
     def report(self, rescan: Rescan | None, ctx: Context) -> None:
         candidates = self.ids.candidates()
@@ -99,18 +137,25 @@ class DuplicateIds:
             self._duplicate_ids(rescan, candidates, ctx)
 
     def _duplicate_ids(self, rescan: Rescan, candidates: set[int], ctx: Context) -> None:
-        """Pass 2: the exact first line of each candidate id; its later rows are duplicates, false ones vanish."""
+        """Pass 2: the exact first line of each candidate id, its later rows duplicates; the first id of each near
+        key, a later different spelling a near duplicate; false candidates vanish."""
         first_line: dict[str, int | None] = {}  # only candidate ids: usually none, at most the repeated ones
+        first_near: dict[str, tuple[str, int | None]] = {}  # near key → its first id and line
         try:
             for qid, line in rescan(candidates):
                 if not is_id(qid):
                     continue
                 key = str(qid)
-                if hash(key) not in candidates:
+                near = near_key(key)
+                if hash(near) not in candidates:
                     continue
-                if key not in first_line:
-                    first_line[key] = line
-                else:
-                    ctx.add("duplicate_query_id", "query_id", line=line, first=first_line[key])
+                if key in first_line:
+                    ctx.add("duplicate_query_id", "query_id", line=line, first=first_line[key], id=key)
+                    continue
+                first_line[key] = line
+                other, at = first_near.setdefault(near, (key, line))
+                if other != key:
+                    how = near_differences(key, other)
+                    ctx.add("near_duplicate_query_id", "query_id", line=line, id=key, other=other, first=at, how=how)
         except OSError as exc:
             ctx.add("missing_file/reread", reason=exc.strerror)

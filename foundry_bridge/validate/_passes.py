@@ -13,13 +13,14 @@ from typing import Any
 
 import orjson
 
+from ..dataset._json import JsonLimitError, duplicate_keys, loads
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
 from ..dataset.records import QueryRecord
 from ..errors import InputError
 from ..mapping.loader import load_mapping, packaged_mapping_path
 from ..mapping.model import Mapping
 from ._criteria import Criterion, criteria_from_mapping, validate_criteria_file
-from ._duplicates import is_id
+from ._duplicates import is_id, near_hash
 from ._report import ValidationReport
 from ._rows import RowChecker
 from ._rules import Context
@@ -147,13 +148,18 @@ def _json_rows(lines: Any, checker: RowChecker) -> Iterator[tuple[int, dict[str,
             continue
         checker.report.rows += 1
         try:
-            row = orjson.loads(raw)
+            row = loads(raw)
+        except JsonLimitError as exc:
+            checker.ctx.add(exc.code, line=lineno, message=exc.message, hint=exc.hint)
+            continue
         except orjson.JSONDecodeError as exc:
             checker.ctx.add("bad_json", line=lineno, reason=str(exc).split(":", 1)[0])
             continue
         if not isinstance(row, dict):
             checker.ctx.add("not_an_object", line=lineno)
             continue
+        for key, first, second in duplicate_keys(raw, row):
+            checker.ctx.add("duplicate_key", key, line=lineno, key=key, first=first, second=second)
         yield lineno, row
 
 
@@ -218,7 +224,7 @@ def _jsonl_query_ids(
     """
 
     def hit(v: Any) -> bool:
-        return is_id(v) and hash(str(v)) in candidates
+        return is_id(v) and near_hash(v) in candidates
 
     field_ = mapping.dataset.fields.query_id
     path = compile_path(field_)
@@ -228,8 +234,8 @@ def _jsonl_query_ids(
             if not raw.strip():
                 continue
             try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+                row = loads(raw)
+            except (orjson.JSONDecodeError, JsonLimitError):
                 continue
             if not isinstance(row, dict):
                 continue

@@ -14,7 +14,7 @@ from ..dataset.problems import Problem
 from ..dataset.records import derive_kind
 from ._criteria import Criterion
 from ._docret import MAX_DOCUMENTS, LabelChecks
-from ._duplicates import DuplicateIds, Rescan
+from ._duplicates import DuplicateIds, Rescan, is_id, near_differences, near_key
 from ._report import ValidationReport
 from ._rules import Context
 
@@ -52,6 +52,7 @@ class RowChecker:
                 t = c.spec.input(inp).type
                 if f not in self.field_types or _TYPE_ORDER[t] < _TYPE_ORDER[self.field_types[f]]:
                     self.field_types[f] = t
+        self.id_lists = [f for f, t in self.field_types.items() if t in ("documents", "labels")]
 
     def query_id(self, qid: Any, line: int | None) -> None:
         self.ids.add(qid)
@@ -65,6 +66,7 @@ class RowChecker:
         self.seen_fields |= present
         self._missing_inputs(present, line)
         bad_documents = self._types(item, line)
+        self._near_document_ids(item, line)
         self.labels.row(item, line, bad_documents)
         for name in ("query", "response"):
             v = item.get(name)
@@ -162,6 +164,37 @@ class RowChecker:
         if key in seen:
             self.ctx.add("duplicate_document_id", field, line=line, id=key, list=f)
         seen.add(key)
+
+    def _near_document_ids(self, item: dict[str, Any], line: int | None) -> None:
+        """Document ids of one row (retrieved and labelled lists alike) that differ only by case, surrounding
+        whitespace, Unicode normalization or zero-width characters: metrics and Foundry match ids exactly."""
+        where: dict[str, tuple[str, int]] = {}  # id → (list, index) of its first occurrence
+        for f in self.id_lists:
+            entries = item.get(f)
+            if not isinstance(entries, list):
+                continue
+            for i, d in enumerate(entries):
+                doc_id = d.get("document_id") if isinstance(d, dict) else None
+                if is_id(doc_id):
+                    where.setdefault(str(doc_id), (f, i))
+        keys = {i.strip().lower() if i.isascii() else near_key(i) for i in where}
+        if len(keys) == len(where):  # the usual case: no two spellings of one id
+            return
+        first: dict[str, str] = {}
+        for doc_id, (f, i) in where.items():
+            other = first.setdefault(near_key(doc_id), doc_id)
+            if other != doc_id:
+                at, index = where[other]
+                self.ctx.add(
+                    "near_duplicate_document_id",
+                    f"{f}[{i}].document_id",
+                    line=line,
+                    id=doc_id,
+                    other=other,
+                    list=at,
+                    first=index,
+                    how=near_differences(doc_id, other),
+                )
 
     def _check_labels(self, f: str, labels: Any, line: int | None) -> None:
         if not isinstance(labels, list):

@@ -104,9 +104,42 @@ _TABLE = (
     _e("missing_file/criteria", "criteria file not found"),
     _e("bad_json/criteria", "malformed JSON: {reason}"),
     _e("bad_json", "malformed JSON line: {reason}", "each line must be one complete JSON object"),
+    # the input limits of every JSON reader (foundry_bridge.dataset._json): message and fix come from the reader
+    _e("not_utf8", "{message}"),
+    _e("utf8_bom", "{message}"),
+    _e("too_deep", "{message}"),
+    _e("non_finite_number", "{message}"),
+    _w(
+        "duplicate_key",
+        "key {key!r} is written twice in one object (keys #{first} and #{second} in its key order): the JSON reader "
+        "keeps the last value silently",
+        "remove or rename one of them",
+    ),
+    _w(
+        "duplicate_key/criteria",
+        "key {key!r} is written twice in one object (lines {first} and {second}): the JSON reader keeps the last "
+        "value silently",
+        "remove or rename one of them",
+    ),
+    _e(
+        "no_evaluators",
+        "the mapping has no evaluators: nothing would be evaluated",
+        "add an `evaluators:` entry (e.g. `- evaluator: builtin.document_retrieval`); `foundry-bridge metrics` "
+        "needs none",
+    ),
+    _w(
+        "near_duplicate_query_id",
+        "query_id {id!a} differs from {other!a} (line {first}) only by {how}",
+        "give the two queries distinct ids, or one id if they are the same query",
+    ),
+    _w(
+        "near_duplicate_document_id",
+        "document id {id!a} differs from {other!a} ({list}[{first}]) only by {how}",
+        "write each document's id exactly the same way everywhere",
+    ),
     _e("not_an_object", "a row must be a JSON object"),
     _e("empty_dataset", "the dataset has no rows", "nothing to evaluate"),
-    _e("duplicate_query_id", "query_id is already used on line {first}", "give every query a unique id"),
+    _e("duplicate_query_id", "query_id {id!r} is already used on line {first}", "give every query a unique id"),
     _e(
         "missing_input",
         "required input {input!r} of criterion {criterion!r} is missing (item field {field!r}){note}",
