@@ -3,7 +3,8 @@
 ``prepare_run(plan, backend, out, resume=, force=)`` decides (reuse a finished run, resume an unfinished one, or
 start anew; refuse a folder holding something else); ``execute_run(decision, plan, backend)`` writes the plan
 and an initial ``state.json`` (through ``runfolder.RunFolder``), calls ``backend.execute(ctx)``, then writes
-``results.jsonl`` and ``manifest.json``. ``run_evaluation`` is the two in one call.
+``results.jsonl`` and ``manifest.json``. The caller holds the folder's lock (``RunFolder.lock``) around both;
+``run_evaluation`` is the two in one call, under the lock.
 ``get_backend("cloud" | "mock" | "local", **options)`` builds a backend; cloud and mock are the same
 ``FoundryBackend`` over the same ``FoundryClient`` — only the httpx transport and the credential differ.
 """

@@ -149,6 +149,20 @@ def test_the_lock_is_released_with_its_holder(held: tuple[Path, subprocess.Popen
     assert not (run_dir / HOLDER_FILE).exists()
 
 
+def _holder_pid(run_dir: Path) -> Any:
+    try:
+        return json.loads((run_dir / HOLDER_FILE).read_bytes()).get("pid")
+    except (OSError, ValueError):  # not yet written (each write is atomic: absent or whole)
+        return None
+
+
+def _status(run_dir: Path) -> Any:
+    try:
+        return json.loads((run_dir / "state.json").read_bytes()).get("status")
+    except (OSError, ValueError):
+        return None
+
+
 def test_two_real_runs_into_one_folder_the_second_is_refused_and_a_killed_holder_blocks_nothing(
     tmp_path: Path, capsys: Capture
 ) -> None:
@@ -161,12 +175,11 @@ def test_two_real_runs_into_one_folder_the_second_is_refused_and_a_killed_holder
         env=ENV,
     )
     try:
-        holder = run_dir / HOLDER_FILE
         deadline = time.monotonic() + WAIT
-        while not (holder.is_file() and json.loads(holder.read_text() or "{}").get("pid") == slow.pid):
+        while not (_holder_pid(run_dir) == slow.pid and _status(run_dir) == "submitted"):
             assert slow.poll() is None, slow.communicate(timeout=WAIT)[1]
-            assert time.monotonic() < deadline, "the slowed run never took the lock"
-            time.sleep(0.05)  # polling a file the other process writes: synchronisation, not a timing assumption
+            assert time.monotonic() < deadline, "the slowed run never took the lock and submitted"
+            time.sleep(0.05)  # polling files the other process writes: synchronisation, not a timing assumption
         code, _, err = mock_run(run_dir, capsys, "--force")
         assert code == 1 and f"in use by process {slow.pid}" in err, err
     finally:
@@ -394,3 +407,24 @@ def test_ctrl_c_on_the_mock_does_not_promise_a_resume(
     code, _, err = mock_run(tmp_path / "run", capsys)
     assert code == 130
     assert "--resume" not in err and "cannot be resumed" in err and f"--force --out {tmp_path / 'run'}" in err
+
+
+def test_a_disk_failure_after_submission_says_the_ids_are_saved_and_how_to_finish(
+    one_emulator: FoundryEmulator, tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = tmp_path / "run"
+
+    def full(self: RunFolder, rows: Any) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.file("results")))
+
+    with monkeypatch.context() as m:
+        m.setattr(RunFolder, "write_results", full)
+        code, _, err = mock_run(run_dir, capsys, "-q")
+    assert code == 1
+    no_traceback(err)
+    assert err.startswith(f"Error: {run_dir / 'results.jsonl'}: No space left on device [ENOSPC]"), err
+    assert f"the service ids are saved in {run_dir / 'state.json'}" in err and f"--force --out {run_dir}" in err
+    assert not (run_dir / "results.jsonl").exists()
+    code, _, err = cli(["run", "--resume", str(run_dir), "-q"], capsys)  # the ids really are enough (one service)
+    assert code == 0, err
+    assert len(one_emulator.store.evals) == 1 and len(one_emulator.store.runs) == 1

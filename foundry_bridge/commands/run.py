@@ -321,6 +321,8 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
         if decision.resume and not backend.capabilities.resume_elsewhere:
             hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
         raise BackendError(f"{exc}{hint}; the run folder {run_dir} keeps the ids to --resume from") from exc
+    except OSError as exc:  # a full disk or a permission failure once the service holds the run
+        raise _os_error_after_submission(exc, decision.folder, backend) from exc
     except KeyboardInterrupt:
         if backend.capabilities.resume_elsewhere:
             click.echo(f"Interrupted. Nothing is lost: foundry-bridge run --resume {run_dir}", err=True)
@@ -331,6 +333,26 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
                 err=True,
             )
         raise
+
+
+def _os_error_after_submission(exc: OSError, folder: Any, backend: Any) -> Exception:
+    """``exc`` as it is, unless service ids are already saved: then it also says how to finish the run."""
+    from ..errors import BackendError, describe_os_error
+
+    try:
+        state = folder.read_state()
+    except Exception:  # the error at hand matters more than a second one
+        state = None
+    if state is None or not state.service_ids():
+        return exc
+    how = (
+        f"`foundry-bridge run --resume {folder.path}` finishes the run without submitting again"
+        if backend.capabilities.resume_elsewhere
+        else f"run again with --force --out {folder.path} (a {backend.name} run cannot be resumed by another process)"
+    )
+    return BackendError(
+        f"{describe_os_error(exc)}; the service ids are saved in {folder.file('state')}: once the cause is fixed, {how}"
+    )
 
 
 def _notice(message: str) -> None:
