@@ -420,7 +420,14 @@ class RunFolder:
         return write_jsonl(self.file("results"), (r.model_dump(mode="json") for r in rows))
 
     def iter_results(self) -> Iterator[ResultRow]:
-        """The ``ResultRow`` s of ``results.jsonl``, in file order."""
+        """The ``ResultRow`` s of ``results.jsonl``, in file order (a run that has not finished says so)."""
+        state = None if self.file("results").exists() else self.read_state()
+        if state is not None and state.status != "completed":
+            raise RunFolderError(
+                f"not written yet: the run has not finished ({RUN_FILES['state']} says {state.status!r})",
+                file=str(self.file("results")),
+                hint=f"`foundry-bridge run --resume {self.path}` finishes it, or run again with --force",
+            )
         yield from self._iter_validated("results", ResultRow, "a result row")
 
     def iter_records(self, plan: Plan) -> Iterator[QueryRecord]:

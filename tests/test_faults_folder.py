@@ -315,7 +315,11 @@ def test_a_corrupt_results_line_is_located_with_a_way_to_recover(tmp_path: Path,
     rows = lines(run_dir / "results.jsonl")
     rows[4] = rows[4][:-7]  # same number of lines, one of them cut
     (run_dir / "results.jsonl").write_bytes(b"\n".join(rows) + b"\n")
-    for args in (["report", str(run_dir)], ["run", str(SAMPLE), "--backend", "mock", "--out", str(run_dir)]):
+    for args in (
+        ["report", str(run_dir)],
+        ["run", str(SAMPLE), "--backend", "mock", "--out", str(run_dir)],
+        ["run", "--resume", str(run_dir)],
+    ):
         code, _, err = cli(args, capsys)
         assert code == 1, err
         no_traceback(err)
@@ -332,6 +336,7 @@ def test_a_corrupt_results_line_is_located_with_a_way_to_recover(tmp_path: Path,
         ("report", "plan.json", '"a plan"', "plan.json: expected a JSON object, got str"),
         ("resume", "items.jsonl", '{"item": 1}\n{bad\n', "items.jsonl:2: not valid JSON"),
         ("report", "records.jsonl", "{bad\n", "records.jsonl:1: not valid JSON"),
+        ("run", "manifest.json", "[1]", "manifest.json: expected a JSON object, got list"),
     ],
 )
 def test_a_corrupt_file_is_a_located_error(
@@ -428,3 +433,19 @@ def test_a_disk_failure_after_submission_says_the_ids_are_saved_and_how_to_finis
     code, _, err = cli(["run", "--resume", str(run_dir), "-q"], capsys)  # the ids really are enough (one service)
     assert code == 0, err
     assert len(one_emulator.store.evals) == 1 and len(one_emulator.store.runs) == 1
+
+
+def test_report_on_a_run_that_never_finished_says_so(tmp_path: Path, capsys: Capture) -> None:
+    run_dir = finished_run(tmp_path / "run", capsys)
+    state = json.loads((run_dir / "state.json").read_text())
+    state["status"] = "submitted"  # killed while polling: no results.jsonl, no manifest.json yet
+    (run_dir / "state.json").write_text(json.dumps(state))
+    (run_dir / "results.jsonl").unlink()
+    (run_dir / "manifest.json").unlink()
+    code, _, err = cli(["report", str(run_dir)], capsys)
+    assert code == 1
+    no_traceback(err)
+    assert (
+        f"{run_dir / 'results.jsonl'}: not written yet: the run has not finished (state.json says 'submitted')" in err
+    )
+    assert f"--resume {run_dir}" in err
