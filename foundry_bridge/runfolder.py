@@ -5,26 +5,46 @@
 (``output_items.jsonl``), the normalized rows (``results.jsonl``) and the provenance (``manifest.json`` →
 ``Manifest``). Every write is atomic (``_io.atomic_open``). Both models keep fields they do not know
 (``extra="allow"``) and are written with only the fields that were set, so a file written by an older version
-loads and is written back unchanged. A damaged file is a ``RunFolderError`` naming the file and the field.
+loads and is written back unchanged. A damaged file is a ``RunFolderError`` naming the file, line and field.
+
+One process owns a folder: ``lock()`` takes an OS-level lock (``filelock``: ``flock`` / ``LockFileEx``, released by
+the operating system when the process dies) and writes who holds it beside the lock; a second process is
+refused at once with a ``RunFolderBusyError`` naming the holder. ``check_consistent`` compares the counts
+``manifest.json`` and ``state.json`` record with the files (``DamagedRunFolderError``), so a truncated or mixed
+folder is never reused or reported as finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from ._io import atomic_open, loads, write_json, write_jsonl
+from ._io import atomic_open, dumps, loads, write_json, write_jsonl
 from .dataset.records import QueryRecord
-from .errors import InputError, UsageError
+from .errors import FoundryBridgeError, InputError, describe_os_error
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
 
-__all__ = ["FAILED_STATUSES", "LoadedRun", "Manifest", "RunFolder", "RunFolderError", "RunPart", "RunState"]
+__all__ = [
+    "FAILED_STATUSES",
+    "DamagedRunFolderError",
+    "LoadedRun",
+    "Manifest",
+    "RunFolder",
+    "RunFolderBusyError",
+    "RunFolderError",
+    "RunPart",
+    "RunState",
+    "ServiceIdsNotSavedError",
+]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -33,10 +53,36 @@ FAILED_STATUSES = ("failed", "canceled", "cancelled")
 # the files a run writes once it has executed: stale after a reset
 _OUTPUT_FILES = ("results", "manifest", "output_items")
 _CHUNK_BYTES = 4 << 20  # JSONL lines parsed and validated at once (bounded memory)
+LOCK_FILE = ".foundry-bridge.lock"  # the OS-level lock of the folder
+HOLDER_FILE = ".foundry-bridge.lock.json"  # who holds it: pid, host, since
 
 
 class RunFolderError(InputError):
-    """A file of a run folder is damaged: not JSON, not an object, or a field missing or of the wrong type."""
+    """A run folder cannot be read: a file missing, damaged (not JSON, not an object, a field missing or of the
+    wrong type), or the files disagree. ``report.ReportError`` is this class."""
+
+
+class DamagedRunFolderError(RunFolderError):
+    """The files of a finished run disagree with each other (counts, ids): never reused or reported as is."""
+
+
+class RunFolderBusyError(RunFolderError):
+    """Another process holds the folder's lock."""
+
+
+class ServiceIdsNotSavedError(FoundryBridgeError):
+    """Resources exist on the service but ``state.json`` could not be written: the message lists their ids and the
+    state to write back by hand, so nothing is orphaned silently."""
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, folder: RunFolder, state: RunState) -> ServiceIdsNotSavedError:
+        ids = ", ".join(f"{kind} {value}" for kind, value in state.service_ids())
+        return cls(
+            f"could not save the service ids: {describe_os_error(exc)}. These exist on the service and are NOT "
+            f"recorded in {folder.path}: {ids}. Once the cause is fixed, either write this line to "
+            f"{folder.file('state')} and run `foundry-bridge run --resume {folder.path}`, or delete them on the "
+            f"service and run again with --force: {dumps(state.dump()).decode()}"
+        )
 
 
 class _Record(BaseModel):
@@ -114,6 +160,14 @@ class RunState(_Record):
     def run_ids(self) -> list[str]:
         return [r.run_id for r in self.runs or [] if r.run_id]
 
+    def service_ids(self) -> list[tuple[str, str]]:
+        """``(kind, id)`` of every resource created on the service: the eval, each run, each uploaded dataset."""
+        ids = [("eval", self.eval_id)] if self.eval_id else []
+        for part in self.runs or []:
+            ids += [("run", part.run_id)] if part.run_id else []
+            ids += [("dataset", part.dataset_id)] if part.dataset_id else []
+        return ids
+
 
 class Manifest(_Record):
     """``manifest.json``: provenance of a finished run. Backends add their own fields (endpoint, requests_sent,
@@ -160,6 +214,26 @@ def _field_error(path: Path, exc: ValidationError) -> RunFolderError:
 
 
 _HINT = "restore the file, or run again with --force to start a new run in this folder"
+_NOT_A_RUN = "not found (is this a run folder written by `foundry-bridge run`?)"
+
+
+def _read_json(path: Path, hint: str | None = _HINT) -> Any:
+    try:
+        return loads(path.read_bytes())
+    except FileNotFoundError:
+        raise RunFolderError(_NOT_A_RUN, file=str(path)) from None
+    except ValueError as exc:
+        raise RunFolderError(f"not valid JSON: {exc}", file=str(path), hint=hint) from None
+
+
+def _count_lines(path: Path) -> int | None:
+    """The non-blank lines of a JSONL file (None when it does not exist)."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return None
+    with fh:
+        return sum(1 for line in fh if line.strip())
 
 
 class RunFolder:
@@ -180,10 +254,7 @@ class RunFolder:
         path = self.file(key)
         if not path.is_file():
             return None
-        try:
-            data = loads(path.read_bytes())
-        except ValueError as exc:
-            raise RunFolderError(f"not valid JSON: {exc}", file=str(path), hint=_HINT) from None
+        data = _read_json(path)
         if not isinstance(data, dict):
             raise RunFolderError(f"expected a JSON object, got {type(data).__name__}", file=str(path), hint=_HINT)
         try:
@@ -214,6 +285,93 @@ class RunFolder:
             and self.file("results").is_file()
         )
 
+    def check_consistent(
+        self, *, results: int | None = None, rows: int | None = None, require_manifest: bool = False
+    ) -> None:
+        """Raise ``DamagedRunFolderError`` when ``manifest.json`` disagrees with ``state.json`` (another plan or
+        eval: files of two runs mixed) or with the files: ``results`` rows and plan ``rows`` (counted here when not
+        given), and the output items ``state.json`` says were collected. A missing manifest is damage only when
+        ``require_manifest`` (a finished run writes it last; hand-written folders may have none)."""
+        manifest, state = self.read_manifest(), self.read_state()
+        if manifest is None:
+            if require_manifest:
+                raise self._damaged(f"{RUN_FILES['manifest']} is missing although {RUN_FILES['state']} says completed")
+            return
+        if state is not None:
+            for name, recorded, stated in (
+                ("plan_sha256", manifest.plan_sha256, state.plan_sha256),
+                ("eval_id", manifest.eval_id, state.eval_id),
+            ):
+                if recorded and stated and recorded != stated:
+                    raise self._damaged(
+                        f"{RUN_FILES['manifest']} and {RUN_FILES['state']} describe different runs "
+                        f"({name} {recorded} vs {stated}): the files of two runs are mixed"
+                    )
+        counted = [
+            ("results", manifest.results, _count_lines(self.file("results")) if results is None else results),
+            ("items", manifest.rows, _count_lines(self.file("items")) if rows is None else rows),
+        ]
+        if state is not None and results is None:
+            counted.append(("output_items", state.collected_items, _count_lines(self.file("output_items"))))
+        for key, expected, found in counted:
+            if expected is not None and found is not None and found != expected:
+                source = RUN_FILES["state" if key == "output_items" else "manifest"]
+                raise self._damaged(f"{RUN_FILES[key]} holds {found} rows but {source} records {expected}")
+
+    def _damaged(self, problem: str) -> DamagedRunFolderError:
+        return DamagedRunFolderError(
+            f"damaged run folder: {problem}",
+            file=str(self.path),
+            hint=f"`foundry-bridge run --resume {self.path}` collects the results again from the service (cloud), "
+            "or run again with --force to start over",
+        )
+
+    # -- ownership -----------------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Own the folder for the block: an OS-level lock (created with the folder), the holder's pid, host and
+        start time written beside it; ``RunFolderBusyError`` at once when another process holds it. The
+        operating system releases the lock of a process that dies, so a killed run never blocks the next one."""
+        from filelock import FileLock, Timeout
+
+        created = not self.path.exists()
+        self.path.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.path / LOCK_FILE), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise self._busy() from None
+        try:
+            since = datetime.now(UTC).isoformat(timespec="seconds")
+            write_json(self.path / HOLDER_FILE, {"pid": os.getpid(), "host": socket.gethostname(), "since": since})
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                (self.path / HOLDER_FILE).unlink()
+                if created and [p.name for p in self.path.iterdir()] == [LOCK_FILE]:  # nothing was written
+                    (self.path / LOCK_FILE).unlink()
+            lock.release()
+            if created:
+                with contextlib.suppress(OSError):
+                    self.path.rmdir()  # only if empty: a folder this block created and left unused
+
+    def _busy(self) -> RunFolderBusyError:
+        try:
+            holder = loads((self.path / HOLDER_FILE).read_bytes())
+        except (OSError, ValueError):
+            holder = None
+        if isinstance(holder, dict):
+            pid = holder.get("pid")
+            who = f"process {pid} on {holder.get('host')}, since {holder.get('since')}"
+            stop = f"wait for it to finish, or stop it (kill {pid} on {holder.get('host')}) and `--resume`"
+        else:
+            who, stop = "another process (it has not recorded itself yet)", "wait for it to finish"
+        return RunFolderBusyError(
+            f"in use by {who}",
+            file=str(self.path),
+            hint=f"{stop}; or choose another --out folder. --force never takes over a folder in use",
+        )
+
     # -- plan ----------------------------------------------------------------------------------------------------
     def has_plan(self) -> bool:
         return self.file("plan").is_file()
@@ -228,11 +386,9 @@ class RunFolder:
         """The plan saved in the folder: ``plan.json`` + ``items.jsonl`` + ``records.jsonl`` (a report that streams
         the records with ``iter_records``, or needs no items, leaves them out)."""
         path = self.file("plan")
-        if not path.is_file():
-            raise UsageError(f"{self.path} is not a run folder: {RUN_FILES['plan']} is missing")
-        data = loads(path.read_bytes())
+        data = _read_json(path)
         if not isinstance(data, dict):
-            raise RunFolderError("expected a JSON object", file=str(path), hint=_HINT)
+            raise RunFolderError(f"expected a JSON object, got {type(data).__name__}", file=str(path), hint=_HINT)
         if "items" not in data:
             data["items"] = self._jsonl("items") if items else []
         if records and "records" not in data:
@@ -264,7 +420,14 @@ class RunFolder:
         return write_jsonl(self.file("results"), (r.model_dump(mode="json") for r in rows))
 
     def iter_results(self) -> Iterator[ResultRow]:
-        """The ``ResultRow`` s of ``results.jsonl``, in file order."""
+        """The ``ResultRow`` s of ``results.jsonl``, in file order (a run that has not finished says so)."""
+        state = None if self.file("results").exists() else self.read_state()
+        if state is not None and state.status != "completed":
+            raise RunFolderError(
+                f"not written yet: the run has not finished ({RUN_FILES['state']} says {state.status!r})",
+                file=str(self.file("results")),
+                hint=f"`foundry-bridge run --resume {self.path}` finishes it, or run again with --force",
+            )
         yield from self._iter_validated("results", ResultRow, "a result row")
 
     def iter_records(self, plan: Plan) -> Iterator[QueryRecord]:
@@ -281,9 +444,7 @@ class RunFolder:
         try:
             fh = path.open("rb")
         except FileNotFoundError:
-            raise RunFolderError(
-                "not found (is this a run folder written by `foundry-bridge run`?)", file=str(path)
-            ) from None
+            raise RunFolderError(_NOT_A_RUN, file=str(path)) from None
         adapter = TypeAdapter(list[model])  # type: ignore[valid-type]
         lineno = 0
         with fh:
@@ -295,12 +456,16 @@ class RunFolder:
                     rows = [_validate_line(path, n, ln, model, what) for n, ln in enumerate(lines, first) if ln.strip()]
                 yield from rows
 
-    def load(self) -> LoadedRun:
-        """Everything a report reads; the manifest is optional, ``plan.json`` and ``results.jsonl`` are not."""
+    def require_dir(self) -> None:
+        """Raise ``RunFolderError`` unless the folder exists."""
         if not self.path.is_dir():
             raise RunFolderError(
                 "not a directory (give the run folder written by `foundry-bridge run`)", file=str(self.path)
             )
+
+    def load(self) -> LoadedRun:
+        """Everything a report reads; the manifest is optional, ``plan.json`` and ``results.jsonl`` are not."""
+        self.require_dir()
         manifest = self.report_manifest()
         plan = self.read_plan(records=False)
         records = list(self.iter_records(plan))
@@ -320,11 +485,21 @@ class RunFolder:
         return raw
 
 
+def _line_hint(path: Path) -> str:
+    """How to recover a damaged JSONL file of the folder: output files are collected again, inputs restored."""
+    if path.name in (RUN_FILES["results"], RUN_FILES["output_items"]):
+        return (
+            f"`foundry-bridge run --resume {path.parent}` collects the results again from the service (cloud), "
+            "or run again with --force"
+        )
+    return _HINT
+
+
 def _parse_line(path: Path, lineno: int, line: bytes) -> Any:
     try:
         return loads(line)
     except ValueError as exc:
-        raise RunFolderError(f"not valid JSON: {exc}", file=str(path), line=lineno) from None
+        raise RunFolderError(f"not valid JSON: {exc}", file=str(path), line=lineno, hint=_line_hint(path)) from None
 
 
 def _validate_line(path: Path, lineno: int, line: bytes, model: type[_M], what: str) -> _M:
@@ -332,4 +507,4 @@ def _validate_line(path: Path, lineno: int, line: bytes, model: type[_M], what: 
     try:
         return model.model_validate(obj)
     except ValidationError as exc:
-        raise RunFolderError(f"not {what}: {exc}", file=str(path), line=lineno) from None
+        raise RunFolderError(f"not {what}: {exc}", file=str(path), line=lineno, hint=_line_hint(path)) from None

@@ -3,7 +3,8 @@
 ``prepare_run(plan, backend, out, resume=, force=)`` decides (reuse a finished run, resume an unfinished one, or
 start anew; refuse a folder holding something else); ``execute_run(decision, plan, backend)`` writes the plan
 and an initial ``state.json`` (through ``runfolder.RunFolder``), calls ``backend.execute(ctx)``, then writes
-``results.jsonl`` and ``manifest.json``. ``run_evaluation`` is the two in one call.
+``results.jsonl`` and ``manifest.json``. The caller holds the folder's lock (``RunFolder.lock``) around both;
+``run_evaluation`` is the two in one call, under the lock.
 ``get_backend("cloud" | "mock" | "local", **options)`` builds a backend; cloud and mock are the same
 ``FoundryBackend`` over the same ``FoundryClient`` — only the httpx transport and the credential differ.
 """
@@ -25,7 +26,7 @@ from .catalog import CATALOG
 from .errors import BackendError, UsageError
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
-from .runfolder import Manifest, RunFolder, RunFolderError, RunState
+from .runfolder import DamagedRunFolderError, Manifest, RunFolder, RunFolderError, RunState
 from .runner_protocol import Backend, Capabilities, ProgressCallback, RunContext, no_progress, utc_now
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "RunSummary",
     "backend_for_resume",
     "backend_identity",
+    "choose_out",
     "default_out",
     "execute_run",
     "find_finished_twin",
@@ -161,6 +163,24 @@ class RunDecision:
     resume: bool = False  # --resume was asked for (recorded in the manifest)
 
 
+def choose_out(
+    plan: Plan,
+    backend: Backend,
+    out: str | os.PathLike[str] | None,
+    *,
+    force: bool = False,
+    dataset: str | os.PathLike[str] | None = None,
+) -> RunFolder:
+    """The run folder: ``out``, else a finished run of the same dataset, plan and backend under ``runs/`` (unless
+    ``force``), else a new ``runs/<dataset>-<backend>-<UTC stamp>``."""
+    if out is None:
+        if dataset is None:
+            raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
+        twin = None if force else find_finished_twin(Path(dataset), plan, backend.name, backend_identity(backend))
+        out = twin.path if twin is not None else default_out(Path(dataset), backend.name)
+    return RunFolder(out)
+
+
 def prepare_run(
     plan: Plan,
     backend: Backend,
@@ -171,22 +191,25 @@ def prepare_run(
     dataset: str | os.PathLike[str] | None = None,
 ) -> RunDecision:
     """Decide where and how ``plan`` runs on ``backend``; raise ``UsageError`` when the folder forbids it.
+    The caller holds the folder's lock (``RunFolder.lock``) from here to the end of the run.
 
-    * ``out=None``: a finished run of the same dataset, plan and backend under ``runs/`` is reused (unless
-      ``force``), else a new ``runs/<dataset>-<backend>-<UTC stamp>`` folder is chosen.
-    * A folder whose state shows this plan ``completed`` is reused (unless ``force``).
+    * ``out=None``: see ``choose_out``.
+    * A folder whose state shows this plan ``completed`` is reused (unless ``force``) once its files are checked
+      (``RunFolder.check_consistent``): a damaged one is collected again on ``resume``, else refused.
     * ``resume``: the folder must hold a ``state.json`` of the same inputs (or ``force`` starts over).
-    * Otherwise a folder that holds another or an unfinished run is refused unless ``force``.
+    * Otherwise a folder that holds another or an unfinished run is refused unless ``force`` (which also starts
+      over from a ``state.json`` too damaged to read).
     """
     identity = backend_identity(backend)
-    if out is None:
-        if dataset is None:
-            raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
-        twin = None if force else find_finished_twin(Path(dataset), plan, backend.name, identity)
-        out = twin.path if twin is not None else default_out(Path(dataset), backend.name)
-    folder = RunFolder(out)
-    state = folder.read_state()
+    folder = choose_out(plan, backend, out, force=force, dataset=dataset)
+    state = _read_state(folder, force=force)
     if not force and folder.is_finished(state, plan, backend.name, identity):
+        try:
+            folder.check_consistent(require_manifest=True)
+        except DamagedRunFolderError:
+            if not resume:
+                raise
+            return RunDecision("resume", folder, state, resume)  # collected again from the service
         return RunDecision("reuse", folder, state, resume)
     same = state is not None and state.same_run(plan, backend.name, identity)
     if resume:
@@ -206,6 +229,16 @@ def prepare_run(
     return RunDecision("new", folder, None, resume)
 
 
+def _read_state(folder: RunFolder, *, force: bool) -> RunState | None:
+    """``state.json``; with ``force`` (start over) one too damaged to read is ignored."""
+    try:
+        return folder.read_state()
+    except RunFolderError:
+        if force:
+            return None
+        raise
+
+
 def default_out(data: Path, backend: str) -> Path:
     """``runs/<dataset stem>-<backend>-<UTC stamp>``, never a folder that exists."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -220,7 +253,7 @@ def default_out(data: Path, backend: str) -> Path:
 
 def find_finished_twin(data: Path, plan: Plan, backend: str, identity: dict[str, Any]) -> RunFolder | None:
     """The newest finished run folder under ``runs/`` of the same dataset, plan and backend (same identity);
-    folders with a damaged ``state.json`` are skipped."""
+    damaged folders are skipped."""
     stem = data.stem if data.is_file() else data.name
     base = Path("runs")
     if not base.is_dir():
@@ -228,11 +261,11 @@ def find_finished_twin(data: Path, plan: Plan, backend: str, identity: dict[str,
     for path in sorted(base.glob(f"{stem}-{backend}-*"), reverse=True):
         folder = RunFolder(path)
         try:
-            state = folder.read_state()
+            if folder.is_finished(folder.read_state(), plan, backend, identity):
+                folder.check_consistent(require_manifest=True)
+                return folder
         except RunFolderError:
             continue
-        if folder.is_finished(state, plan, backend, identity):
-            return folder
     return None
 
 
@@ -246,15 +279,20 @@ def run_evaluation(
     progress: ProgressCallback | None = None,
 ) -> RunSummary:
     """Execute ``plan`` on ``backend`` into ``run_dir``; resume an interrupted run; reuse a finished one
-    (``prepare_run`` decides, ``execute_run`` carries it out)."""
-    return execute_run(prepare_run(plan, backend, run_dir, resume=resume, force=force), plan, backend, progress)
+    (``prepare_run`` decides, ``execute_run`` carries it out), holding the folder's lock throughout."""
+    with RunFolder(run_dir).lock():
+        return execute_run(prepare_run(plan, backend, run_dir, resume=resume, force=force), plan, backend, progress)
 
 
 def execute_run(
-    decision: RunDecision, plan: Plan, backend: Backend, progress: ProgressCallback | None = None
+    decision: RunDecision,
+    plan: Plan,
+    backend: Backend,
+    progress: ProgressCallback | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> RunSummary:
     """Carry out ``decision``: reuse (no request sent), or preflight, write the plan, execute, write the results,
-    the final state and the manifest."""
+    the final state and the manifest. ``notify`` gets one line per service id as it is created."""
     folder = decision.folder
     if decision.action == "reuse":
         summary = summarize(read_results(folder.path), plan, folder.path, backend.name)
@@ -270,6 +308,8 @@ def execute_run(
         folder.write_plan(plan)
     ctx = RunContext(plan, folder.path, state, {"timings": {"started_at": utc_now()}}, progress or no_progress)
     ctx.resume = decision.action == "resume"
+    if notify is not None:
+        ctx.notify = notify
     ctx.save_state()
     rows = backend.execute(ctx)
     folder.write_results(rows)

@@ -5,7 +5,8 @@ The runner (``foundry_bridge.runner``) prepares the run folder (``runfolder.RunF
 ``ResultRow`` s (one per dataset row × criterion × metric; a failure is a row with ``error`` set, never a missing
 row) and may record ids in ``ctx.state`` (a ``RunState``) and provenance in ``ctx.manifest`` (extra fields of
 ``manifest.json``). ``ctx.save_state()`` persists ``state.json`` atomically — a backend calls it as soon as it has
-ids worth resuming from.
+ids worth resuming from, after ``ctx.announce``-ing each new service id (the CLI prints them on stderr); a state
+that cannot be written once service ids exist is a ``ServiceIdsNotSavedError`` listing them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .mapping.plan import Plan
 from .results import ResultRow
-from .runfolder import RunFolder, RunState
+from .runfolder import RunFolder, RunState, ServiceIdsNotSavedError
 
 __all__ = ["Backend", "Capabilities", "ProgressCallback", "RunContext", "no_progress", "utc_now"]
 
@@ -28,6 +29,11 @@ ProgressCallback = Callable[[str, int, "int | None"], None]
 
 def no_progress(stage: str, done: int, total: int | None) -> None:
     """The progress callback that reports nothing."""
+    return None
+
+
+def no_notice(message: str) -> None:
+    """The notice callback that prints nothing."""
     return None
 
 
@@ -57,6 +63,7 @@ class RunContext:
     manifest: dict[str, Any] = field(default_factory=dict)
     progress: ProgressCallback = no_progress
     resume: bool = False
+    notify: Callable[[str], None] = no_notice  # one line per service id created (the CLI: stderr)
     folder: RunFolder = field(init=False)
 
     def __post_init__(self) -> None:
@@ -70,9 +77,19 @@ class RunContext:
         assert self.state is not None
         return self.state
 
+    def announce(self, kind: str, service_id: str) -> None:
+        """Tell the user a service resource exists (before it is saved: a failed save cannot hide it)."""
+        self.notify(f"{kind} created: {service_id}")
+
     def save_state(self) -> None:
-        """Write ``state.json`` atomically (call as soon as there are ids worth resuming from)."""
-        self.folder.write_state(self.run_state)
+        """Write ``state.json`` atomically (call as soon as there are ids worth resuming from). Once service ids
+        exist, a failed write is a ``ServiceIdsNotSavedError`` that lists them."""
+        try:
+            self.folder.write_state(self.run_state)
+        except OSError as exc:
+            if not self.run_state.service_ids():
+                raise
+            raise ServiceIdsNotSavedError.from_os_error(exc, self.folder, self.run_state) from exc
 
 
 @runtime_checkable

@@ -197,15 +197,26 @@ def command(
     run unless --force. Errored results are kept as errors and reported loudly; a failed or canceled run exits
     non-zero with the service's message.
     """
-    from ..errors import UsageError
-    from ..runner import get_backend, prepare_run
+    from contextlib import ExitStack
 
-    name, plan, out, endpoint = _inputs(data, mapping_path, backend, out, endpoint, resume_dir, force)
-    if mock_faults and name != "mock":
-        raise UsageError("--mock-fault only applies to --backend mock")
-    runner_backend = get_backend(name, **_backend_options(name, endpoint, parse_faults(mock_faults), tuning))
-    decision = prepare_run(plan, runner_backend, out, resume=resume_dir is not None, force=force, dataset=data)
-    summary = _execute(decision, plan, runner_backend, quiet=quiet)
+    from ..errors import UsageError
+    from ..runfolder import RunFolder
+    from ..runner import choose_out, get_backend, prepare_run
+
+    with ExitStack() as owned:  # the run folder's lock, held from the first read of the folder to the end
+        if resume_dir is not None:
+            owned.enter_context(RunFolder(resume_dir).lock())
+        name, plan, out, endpoint = _inputs(data, mapping_path, backend, out, endpoint, resume_dir, force)
+        if mock_faults and name != "mock":
+            raise UsageError("--mock-fault only applies to --backend mock")
+        runner_backend = get_backend(name, **_backend_options(name, endpoint, parse_faults(mock_faults), tuning))
+        folder = choose_out(plan, runner_backend, out, force=force, dataset=data)
+        if resume_dir is None:
+            owned.enter_context(folder.lock())
+        elif not force:
+            _refuse_resume_elsewhere(folder, plan, runner_backend)
+        decision = prepare_run(plan, runner_backend, folder.path, resume=resume_dir is not None, force=force)
+        summary = _execute(decision, plan, runner_backend, quiet=quiet)
     click.echo(str(summary.run_dir))
     if not quiet:
         click.echo(summary.text(), err=True)
@@ -239,9 +250,28 @@ def _inputs(
     folder = RunFolder(resume_dir)
     name, state = backend_for_resume(folder, backend, force=force)
     plan = folder.read_plan() if data is None else _build(data, mapping_path)
-    if name == "cloud" and state is not None:
-        endpoint = endpoint or state.endpoint
+    if name == "cloud" and state is not None:  # the identity holds it from the start, before any request
+        endpoint = endpoint or state.endpoint or state.backend_identity.get("endpoint")
     return name, plan, resume_dir, endpoint
+
+
+def _refuse_resume_elsewhere(folder: Any, plan: Any, backend: Any) -> None:
+    """A run whose service state lived in the memory of another process (the emulator) cannot be resumed here: say
+    so, rather than call it a run of another plan when only the emulator's setup (its faults) differs. (With the
+    same setup the resume is tried, and the service's 404 is explained.)"""
+    from ..errors import UsageError
+    from ..runner import backend_identity
+
+    state = folder.read_state()
+    if backend.capabilities.resume_elsewhere or state is None or state.status == "completed":
+        return
+    if state.backend != backend.name or state.same_run(plan, backend.name, backend_identity(backend)):
+        return
+    raise UsageError(
+        f"{folder.path} holds an unfinished {backend.name} run (status {state.status!r}): the emulator's evals and "
+        "runs lived in the memory of the process that started it, which has ended, so no other process can resume "
+        f"it; run again with --force --out {folder.path} to start over"
+    )
 
 
 _LOCAL_TUNING = ("judge_endpoint", "judge_model", "cache_dir", "cache_ttl", "concurrency")
@@ -283,7 +313,7 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
     run_dir = decision.folder.path
     try:
         with _warnings_to_stderr(not quiet), progress_reporter(not quiet and sys.stderr.isatty()) as progress:
-            return execute_run(decision, plan, backend, progress)
+            return execute_run(decision, plan, backend, progress, notify=None if quiet else _notice)
     except RunFailedError as exc:
         raise RunFailedError(
             f"{exc}. Once the cause is fixed, `foundry-bridge run --resume {run_dir}` submits the failed part again",
@@ -294,9 +324,43 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
         if decision.resume and not backend.capabilities.resume_elsewhere:
             hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
         raise BackendError(f"{exc}{hint}; the run folder {run_dir} keeps the ids to --resume from") from exc
+    except OSError as exc:  # a full disk or a permission failure once the service holds the run
+        raise _os_error_after_submission(exc, decision.folder, backend) from exc
     except KeyboardInterrupt:
-        click.echo(f"Interrupted. Nothing is lost: foundry-bridge run --resume {run_dir}", err=True)
+        if backend.capabilities.resume_elsewhere:
+            click.echo(f"Interrupted. Nothing is lost: foundry-bridge run --resume {run_dir}", err=True)
+        else:
+            click.echo(
+                f"Interrupted. This {backend.name} run lived in this process's memory and cannot be resumed; "
+                f"run again with --force --out {run_dir} to start over",
+                err=True,
+            )
         raise
+
+
+def _os_error_after_submission(exc: OSError, folder: Any, backend: Any) -> Exception:
+    """``exc`` as it is, unless service ids are already saved: then it also says how to finish the run."""
+    from ..errors import BackendError, describe_os_error
+
+    try:
+        state = folder.read_state()
+    except Exception:  # the error at hand matters more than a second one
+        state = None
+    if state is None or not state.service_ids():
+        return exc
+    how = (
+        f"`foundry-bridge run --resume {folder.path}` finishes the run without submitting again"
+        if backend.capabilities.resume_elsewhere
+        else f"run again with --force --out {folder.path} (a {backend.name} run cannot be resumed by another process)"
+    )
+    return BackendError(
+        f"{describe_os_error(exc)}; the service ids are saved in {folder.file('state')}: once the cause is fixed, {how}"
+    )
+
+
+def _notice(message: str) -> None:
+    """A service id just created, on stderr (one line each; also kept in state.json)."""
+    click.echo(message, err=True)
 
 
 def _build(data: Path, mapping_path: Path | None) -> Any:

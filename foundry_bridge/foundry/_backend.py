@@ -141,6 +141,7 @@ class FoundryBackend:
         ]
         state.status = "eval_created"
         ctx.manifest.setdefault("timings", {})["eval_created_at"] = utc_now()
+        ctx.announce("eval", ev.id)
         ctx.save_state()
         return ev.id
 
@@ -185,6 +186,7 @@ class FoundryBackend:
             part.continuation_token = self.client.run_poller(eval_id, run.id).continuation_token()
             state.status = "submitted"
             ctx.manifest.setdefault("timings", {}).setdefault("submitted_at", utc_now())
+            ctx.announce("run", run.id)
             ctx.save_state()
             ctx.progress("submitted", index + 1, len(parts))
 
@@ -225,6 +227,7 @@ class FoundryBackend:
             ctx.progress("uploading", index + 1, None)
             dataset = self.client.upload_dataset(name, version, data, filename=f"{name}-{version}.jsonl")
             part.dataset_id = dataset.id
+            ctx.announce("dataset", dataset.id)
             ctx.save_state()
         part.source = "file_id"
         return {"type": "jsonl", "source": {"type": "file_id", "id": part.dataset_id}}

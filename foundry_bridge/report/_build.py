@@ -1,35 +1,37 @@
 """Build a ``Report`` from a run folder: normalized Foundry results merged with locally computed metrics.
 
 Inputs (records, result rows, plan) are validated as they are read, one line at a time, and reduced to what the
-report needs; the per-query models are then validated in bulk (one call per column, not one per object). The
-cyclic garbage collector is paused while a report is built (see ``_gc_paused``).
+report needs; the per-query models are then validated in bulk (one call per column, not one per object). The run
+folder is read only through ``runfolder.RunFolder``, whose counts are checked (a truncated ``results.jsonl`` is an
+error, never a smaller report). The cyclic garbage collector is paused while a report is built
+(``_io.gc_paused``): a 10,000-query run makes about a million small, acyclic objects, which the collector's
+repeated passes would otherwise rescan.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import itertools
-import math
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
 from .. import __version__
-from .._io import loads
+from .._io import gc_paused
 from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.records import QueryRecord
-from ..errors import FoundryBridgeError
 from ..mapping.plan import Plan
 from ..metrics.measures import measure_for_key
-from ..results import RUN_FILES, ResultRow
+from ..results import ResultRow
+from ..runfolder import RunFolder, RunFolderError
+from ..wire import finite_number, resolve_threshold
 from ._model import (
     STAGES,
     CanaryFlag,
@@ -53,8 +55,7 @@ __all__ = ["ReportError", "build_report", "foundry_key", "load_run"]
 _NOT_METRICS = {"query_id", "kind", "kind_source", "n_rel", "row", "line", "source"}
 
 
-class ReportError(FoundryBridgeError):
-    """A run folder cannot be reported on (missing or unreadable files)."""
+ReportError = RunFolderError  # a run folder that cannot be reported on: the run folder's own error
 
 
 def foundry_key(criterion: str, metric: str) -> str:
@@ -62,143 +63,10 @@ def foundry_key(criterion: str, metric: str) -> str:
     return metric if metric == criterion else f"{criterion}/{metric}"
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return loads(path.read_bytes())
-    except FileNotFoundError:
-        raise ReportError(f"{path}: not found (is this a run folder written by `foundry-bridge run`?)") from None
-    except ValueError as exc:
-        raise ReportError(f"{path}: not valid JSON: {exc}") from exc
-
-
-def _read_jsonl(path: Path) -> Iterable[tuple[int, Any]]:
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        raise ReportError(f"{path}: not found (is this a run folder written by `foundry-bridge run`?)") from None
-    with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, loads(line)
-            except ValueError as exc:
-                raise ReportError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a report is built.
-
-    A 10,000-query run makes about a million small, acyclic objects (records, result rows, per-query models);
-    the collector's repeated passes over them cost as much as the build itself. Reference counting still frees
-    everything as usual; only cycles created meanwhile wait for the next collection.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _read_run_files(root: Path, *, items: bool) -> tuple[dict[str, Any], Any]:
-    """``manifest.json`` (optional, with ``state.json``'s status) and the raw ``plan.json`` (with ``items.jsonl``
-    as its ``items`` when ``items`` is true and plan.json has none)."""
-    if not root.is_dir():
-        raise ReportError(f"{root}: not a directory (give the run folder written by `foundry-bridge run`)")
-    manifest_path = root / RUN_FILES["manifest"]
-    manifest = _read_json(manifest_path) if manifest_path.exists() else {}
-    plan_raw = _read_json(root / RUN_FILES["plan"])
-    if items and isinstance(plan_raw, dict) and "items" not in plan_raw:  # the runner writes items.jsonl
-        plan_raw["items"] = _read_items(root)
-    state_path = root / RUN_FILES["state"]
-    if state_path.exists() and "status" not in manifest:
-        state = _read_json(state_path)
-        if isinstance(state, dict) and state.get("status"):
-            manifest = {**manifest, "status": state["status"]}
-    return manifest, plan_raw
-
-
-def _read_items(root: Path) -> list[Any]:
-    items_path = root / RUN_FILES["items"]
-    return [obj for _, obj in _read_jsonl(items_path)] if items_path.exists() else []
-
-
-def _validate_plan(root: Path, plan_raw: Any) -> Plan:
-    try:
-        return Plan.model_validate(plan_raw)
-    except ValueError as exc:
-        raise ReportError(f"{root / RUN_FILES['plan']}: not a plan: {exc}") from exc
-
-
-_CHUNK_BYTES = 4 << 20  # JSONL lines parsed and validated at once (bounded memory)
-
-
-def _iter_validated(path: Path, model: type[BaseModel], what: str) -> Iterator[Any]:
-    """The lines of a JSONL file validated as ``model``, a few MiB of lines per validation call (one call for
-    thousands of rows instead of one per row). A chunk that fails is redone line by line, so the error names the
-    first bad line exactly as a line-by-line reader would."""
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        raise ReportError(f"{path}: not found (is this a run folder written by `foundry-bridge run`?)") from None
-    adapter = _adapter(model)
-    lineno = 0
-    with fh:
-        while lines := fh.readlines(_CHUNK_BYTES):
-            first, lineno = lineno + 1, lineno + len(lines)
-            try:
-                rows = adapter.validate_python([loads(line) for line in lines if line.strip()])
-            except ValueError:
-                rows = [
-                    _validate_line(path, n, line, model, what) for n, line in enumerate(lines, first) if line.strip()
-                ]
-            yield from rows
-            del rows
-
-
-def _validate_line(path: Path, lineno: int, line: bytes, model: type[BaseModel], what: str) -> Any:
-    try:
-        obj = loads(line)
-    except ValueError as exc:
-        raise ReportError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
-    try:
-        return model.model_validate(obj)
-    except ValueError as exc:
-        raise ReportError(f"{path}:{lineno}: not {what}: {exc}") from exc
-
-
-def _iter_records(root: Path, plan: Plan) -> Iterator[QueryRecord]:
-    """The query records (``records.jsonl``, else ``plan.json``'s ``records``)."""
-    records_path = root / RUN_FILES["records"]
-    if not records_path.exists():
-        yield from (QueryRecord.model_validate(r) for r in plan.records)
-        return
-    yield from _iter_validated(records_path, QueryRecord, "a query record")
-
-
-def _iter_results(root: Path) -> Iterator[ResultRow]:
-    yield from _iter_validated(root / RUN_FILES["results"], ResultRow, "a result row")
-
-
 def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Plan, list[QueryRecord], list[ResultRow]]:
     """Read ``manifest.json`` (optional), ``plan.json``, ``records.jsonl`` and ``results.jsonl`` of a run folder."""
-    from ..runfolder import RunFolder
-
-    with _gc_paused():
+    with gc_paused():
         return RunFolder(run_dir).load()
-
-
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None if value is None else float(value)
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def _answer_evaluators() -> set[str]:
@@ -283,15 +151,12 @@ def _thresholds(plan: Plan) -> tuple[list[CriterionThreshold], dict[str, Evaluat
         if spec is None:
             continue
         for m in spec.metrics:
-            threshold = m.default_threshold
-            if m.threshold_param and crit.init.get(m.threshold_param) is not None:
-                threshold = _num(crit.init[m.threshold_param])
             out.append(
                 CriterionThreshold(
                     criterion=crit.name,
                     evaluator=crit.evaluator,
                     metric=m.name,
-                    threshold=threshold,
+                    threshold=resolve_threshold(m, crit.init),
                     higher_is_better=m.higher_is_better,
                 )
             )
@@ -304,7 +169,9 @@ def _negative_lists(neg_report: dict[str, Any]) -> dict[str, list[str]]:
     for entry in neg_report.get("per_query", []) or []:
         qid = str(entry.get("query_id"))
         surfaced = entry.get("surfaced", entry.get("surfaced_evidence"))
-        surfaced_flag = surfaced if isinstance(surfaced, bool) else bool(_num(surfaced) or entry.get("n_surfaced") or 0)
+        surfaced_flag = (
+            surfaced if isinstance(surfaced, bool) else bool(finite_number(surfaced) or entry.get("n_surfaced") or 0)
+        )
         if surfaced_flag:
             out["surfaced"].append(qid)
         contra = entry.get("relevant_labelled_in_top_k", entry.get("label_contradiction"))
@@ -400,7 +267,7 @@ class _RunInput:
     """The run folder as the report reads it: manifest, plan (its items read only for the fingerprint, if needed)."""
 
     run_dir: str | os.PathLike[str]
-    root: Path
+    folder: RunFolder
     manifest: dict[str, Any]
     plan: Plan
     fingerprint: Callable[[], str]
@@ -433,18 +300,16 @@ class _FoundryCells:
 
 
 def _open_run(run_dir: str | os.PathLike[str]) -> _RunInput:
-    root = Path(run_dir)
-    manifest, plan_raw = _read_run_files(root, items=False)
+    folder = RunFolder(run_dir)
+    folder.require_dir()
+    manifest = folder.report_manifest()
     # items.jsonl only feeds the plan fingerprint, and the runner's manifest already holds it: read it if needed
-    items_deferred = isinstance(plan_raw, dict) and "items" not in plan_raw
-    plan = _validate_plan(root, {**plan_raw, "items": []} if items_deferred else plan_raw)
+    plan = folder.read_plan(items=False, records=False)
 
     def fingerprint() -> str:
-        if not items_deferred:
-            return plan.fingerprint()
-        return _validate_plan(root, {**plan_raw, "items": _read_items(root)}).fingerprint()
+        return (folder.read_plan(records=False) if not plan.items else plan).fingerprint()
 
-    return _RunInput(run_dir, root, manifest, plan, fingerprint)
+    return _RunInput(run_dir, folder, manifest, plan, fingerprint)
 
 
 def _params(plan: Plan, stage_k: int | None) -> tuple[Params, dict[str, EvaluatorSpec | None]]:
@@ -504,7 +369,7 @@ def _local_metrics(run: _RunInput, params: Params) -> _LocalMetrics:
     hole_hits: dict[str, list[tuple[int, str]]] = defaultdict(list)
 
     def records() -> Iterator[QueryRecord]:
-        for rec in _iter_records(run.root, run.plan):
+        for rec in run.folder.iter_records(run.plan):
             holes_by_query[rec.query_id] = _holes(rec, k_stage, hole_hits)
             facts.append(_fact(rec, assembly_check((rec,), k=k_stage, relevance_threshold=rt)[0]))
             yield rec
@@ -512,12 +377,14 @@ def _local_metrics(run: _RunInput, params: Params) -> _LocalMetrics:
     stream = records()
     first = next(stream, None)
     if first is None:
-        raise ReportError(f"{run.root}: no query records (records.jsonl missing or empty, and none in plan.json)")
+        raise RunFolderError(
+            "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(run.folder.path)
+        )
     arrays = from_records(itertools.chain((first,), stream), params.k[-1], rt, abstention_phrases=ms.abstention_phrases)
     del first, stream
     ranking = ranking_from_arrays(arrays, ks=tuple(params.k), nan_policy="propagate")
     if list(ranking.query_ids) != [f[0] for f in facts]:
-        raise ReportError("internal: local metrics are not aligned with the records (query ids differ)")
+        raise RuntimeError("internal: local metrics are not aligned with the records (query ids differ)")
     negative: dict[str, Any] = {}
     if bool(arrays.negative.any()):
         negative = dict(negative_report_from_arrays(arrays, k=k_stage, surface_threshold=ms.surface_threshold))
@@ -533,7 +400,7 @@ def _foundry_cells(run: _RunInput, n_rows: int, warnings: list[str]) -> _Foundry
         {}, defaultdict(dict), defaultdict(list), {c.name: c.evaluator for c in run.plan.criteria}, 0, 0
     )
     duplicates = out_of_range = 0
-    for res in _iter_results(run.root):
+    for res in run.folder.iter_results():
         out.n_results += 1
         if res.error is not None:
             out.errored_rows += 1
@@ -807,7 +674,7 @@ _MOCK_WARNING = (
 )
 
 
-@_gc_paused()
+@gc_paused()
 def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
@@ -822,6 +689,7 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
     local = _local_metrics(run, params)
     n_rows = len(local.facts)
     found = _foundry_cells(run, n_rows, warnings)
+    run.folder.check_consistent(results=found.n_results, rows=n_rows)
     expected = _expected(run.plan, specs, found)
     infos = _metric_infos(local.keys, expected, found, params)
     scores = _score_columns(expected, found, n_rows)

@@ -17,10 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._io import gc_paused
 from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
-from ._build import _gc_paused, build_report
+from ._build import build_report
 from ._model import STAGES, MetricInfo, Report
 
 __all__ = [
@@ -465,7 +466,7 @@ def _headline(base: Report, metrics: Sequence[str] | None, chosen: list[str]) ->
     return [key for key in wanted if key in chosen]
 
 
-@_gc_paused()
+@gc_paused()
 def compare_runs(
     runs: Sequence[str | os.PathLike[str] | Report],
     *,
