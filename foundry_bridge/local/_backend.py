@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._text import userinfo_problem
 from ..catalog import CATALOG, EvaluatorSpec
 from ..errors import UsageError, redact
 from ..mapping.plan import CriterionPlan, Plan
@@ -121,6 +122,9 @@ class LocalBackend:
             raise UsageError(f"judge retries must be between 0 and {MAX_JUDGE_RETRIES}")
         if give_up_after is not None and give_up_after < 1:
             raise UsageError("give_up_after must be at least 1 (or None: never give up)")
+        problem = userinfo_problem(judge_endpoint, "the judge endpoint") if judge_endpoint else None
+        if problem:
+            raise UsageError(problem)
         if cache_ttl is not None and cache_ttl <= 0:
             raise UsageError("cache TTL must be a positive number of seconds")
         self.judge_endpoint = judge_endpoint.rstrip("/") if judge_endpoint else None
