@@ -410,6 +410,9 @@ _LOCAL_OPTIONS = {
     "api_version",
     "timeout",
     "credential",
+    "judge_timeout",
+    "judge_retries",
+    "give_up_after",
 }
 
 

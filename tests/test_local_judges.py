@@ -84,7 +84,7 @@ def test_server_errors_stop_after_the_library_retries(fresh_judge: FakeJudgeServ
         return score_answer(4)
 
     fresh_judge.rule = rule
-    rows, _ = execute(backend_for(fresh_judge, tmp_path), relevance_plan(), tmp_path)
+    rows, _ = execute(backend_for(fresh_judge, tmp_path, judge_retries=10), relevance_plan(), tmp_path)
     bad = by_key(rows)[("q02", "rel", "relevance")]
     assert bad.error.startswith("JUDGE_HTTP_ERROR: HTTP 503")
     assert fresh_judge.calls == 2 + 11  # first try + the library's 10 retries, nothing more on top

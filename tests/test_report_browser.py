@@ -10,6 +10,8 @@ DOM attribute, clicks a header of the per-query table after load, and writes the
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
 import shutil
@@ -46,6 +48,15 @@ window.addEventListener('load', function () {
   } catch (e) { __record('probe: ' + e); }
 });
 </script>"""
+
+
+def with_probe(page: str) -> str:
+    """The page with PROBE first in its head, and PROBE's hash added to the page's script-src (the page's CSP runs
+    only scripts it lists by hash)."""
+    body = PROBE.removeprefix("<script>").removesuffix("</script>")
+    digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+    page = page.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
+    return page.replace("<head>", "<head>" + PROBE, 1)
 
 
 def _chromium() -> str | None:
@@ -88,7 +99,7 @@ def _inject(records):
 def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     report = build_report(write_run(tmp_path / "run", edit_records=_inject))
     page = render_html(report)
-    page = page.replace("<head>", "<head>" + PROBE, 1)
+    page = with_probe(page)
     html_path = tmp_path / "report.html"
     html_path.write_text(page, encoding="utf-8")
     dom = _dump_dom(html_path, tmp_path / "profile")

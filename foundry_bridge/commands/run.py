@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from ._options import Finite
 from .validate import skip_validation_option
 
 __all__ = ["command", "parse_faults", "progress_reporter"]
@@ -29,10 +30,14 @@ _STAGE_LABELS = {
 
 # -- progress ----------------------------------------------------------------------------------------------------
 @contextmanager
-def progress_reporter(enabled: bool) -> Iterator[Any]:
-    """A ``progress(stage, done, total)`` callback drawing on stderr (rich if installed); a no-op when off."""
+def progress_reporter(enabled: bool, *, terminal: bool = True) -> Iterator[Any]:
+    """A ``progress(stage, done, total)`` callback on stderr: a bar on a terminal (rich if installed), a line every
+    few seconds otherwise; a no-op when off. Stage ``errored`` (errored tasks so far) is shown with the others."""
     if not enabled:
         yield None
+        return
+    if not terminal:
+        yield _plain_progress()
         return
     try:
         from rich.console import Console
@@ -49,9 +54,13 @@ def progress_reporter(enabled: bool) -> Iterator[Any]:
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        errored = [0]
 
         def callback(stage: str, done: int, total: int | None) -> None:
-            label = _STAGE_LABELS.get(stage, stage)
+            if stage == "errored":
+                errored[0] = done
+                return
+            label = _STAGE_LABELS.get(stage, stage) + (f" ({errored[0]} errored)" if errored[0] else "")
             if stage == "polling":
                 label = f"{label} (poll {done})"
             if stage not in tasks:
@@ -61,16 +70,23 @@ def progress_reporter(enabled: bool) -> Iterator[Any]:
         yield callback
 
 
-def _plain_progress() -> Any:
-    last_time, last_stage = [0.0], [""]
+def _plain_progress(interval: float = 5.0) -> Any:
+    """Lines such as ``judging 40/100, 3 errored, 12 s``: on a change of stage, at the end of one, and at most
+    every ``interval`` seconds in between (backends report at least every second while they wait)."""
+    started = time.monotonic()
+    last_time, last_stage, errored = [0.0], [""], [0]
 
     def callback(stage: str, done: int, total: int | None) -> None:
+        if stage == "errored":
+            errored[0] = done
+            return
         now = time.monotonic()
-        if stage == last_stage[0] and now - last_time[0] < 2.0 and (total is None or done < total):
+        if stage == last_stage[0] and now - last_time[0] < interval and (total is None or done < total):
             return
         last_time[0], last_stage[0] = now, stage
         suffix = f" {done}/{total}" if total else f" ({done})"
-        click.echo(f"{_STAGE_LABELS.get(stage, stage)}{suffix}", err=True)
+        errors = f", {errored[0]} errored" if errored[0] else ""
+        click.echo(f"{_STAGE_LABELS.get(stage, stage)}{suffix}{errors}, {now - started:.0f} s", err=True)
 
     return callback
 
@@ -166,8 +182,10 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
 @click.option("--judge-model", default=None, help="local: judge model / deployment name.")
 @click.option("--no-cache", is_flag=True, help="local: do not read or write the judge response cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="local: cache dir.")
-@click.option("--cache-ttl", type=float, default=None, help="local: cache entries older than SECONDS are ignored.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="local: parallel judge calls.")
+@click.option("--cache-ttl", type=Finite(0, 1e9, min_open=True), help="local: ignore entries older (s).")
+@click.option("--concurrency", type=click.IntRange(1, 256), default=None, help="local: parallel judge calls.")
+@click.option("--judge-timeout", type=Finite(0, 3600, min_open=True), help="local: s per request [60].")
+@click.option("--judge-retries", type=click.IntRange(0, 20), help="local: retries of a failed judge request [3].")
 @click.option(
     "--mock-fault",
     "mock_faults",
@@ -274,7 +292,15 @@ def _refuse_resume_elsewhere(folder: Any, plan: Any, backend: Any) -> None:
     )
 
 
-_LOCAL_TUNING = ("judge_endpoint", "judge_model", "cache_dir", "cache_ttl", "concurrency")
+_LOCAL_TUNING = (
+    "judge_endpoint",
+    "judge_model",
+    "cache_dir",
+    "cache_ttl",
+    "concurrency",
+    "judge_timeout",
+    "judge_retries",
+)
 
 
 def _backend_options(backend: str, endpoint: str | None, faults: Any, tuning: dict[str, Any]) -> dict[str, Any]:
@@ -312,7 +338,7 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
 
     run_dir = decision.folder.path
     try:
-        with _warnings_to_stderr(not quiet), progress_reporter(not quiet and sys.stderr.isatty()) as progress:
+        with _warnings_to_stderr(not quiet), progress_reporter(not quiet, terminal=sys.stderr.isatty()) as progress:
             return execute_run(decision, plan, backend, progress, notify=None if quiet else _notice)
     except RunFailedError as exc:
         raise RunFailedError(
@@ -327,14 +353,7 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
     except OSError as exc:  # a full disk or a permission failure once the service holds the run
         raise _os_error_after_submission(exc, decision.folder, backend) from exc
     except KeyboardInterrupt:
-        if backend.capabilities.resume_elsewhere:
-            click.echo(f"Interrupted. Nothing is lost: foundry-bridge run --resume {run_dir}", err=True)
-        else:
-            click.echo(
-                f"Interrupted. This {backend.name} run lived in this process's memory and cannot be resumed; "
-                f"run again with --force --out {run_dir} to start over",
-                err=True,
-            )
+        click.echo(f"Interrupted. {_after_interrupt(backend, run_dir)}", err=True)
         raise
 
 
@@ -361,6 +380,21 @@ def _os_error_after_submission(exc: OSError, folder: Any, backend: Any) -> Excep
 def _notice(message: str) -> None:
     """A service id just created, on stderr (one line each; also kept in state.json)."""
     click.echo(message, err=True)
+
+
+def _after_interrupt(backend: Any, run_dir: Path) -> str:
+    """What an interrupted run left, truthfully for each backend."""
+    if not backend.capabilities.resume_elsewhere:  # the emulator: its evals and runs die with this process
+        return (
+            f"This {backend.name} run lived in this process's memory and cannot be resumed; "
+            f"run again with --force --out {run_dir} to start over"
+        )
+    if backend.name == "local":  # results.jsonl is written at the end; answers are cached as they arrive
+        again = f"foundry-bridge run --resume {run_dir} with the same --judge-* options"
+        if getattr(backend, "use_cache", False):
+            return f"The judge answers received so far are cached: {again} judges the rest"
+        return f"With --no-cache nothing was kept: {again} judges every row again"
+    return f"Nothing is lost: foundry-bridge run --resume {run_dir}"
 
 
 def _build(data: Path, mapping_path: Path | None) -> Any:

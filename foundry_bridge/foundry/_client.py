@@ -25,6 +25,7 @@ from azure.core.exceptions import DecodeError, HttpResponseError
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
+from .._text import userinfo_problem
 from ..errors import UsageError, redact
 from ._auth import FOUNDRY_SCOPE, TokenCredential, TokenProvider
 from ._exceptions import http_error, request_error
@@ -88,6 +89,9 @@ def validate_endpoint(endpoint: str | None) -> str:
             f"no Foundry project endpoint: pass --endpoint or set {ENDPOINT_ENV} "
             "(https://<account>.services.ai.azure.com/api/projects/<project>)"
         )
+    problem = userinfo_problem(endpoint, "the project endpoint")
+    if problem:
+        raise UsageError(problem)
     parts = urlsplit(endpoint.strip())
     host = parts.hostname or ""
     secure = parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(host))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._text import userinfo_problem
 from ..catalog import CATALOG, EvaluatorSpec
 from ..errors import UsageError, redact
 from ..mapping.plan import CriterionPlan, Plan
@@ -30,6 +31,7 @@ from ._docret import IMPLEMENTATION as DOCRET_IMPLEMENTATION
 from ._docret import compute_document_retrieval, docret_rows
 from ._judges import (
     JudgeConfig,
+    RequestLimits,
     build_evaluator,
     call_evaluator,
     clean_output,
@@ -44,6 +46,11 @@ from ._judges import (
 __all__ = ["LocalBackend"]
 
 _LOCAL_METRICS_CLASS = "DocumentRetrievalEvaluator"
+DEFAULT_LIMITS = RequestLimits()
+MAX_JUDGE_TIMEOUT = 3600.0  # seconds per request
+MAX_JUDGE_RETRIES = 20
+_HEARTBEAT = 1.0  # seconds between progress reports while judge calls are in flight
+_TRANSIENT = ("JUDGE_TIMEOUT", "JUDGE_UNREACHABLE", "JUDGE_HTTP_ERROR: HTTP 408", "JUDGE_HTTP_ERROR: HTTP 429")
 
 
 def _missing_input_error(spec: EvaluatorSpec, inputs: dict[str, Any]) -> str | None:
@@ -78,7 +85,11 @@ class LocalBackend:
     ``OPENAI_API_KEY``); Azure without a key authenticates with ``credential`` or ``DefaultAzureCredential``.
     Judge answers are cached in ``cache_dir`` (default ``~/.cache/foundry_bridge/judge``) unless
     ``use_cache=False``; entries older than ``cache_ttl`` seconds are ignored. ``concurrency`` judge calls run
-    at once; ``timeout`` bounds one call, retries included (None: the library's own limits).
+    at once. Every wait is bounded: one HTTP request to the judge by ``judge_timeout`` seconds, a failed request
+    (429, 5xx, timeout, connection error) is tried again at most ``judge_retries`` times with backoff, honouring
+    ``Retry-After`` up to 120 s (``RequestLimits``); ``timeout`` caps one call, retries included (None: the
+    worst case of those limits). Once ``give_up_after`` calls in a row failed that way, the judge is taken to be
+    down: the remaining rows are not sent and error with ``JUDGE_NOT_CALLED`` and the last cause (None: never).
     """
 
     name = "local"
@@ -97,11 +108,23 @@ class LocalBackend:
         api_version: str | None = None,
         timeout: float | None = None,
         credential: Any = None,
+        judge_timeout: float = DEFAULT_LIMITS.timeout,
+        judge_retries: int = DEFAULT_LIMITS.retries,
+        give_up_after: int | None = 10,
     ) -> None:
         if concurrency < 1:
             raise UsageError("concurrency must be at least 1")
-        if timeout is not None and timeout <= 0:
-            raise UsageError("timeout must be a positive number of seconds")
+        if timeout is not None and not 0 < timeout <= 86400:  # also refuses NaN
+            raise UsageError("timeout must be a positive number of seconds, at most a day (86400)")
+        if not 0 < judge_timeout <= MAX_JUDGE_TIMEOUT:  # also refuses NaN
+            raise UsageError(f"judge timeout must be more than 0 and at most {MAX_JUDGE_TIMEOUT:g} seconds")
+        if isinstance(judge_retries, bool) or not 0 <= judge_retries <= MAX_JUDGE_RETRIES:
+            raise UsageError(f"judge retries must be between 0 and {MAX_JUDGE_RETRIES}")
+        if give_up_after is not None and give_up_after < 1:
+            raise UsageError("give_up_after must be at least 1 (or None: never give up)")
+        problem = userinfo_problem(judge_endpoint, "the judge endpoint") if judge_endpoint else None
+        if problem:
+            raise UsageError(problem)
         if cache_ttl is not None and cache_ttl <= 0:
             raise UsageError("cache TTL must be a positive number of seconds")
         self.judge_endpoint = judge_endpoint.rstrip("/") if judge_endpoint else None
@@ -114,6 +137,8 @@ class LocalBackend:
         self.cache_ttl = cache_ttl
         self.concurrency = concurrency
         self.timeout = timeout
+        self.limits = RequestLimits(timeout=float(judge_timeout), retries=int(judge_retries))
+        self.give_up_after = give_up_after
         self.credential = credential
         self.stats: dict[str, int] = {}
         self._docret_impl: str | None = None
@@ -225,6 +250,8 @@ class LocalBackend:
             "unsupported": [criteria[ci].name for ci, k in kinds.items() if k in ("unsupported", "unknown")],
             "concurrency": self.concurrency,
             "timeout": self.timeout,
+            "judge_timeout": self.limits.timeout,
+            "judge_retries": self.limits.retries,
             "cache": {
                 "enabled": self.use_cache,
                 "dir": str(self.cache_dir) if self.use_cache else None,
@@ -292,7 +319,14 @@ class LocalBackend:
 
 
 def _zero_stats() -> dict[str, int]:
-    return {"judge_tasks": 0, "cache_hits": 0, "judge_calls": 0, "cache_stored": 0, "judge_errors": 0}
+    return {
+        "judge_tasks": 0,
+        "cache_hits": 0,
+        "judge_calls": 0,
+        "cache_stored": 0,
+        "judge_errors": 0,
+        "judge_not_called": 0,
+    }
 
 
 class _JudgeRun:
@@ -313,6 +347,8 @@ class _JudgeRun:
         self.library = f"azure-ai-evaluation {evaluation_library_version()}"
         self.thresholds = {ci: _threshold(self.spec(ci), self.criteria[ci]) for ci in judges}
         self.lock = threading.Lock()
+        self.failures_in_a_row = 0
+        self.last_failure: str | None = None
 
     def spec(self, ci: int) -> EvaluatorSpec:
         return CATALOG[self.criteria[ci].evaluator]
@@ -394,14 +430,18 @@ class _JudgeRun:
         return out
 
     def call(self, pending: dict[str, list[_JudgeTask]], *, done: int, total: int) -> None:
-        """Run the pending calls on the backend's thread pool, reporting progress after each group."""
+        """Run the pending calls on the backend's thread pool, reporting progress ("judging": tasks done; "errored":
+        tasks errored, when it grows) after each group and every ``_HEARTBEAT`` seconds while calls are in flight."""
         evaluators = self.evaluators(pending)
-        progress_done = done
+        counts = {"done": done, "errored": 0}
 
-        def advance(n: int) -> None:
-            nonlocal progress_done
-            progress_done += n
-            self.ctx.progress("judging", progress_done, total)
+        def advance(group: list[_JudgeTask] | None) -> None:
+            errored = sum(1 for t in group or () if t.error is not None)
+            counts["done"] += len(group or ())
+            counts["errored"] += errored
+            if errored:  # stage "errored": the tasks errored so far, reported when it grows
+                self.ctx.progress("errored", counts["errored"], total)
+            self.ctx.progress("judging", counts["done"], total)
 
         def work(group: list[_JudgeTask]) -> None:
             self.call_group(group, evaluators[(group[0].criterion, group[0].with_query)])
@@ -410,16 +450,20 @@ class _JudgeRun:
 
     def call_group(self, group: list[_JudgeTask], evaluator: Any) -> None:
         """One judge call for a group of identical tasks; a usable answer is cached (a cache that cannot be
-        written never fails the run); every failure becomes the group's error with its cause."""
-        first, timeout = group[0], self.backend.timeout
+        written never fails the run); every failure becomes the group's error with its cause. After
+        ``give_up_after`` transient failures in a row (no success between), no more calls are made."""
+        first, backend = group[0], self.backend
+        timeout = backend.timeout
         output: dict[str, Any] | None = None
-        error: str | None = None
-        try:
-            if isinstance(evaluator, Exception):
-                raise evaluator
-            output = clean_output(call_evaluator(evaluator, first.inputs, timeout))
-        except Exception as exc:
-            error = describe_exception(exc, timeout=timeout)
+        error = self.given_up()
+        if error is None:
+            try:
+                if isinstance(evaluator, Exception):
+                    raise evaluator
+                output = clean_output(call_evaluator(evaluator, first.inputs, timeout, backend.limits))
+            except Exception as exc:
+                error = describe_exception(exc, timeout=timeout)
+            self.note_outcome(error)
         stored = False
         if output is not None and self.cache is not None and output_failure(self.spec(first.criterion), output) is None:
             try:
@@ -428,10 +472,30 @@ class _JudgeRun:
             except OSError:
                 stored = False
         with self.lock:
-            self.stats["judge_calls"] += 1
             self.stats["cache_stored"] += int(stored)
         for task in group:
             task.output, task.error = output, error
+
+    def given_up(self) -> str | None:
+        """``JUDGE_NOT_CALLED: ...`` once the judge failed ``give_up_after`` calls in a row, else None."""
+        limit = self.backend.give_up_after
+        with self.lock:
+            if limit is None or self.failures_in_a_row < limit:
+                return None
+            self.stats["judge_not_called"] += 1
+            return (
+                f"JUDGE_NOT_CALLED: the judge failed {self.failures_in_a_row} calls in a row, so this row was not "
+                f"sent (last cause: {self.last_failure}); fix the judge, then run again or --resume"
+            )
+
+    def note_outcome(self, error: str | None) -> None:
+        """Count a call made; a transient failure (timeout, unreachable, 408/429/5xx) extends the run of failures,
+        anything else ends it."""
+        transient = error is not None and (error.startswith(_TRANSIENT) or error.startswith("JUDGE_HTTP_ERROR: HTTP 5"))
+        with self.lock:
+            self.stats["judge_calls"] += 1
+            self.failures_in_a_row = self.failures_in_a_row + 1 if transient else 0
+            self.last_failure = error if transient else self.last_failure
 
     def write(self, task: _JudgeTask) -> None:
         rows = self.rows(task.criterion, task.row, task.output, task.error)
@@ -443,23 +507,26 @@ def _run_pool(
     work: Callable[[list[_JudgeTask]], None],
     groups: list[list[_JudgeTask]],
     concurrency: int,
-    on_done: Callable[[int], None],
+    on_done: Callable[[list[_JudgeTask] | None], None],
 ) -> None:
-    """Run ``work`` over ``groups`` with ``concurrency`` threads; ``on_done(n_tasks)`` after each group.
+    """Run ``work`` over ``groups`` with ``concurrency`` threads; ``on_done(group)`` after each group, and
+    ``on_done(None)`` every ``_HEARTBEAT`` seconds without one (so a slow judge still shows signs of life).
 
     On an interruption (Ctrl-C) queued calls are cancelled and this function returns at once; the calls already in
-    flight (at most one per worker) still finish before the interpreter exits (Python joins pool threads at exit;
-    a second Ctrl-C stops that wait). Every answer received is in the cache, so the next run continues from
-    there."""
+    flight (at most one per worker, each bounded by the backend's limits) still finish before the interpreter exits
+    (Python joins pool threads at exit; a second Ctrl-C stops that wait). Every answer received is in the cache,
+    so the next run continues from there."""
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
     try:
         futures: dict[Future[None], list[_JudgeTask]] = {pool.submit(work, g): g for g in groups}
         remaining = set(futures)
         while remaining:
-            finished, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+            finished, remaining = wait(remaining, timeout=_HEARTBEAT, return_when=FIRST_COMPLETED)
+            if not finished:
+                on_done(None)
             for fut in finished:
                 fut.result()
-                on_done(len(futures[fut]))
+                on_done(futures[fut])
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise

@@ -31,6 +31,7 @@ from ..wire import finite_number, read_metric, to_number
 __all__ = [
     "JudgeConfig",
     "JudgeTimeout",
+    "RequestLimits",
     "build_evaluator",
     "call_evaluator",
     "clean_output",
@@ -180,6 +181,46 @@ def build_evaluator(
     return evaluator
 
 
+@dataclass(frozen=True)
+class RequestLimits:
+    """How long one judge HTTP request may take and how often a failed one is tried again.
+
+    azure-ai-evaluation's prompty layer turns the OpenAI client's own retries off and runs a loop of its own:
+    10 retries, waits of ``min(60, 2 + 2**n)`` s, and any ``Retry-After`` obeyed as is (a judge answering
+    ``Retry-After: 86400`` would hold a row for a day), every request with the client's 600 s default. ``bound``
+    sets that loop to 0 retries and hands the OpenAI client ``retries`` and a ``timeout`` per request instead: the
+    client retries 408/409/429/5xx, timeouts and connection errors with exponential backoff (0.5 s doubling to
+    8 s, jittered), obeys ``Retry-After`` up to 120 s and gives up at once on a longer one. One call therefore
+    ends within ``(retries + 1) * timeout + retries * 120`` seconds (``worst_case``).
+    """
+
+    timeout: float = 60.0
+    retries: int = 3
+
+    @property
+    def worst_case(self) -> float:
+        """The longest one judge call can last, every retry and ``Retry-After`` wait included."""
+        return (self.retries + 1) * self.timeout + self.retries * _MAX_RETRY_AFTER
+
+    def bound(self, evaluator: Any) -> None:
+        """Apply the limits to ``evaluator``'s current prompty flow (again after a flow is reloaded: idempotent)."""
+        evaluator._LLM_CALL_TIMEOUT = self.timeout  # the per-request timeout the library hands the OpenAI client
+        flow = getattr(evaluator, "_flow", None)
+        send = getattr(flow, "_send_with_retries", None)
+        if flow is None or not callable(send) or getattr(send, "_bounded_by", None) == self:
+            return
+        retries = self.retries
+
+        async def send_with_client_retries(api_client: Any, params: Any, timeout: Any, **_: Any) -> Any:
+            return await send(api_client.with_options(max_retries=retries), params, timeout, max_retries=0)
+
+        send_with_client_retries._bounded_by = self  # type: ignore[attr-defined]
+        flow._send_with_retries = send_with_client_retries
+
+
+_MAX_RETRY_AFTER = 120.0  # openai's MAX_RETRY_AFTER_DELAY: a longer Retry-After is not waited for
+
+
 async def _call_async(evaluator: Any, inputs: dict[str, Any], timeout: float | None) -> dict[str, Any]:
     call = evaluator._to_async()
     if timeout is None:
@@ -187,9 +228,14 @@ async def _call_async(evaluator: Any, inputs: dict[str, Any], timeout: float | N
     return await asyncio.wait_for(call(**inputs), timeout)
 
 
-def call_evaluator(evaluator: Any, inputs: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-    """One evaluator call in the current (worker) thread, bounded by ``timeout`` seconds overall (retries
-    included). Uses the evaluator's async entry point so a deadline really cancels the request."""
+def call_evaluator(
+    evaluator: Any, inputs: dict[str, Any], timeout: float | None, limits: RequestLimits | None = None
+) -> dict[str, Any]:
+    """One evaluator call in the current (worker) thread: each request bounded by ``limits``, the whole call by
+    ``timeout`` seconds (retries included). Uses the evaluator's async entry point so a deadline really cancels
+    the request."""
+    if limits is not None:
+        limits.bound(evaluator)
     if not callable(getattr(evaluator, "_to_async", None)):  # pragma: no cover - older/newer library shapes
         return evaluator(**inputs)
     return asyncio.run(_call_async(evaluator, inputs, timeout))

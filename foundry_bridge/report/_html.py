@@ -1,12 +1,14 @@
 """HTML renderer: one self-contained file (inline CSS, JS and SVG; no network), every dataset string escaped.
 
-The page loads nothing: a Content-Security-Policy forbids any fetch, and all dataset text goes through
-``html.escape`` — a response containing ``<script>`` shows as text. The per-query table sorts on a header click;
-sort keys live in ``data-v`` attributes, never in script source.
+The page loads nothing: a Content-Security-Policy forbids any fetch and runs only the page's own script (listed
+by its SHA-256), and all dataset text goes through ``html.escape`` — a response containing ``<script>`` shows as
+text. The per-query table sorts on a header click; sort keys live in ``data-v`` attributes, never in script source.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import math
 from collections.abc import Sequence
@@ -69,7 +71,13 @@ _JS = """
 })();
 """
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+
+def content_security_policy(script: str) -> str:
+    """The page's Content-Security-Policy: nothing may be fetched; the one inline script runs because its SHA-256
+    is listed (``'sha256-<base64>'`` of its exact text), so any other script — injected markup, an event-handler
+    attribute — is refused even if it got past the escaping."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; img-src data:"
 
 
 def _e(value: object) -> str:
@@ -323,7 +331,7 @@ def _head(report: Report) -> list[str]:
     return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy(_JS)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>foundry-bridge report</title>",
         f"<style>{_CSS}</style></head><body>",

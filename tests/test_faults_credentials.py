@@ -1,0 +1,170 @@
+"""Credentials: user-info in an endpoint is refused before anything is stored or sent; the report's CSP runs only
+its own script (by hash), so an injected inline script does not run even if it reached the page."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from report_helpers import write_run
+from test_report_browser import _dump_dom, with_probe
+
+from foundry_bridge.errors import UsageError
+from foundry_bridge.local import LocalBackend
+from foundry_bridge.local.fake_judge import FakeJudgeServer
+from foundry_bridge.report import build_report, render_html
+from foundry_bridge.runner import MOCK_ENDPOINT, get_backend
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "samples" / "benefits" / "rag_eval.jsonl"
+SECRET = "hunter2-s3cret"
+MAPPING = """\
+version: 1
+dataset:
+  format: jsonl
+  fields: {query_id: query_id, query: query, response: response}
+evaluators:
+  - evaluator: builtin.relevance
+    init: {deployment_name: judge-model, threshold: 3}
+"""
+
+# every way user-info can be written: user:password, user only, password only, empty, encoded, IPv6 host
+USERINFO_URLS = [
+    f"https://alice:{SECRET}@{{host}}",
+    "https://alice@{host}",
+    f"https://:{SECRET}@{{host}}",
+    "https://@{host}",
+    f"https://alice%40corp:{SECRET}%2F@{{host}}",
+    f"HTTPS://alice:{SECRET}@{{host}}",
+]
+
+
+def _cloud(template: str) -> str:
+    return template.format(host="acct.services.ai.azure.com") + "/api/projects/p"
+
+
+@pytest.mark.parametrize("template", USERINFO_URLS)
+def test_project_endpoint_with_userinfo_is_refused_on_the_emulator_path(template: str) -> None:
+    """The mock backend is the cloud client over the emulator's transport: the refusal happens in the client."""
+    url = template.format(host=MOCK_ENDPOINT.removeprefix("https://").split("/")[0]) + "/api/projects/mock-project"
+    with pytest.raises(UsageError) as err:
+        get_backend("mock", endpoint=url)
+    assert SECRET not in str(err.value) and "***@" in str(err.value)
+
+
+@pytest.mark.parametrize("template", USERINFO_URLS)
+def test_project_endpoint_with_userinfo_is_refused_on_the_cloud_path(template: str) -> None:
+    with pytest.raises(UsageError) as err:
+        get_backend("cloud", endpoint=_cloud(template), credential=object())
+    assert SECRET not in str(err.value)
+
+
+@pytest.mark.parametrize("template", USERINFO_URLS)
+def test_judge_endpoint_with_userinfo_is_refused(template: str, tmp_path: Path) -> None:
+    url = template.format(host="127.0.0.1:9") + "/v1"
+    with pytest.raises(UsageError) as err:
+        LocalBackend(judge_endpoint=url, judge_model="m", cache_dir=tmp_path)
+    assert SECRET not in str(err.value) and "judge endpoint" in str(err.value)
+
+
+def test_an_at_sign_in_the_path_is_not_userinfo(tmp_path: Path) -> None:
+    backend = LocalBackend(judge_endpoint="http://127.0.0.1:9/v1/@team", judge_model="m", cache_dir=tmp_path)
+    assert backend.judge_endpoint == "http://127.0.0.1:9/v1/@team"
+
+
+@pytest.fixture
+def judge() -> Iterator[FakeJudgeServer]:
+    with FakeJudgeServer() as server:
+        yield server
+
+
+def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test-not-a-secret"}
+    env.pop("AZURE_AI_PROJECT_ENDPOINT", None)
+    cmd = [sys.executable, "-m", "foundry_bridge", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+
+
+def _nothing_holds_the_secret(folder: Path) -> None:
+    for path in folder.rglob("*") if folder.exists() else ():
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path
+
+
+def test_cli_mock_and_cloud_refuse_userinfo_and_store_nothing(tmp_path: Path) -> None:
+    for backend, url in (
+        ("mock", f"https://alice:{SECRET}@mock.services.ai.azure.com/api/projects/mock-project"),
+        ("cloud", _cloud(USERINFO_URLS[0])),
+    ):
+        out = tmp_path / backend
+        proc = _cli("run", SAMPLE, "--backend", backend, "--endpoint", url, "--out", out)
+        assert proc.returncode == 2, proc.stderr
+        assert SECRET not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+        assert "user name or password" in proc.stderr
+        assert not (out / "state.json").exists()
+        _nothing_holds_the_secret(out)
+
+
+def test_cli_local_refuses_a_judge_endpoint_with_userinfo_and_sends_nothing(
+    judge: FakeJudgeServer, tmp_path: Path
+) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"query_id": "q1", "query": "q?", "response": "a."}) + "\n")
+    (tmp_path / "m.yaml").write_text(MAPPING)
+    url = judge.base_url.replace("http://", f"http://alice:{SECRET}@")
+    out = tmp_path / "run"
+    proc = _cli(
+        "run", data, "--mapping", tmp_path / "m.yaml", "--backend", "local", "--judge-endpoint", url, "--out", out
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert SECRET not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+    assert judge.calls == 0  # no request, so no Authorization: Basic either
+    assert not (out / "state.json").exists()
+    _nothing_holds_the_secret(out)
+
+
+# -- the report's Content-Security-Policy ---------------------------------------------------------------------------
+def _page_script(page: str) -> str:
+    scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
+    assert len(scripts) == 1
+    return scripts[0]
+
+
+def test_csp_lists_the_hash_of_the_page_script_and_no_unsafe_inline(tmp_path: Path) -> None:
+    page = render_html(build_report(write_run(tmp_path / "run")))
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert csp is not None
+    script_src = next(d for d in csp.group(1).split(";") if d.strip().startswith("script-src")).split()[1:]
+    digest = base64.b64encode(hashlib.sha256(_page_script(page).encode()).digest()).decode()
+    assert script_src == [f"'sha256-{digest}'"]  # computed here independently of the renderer
+
+
+INJECTED_RAW = (
+    "<script>document.documentElement.setAttribute('data-pwned','raw')</script>"
+    "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','attr')\">"
+)
+
+
+@pytest.mark.browser
+def test_in_chromium_the_page_script_runs_and_an_injected_one_does_not(tmp_path: Path) -> None:
+    """As if the escaping had failed: raw script markup is pasted into the body after rendering."""
+    page = render_html(build_report(write_run(tmp_path / "run")))
+    page = page.replace("<main>", "<main>" + INJECTED_RAW, 1)
+    page = with_probe(page)
+    html_path = tmp_path / "report.html"
+    html_path.write_text(page, encoding="utf-8")
+    dom = _dump_dom(html_path, tmp_path / "profile")
+    root = re.search(r"<html[^>]*>", dom)
+    assert root is not None
+    tag = root.group(0)
+    assert 'data-report-ready="1"' in tag  # the page's own, hashed script ran
+    assert 'data-probe="done"' in tag and 'data-first-desc="q11"' in tag  # sorting by a header click works
+    assert "data-pwned" not in tag  # neither the inline script nor the onerror attribute
