@@ -13,8 +13,9 @@ Type rules (documented in docs/mapping.md):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from .._text import did_you_mean
 from ..metrics._limits import label_range_message
@@ -89,6 +90,40 @@ def _type_name(value: Any) -> str:
     return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object"}.get(
         type(value), type(value).__name__
     )
+
+
+_T = TypeVar("_T")
+
+
+class _Fields(NamedTuple):
+    """A valid row's canonical fields, between reading and building the record or the run item."""
+
+    query_id: str
+    query: str | None
+    kind: str
+    kind_source: str
+    context: str | None
+    response: str | None
+    ground_truth: str | None
+    docs: list[_Doc]
+    labels: list[tuple[str, int]] | None
+    extra: dict[str, Any]
+
+
+def _item(f: _Fields) -> dict[str, Any]:
+    """The run item of a valid row: only what the criteria read, in the recorded key order."""
+    item: dict[str, Any] = {"query_id": f.query_id}
+    if f.query is not None:
+        item["query"] = f.query
+    item["kind"] = f.kind
+    for name, value in (("context", f.context), ("response", f.response), ("ground_truth", f.ground_truth)):
+        if value is not None:
+            item[name] = value
+    item["retrieved_documents"] = [{"document_id": d[0], "relevance_score": d[1]} for d in f.docs]
+    if f.labels is not None:
+        item["retrieval_ground_truth"] = [{"document_id": g[0], "query_relevance_label": g[1]} for g in f.labels]
+    item.update(f.extra)
+    return item
 
 
 class RowParser:
@@ -169,22 +204,48 @@ class RowParser:
 
     # -- the row -----------------------------------------------------------------------------------------------
     def parse(self, row: Any, line: int) -> ParsedRow:
+        """One row → a ``ParsedRow``: the record (or run item) when the row has no error, and every problem."""
         out = ParsedRow(None)
-        probs = out.problems
         if not isinstance(row, dict):
-            self._problem(probs, "not_an_object", f"a row must be a JSON object, got {_type_name(row)}", line, "")
+            self._problem(
+                out.problems, "not_an_object", f"a row must be a JSON object, got {_type_name(row)}", line, ""
+            )
             return out
+        query_id = self._query_id(row, line, out)
+        query = self._string(row, self.p_query, "query", line, out)
+        response = self._string(row, self.p_response, "response", line, out)
+        ground_truth = self._string(row, self.p_ground_truth, "ground_truth", line, out)
+        docs = self._list(row, self.p_docs, "retrieved_documents", line, out, self._documents) or []
+        labels = self._list(row, self.p_labels, "retrieval_ground_truth", line, out, self._labels)
+        extra: dict[str, Any] = {}
+        context = self._context(row, docs, extra, line, out)
+        kind, kind_source = self._kind(row, labels, line, out)
+        for name, path in self.p_extra.items():
+            value = get_path(row, path)
+            if value is not MISSING:
+                extra[name] = value
+        if query_id is None or any(p.severity == "error" for p in out.problems):
+            return out
+        out.kind_source = kind_source
+        fields = _Fields(query_id, query, kind, kind_source, context, response, ground_truth, docs, labels, extra)
+        if self.records:
+            out.record = self._record(fields, line)
+        else:
+            out.item = _item(fields)
+        return out
+
+    def _query_id(self, row: dict[str, Any], line: int, out: ParsedRow) -> str | None:
+        """The row's query id as a string (an integer id is read as its decimal string), or None with a problem."""
         f = self.fields
         qid_raw = get_path(row, self.p_query_id)
-        query_id: str | None = None
         if isinstance(qid_raw, str) and qid_raw:
-            query_id = qid_raw
-        elif isinstance(qid_raw, int) and not isinstance(qid_raw, bool):
-            query_id = str(qid_raw)
-        elif qid_raw is MISSING or qid_raw is None or qid_raw == "":
+            return qid_raw
+        if isinstance(qid_raw, int) and not isinstance(qid_raw, bool):
+            return str(qid_raw)
+        if qid_raw is MISSING or qid_raw is None or qid_raw == "":
             guess = did_you_mean(f.query_id, list(row)) if qid_raw is MISSING else None
             self._problem(
-                probs,
+                out.problems,
                 "missing_query_id",
                 "query id is missing",
                 line,
@@ -193,113 +254,89 @@ class RowParser:
             )
         else:
             self._problem(
-                probs, "bad_query_id", f"query id must be a string, got {_type_name(qid_raw)}", line, f.query_id
+                out.problems, "bad_query_id", f"query id must be a string, got {_type_name(qid_raw)}", line, f.query_id
             )
+        return None
 
-        query = self._string(row, self.p_query, "query", line, out)
-        response = self._string(row, self.p_response, "response", line, out)
-        ground_truth = self._string(row, self.p_ground_truth, "ground_truth", line, out)
+    def _list(
+        self,
+        row: dict[str, Any],
+        path: tuple[str, ...] | None,
+        name: str,
+        line: int,
+        out: ParsedRow,
+        read: Callable[[list[Any], str, int, ParsedRow], _T],
+    ) -> _T | None:
+        """The list at ``path`` read by ``read``; None when the mapping has no such field, or the row lacks it
+        (noted in ``out.missing``) or holds something other than a list (a problem)."""
+        if path is None:
+            return None
+        raw = get_path(row, path)
+        where = ".".join(path)
+        if raw is MISSING or raw is None:
+            out.missing.add(name)
+        elif not isinstance(raw, list):
+            self._problem(out.problems, "not_a_list", f"must be a list, got {_type_name(raw)}", line, where)
+        else:
+            return read(raw, where, line, out)
+        return None
 
-        # documents
-        docs: list[_Doc] = []
-        if self.p_docs is not None:
-            raw_docs = get_path(row, self.p_docs)
-            dpath = ".".join(self.p_docs)
-            if raw_docs is MISSING or raw_docs is None:
-                out.missing.add("retrieved_documents")
-            elif not isinstance(raw_docs, list):
-                self._problem(probs, "not_a_list", f"must be a list, got {_type_name(raw_docs)}", line, dpath)
-            else:
-                docs = self._documents(raw_docs, dpath, line, out)
-
-        labels: list[tuple[str, int]] | None = None
-        if self.p_labels is not None:
-            raw_labels = get_path(row, self.p_labels)
-            lpath = ".".join(self.p_labels)
-            if raw_labels is MISSING or raw_labels is None:
-                out.missing.add("retrieval_ground_truth")
-            elif not isinstance(raw_labels, list):
-                self._problem(probs, "not_a_list", f"must be a list, got {_type_name(raw_labels)}", line, lpath)
-            else:
-                labels = self._labels(raw_labels, lpath, line, out)
-
-        # context
-        context: str | None = None
-        extra: dict[str, Any] = {}
+    def _context(
+        self, row: dict[str, Any], docs: list[_Doc], extra: dict[str, Any], line: int, out: ParsedRow
+    ) -> str | None:
+        """The context string: as saved (the default), or rebuilt from the documents when the mapping asks (then
+        labelled in ``extra['context_source']``). A list of chunks or a non-string is a problem, never joined."""
         if self.rebuild:
             chosen = docs[: self.top_k] if self.top_k else docs
-            context = self.separator.join(d[2] for d in chosen if d[2])
             extra["context_source"] = "rebuilt_from_documents"
-        elif self.p_context is not None:
-            value = get_path(row, self.p_context)
-            if value is MISSING:
-                out.missing.add("context")
-            elif value is None or isinstance(value, str):
-                context = value
-            elif isinstance(value, list):
-                self._problem(
-                    probs,
-                    "context_not_string",
-                    f"context is a list of {len(value)} chunks, not a string",
-                    line,
-                    ".".join(self.p_context),
-                    'join the chunks with two newlines ("\\n\\n".join(chunks)), exactly as sent to the model',
-                )
-            else:
-                self._problem(
-                    probs,
-                    "context_not_string",
-                    f"context must be a string, got {_type_name(value)}",
-                    line,
-                    ".".join(self.p_context),
-                )
+            return self.separator.join(d[2] for d in chosen if d[2])
+        if self.p_context is None:
+            return None
+        value = get_path(row, self.p_context)
+        if value is MISSING:
+            out.missing.add("context")
+        elif value is None or isinstance(value, str):
+            return value
+        elif isinstance(value, list):
+            self._problem(
+                out.problems,
+                "context_not_string",
+                f"context is a list of {len(value)} chunks, not a string",
+                line,
+                ".".join(self.p_context),
+                'join the chunks with two newlines ("\\n\\n".join(chunks)), exactly as sent to the model',
+            )
+        else:
+            self._problem(
+                out.problems,
+                "context_not_string",
+                f"context must be a string, got {_type_name(value)}",
+                line,
+                ".".join(self.p_context),
+            )
+        return None
 
-        # kind
-        kind, kind_source = self._kind(row, labels, line, out)
-
-        for name, path in self.p_extra.items():
-            value = get_path(row, path)
-            if value is not MISSING:
-                extra[name] = value
-
-        if query_id is None or any(p.severity == "error" for p in probs):
-            return out
-        out.kind_source = kind_source
-        if not self.records:
-            item: dict[str, Any] = {"query_id": query_id}
-            if query is not None:
-                item["query"] = query
-            item["kind"] = kind
-            for name, value in (("context", context), ("response", response), ("ground_truth", ground_truth)):
-                if value is not None:
-                    item[name] = value
-            item["retrieved_documents"] = [{"document_id": d[0], "relevance_score": d[1]} for d in docs]
-            if labels is not None:
-                item["retrieval_ground_truth"] = [{"document_id": g[0], "query_relevance_label": g[1]} for g in labels]
-            item.update(extra)
-            out.item = item
-            return out
-        out.record = QueryRecord(
-            query_id=query_id,
-            query=query,
-            kind=kind,
-            kind_source=kind_source,
+    def _record(self, f: _Fields, line: int) -> QueryRecord:
+        return QueryRecord(
+            query_id=f.query_id,
+            query=f.query,
+            kind=f.kind,
+            kind_source=f.kind_source,
             retrieved_documents=[
-                RetrievedDocument(document_id=d[0], relevance_score=d[1], content=d[2], title=d[3]) for d in docs
+                RetrievedDocument(document_id=d[0], relevance_score=d[1], content=d[2], title=d[3]) for d in f.docs
             ],
             retrieval_ground_truth=(
                 None
-                if labels is None
-                else [GroundTruthLabel(document_id=g[0], query_relevance_label=g[1]) for g in labels]
+                if f.labels is None
+                else [GroundTruthLabel(document_id=g[0], query_relevance_label=g[1]) for g in f.labels]
             ),
-            context=context,
-            response=response,
-            ground_truth=ground_truth,
-            extra=extra,
+            context=f.context,
+            response=f.response,
+            ground_truth=f.ground_truth,
+            extra=f.extra,
             source=self.source,
             line=line,
         )
-        return out
 
     def _documents(self, raw: list[Any], dpath: str, line: int, out: ParsedRow) -> list[_Doc]:
         docs: list[_Doc] = []
