@@ -194,6 +194,8 @@ def _validate(gt: Any, ret: Any, cfg: Config) -> tuple[list[tuple[Any, Any]], li
     if empty:
         raise DocumentRetrievalError(MSG_GT_EMPTY, category="missing_field")
     qrels: list[tuple[Any, Any]] = []
+    results: list[tuple[Any, Any]] = []
+    reading = "retrieval_ground_truth"
     try:
         for item in gt:
             doc = item.get("document_id")
@@ -207,25 +209,19 @@ def _validate(gt: Any, ret: Any, cfg: Config) -> tuple[list[tuple[Any, Any]], li
             if label > cfg.hi:
                 raise DocumentRetrievalError(MSG_LABEL_MAX)
             qrels.append((doc, label))
+        reading = "retrieved_documents"
+        for item in ret if isinstance(ret, list) else ():  # anything else is silently an empty result list
+            doc = item.get("document_id")
+            score = item.get("relevance_score")
+            if doc is None or score is None:
+                raise DocumentRetrievalError(MSG_RET_FIELDS, category="missing_field")
+            if not isinstance(score, (float, int)):
+                raise DocumentRetrievalError(MSG_SCORE_NUM)
+            results.append((doc, score))
     except DocumentRetrievalError:
         raise
     except Exception as exc:
-        raise _crash("'retrieval_ground_truth' must be a list of objects (dicts)", exc) from exc
-    results: list[tuple[Any, Any]] = []
-    if isinstance(ret, list):  # anything else is silently an empty result list, as in the library
-        try:
-            for item in ret:
-                doc = item.get("document_id")
-                score = item.get("relevance_score")
-                if doc is None or score is None:
-                    raise DocumentRetrievalError(MSG_RET_FIELDS, category="missing_field")
-                if not isinstance(score, (float, int)):
-                    raise DocumentRetrievalError(MSG_SCORE_NUM)
-                results.append((doc, score))
-        except DocumentRetrievalError:
-            raise
-        except Exception as exc:
-            raise _crash("'retrieved_documents' must be a list of objects (dicts)", exc) from exc
+        raise _crash(f"'{reading}' must be a list of objects (dicts)", exc) from exc
     if len(qrels) > MAX_ITEMS or len(results) > MAX_ITEMS:
         raise DocumentRetrievalError(MSG_TOO_MANY)
     return qrels, results
