@@ -128,7 +128,9 @@ class DuplicateIds:
         self.ids = IdFilter()
 
     def add(self, qid: Any) -> None:
-        if is_id(qid):
+        if type(qid) is str and qid.isascii():  # the usual case, inlined
+            self.ids.add(hash(qid.strip().lower()))
+        elif is_id(qid):
             self.ids.add(near_hash(qid))
 
     def report(self, rescan: Rescan | None, ctx: Context) -> None:

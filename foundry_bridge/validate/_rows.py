@@ -4,6 +4,7 @@ lists, kind against labels), and what is only known at the end (no rows, fields 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -20,6 +21,7 @@ from ._rules import Context
 
 __all__ = ["Locate", "RowChecker"]
 
+_EDGE_SPACE = re.compile(r"(?:^|\x00)\s|\s(?:\x00|$)")  # an id (in a NUL-joined list) with surrounding space
 _MAX_KEYS_KEPT = 1_000  # distinct row keys remembered for did-you-mean hints
 _STRINGS = ("string", "string_or_messages", "string_object_or_messages")
 # the narrowest input type wins when criteria read one field as different types
@@ -65,6 +67,7 @@ class RowChecker:
         present = {k for k, v in item.items() if v is not None}
         self.seen_fields |= present
         self._missing_inputs(present, line)
+        self.row_ids: list[set[str]] = []  # the document ids of each list, filled by the type checks
         bad_documents = self._types(item, line)
         self._near_document_ids(item, line)
         self.labels.row(item, line, bad_documents)
@@ -127,6 +130,7 @@ class RowChecker:
         if len(docs) > MAX_DOCUMENTS:
             self.ctx.add("too_many_documents", f, line=line, count=len(docs), limit=MAX_DOCUMENTS)
         seen: set[str] = set()
+        self.row_ids.append(seen)
         previous: float | None = None
         order_warned = False
         for i, d in enumerate(docs):
@@ -168,33 +172,25 @@ class RowChecker:
     def _near_document_ids(self, item: dict[str, Any], line: int | None) -> None:
         """Document ids of one row (retrieved and labelled lists alike) that differ only by case, surrounding
         whitespace, Unicode normalization or zero-width characters: metrics and Foundry match ids exactly."""
-        where: dict[str, tuple[str, int]] = {}  # id → (list, index) of its first occurrence
+        ids = set().union(*self.row_ids)
+        joined = "\x00".join(ids)
+        if joined.isascii() and joined.lower() == joined and not _EDGE_SPACE.search(joined):
+            return  # the usual case: lowercase ASCII ids without surrounding spaces cannot be near duplicates
+        if len({near_key(i) for i in ids}) == len(ids):
+            return
+        first: dict[str, tuple[str, str, int]] = {}  # near key → the first id, its list and index
         for f in self.id_lists:
             entries = item.get(f)
-            if not isinstance(entries, list):
-                continue
-            for i, d in enumerate(entries):
+            for i, d in enumerate(entries if isinstance(entries, list) else ()):
                 doc_id = d.get("document_id") if isinstance(d, dict) else None
-                if is_id(doc_id):
-                    where.setdefault(str(doc_id), (f, i))
-        keys = {i.strip().lower() if i.isascii() else near_key(i) for i in where}
-        if len(keys) == len(where):  # the usual case: no two spellings of one id
-            return
-        first: dict[str, str] = {}
-        for doc_id, (f, i) in where.items():
-            other = first.setdefault(near_key(doc_id), doc_id)
-            if other != doc_id:
-                at, index = where[other]
-                self.ctx.add(
-                    "near_duplicate_document_id",
-                    f"{f}[{i}].document_id",
-                    line=line,
-                    id=doc_id,
-                    other=other,
-                    list=at,
-                    first=index,
-                    how=near_differences(doc_id, other),
-                )
+                if not is_id(doc_id):
+                    continue
+                other, at, index = first.setdefault(near_key(str(doc_id)), (str(doc_id), f, i))
+                if other != str(doc_id):
+                    how = near_differences(str(doc_id), other)
+                    field = f"{f}[{i}].document_id"
+                    params = {"id": str(doc_id), "other": other, "list": at, "first": index, "how": how}
+                    self.ctx.add("near_duplicate_document_id", field, line=line, **params)
 
     def _check_labels(self, f: str, labels: Any, line: int | None) -> None:
         if not isinstance(labels, list):
@@ -205,6 +201,7 @@ class RowChecker:
         if len(labels) > MAX_DOCUMENTS:
             self.ctx.add("too_many_documents/labels", f, line=line, count=len(labels), limit=MAX_DOCUMENTS)
         seen: set[str] = set()
+        self.row_ids.append(seen)
         for i, g in enumerate(labels):
             if not isinstance(g, dict):
                 self.ctx.add("not_an_object/entry", f"{f}[{i}]", line=line)
