@@ -363,7 +363,7 @@ class RunFolder:
         if isinstance(holder, dict):
             pid = holder.get("pid")
             who = f"process {pid} on {holder.get('host')}, since {holder.get('since')}"
-            stop = f"wait for it to finish, or stop it (kill {pid} on {holder.get('host')}) and `--resume`"
+            stop = f"wait for it to finish, or stop it first (kill {pid} on {holder.get('host')})"
         else:
             who, stop = "another process (it has not recorded itself yet)", "wait for it to finish"
         return RunFolderBusyError(
