@@ -8,6 +8,7 @@ import click
 
 from .._io import atomic_open
 from ..metrics.measures import measures_help
+from ._options import Finite
 
 __all__ = ["command"]
 
@@ -39,14 +40,16 @@ __all__ = ["command"]
 )
 @click.option(
     "--coverage-drop",
-    type=click.FloatRange(min=0, max=1),
+    type=Finite(min=0, max=1),
     default=None,
     help="Exit 3 if a Foundry metric's coverage (scored ÷ queries) drops by more than this (default 0 when "
     "--fail-on is given; unchecked otherwise).",
 )
-@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True), default=0.05, show_default=True)
-@click.option("--seed", type=int, default=42, show_default=True, help="Seed of the numpy Generator.")
-@click.option("--resamples", type=click.IntRange(min=100), default=10_000, show_default=True)
+@click.option("--alpha", type=Finite(min=0, max=1, min_open=True), default=0.05, show_default=True)
+@click.option(
+    "--seed", type=click.IntRange(0, 2**63 - 1), default=42, show_default=True, help="Seed of the numpy Generator."
+)
+@click.option("--resamples", type=click.IntRange(100, 1_000_000), default=10_000, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["json", "md"]), default="md", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
 def command(

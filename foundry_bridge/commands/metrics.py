@@ -10,6 +10,7 @@ import click
 
 from ..errors import UsageError
 from ..metrics.measures import measures_help, measures_labels
+from ._options import Finite
 
 MEASURES_HELP = measures_help()
 MEASURES_LABELS = measures_labels()
@@ -217,7 +218,7 @@ def render_text(doc: dict[str, Any]) -> str:
 @click.option("--mapping", "mapping_path", type=click.Path(exists=True, dir_okay=False), help="Mapping file.")
 @click.option("--qrels", type=click.Path(exists=True, dir_okay=False), help="TREC qrels file (with --run).")
 @click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False), help="TREC run file (with --qrels).")
-@click.option("--k", "ks", type=click.IntRange(min=1), multiple=True, help="Cutoff; repeat for several.")
+@click.option("--k", "ks", type=click.IntRange(1, 1_000_000), multiple=True, help="Cutoff; repeat for several.")
 @click.option(
     "--measure",
     "measures",
@@ -226,9 +227,14 @@ def render_text(doc: dict[str, Any]) -> str:
     help="Output only this measure (repeatable), e.g. rr@10, MRR@10, ndcg(gain=exp)@3; without @k at every --k. "
     f"Measures: {MEASURES_HELP}.",
 )
-@click.option("--relevance-threshold", type=int, default=None, help="Relevant ⇔ label ≥ this (default 1).")
+@click.option(
+    "--relevance-threshold",
+    type=click.IntRange(-(2**63), 2**63 - 1),
+    default=None,
+    help="Relevant ⇔ label ≥ this (default 1).",
+)
 @click.option("--nan-policy", type=click.Choice(["propagate", "drop", "zerofill"]), default=None)
-@click.option("--surface-threshold", type=float, default=None, help="A top-k score ≥ this surfaced evidence.")
+@click.option("--surface-threshold", type=Finite(), default=None, help="A top-k score ≥ this surfaced evidence.")
 @click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
 def command(

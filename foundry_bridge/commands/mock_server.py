@@ -8,6 +8,7 @@ import ipaddress
 import click
 
 from ..errors import UsageError
+from ._options import Finite
 
 __all__ = ["command", "parse_indices"]
 
@@ -45,10 +46,14 @@ def _is_loopback(host: str) -> bool:
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
 @click.option("--project", default="mock-project", show_default=True, help="Project name shown in the endpoint.")
 @click.option(
-    "--polls-to-complete", default=2, show_default=True, type=click.IntRange(0), help="GETs a run stays in_progress."
+    "--polls-to-complete",
+    default=2,
+    show_default=True,
+    type=click.IntRange(0, 10**6),
+    help="GETs a run stays in_progress.",
 )
 @click.option(
-    "--seconds-to-complete", default=0.0, show_default=True, type=click.FloatRange(0), help="Minimum run duration."
+    "--seconds-to-complete", default=0.0, show_default=True, type=Finite(0, 86400), help="Minimum run duration."
 )
 @click.option(
     "--docret-shape",
@@ -58,22 +63,28 @@ def _is_loopback(host: str) -> bool:
     help="Document-retrieval results: one result with properties, or one result per metric.",
 )
 @click.option("--strict-evaluators", is_flag=True, help="Reject builtin evaluators that are not in the catalog.")
-@click.option("--rate-limit-rate", type=click.FloatRange(0, 1), default=0.0, help="Fraction of requests answered 429.")
-@click.option("--rate-limit-every", type=click.IntRange(0), default=0, help="Answer every N-th request with 429.")
-@click.option("--retry-after", type=click.FloatRange(0), default=1.0, show_default=True, help="Retry-After seconds.")
-@click.option("--server-error-rate", type=click.FloatRange(0, 1), default=0.0, help="Fraction answered 5xx.")
-@click.option("--server-error-every", type=click.IntRange(0), default=0, help="Answer every N-th request with 5xx.")
+@click.option("--rate-limit-rate", type=Finite(0, 1), default=0.0, help="Fraction of requests answered 429.")
+@click.option(
+    "--rate-limit-every", type=click.IntRange(0, 10**9), default=0, help="Answer every N-th request with 429."
+)
+@click.option("--retry-after", type=Finite(0, 3600), default=1.0, show_default=True, help="Retry-After seconds.")
+@click.option("--server-error-rate", type=Finite(0, 1), default=0.0, help="Fraction answered 5xx.")
+@click.option(
+    "--server-error-every", type=click.IntRange(0, 10**9), default=0, help="Answer every N-th request with 5xx."
+)
 @click.option(
     "--server-error-status", type=click.Choice(["500", "503"]), default="500", show_default=True, help="5xx status."
 )
 @click.option("--fault-only", metavar="REGEX", help='Limit HTTP faults to requests matching "METHOD /path".')
 @click.option("--fail-runs", metavar="I,J", help="0-based run indices (creation order) that end `failed`.")
-@click.option("--run-failure-rate", type=click.FloatRange(0, 1), default=0.0, help="Fraction of runs that fail.")
+@click.option("--run-failure-rate", type=Finite(0, 1), default=0.0, help="Fraction of runs that fail.")
 @click.option("--errored-rows", metavar="I,J", help="0-based rows whose results are errored in completed runs.")
-@click.option("--errored-row-rate", type=click.FloatRange(0, 1), default=0.0, help="Fraction of rows errored.")
-@click.option("--slow-polls", type=click.IntRange(0), default=0, help="Extra polls before a run completes.")
-@click.option("--slow-seconds", type=click.FloatRange(0), default=0.0, help="Extra seconds before a run completes.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault RNG.")
+@click.option("--errored-row-rate", type=Finite(0, 1), default=0.0, help="Fraction of rows errored.")
+@click.option("--slow-polls", type=click.IntRange(0, 10**6), default=0, help="Extra polls before a run completes.")
+@click.option("--slow-seconds", type=Finite(0, 86400), default=0.0, help="Extra seconds before a run completes.")
+@click.option(
+    "--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=0, show_default=True, help="Seed of the fault RNG."
+)
 def command(
     host: str,
     port: int,

@@ -36,7 +36,7 @@ __all__ = ["command"]
     "'qid 0 docid ?' (or JSONL when the name ends in .jsonl).",
 )
 @click.option(
-    "--stage-k", type=click.IntRange(min=1), default=None, help="Cutoff for stage attribution (default: max k)."
+    "--stage-k", type=click.IntRange(1, 1_000_000), default=None, help="Cutoff for stage attribution (default: max k)."
 )
 def command(run_dir: Path, fmt: str | None, out: Path | None, queue: Path | None, stage_k: int | None) -> None:
     from ..report import build_report, render, write_labelling_queue

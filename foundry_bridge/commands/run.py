@@ -170,10 +170,12 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
 )
 @click.option("--force", is_flag=True, help="Submit again even if the same dataset and plan already finished.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary, only the run folder.")
-@click.option("--max-rows-per-run", type=click.IntRange(min=1), default=None, help="Split larger datasets into runs.")
+@click.option(
+    "--max-rows-per-run", type=click.IntRange(1, 10**9), default=None, help="Split larger datasets into runs."
+)
 @click.option(
     "--inline-max-bytes",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, 2**31 - 1),
     default=None,
     help="Rows up to this many JSON bytes go inline; larger runs are uploaded as a dataset.",
 )

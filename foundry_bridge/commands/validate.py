@@ -43,7 +43,7 @@ def render_text(report: ValidationReport) -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
     "--max-per-rule",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1_000_000),
     default=20,
     show_default=True,
     help="List at most N problems of each kind (all are counted).",

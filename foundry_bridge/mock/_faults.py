@@ -13,6 +13,21 @@ from dataclasses import dataclass, field
 __all__ = ["FaultConfig", "FaultInjector", "TransientFault"]
 
 
+_MAX_COUNT = 10**9
+_BOUNDS: dict[str, tuple[float, float]] = {  # every number a fault takes: [low, high]; int64 for what is stored
+    "rate_limit_rate": (0.0, 1.0),
+    "server_error_rate": (0.0, 1.0),
+    "run_failure_rate": (0.0, 1.0),
+    "errored_row_rate": (0.0, 1.0),
+    "rate_limit_every": (0, _MAX_COUNT),
+    "server_error_every": (0, _MAX_COUNT),
+    "slow_polls": (0, 10**6),
+    "retry_after": (0.0, 3600.0),
+    "slow_seconds": (0.0, 86400.0),
+    "seed": (-(2**63), 2**63 - 1),
+}
+
+
 @dataclass(frozen=True)
 class FaultConfig:
     """What to break, and how often. The default breaks nothing.
@@ -51,17 +66,15 @@ class FaultConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("rate_limit_rate", "server_error_rate", "run_failure_rate", "errored_row_rate"):
+        for name, (low, high) in _BOUNDS.items():
             value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"FaultConfig.{name} must be within [0, 1], got {value}")
-        for name in ("rate_limit_every", "server_error_every", "slow_polls"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"FaultConfig.{name} must be >= 0")
+            if isinstance(value, bool) or not (isinstance(value, int | float) and low <= value <= high):  # NaN too
+                raise ValueError(f"FaultConfig.{name} must be within [{low:g}, {high:g}], got {value!r}")
+        for name in ("failed_runs", "errored_rows"):
+            if any(not 0 <= i <= _MAX_COUNT for i in getattr(self, name)):
+                raise ValueError(f"FaultConfig.{name}: indices are 0-based and at most {_MAX_COUNT:g}")
         if self.server_error_status < 500 or self.server_error_status > 599:
             raise ValueError(f"FaultConfig.server_error_status must be a 5xx status, got {self.server_error_status}")
-        if self.retry_after < 0 or self.slow_seconds < 0:
-            raise ValueError("FaultConfig.retry_after and slow_seconds must be >= 0")
         if self.only is not None:
             try:
                 re.compile(self.only)
