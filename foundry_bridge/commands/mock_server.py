@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+from typing import Any
 
 import click
 
@@ -93,20 +94,7 @@ def command(
     seconds_to_complete: float,
     docret_shape: str,
     strict_evaluators: bool,
-    rate_limit_rate: float,
-    rate_limit_every: int,
-    retry_after: float,
-    server_error_rate: float,
-    server_error_every: int,
-    server_error_status: str,
-    fault_only: str | None,
-    fail_runs: str | None,
-    run_failure_rate: float,
-    errored_rows: str | None,
-    errored_row_rate: float,
-    slow_polls: int,
-    slow_seconds: float,
-    seed: int,
+    **fault_options: Any,
 ) -> None:
     """Serve the Foundry evaluation API emulator over HTTP until Ctrl-C.
 
@@ -114,30 +102,10 @@ def command(
     with the project's local metrics and gives LLM judges a deterministic lexical-overlap MOCK score (never a
     real judgement). Fault options inject 429/5xx responses, failed runs, errored rows and slow runs.
     """
-    from ..mock import FaultConfig, FoundryEmulator
+    from ..mock import FoundryEmulator
     from ..mock._server import MockServer
 
-    try:
-        faults = FaultConfig(
-            rate_limit_rate=rate_limit_rate,
-            rate_limit_every=rate_limit_every,
-            retry_after=retry_after,
-            server_error_rate=server_error_rate,
-            server_error_every=server_error_every,
-            server_error_status=int(server_error_status),
-            only=fault_only,
-            failed_runs=parse_indices(fail_runs),
-            run_failure_rate=run_failure_rate,
-            errored_rows=parse_indices(errored_rows),
-            errored_row_rate=errored_row_rate,
-            slow_polls=slow_polls,
-            slow_seconds=slow_seconds,
-            seed=seed,
-        )
-    except Exception as exc:  # re.error or ValueError from the fault settings
-        if isinstance(exc, UsageError):
-            raise
-        raise UsageError(f"bad fault option: {exc}") from exc
+    faults = _fault_config(**fault_options)
     emulator = FoundryEmulator(
         polls_to_complete=polls_to_complete,
         seconds_to_complete=seconds_to_complete,
@@ -159,3 +127,28 @@ def command(
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     click.echo("Foundry emulator stopped.", err=True)
+
+
+def _fault_config(
+    *,
+    fault_only: str | None,
+    fail_runs: str | None,
+    errored_rows: str | None,
+    server_error_status: str,
+    **numbers: Any,
+) -> Any:
+    """The ``FaultConfig`` of the command's fault options; a bad setting (a regex, an index list) is a usage error."""
+    from ..mock import FaultConfig
+
+    try:
+        return FaultConfig(
+            server_error_status=int(server_error_status),
+            only=fault_only,
+            failed_runs=parse_indices(fail_runs),
+            errored_rows=parse_indices(errored_rows),
+            **numbers,
+        )
+    except UsageError:
+        raise
+    except Exception as exc:  # re.error or ValueError from the fault settings
+        raise UsageError(f"bad fault option: {exc}") from exc

@@ -249,13 +249,57 @@ def _split_ranges(path: Path, size: int, jobs: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in itertools.pairwise(cuts) if b > a] or [(0, size)]
 
 
+def _decoders(
+    f: Any, id_type: Any, top: bool, *, depth: int, want_content: bool
+) -> tuple[Any, Any, dict[Any, str], dict[Any, str], dict[Any, str]]:
+    """msgspec decoders for rows under the field paths ``f``, and the attribute names of each path's leaf.
+
+    ``top``: ids and label values required, missing scores NaN, only the first ``depth`` documents.
+    """
+    import msgspec
+
+    d, g = f.retrieved_documents, f.retrieval_ground_truth
+    row_leaves: dict[tuple[str, ...], Any] = {_split(f.query_id): str | int}
+    for p in (f.kind, f.context, f.response):
+        if p:
+            row_leaves[_split(p)] = str
+    lab_attrs: dict[tuple[str, ...], str] = {}
+    if g:
+        lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): int}
+        lab_type, lab_attrs = _struct("Label", lab_leaves, required=lab_leaves if top else ())
+        row_leaves[_split(g.path)] = list[lab_type]  # type: ignore[valid-type]
+    docs_dec: Any = None
+    doc_attrs: dict[tuple[str, ...], str] = {}
+    if d:
+        id_path = _split(d.document_id)
+        doc_leaves: dict[tuple[str, ...], Any] = {id_path: id_type}
+        nan_score: dict[tuple[str, ...], Any] = {}
+        if d.relevance_score:
+            doc_leaves[_split(d.relevance_score)] = float
+            nan_score[_split(d.relevance_score)] = math.nan
+        if want_content and d.content:
+            doc_leaves[_split(d.content)] = str
+        if top:
+            doc_type, doc_attrs = _struct("Doc", doc_leaves, required=[id_path], defaults=nan_score)
+            # the first `depth` list elements as the fields of an array-like struct: msgspec skips the rest
+            # of the list without building anything; a missing element leaves its field None (a JSON null
+            # element is a validation error, as in the list decoder)
+            fields = [(f"r{i}", doc_type, None) for i in range(depth)]
+            row_leaves[_split(d.path)] = msgspec.defstruct("Top", fields, array_like=True, gc=False)
+        else:
+            doc_type, doc_attrs = _struct("Doc", doc_leaves)
+            docs_dec = msgspec.json.Decoder(list[doc_type])  # type: ignore[valid-type]
+            row_leaves[_split(d.path)] = list[msgspec.Raw]
+    row_type, row_attrs = _struct("Row", row_leaves)
+    return msgspec.json.Decoder(row_type), docs_dec, row_attrs, doc_attrs, lab_attrs
+
+
 class _FastConfig:
     """msgspec decoders and attribute getters generated once from the mapping's field paths."""
 
     def __init__(
         self, mapping: DataSource, *, depth: int, threshold: int, phrases: Sequence[str] | None, min_prefix: int
     ) -> None:
-        import msgspec
 
         if mapping.dataset.format != "jsonl":
             raise _Fallback("not JSONL")
@@ -269,43 +313,10 @@ class _FastConfig:
         want_content = bool(d and d.content and f.context)
         top_k = d is not None and 1 <= depth <= _TOP_K_MAX_DEPTH
 
-        def decoders(id_type: Any, top: bool) -> tuple[Any, Any, dict[Any, str], dict[Any, str], dict[Any, str]]:
-            """``top``: ids and label values required, missing scores NaN, only the first ``depth`` documents."""
-            row_leaves: dict[tuple[str, ...], Any] = {_split(f.query_id): str | int}
-            for p in (f.kind, f.context, f.response):
-                if p:
-                    row_leaves[_split(p)] = str
-            lab_attrs: dict[tuple[str, ...], str] = {}
-            if g:
-                lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): int}
-                lab_type, lab_attrs = _struct("Label", lab_leaves, required=lab_leaves if top else ())
-                row_leaves[_split(g.path)] = list[lab_type]  # type: ignore[valid-type]
-            docs_dec: Any = None
-            doc_attrs: dict[tuple[str, ...], str] = {}
-            if d:
-                id_path = _split(d.document_id)
-                doc_leaves: dict[tuple[str, ...], Any] = {id_path: id_type}
-                nan_score: dict[tuple[str, ...], Any] = {}
-                if d.relevance_score:
-                    doc_leaves[_split(d.relevance_score)] = float
-                    nan_score[_split(d.relevance_score)] = math.nan
-                if want_content and d.content:
-                    doc_leaves[_split(d.content)] = str
-                if top:
-                    doc_type, doc_attrs = _struct("Doc", doc_leaves, required=[id_path], defaults=nan_score)
-                    # the first `depth` list elements as the fields of an array-like struct: msgspec skips the rest
-                    # of the list without building anything; a missing element leaves its field None (a JSON null
-                    # element is a validation error, as in the list decoder)
-                    fields = [(f"r{i}", doc_type, None) for i in range(depth)]
-                    row_leaves[_split(d.path)] = msgspec.defstruct("Top", fields, array_like=True, gc=False)
-                else:
-                    doc_type, doc_attrs = _struct("Doc", doc_leaves)
-                    docs_dec = msgspec.json.Decoder(list[doc_type])  # type: ignore[valid-type]
-                    row_leaves[_split(d.path)] = list[msgspec.Raw]
-            row_type, row_attrs = _struct("Row", row_leaves)
-            return msgspec.json.Decoder(row_type), docs_dec, row_attrs, doc_attrs, lab_attrs
-
         # strict: ids are JSON strings (no conversion); lenient, per line on demand: integer ids read as strings
+        def decoders(id_type: Any, top: bool) -> tuple[Any, Any, dict[Any, str], dict[Any, str], dict[Any, str]]:
+            return _decoders(f, id_type, top, depth=depth, want_content=want_content)
+
         self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str, False)
         self.row_dec_l, self.docs_dec_l, *attrs_l = decoders(str | int, False)
         # the common case, tried first on every line (see _top_reader)
