@@ -90,3 +90,15 @@ def criterion(name: str, evaluator: str, mapping: dict[str, str], **init: Any) -
 
 def by_key(rows: list[Any]) -> dict[tuple[str | None, str, str], Any]:
     return {(r.query_id, r.criterion, r.metric): r for r in rows}
+
+
+# a one-criterion mapping (relevance on query and response) for runs against a test judge
+RELEVANCE_MAPPING = """\
+version: 1
+dataset:
+  format: jsonl
+  fields: {query_id: query_id, query: query, response: response}
+evaluators:
+  - evaluator: builtin.relevance
+    init: {deployment_name: judge-model, threshold: 3}
+"""

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from local_helpers import RELEVANCE_MAPPING as MAPPING
 from report_helpers import write_run
 from test_report_browser import _dump_dom, with_probe
 
@@ -26,15 +27,6 @@ from foundry_bridge.runner import MOCK_ENDPOINT, get_backend
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "benefits" / "rag_eval.jsonl"
 SECRET = "hunter2-s3cret"
-MAPPING = """\
-version: 1
-dataset:
-  format: jsonl
-  fields: {query_id: query_id, query: query, response: response}
-evaluators:
-  - evaluator: builtin.relevance
-    init: {deployment_name: judge-model, threshold: 3}
-"""
 
 # every way user-info can be written: user:password, user only, password only, empty, encoded, IPv6 host
 USERINFO_URLS = [

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from local_helpers import RELEVANCE_MAPPING as MAPPING
 from local_helpers import criterion, with_criteria
 
 from foundry_bridge.errors import UsageError
@@ -28,15 +29,6 @@ from foundry_bridge.runner_protocol import RunContext
 
 ROOT = Path(__file__).resolve().parent.parent
 REL = {"query": "{{item.query}}", "response": "{{item.response}}"}
-MAPPING = """\
-version: 1
-dataset:
-  format: jsonl
-  fields: {query_id: query_id, query: query, response: response}
-evaluators:
-  - evaluator: builtin.relevance
-    init: {deployment_name: judge-model, threshold: 3}
-"""
 CLI_BOUND = 120  # seconds: a generous ceiling for one CLI run; the limits below end it far sooner
 
 
