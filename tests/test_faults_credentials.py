@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from local_helpers import RELEVANCE_MAPPING as MAPPING
 from report_helpers import write_run
-from test_report_browser import _dump_dom, with_probe
+from test_report_browser import rendered_dom
 
 from foundry_bridge.errors import UsageError
 from foundry_bridge.local import LocalBackend
@@ -150,13 +150,7 @@ def test_in_chromium_the_page_script_runs_and_an_injected_one_does_not(tmp_path:
     """As if the escaping had failed: raw script markup is pasted into the body after rendering."""
     page = render_html(build_report(write_run(tmp_path / "run")))
     page = page.replace("<main>", "<main>" + INJECTED_RAW, 1)
-    page = with_probe(page)
-    html_path = tmp_path / "report.html"
-    html_path.write_text(page, encoding="utf-8")
-    dom = _dump_dom(html_path, tmp_path / "profile")
-    root = re.search(r"<html[^>]*>", dom)
-    assert root is not None
-    tag = root.group(0)
+    _, tag = rendered_dom(page, tmp_path)
     assert 'data-report-ready="1"' in tag  # the page's own, hashed script ran
     assert 'data-probe="done"' in tag and 'data-first-desc="q11"' in tag  # sorting by a header click works
     assert "data-pwned" not in tag  # neither the inline script nor the onerror attribute

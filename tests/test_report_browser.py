@@ -92,21 +92,23 @@ def _dump_dom(html_path: Path, profile: Path) -> str:
     return proc.stdout
 
 
+def rendered_dom(page: str, tmp_path: Path) -> tuple[str, str]:
+    """``page`` with the probe, loaded in headless Chromium: (the DOM after scripts ran, its ``<html>`` tag)."""
+    html_path = tmp_path / "report.html"
+    html_path.write_text(with_probe(page), encoding="utf-8")
+    dom = _dump_dom(html_path, tmp_path / "profile")
+    root = re.search(r"<html[^>]*>", dom)
+    assert root is not None
+    return dom, root.group(0)
+
+
 def _inject(records):
     return [r.model_copy(update={"response": INJECTED}) if r.query_id == "q04" else r for r in records]
 
 
 def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     report = build_report(write_run(tmp_path / "run", edit_records=_inject))
-    page = render_html(report)
-    page = with_probe(page)
-    html_path = tmp_path / "report.html"
-    html_path.write_text(page, encoding="utf-8")
-    dom = _dump_dom(html_path, tmp_path / "profile")
-
-    root = re.search(r"<html[^>]*>", dom)
-    assert root is not None
-    root_tag = root.group(0)
+    dom, root_tag = rendered_dom(render_html(report), tmp_path)
     assert "data-errors" not in root_tag, root_tag  # no script error at all
     assert 'data-report-ready="1"' in root_tag  # the page's own script ran to the end
     assert 'data-probe="done"' in root_tag
