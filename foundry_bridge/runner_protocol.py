@@ -47,10 +47,13 @@ class Capabilities:
     """What a backend can do, for the runner and the CLI to word their advice.
 
     ``resume_elsewhere``: another process can ``--resume`` a run from its ``state.json`` (false for the emulator,
-    whose service state lives in the memory of the process that ran it).
+    whose service state lives in the memory of the process that ran it). ``judges_here``: the judges run in this
+    process, so an interrupted run keeps only what ``caches_answers`` (the response cache) saved as it arrived.
     """
 
     resume_elsewhere: bool = True
+    judges_here: bool = False
+    caches_answers: bool = False
 
 
 @dataclass

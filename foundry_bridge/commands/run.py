@@ -391,9 +391,9 @@ def _after_interrupt(backend: Any, run_dir: Path) -> str:
             f"This {backend.name} run lived in this process's memory and cannot be resumed; "
             f"run again with --force --out {run_dir} to start over"
         )
-    if backend.name == "local":  # results.jsonl is written at the end; answers are cached as they arrive
+    if backend.capabilities.judges_here:  # results.jsonl is written at the end; answers are cached as they arrive
         again = f"foundry-bridge run --resume {run_dir} with the same --judge-* options"
-        if getattr(backend, "use_cache", False):
+        if backend.capabilities.caches_answers:
             return f"The judge answers received so far are cached: {again} judges the rest"
         return f"With --no-cache nothing was kept: {again} judges every row again"
     return f"Nothing is lost: foundry-bridge run --resume {run_dir}"

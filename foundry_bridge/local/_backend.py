@@ -162,7 +162,7 @@ class LocalBackend:
     @property
     def capabilities(self) -> Capabilities:
         """Nothing lives on a service: a resume anywhere judges again what the response cache does not hold."""
-        return Capabilities()
+        return Capabilities(judges_here=True, caches_answers=self.use_cache)
 
     # --- planning ----------------------------------------------------------------------------------------------
     def _judge_for(self, crit: CriterionPlan) -> JudgeConfig:
