@@ -1,8 +1,10 @@
 """The evaluator catalog: every supported Foundry builtin evaluator, described once, as data.
 
 Validation, the criteria builder, the emulator's scoring, the local backend and the report's columns all read
-this module; adding an evaluator is one entry in ``CATALOG``. Facts come from Foundry's builtin catalog
-(``GET /evaluators?type=builtin``) and azure-ai-evaluation 1.18 (see ``../shared/reference``).
+this module; adding an evaluator is one entry in ``CATALOG``. Versions, inputs, init parameters and output metrics
+are the published contracts (``foundry_bridge.contracts``, the specs the cloud builtins are registered from, July
+2026; ``tests/test_catalog.py`` checks every entry against them); this module adds what the project needs on top:
+input roles and types, thresholds, the metrics a result row carries, and how a verdict reads per query kind.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ __all__ = [
     "get_evaluator",
 ]
 
-InputType = Literal["string", "documents", "labels", "string_or_messages", "string_object_or_messages"]
+InputType = Literal["string", "documents", "labels", "messages", "string_or_messages", "string_object_or_messages"]
 
 # JSON Schema of each input type, as Foundry's catalog ``data_schema`` writes it (used for the eval's item_schema).
 INPUT_TYPE_SCHEMAS: dict[str, dict[str, object]] = {
@@ -33,6 +35,7 @@ INPUT_TYPE_SCHEMAS: dict[str, dict[str, object]] = {
     },
     "documents": {"type": "array", "items": {"type": "object"}},
     "labels": {"type": "array", "items": {"type": "object"}},
+    "messages": {"type": "array", "items": {"type": "object"}},
 }
 MetricKind = Literal["ordinal", "continuous", "boolean"]
 
@@ -68,6 +71,7 @@ class MetricSpec:
     max_value: float | None = None
     threshold_param: str | None = None  # the init param holding this metric's threshold, if any
     default_threshold: float | None = None
+    same_as: str | None = None  # an output metric that is a row metric under another name (document_retrieval)
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,15 @@ class EvaluatorSpec:
 
     ``input_groups`` lists alternative sets of inputs; a row is valid when every input of at least one
     group is present (most evaluators have exactly one group: their required inputs).
+
+    ``metrics`` are the metrics a result row carries (one ``ResultRow`` each). ``outputs`` are the metrics the
+    published output schema declares, when they are not those: ``document_retrieval`` 3 declares one,
+    ``document_retrieval`` (= ndcg@3, ``same_as``), and its code returns the nine measures under
+    ``document_retrieval_properties`` (``properties_key``), which are the rows' metrics.
+
+    ``abstention_correct_on_negative``: the evaluator's own verdict fails a response that abstains, but on a
+    negative query (nothing relevant exists) abstaining is the correct outcome; the report's negative-query
+    section then counts that verdict as correct, not as a failure.
     """
 
     name: str
@@ -90,6 +103,8 @@ class EvaluatorSpec:
     preview: bool = False
     sdk_class: str | None = None  # azure.ai.evaluation class computing the same thing locally
     notes: tuple[str, ...] = field(default_factory=tuple)
+    outputs: tuple[MetricSpec, ...] = ()
+    abstention_correct_on_negative: bool = False
 
     @property
     def short_name(self) -> str:
@@ -105,6 +120,21 @@ class EvaluatorSpec:
         """Inputs present in every input group."""
         groups = [set(g) for g in self.input_groups]
         return frozenset(set.intersection(*groups)) if groups else frozenset()
+
+    @property
+    def published_metrics(self) -> tuple[MetricSpec, ...]:
+        """The metrics of the published output schema: ``outputs`` when declared, else the rows' ``metrics``."""
+        return self.outputs or self.metrics
+
+    @property
+    def properties_key(self) -> str | None:
+        """Where the evaluator's code puts the rows' metrics when its output declares others
+        (``document_retrieval_properties``); None when the rows' metrics are the outputs."""
+        return f"{self.short_name}_properties" if self.outputs else None
+
+    def output(self, name: str) -> MetricSpec | None:
+        """The published output metric called ``name`` that is not a row metric (``document_retrieval``)."""
+        return next((m for m in self.outputs if m.name == name), None)
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -145,6 +175,7 @@ def _judge(
     sdk_class: str,
     *,
     preview: bool = False,
+    extra_params: tuple[ParamSpec, ...] = (),
 ) -> EvaluatorSpec:
     """An LLM judge: score 1–5, higher is better, pass at or above ``threshold`` (default 3)."""
     return EvaluatorSpec(
@@ -153,7 +184,11 @@ def _judge(
         description=description,
         inputs=inputs,
         input_groups=groups,
-        params=(_DEPLOYMENT, ParamSpec("threshold", float, default=3, description="pass at or above (1–5)")),
+        params=(
+            _DEPLOYMENT,
+            *extra_params,
+            ParamSpec("threshold", float, default=3, description="pass at or above (1–5)"),
+        ),
         metrics=(MetricSpec(short, "ordinal", True, 1, 5, "threshold", 3),),
         primary_metric=short,
         needs_deployment=True,
@@ -162,9 +197,11 @@ def _judge(
     )
 
 
+_NDCG = MetricSpec("ndcg@3", "continuous", True, 0, 1, "ndcg_threshold", 0.5)
+
 DOCUMENT_RETRIEVAL = EvaluatorSpec(
     name="builtin.document_retrieval",
-    version="2",
+    version="3",
     description="Ranking quality against human labels (no model): ndcg@3, xdcg@3, fidelity, holes, ...",
     inputs=(
         InputSpec("retrieval_ground_truth", "labels", "[{document_id, query_relevance_label}] human labels"),
@@ -183,7 +220,7 @@ DOCUMENT_RETRIEVAL = EvaluatorSpec(
         ParamSpec("total_ground_truth_documents_threshold", int, default=50),
     ),
     metrics=(
-        MetricSpec("ndcg@3", "continuous", True, 0, 1, "ndcg_threshold", 0.5),
+        _NDCG,
         MetricSpec("xdcg@3", "continuous", True, 0, None, "xdcg_threshold", 50.0),
         MetricSpec("fidelity", "continuous", True, 0, 1, "fidelity_threshold", 0.5),
         MetricSpec("top1_relevance", "continuous", True, None, None, "top1_relevance_threshold", 50.0),
@@ -195,6 +232,7 @@ DOCUMENT_RETRIEVAL = EvaluatorSpec(
             "total_ground_truth_documents", "ordinal", True, 0, None, "total_ground_truth_documents_threshold", 50
         ),
     ),
+    outputs=(MetricSpec("document_retrieval", "continuous", True, 0, 1, "ndcg_threshold", 0.5, same_as=_NDCG.name),),
     primary_metric="ndcg@3",
     needs_deployment=False,
     sdk_class="DocumentRetrievalEvaluator",
@@ -202,10 +240,13 @@ DOCUMENT_RETRIEVAL = EvaluatorSpec(
         "ranks by relevance_score, not list order; k is fixed at 3",
         "an unlabelled retrieved document (hole) counts as label 0, even when the minimum label is 1",
         "fidelity weights are mis-assigned when ground_truth_label_max >= 10",
-        "since azure-ai-evaluation 1.17 the primary metric is `document_retrieval` (= ndcg@3) "
-        "with the others under `properties`",
+        "version 3 outputs one metric, `document_retrieval` (= ndcg@3), with the nine measures under "
+        "`document_retrieval_properties`; version 2 returned one result per measure (both are read)",
     ),
 )
+
+_QUERY_TEXT = InputSpec("query", "string", "the user's question")
+_RESPONSE_TEXT = InputSpec("response", "string", "the answer the model produced")
 
 CATALOG: dict[str, EvaluatorSpec] = {
     spec.name: spec
@@ -213,23 +254,30 @@ CATALOG: dict[str, EvaluatorSpec] = {
         DOCUMENT_RETRIEVAL,
         _judge(
             "retrieval",
-            "8",
+            "12",
             "Is the retrieved context relevant to the query? (query ↔ context)",
-            (InputSpec("query", "string", "the user's question"), _CONTEXT),
+            (_QUERY_TEXT, _CONTEXT),
             (("query", "context"),),
             "RetrievalEvaluator",
         ),
         _judge(
             "groundedness",
-            "8",
+            "16",
             "Is the response supported by the context? (context ↔ response)",
-            (_QUERY, _CONTEXT, _RESPONSE, InputSpec("tool_definitions", "string_object_or_messages")),
-            (("response", "context"), ("query", "response")),
+            (
+                _QUERY,
+                _CONTEXT,
+                _RESPONSE,
+                InputSpec("tool_definitions", "string_object_or_messages"),
+                InputSpec("messages", "messages", "the whole conversation (conversation level)"),
+            ),
+            (("response", "context"), ("query", "response")),  # the conversation form, (messages,), is not mapped
             "GroundednessEvaluator",
+            extra_params=(ParamSpec("evaluation_level", str, description="conversation or turn"),),
         ),
         _judge(
             "relevance",
-            "8",
+            "11",
             "Does the response address the query? (query ↔ response)",
             (_QUERY, _RESPONSE),
             (("query", "response"),),
@@ -237,7 +285,7 @@ CATALOG: dict[str, EvaluatorSpec] = {
         ),
         _judge(
             "response_completeness",
-            "5",
+            "9",
             "Does the response cover the reference answer?",
             (_GROUND_TRUTH, _RESPONSE),
             (("ground_truth", "response"),),
@@ -246,24 +294,39 @@ CATALOG: dict[str, EvaluatorSpec] = {
         ),
         EvaluatorSpec(
             name="builtin.groundedness_pro",
-            version="6",
+            version="7",
             description="Service-side groundedness check (Azure AI Content Safety); boolean verdict",
-            inputs=(
-                InputSpec("query", "string", "the user's question"),
-                _CONTEXT,
-                InputSpec("response", "string", "the answer the model produced"),
-            ),
+            inputs=(_QUERY_TEXT, _CONTEXT, _RESPONSE_TEXT),
             input_groups=(("query", "context", "response"),),
-            params=(
-                ParamSpec("azure_ai_project", str, description="filled by the service when omitted"),
-                ParamSpec("threshold", float, default=5),
-            ),
+            params=(ParamSpec("threshold", float, default=5),),
             metrics=(MetricSpec("groundedness_pro", "boolean", True, 0, 1, None, None),),
             primary_metric="groundedness_pro",
             needs_deployment=False,
             preview=True,
             sdk_class="GroundednessProEvaluator",
-            notes=("cannot run offline: it calls the Foundry safety service",),
+            notes=(
+                "cannot run offline: it calls the Foundry safety service",
+                "version 6 required an azure_ai_project init parameter; version 7 has none (the service's own)",
+            ),
+        ),
+        EvaluatorSpec(
+            name="builtin.quality_grader",
+            version="6",
+            description="One 0–1 verdict over relevance, abstention, completeness, groundedness and context coverage",
+            inputs=(_QUERY, _RESPONSE, _CONTEXT),
+            input_groups=(("query", "response"),),
+            params=(_DEPLOYMENT,),
+            metrics=(MetricSpec("quality_grader", "ordinal", True, 0, 1, None, 0.5),),
+            primary_metric="quality_grader",
+            needs_deployment=True,
+            preview=True,
+            abstention_correct_on_negative=True,
+            notes=(
+                "preview; turn level only; no threshold parameter: 1 passes, 0 fails (read at 0.5)",
+                "its code fails a response that abstains, the right answer to a negative query: the report counts "
+                "an abstention on a negative query as correct",
+                "no azure-ai-evaluation class: it cannot run on the local backend",
+            ),
         ),
     )
 }

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from .catalog import DOCUMENT_RETRIEVAL, EvaluatorSpec, MetricSpec
 
 __all__ = [
+    "ABSTENTION_IS_CORRECT",
     "LONE_TEMPLATE",
     "TEMPLATE",
     "MetricReading",
@@ -26,6 +27,7 @@ __all__ = [
     "item_template",
     "missing_inputs",
     "parse_template",
+    "passed_for_kind",
     "read_metric",
     "render",
     "render_mapping",
@@ -181,6 +183,31 @@ def resolve_threshold(metric: MetricSpec | None, init: Mapping[str, Any]) -> int
     if isinstance(value, int | float) and finite_number(value) is not None:
         return value
     return metric.default_threshold if metric is not None else None
+
+
+ABSTENTION_IS_CORRECT = "abstained on a negative query: the correct outcome (this evaluator fails every abstention)"
+
+
+def passed_for_kind(
+    spec: EvaluatorSpec | None, passed: bool | None, *, kind: str, abstained: bool | None
+) -> tuple[bool | None, str | None]:
+    """An evaluator's verdict read for the query's kind: ``(passed, note)``.
+
+    The verdict stands as given, except for an evaluator whose catalog entry says ``abstention_correct_on_negative``
+    (``builtin.quality_grader``: its code fails a response that abstains): on a negative query (nothing relevant
+    exists) a response that abstained is the correct outcome, so a failed verdict reads as passed, with
+    ``ABSTENTION_IS_CORRECT`` as the note. ``abstained`` is the report's abstention reading of the response
+    (``metrics.abstention``); unknown (None) changes nothing, and neither does a positive query.
+    """
+    if (
+        passed is False
+        and kind == "negative"
+        and abstained is True
+        and spec is not None
+        and spec.abstention_correct_on_negative
+    ):
+        return True, ABSTENTION_IS_CORRECT
+    return passed, None
 
 
 # -- result shapes -----------------------------------------------------------------------------------------------

@@ -5,12 +5,13 @@ Rules (the shared ones live in ``foundry_bridge.wire``):
   (``wire.classify_service_error``: the service's missing-input failure is ``MISSING_INPUT``, as on the local
   backend);
 * a result with no score and no error is an error too (``MISSING_SCORE``): a missing score is never a 0;
-* ``builtin.document_retrieval`` comes in two shapes and both give the same rows, one per sub-metric
-  (``ndcg@3``, ``xdcg@3``, ``fidelity``, ...): (a) one result entry per metric; (b) one entry with metric
-  ``document_retrieval`` (= ndcg@3) and the sub-metrics under ``properties`` (``<m>``, ``<m>_result``,
-  ``<m>_passed``, ``<m>_threshold``). Both are read by ``wire.read_metric``: a null or NaN sub-metric is
-  ``NAN_SCORE``, as on the local backend. The service's spelling ``total_groundtruth_documents`` is read as
-  ``total_ground_truth_documents`` (``wire.canonical_key``);
+* an evaluator whose published output differs from its rows' metrics (``catalog.EvaluatorSpec.outputs``:
+  ``builtin.document_retrieval`` 3) gives one row per row metric (``ndcg@3``, ``xdcg@3``, ``fidelity``, ...) from
+  either shape: (v3, the default) one entry with the output metric ``document_retrieval`` (= ndcg@3) and the
+  measures under ``properties`` (``<m>``, ``<m>_result``, ``<m>_passed``, ``<m>_threshold``); (v2) one result entry
+  per measure. Both are read by ``wire.read_metric``: a null or NaN measure is ``NAN_SCORE``, as on the local
+  backend. The service's spelling ``total_groundtruth_documents`` is read as ``total_ground_truth_documents``
+  (``wire.canonical_key``);
 * a criterion of the plan with no result in an item, and a dataset row with no output item, become error rows
   (``MISSING_RESULT`` / ``MISSING_ITEM``) so that every row has every criterion.
 """
@@ -21,7 +22,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..catalog import CATALOG, DOCUMENT_RETRIEVAL
+from ..catalog import CATALOG, EvaluatorSpec
 from ..mapping.plan import CriterionPlan
 from ..results import ResultRow
 from ..wire import MetricReading, canonical_key, classify_service_error, finite_number, read_metric, to_bool, to_number
@@ -31,9 +32,6 @@ logger = logging.getLogger("foundry_bridge.foundry")
 
 __all__ = ["expand_result", "missing_rows", "normalize_item"]
 
-_DOCRET = DOCUMENT_RETRIEVAL.name
-_DOCRET_PRIMARY = DOCUMENT_RETRIEVAL.short_name  # the 1.17+ single-entry metric name (= ndcg@3)
-_DOCRET_METRICS = [m.name for m in DOCUMENT_RETRIEVAL.metrics]
 _META_SUFFIXES = ("_result", "_passed", "_threshold", "_higher_is_better", "_reason", "_status")
 
 
@@ -60,17 +58,19 @@ def _reading_row(base: dict[str, Any], reading: MetricReading, reason: str | Non
     )
 
 
-def _expand_properties(res: dict[str, Any], base: dict[str, Any], error: str | None) -> list[ResultRow]:
-    """Shape (b): one document_retrieval entry with sub-metrics under ``properties``."""
+def _expand_properties(
+    spec: EvaluatorSpec, res: dict[str, Any], base: dict[str, Any], error: str | None
+) -> list[ResultRow]:
+    """The v3 shape: one entry for the output metric, the row metrics under ``properties``."""
     props = {canonical_key(k): v for k, v in (res.get("properties") or {}).items()}
-    names = [m for m in _DOCRET_METRICS if m in props]
+    names = [m.name for m in spec.metrics if m.name in props]
     names += [k for k in props if k not in names and not k.endswith(_META_SUFFIXES) and to_number(props[k]) is not None]
     reason = _str(res.get("reason"))
     return [_reading_row(base, read_metric(props, name), reason, error) for name in names]
 
 
-def _per_metric_docret(res: dict[str, Any], base: dict[str, Any], metric: str, error: str | None) -> ResultRow:
-    """Shape (a): one document_retrieval entry per metric, read by the same rule as the properties shape."""
+def _per_metric(res: dict[str, Any], base: dict[str, Any], metric: str, error: str | None) -> ResultRow:
+    """The v2 shape: one entry per row metric, read by the same rule as the properties shape."""
     keyed = {f"{metric}{suffix}": res.get(key) for suffix, key in (("_result", "label"), ("_passed", "passed"))}
     keyed[f"{metric}_threshold"] = res.get("threshold")
     if "score" in res:
@@ -78,32 +78,45 @@ def _per_metric_docret(res: dict[str, Any], base: dict[str, Any], metric: str, e
     return _reading_row(base, read_metric(keyed, metric), _str(res.get("reason")), error)
 
 
+def _expand_output(
+    spec: EvaluatorSpec, res: dict[str, Any], base: dict[str, Any], same_as: str, error: str | None
+) -> list[ResultRow]:
+    """An entry for a published output metric that stands for the row metrics (v3 ``document_retrieval``): its
+    properties' rows; when errored, one error row per row metric (as the v2 shape gives); when it has a score
+    but no properties, the row metric it is ``same_as``."""
+    if res.get("properties"):
+        rows = _expand_properties(spec, res, base, error)
+        if rows:
+            return rows
+    if error is not None:
+        reason = _str(res.get("reason"))
+        return [
+            _row(**base, metric=m.name, score=None, label=None, passed=None, threshold=None, reason=reason, error=error)
+            for m in spec.metrics
+        ]
+    return [_per_metric(res, base, same_as, error)]
+
+
 def expand_result(
     res: dict[str, Any] | OutputResult, *, row: int, query_id: str | None, evaluator: str
 ) -> list[ResultRow]:
-    """The ResultRows of one result entry (several for document_retrieval's ``properties`` shape)."""
+    """The ResultRows of one result entry (several for an output metric with ``properties``)."""
     if isinstance(res, OutputResult):
         res = res.model_dump()
     error = classify_service_error(sample_error_text(res.get("sample")))
     name = str(res.get("name") or "")
     base = {"row": row, "query_id": query_id, "criterion": name, "evaluator": evaluator}
     metric = str(res.get("metric") or name)
-    if evaluator == _DOCRET and metric == _DOCRET_PRIMARY:
-        if res.get("properties"):
-            rows = _expand_properties(res, base, error)
-            if rows:
-                return rows
-        if error is not None:  # an errored single-entry result: one error row per sub-metric, as shape (a) gives
-            reason = _str(res.get("reason"))
-            return [
-                _row(**base, metric=m, score=None, label=None, passed=None, threshold=None, reason=reason, error=error)
-                for m in _DOCRET_METRICS
-            ]
-        metric = DOCUMENT_RETRIEVAL.primary_metric  # the 1.17+ primary metric is ndcg@3 under another name
+    spec = CATALOG.get(evaluator)
+    if spec is not None and spec.outputs:
+        output = spec.output(metric)
+        if output is not None and output.same_as is not None:
+            return _expand_output(spec, res, base, output.same_as, error)
+        metric = canonical_key(metric)
+        if error is None:
+            return [_per_metric(res, base, metric, error)]
     metric = canonical_key(metric)
-    if evaluator == _DOCRET and error is None:
-        return [_per_metric_docret(res, base, metric, error)]
-    score = _score(evaluator, metric, res.get("score"))
+    score = _score(spec, metric, res.get("score"))
     if error is None and score is None:
         status = f" (status {res['status']})" if res.get("status") else ""
         error = f"MISSING_SCORE: the service returned no score{status}"
@@ -123,9 +136,8 @@ def expand_result(
     ]
 
 
-def _score(evaluator: str, metric: str, value: Any) -> float | None:
+def _score(spec: EvaluatorSpec | None, metric: str, value: Any) -> float | None:
     """A finite score; a boolean metric (catalog kind ``boolean``) may be scored ``true``/``false``: 1 / 0."""
-    spec = CATALOG.get(evaluator)
     if isinstance(value, bool) and spec is not None and metric in {m.name for m in spec.metrics}:
         return float(value) if spec.metric(metric).kind == "boolean" else None
     return finite_number(value)

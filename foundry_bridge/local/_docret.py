@@ -49,8 +49,8 @@ def _error_text(exc: Any) -> str:
     return f"INVALID_INPUT: {text}"
 
 
-def _properties(output: dict[str, Any]) -> dict[str, Any]:
-    nested = output.get("document_retrieval_properties")
+def _properties(spec: EvaluatorSpec, output: dict[str, Any]) -> dict[str, Any]:
+    nested = output.get(spec.properties_key or "")  # version 3's shape; the older flat dict is the output itself
     return nested if isinstance(nested, dict) else output
 
 
@@ -68,7 +68,7 @@ def docret_rows(
     base: dict[str, Any] = {"row": row, "query_id": query_id, "criterion": criterion, "evaluator": spec.name}
     if output is None or error is not None:
         return [ResultRow(**base, metric=m.name, error=error or "INVALID_INPUT: no output") for m in spec.metrics]
-    props = _properties(output)  # the library's spelling is the catalog's: no service aliases to map
+    props = _properties(spec, output)  # the library's spelling is the catalog's: no service aliases to map
     return [
         ResultRow(**base, metric=m, score=score, label=label, passed=passed, threshold=threshold, error=err)
         for m, score, label, passed, threshold, err in (read_metric(props, m.name) for m in spec.metrics)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from itertools import repeat
 from typing import Any
 
+from ..catalog import DOCUMENT_RETRIEVAL
 from ._docret_core import METRICS, DocumentRetrievalError, evaluate_one, make_config, row_inputs
 
 __all__ = [
@@ -87,12 +88,17 @@ def _canonical(name: str) -> str:
     return name
 
 
+_OUTPUT = DOCUMENT_RETRIEVAL.outputs[0]  # v3's one published metric, ``document_retrieval`` (= ndcg@3)
+_PROPERTIES = f"{_OUTPUT.name}_properties"  # where v3 puts the nine measures
+
+
 def normalize_output(data: Any, *, with_verdicts: bool = False) -> dict[str, Any]:
     """Read a document-retrieval result in any known shape; return ``{metric: value}`` for the metrics present.
 
-    Shapes read: the 1.18 evaluator dict (envelope + ``document_retrieval_properties``); the flat pre-1.17 dict;
+    Shapes read: the 1.18 evaluator dict, which is version 3's (envelope + ``document_retrieval_properties``);
+    the flat pre-1.17 dict;
     an ``evaluate()`` row (keys prefixed ``outputs.<alias>.``); a Foundry output-item result with ``properties``
-    (single-entry shape) or a list of per-metric Foundry results (``{"metric": "ndcg@3", "score": ...}``).
+    (version 3's single entry) or a list of version 2's per-metric Foundry results (``{"metric": "ndcg@3", ...}``).
     The docs' spelling ``total_groundtruth_documents`` is read as ``total_ground_truth_documents``.
     ``document_retrieval`` (the primary score) is filled from ``ndcg@3`` when absent, and vice versa.
     With ``with_verdicts``, ``<m>_passed`` booleans are added where the input says pass/fail.
@@ -112,7 +118,7 @@ def normalize_output(data: Any, *, with_verdicts: bool = False) -> dict[str, Any
         props = data.get("properties")
         if isinstance(props, Mapping):
             out.update(normalize_output(props, with_verdicts=with_verdicts))
-        if metric in METRICS or metric == "document_retrieval":
+        if metric in METRICS or metric == _OUTPUT.name:
             out[metric] = data.get("score")
             passed = data.get("passed")
             if passed is None and data.get("label") in ("pass", "fail"):
@@ -124,10 +130,10 @@ def normalize_output(data: Any, *, with_verdicts: bool = False) -> dict[str, Any
         return out
     # strip an evaluate() prefix such as "outputs.docret." (metric names hold no dot)
     keys = {_canonical(k.rsplit(".", 1)[-1]): v for k, v in data.items() if isinstance(k, str)}
-    props = keys.get("document_retrieval_properties")
+    props = keys.get(_PROPERTIES)
     if isinstance(props, Mapping):
         out.update(normalize_output(props, with_verdicts=with_verdicts))
-    for m in (*METRICS, "document_retrieval"):
+    for m in (*METRICS, _OUTPUT.name):
         if m in keys and m not in out:
             out[m] = keys[m]
         if with_verdicts:
@@ -141,7 +147,8 @@ def normalize_output(data: Any, *, with_verdicts: bool = False) -> dict[str, Any
 
 
 def _fill_primary(out: dict[str, Any]) -> None:
-    if "document_retrieval" not in out and "ndcg@3" in out:
-        out["document_retrieval"] = out["ndcg@3"]
-    elif "ndcg@3" not in out and "document_retrieval" in out:
-        out["ndcg@3"] = out["document_retrieval"]
+    primary, same_as = _OUTPUT.name, str(_OUTPUT.same_as)
+    if primary not in out and same_as in out:
+        out[primary] = out[same_as]
+    elif same_as not in out and primary in out:
+        out[same_as] = out[primary]

@@ -31,7 +31,7 @@ from ..mapping.plan import Plan
 from ..metrics.measures import measure_for_key
 from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
-from ..wire import finite_number, resolve_threshold
+from ..wire import finite_number, passed_for_kind, resolve_threshold
 from ._model import (
     STAGES,
     CanaryFlag,
@@ -510,6 +510,23 @@ class _QueryInputs:
     contradictions: set[str]
     hit: list[float | None] | None  # hit@stage_k, read by stage attribution
     missing: FoundryScore = field(default_factory=lambda: FoundryScore(status="missing"))
+    specs_by_key: dict[str, EvaluatorSpec] = field(default_factory=dict)  # score key → its evaluator's catalog entry
+
+
+def _read_for_kind(
+    scores: dict[str, FoundryScore], specs: dict[str, EvaluatorSpec], kind: str, abstained: bool | None
+) -> dict[str, FoundryScore]:
+    """One query's Foundry verdicts read for its kind (``wire.passed_for_kind``: a quality_grader fail on a
+    negative query that abstained is the correct outcome); the reason says when a verdict was read so."""
+    if kind != "negative" or not abstained:
+        return scores
+    for key, spec in specs.items():
+        s = scores.get(key)
+        if s is not None and s.status == "scored":
+            passed, note = passed_for_kind(spec, s.passed, kind=kind, abstained=abstained)
+            if note is not None:
+                scores[key] = s.model_copy(update={"passed": passed, "reason": f"{note}. {s.reason or ''}".strip()})
+    return scores
 
 
 def _query_row(i: int, inp: _QueryInputs) -> tuple[dict[str, Any], CanaryFlag | None]:
@@ -539,7 +556,7 @@ def _query_row(i: int, inp: _QueryInputs) -> tuple[dict[str, Any], CanaryFlag | 
         "response": response,
         "canary": canary_text,
         "local": local,
-        "foundry": {key: col[i] for key, col in inp.scores.items()},
+        "foundry": _read_for_kind({key: col[i] for key, col in inp.scores.items()}, inp.specs_by_key, kind, abstained),
         "abstained": abstained,
         "dropped_relevant": dropped,
         "holes": inp.local.holes_by_query.get(query_id, []),
@@ -698,6 +715,11 @@ def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None)
     judges = _answer_judges(params, specs, scores)
     hit = local.columns.get(f"hit@{params.stage_k}")
     inp = _QueryInputs(local, scores, judges, set(neg_lists["contradiction"]), hit)
+    inp.specs_by_key = {
+        foundry_key(c, m): spec
+        for c, m in expected
+        if (spec := CATALOG.get(found.evaluator_of.get(c) or "")) is not None and spec.abstention_correct_on_negative
+    }
     queries, canaries = _queries(inp)
     del inp, local.columns
     positive = _section("positive", queries, infos, params.nan_policy)
