@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "Compare two or more runs over the same queries."),
     "mock-server": ("mock_server", "Serve the Foundry evaluation API emulator on 127.0.0.1."),
     "schema": ("schema", "Write the JSON Schema of the mapping format."),
+    "catalog": ("catalog", "Print the builtin evaluator contracts; `catalog diff` detects drift."),
 }
 
 

@@ -15,12 +15,16 @@ query-kind rules); this module holds only what Foundry publishes, for all 44 bui
 Quirks kept as published: ``required_inputs`` is ``None`` when a spec declares no ``required`` list (the evaluator
 decides per evaluation level: conversation or turn); a metric's ``min_value``/``max_value`` is ``None`` when the
 spec gives none (booleans, unbounded counts).
+
+``diff_contracts`` lists every difference between two sets of contracts (version, inputs and their groups, init
+parameters, metrics): ``foundry-bridge catalog diff`` prints it, and exits non-zero when there is one.
+``live_entries`` reads a saved ``GET /evaluators`` answer in any of the shapes it is kept in.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -30,10 +34,14 @@ from ._text import did_you_mean
 
 __all__ = [
     "Contract",
+    "Difference",
     "MetricContract",
     "contract_from_live",
     "contract_from_spec",
+    "diff_contracts",
     "get_contract",
+    "live_entries",
+    "live_entry",
     "published_contracts",
 ]
 
@@ -65,6 +73,7 @@ class Contract:
     levels: tuple[str, ...] | None
     inputs: Mapping[str, Any]
     required_inputs: tuple[str, ...] | None
+    input_groups: tuple[tuple[str, ...], ...]  # alternative required sets (``anyOf``), else the one required set
     init_params: Mapping[str, Any]
     required_init: tuple[str, ...]
     metrics: tuple[MetricContract, ...]
@@ -99,6 +108,13 @@ def _required(schema: Mapping[str, Any] | None) -> tuple[str, ...] | None:
     return None if req is None else tuple(req)
 
 
+def _groups(schema: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """``anyOf: [{required: [...]}, ...]`` → those sets; else the ``required`` list as the one set (none if empty)."""
+    alternatives = [tuple(g.get("required") or ()) for g in schema.get("anyOf") or () if isinstance(g, Mapping)]
+    required = tuple(schema.get("required") or ())
+    return tuple(alternatives) if alternatives else ((required,) if required else ())
+
+
 def _contract(name: str, version: Any, subtype: str, entry: Mapping[str, Any], parts: tuple[Any, Any, Any]) -> Contract:
     init, data, metrics = (p or {} for p in parts)
     levels = entry.get("supportedEvaluationLevels")
@@ -110,6 +126,7 @@ def _contract(name: str, version: Any, subtype: str, entry: Mapping[str, Any], p
         levels=None if levels is None else tuple(levels),
         inputs=dict(data.get("properties") or {}),
         required_inputs=_required(data),
+        input_groups=_groups(data),
         init_params=dict(init.get("properties") or {}),
         required_init=_required(init) or (),
         metrics=_metrics(metrics),
@@ -130,6 +147,53 @@ def contract_from_live(entry: Mapping[str, Any]) -> Contract:
     return _contract(str(entry["name"]), entry["version"], str(d.get("type", "code")), entry, parts)
 
 
+def _schema(
+    properties: Mapping[str, Any], required: tuple[str, ...] | None, groups: tuple[tuple[str, ...], ...]
+) -> dict[str, Any]:
+    """A JSON Schema object as the live answer writes it; ``required`` left out when the spec gives none (the
+    evaluator decides per evaluation level), alternative groups as ``anyOf``."""
+    out: dict[str, Any] = {"type": "object", "properties": dict(properties)}
+    if required is not None:
+        out["required"] = list(required)
+    if len(groups) > 1 or (groups and required is None):
+        out["anyOf"] = [{"required": list(g)} for g in groups]
+    return out
+
+
+def live_entry(contract: Contract, *, created_at: str = "2026-07-23T00:00:00+00:00") -> dict[str, Any]:
+    """A contract in the live ``GET /evaluators`` spelling (as recorded: ``version`` a string, the schemas under
+    ``definition``, ``min_value``/``max_value`` written even when null); ``contract_from_live`` reads it back to the
+    same contract, evaluation levels aside (the live answer does not carry them)."""
+    metrics = {
+        m.name: {
+            "type": m.type,
+            "desirable_direction": "increase" if m.higher_is_better else "decrease",
+            "min_value": m.min_value,
+            "max_value": m.max_value,
+        }
+        for m in contract.metrics
+    }
+    return {
+        "id": f"azureml://registries/azureml/evaluators/{contract.name}/versions/{contract.version}",
+        "name": contract.name,
+        "display_name": contract.short_name,
+        "metadata": {"provider": "Microsoft"},
+        "description": "",
+        "version": str(contract.version),
+        "created_by": "azureml",
+        "created_at": created_at,
+        "modified_at": created_at,
+        "categories": list(contract.categories),
+        "evaluator_type": "builtin",
+        "definition": {
+            "type": contract.subtype,
+            "init_parameters": _schema(contract.init_params, contract.required_init, ()),
+            "metrics": metrics,
+            "data_schema": _schema(contract.inputs, contract.required_inputs, contract.input_groups),
+        },
+    }
+
+
 @cache
 def published_contracts() -> Mapping[str, Contract]:
     """Every published builtin contract, by Foundry name (``builtin.*``), in the specs' order."""
@@ -146,3 +210,120 @@ def get_contract(name: str) -> Contract:
     guess = did_you_mean(name, list(known)) or did_you_mean(f"builtin.{name}", list(known))
     hint = f"; did you mean {guess!r}?" if guess else f"; known: {', '.join(known)}"
     raise KeyError(f"unknown builtin evaluator {name!r}{hint}")
+
+
+# -- drift -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way two contracts of the same evaluator differ. ``aspect``: ``evaluator`` (present on one side only),
+    ``version``, ``input``, ``input groups``, ``init parameter``, ``required init``, ``metric``; ``name`` is the
+    input, parameter or metric concerned; ``ours``/``theirs`` are the bundled and the other side's values (None:
+    absent on that side)."""
+
+    evaluator: str
+    aspect: str
+    name: str | None
+    ours: Any
+    theirs: Any
+
+    def describe(self, other: str = "other") -> str:
+        """``builtin.x: version: bundled 3, live 2`` (``other`` names the side compared with the bundled one)."""
+        what = f"{self.aspect} {self.name}" if self.name else self.aspect
+        return f"{self.evaluator}: {what}: bundled {_show(self.ours)}, {other} {_show(self.theirs)}"
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "evaluator": self.evaluator,
+            "aspect": self.aspect,
+            "name": self.name,
+            "bundled": self.ours,
+            "other": self.theirs,
+        }
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "absent"
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else str(value)
+
+
+def _metric_view(m: MetricContract) -> dict[str, Any]:
+    return {"type": m.type, "higher_is_better": m.higher_is_better, "min": m.min_value, "max": m.max_value}
+
+
+def _keyed(aspect: str, name: str, ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[Difference]:
+    """Differences between two name → value maps: a key on one side only, or a value that differs."""
+    out = []
+    for key in [*ours, *(k for k in theirs if k not in ours)]:
+        a, b = ours.get(key), theirs.get(key)
+        if a != b:
+            out.append(Difference(name, aspect, key, a, b))
+    return out
+
+
+def _diff_one(ours: Contract, theirs: Contract) -> list[Difference]:
+    name = ours.name
+    out = []
+    if ours.version != theirs.version:
+        out.append(Difference(name, "version", None, ours.version, theirs.version))
+    out += _keyed("input", name, ours.inputs, theirs.inputs)
+    groups_a, groups_b = sorted(map(sorted, ours.input_groups)), sorted(map(sorted, theirs.input_groups))
+    if groups_a != groups_b:
+        out.append(Difference(name, "input groups", None, groups_a, groups_b))
+    out += _keyed("init parameter", name, ours.init_params, theirs.init_params)
+    if sorted(ours.required_init) != sorted(theirs.required_init):
+        out.append(Difference(name, "required init", None, sorted(ours.required_init), sorted(theirs.required_init)))
+    metrics_a = {m.name: _metric_view(m) for m in ours.metrics}
+    out += _keyed("metric", name, metrics_a, {m.name: _metric_view(m) for m in theirs.metrics})
+    return out
+
+
+def diff_contracts(
+    ours: Mapping[str, Contract], theirs: Mapping[str, Contract], *, only: Iterable[str] | None = None
+) -> list[Difference]:
+    """Every difference between the bundled contracts (``ours``) and another set (a live or saved catalog, the
+    emulator's): evaluators on one side only, then per evaluator its version, inputs (schema by schema), input
+    groups, init parameters, required init parameters and metrics (type, direction, range). ``only`` restricts
+    the comparison to those evaluator names (e.g. the ones this project's catalog maps)."""
+    wanted = None if only is None else set(only)
+
+    def kept(n: str) -> bool:
+        return wanted is None or n in wanted
+
+    out = [Difference(n, "evaluator", None, "present", None) for n in ours if n not in theirs and kept(n)]
+    out += [Difference(n, "evaluator", None, None, "present") for n in theirs if n not in ours and kept(n)]
+    for n in ours:
+        if n in theirs and kept(n):
+            out += _diff_one(ours[n], theirs[n])
+    return out
+
+
+def live_entries(data: Any) -> list[dict[str, Any]]:
+    """The evaluator entries of a saved ``GET /evaluators`` answer: one page (``{"value": [...]}``), a list of pages
+    or of entries, or a test-proxy recording (``{"Entries": [...]}``: the ``type=builtin`` GET answers). Raises
+    ValueError for anything else."""
+    if isinstance(data, Mapping) and isinstance(data.get("Entries"), list):
+        pages = [
+            e.get("ResponseBody")
+            for e in data["Entries"]
+            if isinstance(e, Mapping) and e.get("RequestMethod") == "GET" and "type=builtin" in str(e.get("RequestUri"))
+        ]
+        return live_entries([p for p in pages if isinstance(p, Mapping)])
+    if isinstance(data, Mapping) and isinstance(data.get("value"), list):
+        return [v for v in data["value"] if isinstance(v, dict)]
+    if isinstance(data, list):
+        out: list[dict[str, Any]] = []
+        for part in data:
+            if isinstance(part, Mapping) and isinstance(part.get("value"), list):
+                out += live_entries(part)
+            elif isinstance(part, dict) and "name" in part:
+                out.append(part)
+        return out
+    raise ValueError(
+        "not a GET /evaluators answer: expected {'value': [...]}, a list of pages or entries, or a recording"
+    )

@@ -383,6 +383,28 @@ class FoundryClient:
 
         return ItemPaged(fetch, extract)
 
+    # -- evaluator catalog ---------------------------------------------------------------------------------------
+    def list_evaluators(self, evaluator_type: str = "builtin") -> ItemPaged[dict[str, Any]]:
+        """``GET {endpoint}/evaluators?type=...&api-version=v1``: every registered evaluator version, as sent.
+
+        Paged by ``continuationToken`` (as recorded, ``eval_catalog.json``): a page may be empty and still carry a
+        token (the first one was), so paging stops only when a page has none; ``nextLink`` is not followed (the
+        recorded one names another host)."""
+        url = f"{self.endpoint}/evaluators"
+
+        def fetch(token: str | None) -> Any:
+            params = {"api-version": self.datasets_api_version, "type": evaluator_type, "continuationToken": token}
+            page = self._json(self._request("GET", url, params={k: v for k, v in params.items() if v is not None}))
+            if not isinstance(page, dict) or not isinstance(page.get("value", []), list):
+                raise HttpResponseError(message=f"GET {url}: not an evaluator page: {redact(str(page)[:200])}")
+            return page
+
+        def extract(page: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+            token = page.get("continuationToken")
+            return (str(token) if token else None), [v for v in page.get("value") or [] if isinstance(v, dict)]
+
+        return ItemPaged(fetch, extract)
+
     # -- datasets ------------------------------------------------------------------------------------------------
     def _datasets_url(self, name: str, version: str, suffix: str = "") -> str:
         return f"{self.endpoint}/datasets/{quote(name, safe='')}/versions/{quote(version, safe='')}{suffix}"

@@ -20,6 +20,7 @@ import httpx
 import respx
 
 from ..errors import redact
+from ._catalog import CatalogRoutes
 from ._common import _BLOB_HOST, _BLOB_PATH, _OPENAI, _PREFIX, PROJECT_ENDPOINT, Store, _error_response, _HttpError
 from ._datasets import DatasetRoutes
 from ._evals import EvalRoutes
@@ -33,7 +34,7 @@ __all__ = ["PROJECT_ENDPOINT", "FoundryEmulator", "Store"]
 log = logging.getLogger("foundry_bridge.mock")
 
 
-class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes):
+class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogRoutes):
     """Foundry's evaluation API in memory, served in-process (``transport()``) or on loopback (``serve``).
 
     ``polls_to_complete``: a run answers ``in_progress`` to its first N GETs and has finished on GET N+1
@@ -165,6 +166,7 @@ class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes):
             ("DELETE", dsv, self._delete_dataset_version),
             ("GET", ds, self._list_dataset_versions),
             ("GET", r"/datasets", self._list_datasets),
+            *self._catalog_routes(),
         ]
         for method, pattern, fn in table:
             self._add(method, pattern, fn)
