@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -40,7 +42,9 @@ def _is_loopback(host: str) -> bool:
     "mock-server",
     epilog=(
         "Example: foundry-bridge mock-server --port 8765, then point the openai SDK at "
-        "http://127.0.0.1:8765/api/projects/mock-project/openai/v1 (any api_key). See docs/mock.md."
+        "http://127.0.0.1:8765/api/projects/mock-project/openai/v1 (any api_key); with --tls, "
+        "AIProjectClient(endpoint='https://127.0.0.1:8765/api/projects/mock-project', credential=...). "
+        "See docs/mock.md."
     ),
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
@@ -64,6 +68,18 @@ def _is_loopback(host: str) -> bool:
     help="Document-retrieval results: one result with properties, or one result per metric.",
 )
 @click.option("--strict-evaluators", is_flag=True, help="Reject builtin evaluators that are not in the catalog.")
+@click.option(
+    "--tls",
+    is_flag=True,
+    help="Serve HTTPS with a generated self-signed certificate (for azure-ai-projects, which sends its token "
+    "only over TLS); prints how to trust it.",
+)
+@click.option(
+    "--tls-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of the certificate files (default: ~/.cache/foundry-bridge/mock-tls; reused while valid).",
+)
 @click.option("--rate-limit-rate", type=Finite(0, 1), default=0.0, help="Fraction of requests answered 429.")
 @click.option(
     "--rate-limit-every", type=click.IntRange(0, 10**9), default=0, help="Answer every N-th request with 429."
@@ -94,6 +110,8 @@ def command(
     seconds_to_complete: float,
     docret_shape: str,
     strict_evaluators: bool,
+    tls: bool,
+    tls_dir: Path | None,
     **fault_options: Any,
 ) -> None:
     """Serve the Foundry evaluation API emulator over HTTP until Ctrl-C.
@@ -103,7 +121,7 @@ def command(
     real judgement). Fault options inject 429/5xx responses, failed runs, errored rows and slow runs.
     """
     from ..mock import FoundryEmulator
-    from ..mock._server import MockServer
+    from ..mock._server import MockServer, loopback_certificate, trust_instructions
 
     faults = _fault_config(**fault_options)
     emulator = FoundryEmulator(
@@ -114,8 +132,14 @@ def command(
         strict_evaluators=strict_evaluators,
         record_calls=False,
     )
+    certificate = None
+    if tls:
+        folder = (
+            tls_dir or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "foundry-bridge" / "mock-tls"
+        )
+        certificate = loopback_certificate(folder)
     try:
-        server = MockServer(emulator, host, port, project=project)
+        server = MockServer(emulator, host, port, project=project, tls=certificate)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     if not _is_loopback(host):
@@ -123,6 +147,8 @@ def command(
     click.echo(f"Foundry emulator listening on {server.url}")
     click.echo(f"project endpoint: {server.endpoint}")
     click.echo(f"OpenAI base URL:  {server.openai_base_url}")
+    for line in trust_instructions(certificate) if certificate is not None else ():
+        click.echo(line)
     click.echo("Press Ctrl-C to stop.", err=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()

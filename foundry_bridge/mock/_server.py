@@ -1,18 +1,36 @@
-"""Serve an emulator over HTTP on a loopback port, for SDKs that respx cannot patch (openai 3.x uses httpx2)."""
+"""Serve an emulator over HTTP (or HTTPS) on a loopback port, for SDKs that respx cannot patch (openai 3.x uses
+httpx2) and for azure-core clients that send a bearer token only over TLS (azure-ai-projects' ``datasets`` and
+``evaluators`` operations refuse plain http with ``ServiceRequestError``).
+
+TLS: ``loopback_certificate(folder)`` writes a private CA (``ca.pem``, the file to trust) and a server certificate
+for ``localhost``, ``127.0.0.1`` and ``::1`` signed by it (``cert.pem``, ``key.pem``), each file atomically; a set
+still valid for a day is reused, so the trust set-up survives restarts. Trusting it: ``SSL_CERT_FILE`` (httpx,
+httpx2: the openai SDK) and ``REQUESTS_CA_BUNDLE`` (requests: azure-core's default transport) pointed at ``ca.pem``.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import http.server
+import ipaddress
 import logging
+import ssl
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from ..errors import redact
 from ._emulator import FoundryEmulator
 
-__all__ = ["MockServer", "serve"]
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+    from cryptography.x509 import Certificate
+
+__all__ = ["LoopbackCertificate", "MockServer", "loopback_certificate", "serve", "trust_instructions"]
 
 log = logging.getLogger("foundry_bridge.mock")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
@@ -32,7 +50,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         host = self.headers.get("Host") or f"{address[0]!s}:{address[1]!s}"
         request = httpx.Request(
             self.command,
-            f"http://{host}{self.path}",
+            f"{self.server.scheme}://{host}{self.path}",
             headers=[
                 (k, v)
                 for k, v in self.headers.items()
@@ -71,21 +89,167 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     emulator: FoundryEmulator
+    scheme = "http"
+    tls_context: ssl.SSLContext | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """With TLS, the handshake happens here, in the connection's own thread (a client that stalls it, or
+        speaks plain http, holds up only itself)."""
+        if self.tls_context is not None:
+            request = self.tls_context.wrap_socket(request, server_side=True)
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("connection from %s ended with an error", client_address, exc_info=True)
+
+
+@dataclass(frozen=True)
+class LoopbackCertificate:
+    """The files of a loopback TLS set-up: ``ca`` (trust this one), ``cert`` (server chain) and ``key``."""
+
+    folder: Path
+    ca: Path
+    cert: Path
+    key: Path
+
+    def context(self) -> ssl.SSLContext:
+        """A server-side TLS context with this certificate."""
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(self.cert, self.key)
+        return ctx
+
+
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def _still_valid(files: LoopbackCertificate, margin: dt.timedelta) -> bool:
+    from cryptography import x509
+
+    if not all(p.is_file() for p in (files.ca, files.cert, files.key)):
+        return False
+    try:
+        cert = x509.load_pem_x509_certificate(files.cert.read_bytes())
+    except ValueError:
+        return False
+    return cert.not_valid_after_utc - margin > dt.datetime.now(dt.UTC)
+
+
+def _issue(
+    subject: str,
+    issuer_key: EllipticCurvePrivateKey,
+    issuer: Certificate | None,
+    key: EllipticCurvePrivateKey,
+    days: int,
+    ca: bool,
+) -> Certificate:
+    """One X.509 certificate: a CA (self-signed when ``issuer`` is None) or a server certificate for the loopback
+    names; the extensions Python's strict verification (3.13+) asks for are set."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = dt.datetime.now(dt.UTC)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    public = key.public_key()
+    issuer_name = name if issuer is None else issuer.subject
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(issuer_name)
+        .public_key(public)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False)
+    )
+    usage = dict.fromkeys(
+        ("content_commitment", "data_encipherment", "key_agreement", "encipher_only", "decipher_only"), False
+    )
+    if ca:
+        builder = builder.add_extension(
+            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, key_encipherment=False, **usage),
+            critical=True,
+        )
+    else:
+        names: list[x509.GeneralName] = [x509.DNSName("localhost")]
+        names += [x509.IPAddress(ipaddress.ip_address(h)) for h in _LOOPBACK_NAMES[1:]]
+        builder = (
+            builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True, key_cert_sign=False, crl_sign=False, key_encipherment=True, **usage
+                ),
+                critical=True,
+            )
+        )
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def loopback_certificate(folder: str | Path, *, days: int = 30) -> LoopbackCertificate:
+    """A private CA and a server certificate for localhost/127.0.0.1/::1 in ``folder`` (reused while valid for at
+    least another day; else written anew, each file atomically, the keys 0600)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from .._io import atomic_open
+
+    root = Path(folder).expanduser()
+    files = LoopbackCertificate(root, root / "ca.pem", root / "cert.pem", root / "key.pem")
+    if _still_valid(files, dt.timedelta(days=1)):
+        return files
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = _issue("foundry-bridge mock CA", ca_key, None, ca_key, days, ca=True)
+    cert = _issue("localhost", ca_key, ca, key, days, ca=False)
+    pem = serialization.Encoding.PEM
+    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    for path, data, private in (
+        (files.key, key_pem, True),
+        (files.cert, cert.public_bytes(pem) + ca.public_bytes(pem), False),
+        (files.ca, ca.public_bytes(pem), False),
+    ):
+        with atomic_open(path, private=private) as fh:
+            fh.write(data)
+    return files
+
+
+def trust_instructions(files: LoopbackCertificate) -> list[str]:
+    """How a client process trusts the emulator's certificate (printed by ``mock-server --tls``)."""
+    return [
+        f"TLS certificate authority: {files.ca}",
+        "trust it in the client's shell (the openai SDK and httpx read SSL_CERT_FILE; azure-core's requests transport",
+        "reads REQUESTS_CA_BUNDLE); this replaces the system trust store for that process only:",
+        f"  export SSL_CERT_FILE={files.ca} REQUESTS_CA_BUNDLE={files.ca}",
+    ]
 
 
 class MockServer:
-    """A running loopback server: ``.url`` (``http://host:port``), ``.endpoint`` (project endpoint),
-    ``.openai_base_url``; ``shutdown()`` stops it; usable as a context manager."""
+    """A running loopback server: ``.url`` (``http://host:port``, ``https://`` with ``tls``), ``.endpoint``
+    (project endpoint), ``.openai_base_url``; ``shutdown()`` stops it; usable as a context manager."""
 
-    def __init__(self, emulator: FoundryEmulator, host: str, port: int, project: str = "mock-project") -> None:
+    def __init__(
+        self,
+        emulator: FoundryEmulator,
+        host: str,
+        port: int,
+        project: str = "mock-project",
+        *,
+        tls: LoopbackCertificate | None = None,
+    ) -> None:
         self.emulator = emulator
+        self.tls = tls
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.emulator = emulator
+        if tls is not None:
+            self._httpd.tls_context = tls.context()
+            self._httpd.scheme = "https"
         bound_host, bound_port = self._httpd.server_address[:2]
         self.host = str(bound_host)
         shown = f"[{self.host}]" if ":" in self.host else self.host
         self.port = int(bound_port)
-        self.url = f"http://{shown}:{self.port}"
+        self.url = f"{self._httpd.scheme}://{shown}:{self.port}"
         self.endpoint = f"{self.url}/api/projects/{project}"
         self.openai_base_url = f"{self.endpoint}/openai/v1"
         self._thread: threading.Thread | None = None
@@ -127,12 +291,17 @@ class MockServer:
 
 
 def serve(
-    emulator: FoundryEmulator | None = None, host: str = "127.0.0.1", port: int = 0, *, start: bool = True
+    emulator: FoundryEmulator | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    start: bool = True,
+    tls: LoopbackCertificate | None = None,
 ) -> MockServer:
     """Serve ``emulator`` (a new default one if None) on ``host:port`` (0 = a free port), in a background thread.
 
     ``with serve(emu) as server: ...`` shuts it down on exit; pass ``start=False`` to call ``serve_forever``
-    yourself (the ``mock-server`` command does).
+    yourself (the ``mock-server`` command does); ``tls=loopback_certificate(folder)`` serves HTTPS.
     """
-    server = MockServer(emulator or FoundryEmulator(), host, port)
+    server = MockServer(emulator or FoundryEmulator(), host, port, tls=tls)
     return server.start() if start else server
