@@ -192,3 +192,9 @@ def test_errored_single_entry_gives_an_error_row_per_metric() -> None:
     rows = normalize_item({"id": "1", "results": [errored]}, offset=0, criteria=[DOCRET], query_ids=["a"])
     assert len(rows) == 9 and all(r.error == "FAILED_EXECUTION: labels out of range" for r in rows)
     assert all(r.score is None for r in rows)
+
+
+def test_a_v3_entry_without_properties_is_its_ndcg_at_3_row() -> None:
+    bare = {"name": "docret", "metric": "document_retrieval", "score": 0.625, "passed": True, "threshold": 0.5}
+    rows = normalize_item({"id": "1", "results": [bare]}, offset=0, criteria=[DOCRET], query_ids=["a"])
+    assert [(r.metric, r.score, r.passed, r.threshold, r.error) for r in rows] == [("ndcg@3", 0.625, True, 0.5, None)]

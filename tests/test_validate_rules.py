@@ -726,3 +726,28 @@ def test_deployment_name_must_be_a_string(tmp_path: Path) -> None:
     assert [(p.code, p.field) for p in validate(_data(tmp_path, _row()), mapping=m).problems] == [
         ("bad_init_type", "evaluators[0].init.deployment_name")
     ]
+
+
+def test_a_pinned_older_evaluator_version_is_a_warning_naming_the_published_one(tmp_path: Path) -> None:
+    docret = {
+        "type": "azure_ai_evaluator",
+        "name": "docret",
+        "evaluator_name": "builtin.document_retrieval",
+        "data_mapping": {
+            "retrieval_ground_truth": "{{item.retrieval_ground_truth}}",
+            "retrieved_documents": "{{item.retrieved_documents}}",
+        },
+    }
+    crit = _criteria(tmp_path, [{**docret, "evaluator_version": "2"}])
+    report = validate(_data(tmp_path, _row()), criteria_file=crit)
+    found = [p for p in _found(report) if "evaluator_version" in p]
+    assert len(found) == 1 and found[0].startswith(
+        f"warning: {crit}:10: testing_criteria[0].evaluator_version: builtin.document_retrieval is pinned at "
+        "version 2; the published contract this tool checks is version 3 (fix: drop evaluator_version"
+    )
+    assert report.ok  # a warning: the older shape is still read
+    for current in ("3", "", "latest"):
+        report = validate(
+            _data(tmp_path, _row()), criteria_file=_criteria(tmp_path, [{**docret, "evaluator_version": current}])
+        )
+        assert _found(report) == [], current

@@ -323,6 +323,17 @@ def _wire_criterion(crit: Any, i: int, loc: tuple[Any, ...], names: set[str], ct
     spec = _check_spec(crit.get("evaluator_name"), f"{where}.evaluator_name", (*loc, "evaluator_name"), ctx)
     if spec is None:
         return None
+    pinned = crit.get("evaluator_version")
+    if pinned not in (None, "", "latest") and str(pinned) != spec.version:
+        vloc = (*loc, "evaluator_version")
+        ctx.add(
+            "evaluator_version",
+            f"{where}.evaluator_version",
+            loc=vloc,
+            evaluator=spec.name,
+            version=pinned,
+            current=spec.version,
+        )
     init_where, init_loc = f"{where}.initialization_parameters", (*loc, "initialization_parameters")
     init = crit.get("initialization_parameters") or {}
     if not isinstance(init, dict):

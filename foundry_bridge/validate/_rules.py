@@ -86,6 +86,13 @@ _TABLE = (
     ),
     _e("bad_criterion", "a criterion must be a JSON object"),
     _w("not_checked", "criterion type {type!r} is not azure_ai_evaluator; not checked"),
+    _w(
+        "evaluator_version",
+        "{evaluator} is pinned at version {version}; the published contract this tool checks is version {current}",
+        "drop evaluator_version to run the current one, or compare the contracts with `foundry-bridge catalog diff`; "
+        "results are read as long as the older version's metric names are known (document_retrieval 2's "
+        "one result per measure is)",
+    ),
     _e("missing_name", "criterion name is missing", "every criterion needs a unique `name`"),
     _e("bad_init", "initialization_parameters must be an object"),
     _e("missing_data_mapping", "data_mapping is missing", "map each input to a {{{{item.<field>}}}} template"),
