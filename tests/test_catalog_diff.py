@@ -165,3 +165,29 @@ def test_a_changed_direction_and_a_new_required_input_are_each_one_difference() 
     theirs = {**ours, "builtin.relevance": contract_from_live(entry)}
     found = [(d.evaluator, d.aspect, d.name) for d in diff_contracts(ours, theirs)]
     assert found == [("builtin.relevance", "input groups", None), ("builtin.relevance", "metric", "relevance")]
+
+
+def test_endpoint_reads_through_the_project_client_and_its_credential(
+    invoke: Callable[..., tuple[int, str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import foundry_bridge.foundry as foundry
+    from foundry_bridge.mock import serve
+
+    asked: list[str] = []
+
+    def credential() -> StaticTokenCredential:
+        asked.append("credential")
+        return StaticTokenCredential("from-the-chain")
+
+    monkeypatch.setattr(foundry, "default_credential", credential)
+    with serve(FoundryEmulator()) as server:
+        monkeypatch.setenv("AZURE_AI_PROJECT_ENDPOINT", server.endpoint)
+        code, out, err = invoke("diff", "--mapped")
+        sent = [c.request.headers.get("authorization") for c in server.emulator.router.calls]
+    assert (code, out, asked) == (0, "", ["credential"]) and "no drift" in err and "live 44 evaluators" in err
+    assert sent and set(sent) == {"Bearer from-the-chain"}
+
+
+def test_an_unreachable_endpoint_is_an_error_line_not_a_traceback(invoke: Callable[..., tuple[int, str, str]]) -> None:
+    code, _, err = invoke("diff", "--endpoint", "http://127.0.0.1:9/api/projects/p")
+    assert code == 1 and err.startswith("Error: could not read the evaluator catalog")

@@ -356,3 +356,31 @@ def test_sas_signature_is_not_logged(fake: FakeFoundry, caplog: pytest.LogCaptur
     caplog.set_level(logging.DEBUG)
     make(fake).upload_dataset("d", "1", b"{}\n")
     assert "SIGNATURE123" not in caplog.text and "PUT" in caplog.text
+
+
+def test_the_recorded_in_progress_counts_without_errored_and_skipped_are_read() -> None:
+    """While a run is in progress the service sends only total/passed/failed (eval_agent_target.json); the client
+    polls through them to the completed run's five counts."""
+    from pathlib import Path
+
+    recording = Path(__file__).parent / "data" / "reference" / "recordings" / "eval_agent_target.json"
+    gets = [
+        e["ResponseBody"]
+        for e in json.loads(recording.read_text())["Entries"]
+        if e["RequestMethod"] == "GET" and "/runs/evalrun_" in e["RequestUri"] and "output_items" not in e["RequestUri"]
+    ]
+    assert [g["result_counts"] for g in gets[:3]] == [{"total": 0, "passed": 0, "failed": 0}] * 3
+    answers = iter(gets)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=next(answers))
+
+    client = FoundryClient(
+        ENDPOINT, StaticTokenCredential(), transport=httpx.MockTransport(handler), sleep=lambda s: None
+    )
+    first = client.get_run(gets[0]["eval_id"], gets[0]["id"])
+    assert first.status == "in_progress" and first.result_counts is not None
+    assert (first.result_counts.errored, first.result_counts.skipped) == (None, None)
+    assert first.result_counts.model_dump(exclude_none=True) == {"total": 0, "passed": 0, "failed": 0}
+    done = client.run_poller(gets[0]["eval_id"], gets[0]["id"]).result()
+    assert done.status == "completed" and done.result_counts is not None and done.result_counts.errored is not None
