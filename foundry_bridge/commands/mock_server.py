@@ -65,7 +65,8 @@ def _is_loopback(host: str) -> bool:
     type=click.Choice(["single", "per_metric"]),
     default="single",
     show_default=True,
-    help="Document-retrieval results: one result with properties, or one result per metric.",
+    help="Document-retrieval results: version 3's one result with the measures under properties (single), or "
+    "version 2's one result per measure (per_metric).",
 )
 @click.option("--strict-evaluators", is_flag=True, help="Reject builtin evaluators that are not in the catalog.")
 @click.option(
