@@ -139,7 +139,7 @@ def test_the_emulator_pages_as_recorded_and_serves_one_evaluator_version() -> No
     assert http.get("evaluators", params={"type": "nonsense"}).status_code == 400
 
 
-@pytest.mark.parametrize("token", ["garbage", "b2Zmc2V0Ong="])
+@pytest.mark.parametrize("token", ["garbage", "b2Zmc2V0Ong=", "b2Zmc2V0Oi01"])  # offset:x, offset:-5
 def test_a_token_the_emulator_did_not_give_is_refused(token: str) -> None:
     http = httpx.Client(transport=FoundryEmulator().transport(), base_url=PROJECT_ENDPOINT + "/")
     assert http.get("evaluators", params={"type": "builtin", "continuationToken": token}).status_code == 400

@@ -34,8 +34,8 @@ def _token(offset: int) -> str:
 def _offset(token: str) -> int:
     try:
         text = base64.urlsafe_b64decode(token.encode()).decode()
-        if text.startswith("offset:"):
-            return int(text.removeprefix("offset:"))
+        if text.startswith("offset:") and (offset := int(text.removeprefix("offset:"))) >= 0:
+            return offset
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass
     raise _bad(f"continuationToken: not a token this list gave ({token[:40]!r})", "continuationToken")
