@@ -108,13 +108,16 @@ def _read_live(endpoint: str | None, emulator: bool) -> list[dict[str, Any]]:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A saved GET /evaluators answer: a page, a list of pages or entries, or a recording.",
 )
-@click.option("--emulator", is_flag=True, help="Compare with the emulator's catalog (foundry-bridge mock-server).")
+@click.option(
+    "--emulator", is_flag=True, help="Compare with the emulator's catalog (in-process; mock-server serves the same)."
+)
 @click.option("--mapped", is_flag=True, help="Only the evaluators this project's catalog maps.")
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
 def diff(endpoint: str | None, file: Path | None, emulator: bool, mapped: bool, as_json: bool) -> None:
     """List every difference between the bundled contracts and a project's live catalog (versions, inputs and
     input groups, init parameters, metrics), evaluators on one side only included. Exit status: 0 no drift,
-    1 drift, 2 a usage error; a CI job running it notices when Foundry moves."""
+    1 drift (or a read that failed: then an `Error:` line), 2 a usage error; a CI job running it notices when
+    Foundry moves."""
     from ..catalog import CATALOG
     from ..contracts import contract_from_live, diff_contracts, published_contracts
 
