@@ -142,3 +142,30 @@ def test_family_correction_decides_on_the_adjusted_p() -> None:
     assert [out[0].p_adjusted, out[1].p_adjusted] == pytest.approx(expected.tolist())
     assert out[0].significant is True
     assert apply_family(tests, method="bh")[0].correction == "Benjamini-Hochberg over 2"
+
+
+def test_paired_test_picks_the_test_by_metric_kind() -> None:
+    from foundry_bridge.metrics.significance import paired_test
+
+    a, b = _pairs(4, 60)
+    assert paired_test(a, b, kind="boolean").test == "McNemar exact"
+    assert paired_test(a, b, kind="boolean", mid_p=True).test == "McNemar mid-p"
+    rng = np.random.default_rng(4)
+    x = rng.random(60)
+    assert paired_test(x, x + rng.normal(0, 0.1, 60), kind="continuous").test.startswith("Wilcoxon signed-rank")
+
+
+@pytest.mark.parametrize("n,k", [(999, 470), (1001, 470), (5000, 2400), (200_000, 99_500)])
+def test_binomial_tails_beyond_the_exact_range_match_scipy(n: int, k: int) -> None:
+    from foundry_bridge.metrics._dist import binom_cdf, binom_pmf
+
+    assert binom_cdf(k, n) == pytest.approx(float(stats.binom.cdf(k, n, 0.5)), rel=1e-7)
+    assert binom_pmf(k, n) == pytest.approx(float(stats.binom.pmf(k, n, 0.5)), rel=1e-7)
+
+
+def test_mcnemar_on_a_million_rows_matches_statsmodels() -> None:
+    rng = np.random.default_rng(9)
+    a = rng.random(1_000_000) < 0.5
+    b = np.where(rng.random(1_000_000) < 0.01, ~a, a)
+    table = [[np.sum(a & b), np.sum(a & ~b)], [np.sum(~a & b), np.sum(~a & ~b)]]
+    assert mcnemar(a, b).p == pytest.approx(contingency.mcnemar(table, exact=True).pvalue, rel=1e-7)

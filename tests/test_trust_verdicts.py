@@ -117,3 +117,18 @@ def test_the_queue_is_written_in_the_verdict_format_and_reads_back_unfilled(tmp_
     assert back.verdicts == [] and back.unfilled == 2
     path.write_text(first.replace('"score":null', '"score":2') + "\n")
     assert read_verdicts(path).verdicts[0].score == 2.0
+
+
+def test_queue_rows_from_the_priority_picks_round_trip(tmp_path: Path) -> None:
+    from foundry_bridge.dataset.verdicts import queue_rows
+    from foundry_bridge.metrics.ppi import labelling_priority
+
+    judge = np.array([5, 5, 1, 3], dtype=float)
+    human = np.array([5, np.nan, np.nan, np.nan])
+    picks = labelling_priority(judge, human, limit=2)
+    rows = queue_rows(picks, ["a", "b", "c", "d"], "groundedness", {"c": {"query": "Q?", "response": "R."}})
+    assert [r.priority for r in rows] == [1, 2] and {r.query_id for r in rows} <= {"b", "c", "d"}
+    path = tmp_path / "q.jsonl"
+    write_verdict_queue(rows, path)
+    assert read_verdicts(path).unfilled == 2
+    assert all(r.query == "Q?" for r in rows if r.query_id == "c")

@@ -36,6 +36,7 @@ __all__ = [
     "apply_family",
     "mcnemar",
     "paired_effect",
+    "paired_test",
     "wilcoxon_signed_rank",
 ]
 
@@ -184,6 +185,22 @@ def wilcoxon_signed_rank(
         se = math.sqrt((m * (m + 1) * (2 * m + 1) - float((sizes**3 - sizes).sum()) / 2) / 24)
         name, p = "Wilcoxon signed-rank (normal approximation)", min(1.0, 2 * normal_sf(abs(r_plus - mean) / se))
     return PairedTest(name, n, m, r_plus, p, effect, f"{name}: W+={r_plus:g}, W-={r_minus:g} over {m} pairs")
+
+
+def paired_test(
+    a: Any,
+    b: Any,
+    *,
+    kind: Literal["boolean", "ordinal", "continuous"],
+    min_n: int = DEFAULT_MIN_N,
+    mid_p: bool = False,
+    confidence: float = 0.95,
+) -> PairedTest:
+    """The test a metric's kind calls for: McNemar for pass/fail (``boolean``), Wilcoxon signed-rank for ordinal
+    judge scores and continuous metrics; the result names it."""
+    if kind == "boolean":
+        return mcnemar(a, b, mid_p=mid_p, min_n=min_n, confidence=confidence)
+    return wilcoxon_signed_rank(a, b, min_n=min_n, confidence=confidence)
 
 
 def adjust_pvalues(pvalues: Sequence[float], method: Correction = "holm") -> list[float]:
