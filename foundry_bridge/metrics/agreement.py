@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -42,6 +42,7 @@ __all__ = [
     "most_disagreeing",
     "noise_band",
     "qrels_check",
+    "rater_mean",
     "weighted_kappa",
 ]
 
@@ -318,7 +319,7 @@ def judge_trust(
         alpha_j = krippendorff_alpha(np.vstack([hs, js[None, :]]), categories=categories)
     else:
         missing.append("Krippendorff's α needs two raters on at least one row")
-    means = [estimate_mean(j, _row_mean(h)) for j, h in ((js, hs), (jp, hp))]
+    means = [estimate_mean(j, rater_mean(h)) for j, h in ((js, hs), (jp, hp))]
     labeled = int(np.count_nonzero((rated | ~np.isnan(hp)).any(axis=0))) if hs.size else 0
     return JudgeTrust(js.size, labeled, hs.shape[0], on_pass, on_scale, alpha_h, alpha_j, means[0], means[1], missing)
 
@@ -332,8 +333,10 @@ def _passed_from_scores(hs: np.ndarray, hp: np.ndarray, threshold: float, higher
     return np.where(np.isnan(hp), derived, hp)
 
 
-def _row_mean(matrix: np.ndarray) -> np.ndarray:
-    """The raters' mean per row, NaN where nobody rated (no warning)."""
+def rater_mean(matrix: Any) -> np.ndarray:
+    """The raters' mean per row of a raters × rows matrix, NaN where nobody rated (no warning): the human value
+    of each row for PPI and the labelling priority."""
+    matrix = np.atleast_2d(np.asarray(matrix, dtype=np.float64))
     counts = np.count_nonzero(~np.isnan(matrix), axis=0)
     sums = np.nansum(matrix, axis=0)
     return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
@@ -342,11 +345,14 @@ def _row_mean(matrix: np.ndarray) -> np.ndarray:
 def _pooled(
     judge: np.ndarray, humans: np.ndarray, categories: Scale | None, what: str, missing: list[str]
 ) -> Agreement | None:
-    """``agreement`` over every (judge, rater) pair of a row, or None (noted in ``missing``) without any."""
+    """``agreement`` over every (judge, rater) pair of a row, or None (noted in ``missing``) without any; a
+    disagreement's ``index`` is its row (one row may appear once per rater)."""
     if humans.size == 0 or not np.count_nonzero(~np.isnan(humans) & ~np.isnan(judge)[None, :]):
         missing.append(f"no human {what} on rows the judge scored")
         return None
-    return agreement(np.tile(judge, humans.shape[0]), humans.ravel(), categories=categories)
+    pooled = agreement(np.tile(judge, humans.shape[0]), humans.ravel(), categories=categories)
+    rows = [replace(d, index=d.index % judge.size) for d in pooled.disagreements]  # a pair's row, not its position
+    return replace(pooled, disagreements=rows)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ judge's scores on the N rows nobody labelled (the unlabelled rows only: a labell
 
 Standard deviations are population (ddof 0) and Var(f ∪ f_u) is ddof 1, as in the ``ppi-python`` package; the
 intervals are normal (z) intervals. ``labels_to_halve`` solves for the fewest more labels (taken from the
-unlabelled rows, so N shrinks as n grows) after which the interval is half as wide, λ held fixed.
+unlabelled rows, so N shrinks as n grows) after which the PPI++ interval is half as wide, λ re-tuned for each
+count (the variances and covariance held at today's estimates).
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ def _clt(values: np.ndarray, method: str, n_labeled: int, n_unlabeled: int, conf
 class MeanEstimates:
     """One judge metric's mean four ways, λ, and the labels that would halve the intervals.
 
-    ``labels_to_halve``: more human labels after which the PPI++ interval is half as wide (None: labels alone
-    cannot, the judge's own sampling noise on the unlabelled rows already exceeds the target, or no labels yet);
+    ``labels_to_halve``: more human labels after which the PPI++ interval is half as wide (None: not even labelling
+    every row would, or fewer than two labels yet);
     ``human_labels_to_halve``: the same for the human-only interval (3·n: width ∝ 1/√n).
     """
 
@@ -147,13 +148,19 @@ def estimate_mean(judge: Any, human: Any, *, confidence: float = 0.95) -> MeanEs
 
 
 def _labels_to_halve(y: np.ndarray, f: np.ndarray, f_u: np.ndarray, lam: float) -> int | None:
-    """The fewest m with λ²·a/(N − m) + b/(n + m) ≤ V/4 (a, b the variances now, V the variance now)."""
+    """The fewest m (moved from the unlabelled rows) whose PPI++ variance is a quarter of today's, λ re-tuned at each
+    m: V(m) = λ²·s_f²/(N − m) + (s_y² − 2λ·c + λ²·s_f²)/(n + m) at λ = c / (s_f²·(1 + (n + m)/(N − m))) clipped to
+    [0, 1] (c = Cov(y, f), s_f² = Var(f) over every row, s_y² = Var(y)): λ = 0 is the human-only interval."""
     n, big_n = y.size, f_u.size
-    a = float(np.var(lam * f_u))
-    b = float(np.var(y - lam * f))
-    target = (a / big_n + b / n) / 4
+    target = (float(np.var(lam * f_u)) / big_n + float(np.var(y - lam * f)) / n) / 4
+    s_f = float(np.var(np.concatenate([f, f_u])))
+    s_y = float(np.var(y))
+    c = float(np.mean((y - y.mean()) * (f - f.mean())))
     m = np.arange(1, big_n, dtype=np.float64)
-    ok = np.nonzero(a / (big_n - m) + b / (n + m) <= target)[0]
+    lab, unl = n + m, big_n - m
+    lam_m = np.clip(c / (s_f * (1 + lab / unl)), 0.0, 1.0) if s_f > 0 else np.zeros_like(m)
+    variance = lam_m**2 * s_f / unl + (s_y - 2 * lam_m * c + lam_m**2 * s_f) / lab
+    ok = np.nonzero(variance <= target)[0]
     return int(m[ok[0]]) if ok.size else None
 
 
