@@ -169,3 +169,24 @@ def test_mcnemar_on_a_million_rows_matches_statsmodels() -> None:
     b = np.where(rng.random(1_000_000) < 0.01, ~a, a)
     table = [[np.sum(a & b), np.sum(a & ~b)], [np.sum(~a & b), np.sum(~a & ~b)]]
     assert mcnemar(a, b).p == pytest.approx(contingency.mcnemar(table, exact=True).pvalue, rel=1e-7)
+
+
+def test_compare_family_corrects_over_metrics_and_candidates_and_respects_judge_noise() -> None:
+    from foundry_bridge.metrics.significance import compare_family
+
+    rng = np.random.default_rng(21)
+    base = {"ndcg@10": rng.random(80), "groundedness": rng.integers(1, 6, 80).astype(float)}
+    better = {"ndcg@10": base["ndcg@10"] + 0.1, "groundedness": np.clip(base["groundedness"] + 1, 1, 5)}
+    same = {"ndcg@10": base["ndcg@10"] + rng.normal(0, 0.05, 80), "groundedness": base["groundedness"].copy()}
+    kinds = {"ndcg@10": "continuous", "groundedness": "ordinal"}
+    rows = compare_family(base, {"better": better, "same": same}, kinds, noise={"groundedness": 2.0})
+    assert [(r.candidate, r.metric) for r in rows] == [
+        ("better", "ndcg@10"), ("better", "groundedness"), ("same", "ndcg@10"), ("same", "groundedness"),
+    ]  # fmt: skip
+    ran = [r.test.p for r in rows if r.test.p is not None]
+    expected = multitest.multipletests(ran, method="holm")[1]
+    assert [r.test.p_adjusted for r in rows if r.test.p is not None] == pytest.approx(expected.tolist())
+    assert rows[0].changed is True and rows[0].within_noise is None
+    assert rows[1].test.significant is True and rows[1].within_noise is True and rows[1].changed is False
+    assert rows[3].test.p == 1.0 and rows[3].changed is False
+    assert all(r.test.correction == "Holm over 4" for r in rows)

@@ -20,7 +20,7 @@ multiplicity control across metrics × candidates, and a "too few paired queries
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -31,9 +31,11 @@ from ._dist import binom_cdf, binom_pmf, normal_quantile, normal_sf
 __all__ = [
     "DEFAULT_MIN_N",
     "Effect",
+    "FamilyRow",
     "PairedTest",
     "adjust_pvalues",
     "apply_family",
+    "compare_family",
     "mcnemar",
     "paired_effect",
     "paired_test",
@@ -235,3 +237,43 @@ def apply_family(tests: Sequence[PairedTest], *, method: Correction = "holm", al
     for (i, _), q in zip(ran, adjusted, strict=True):
         out[i] = replace(tests[i], p_adjusted=q, correction=f"{label} over {len(ran)}", significant=q < alpha)
     return out
+
+
+@dataclass(frozen=True)
+class FamilyRow:
+    """One (candidate, metric) of a comparison: its test after the family correction, and whether the change is
+    inside the judge's own noise (then it is not a change, whatever p says)."""
+
+    candidate: str
+    metric: str
+    test: PairedTest
+    within_noise: bool | None  # None when no noise band was given for the metric
+
+    @property
+    def changed(self) -> bool:
+        """Significant after correction and outside the judge's noise: what a CI gate should act on."""
+        return bool(self.test.significant) and not self.within_noise
+
+
+def compare_family(
+    baseline: Mapping[str, Any],
+    candidates: Mapping[str, Mapping[str, Any]],
+    kinds: Mapping[str, Literal["boolean", "ordinal", "continuous"]],
+    *,
+    method: Correction = "holm",
+    alpha: float = 0.05,
+    min_n: int = DEFAULT_MIN_N,
+    noise: Mapping[str, float] | None = None,
+) -> list[FamilyRow]:
+    """Every candidate against the baseline on every metric (per-query arrays aligned on the same queries, NaN =
+    missing), the test picked by the metric's kind, corrected over the whole family of metrics × candidates.
+    ``noise``: metric → band (``agreement.noise_band``) inside which |Δ mean| is judge noise."""
+    keys = [(c, m) for c in candidates for m in baseline if m in candidates[c]]
+    tests = [paired_test(baseline[m], candidates[c][m], kind=kinds[m], min_n=min_n) for c, m in keys]
+    corrected = apply_family(tests, method=method, alpha=alpha)
+    rows = []
+    for (cand, metric), test in zip(keys, corrected, strict=True):
+        band = None if noise is None else noise.get(metric)
+        inside = None if band is None else bool(abs(test.effect.mean_diff) <= band)
+        rows.append(FamilyRow(cand, metric, test, inside))
+    return rows
