@@ -43,7 +43,7 @@ def test_wide_template_csv_maps_questions_to_evaluators() -> None:
         ("q01", "builtin.relevance", 5.0, None, "ana", 2),
         ("q02", "builtin.groundedness", None, False, "ana", 3),
         ("q02", "builtin.groundedness", None, False, "ben", 4),
-        ("q02", "builtin.relevance", 2.0, None, "ben", 4),
+        ("q02", "builtin.relevance", 1.0, None, "ben", 4),  # a number is a score, even 1
     ]
     assert vf.unfilled == 1  # q02 by ana left relevance empty
 
@@ -76,6 +76,7 @@ def test_long_csv_reads_like_jsonl(tmp_path: Path) -> None:
             '{"query_id": "q1", "evaluator": "builtin.relevance", "score": 2}',
             "v.jsonl:2: query 'q1' has a second verdict",
         ),
+        ('{"query_id": "q1", "evaluator": "relevance", "passed": true}', "v.jsonl:2: query 'q1' has a second verdict"),
     ],
 )
 def test_a_bad_verdict_line_is_located(tmp_path: Path, line: str, message: str) -> None:
@@ -132,3 +133,18 @@ def test_queue_rows_from_the_priority_picks_round_trip(tmp_path: Path) -> None:
     write_verdict_queue(rows, path)
     assert read_verdicts(path).unfilled == 2
     assert all(r.query == "Q?" for r in rows if r.query_id == "c")
+
+
+def test_a_bad_cell_of_a_template_sheet_names_its_column(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("query_id,reviewer,relevance\nq1,ana,4\nq2,ana,somewhat\n")
+    with pytest.raises(DatasetError) as err:
+        read_verdicts(path)
+    assert str(err.value).startswith(f"{path}:3: relevance: score must be a finite number, got 'somewhat'")
+
+
+def test_a_sheet_that_is_not_utf8_is_a_located_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes("query_id,reviewer,relevance\nq1,Jos\xe9,4\n".encode("latin-1"))
+    with pytest.raises(DatasetError, match="the file is not UTF-8 text"):
+        read_verdicts(path)

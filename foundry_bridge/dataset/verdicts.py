@@ -51,8 +51,8 @@ __all__ = [
 
 ID_COLUMNS = ("query_id", "item_id", "response_id", "id")
 RATER_COLUMNS = ("rater", "reviewer", "annotator", "user")
-_YES = {"yes", "y", "pass", "passed", "true", "1", "thumbs up", "thumbsup", "👍", "good"}
-_NO = {"no", "n", "fail", "failed", "false", "0", "thumbs down", "thumbsdown", "👎", "bad"}
+_YES = {"yes", "y", "pass", "passed", "true", "thumbs up", "thumbsup", "👍", "good"}
+_NO = {"no", "n", "fail", "failed", "false", "thumbs down", "thumbsdown", "👎", "bad"}
 _HINT = 'each line: {"query_id": ..., "evaluator": ..., "score": <number> or "passed": true/false, "rater"?: ...}'
 
 
@@ -91,12 +91,23 @@ def read_verdicts(path: str | os.PathLike[str], *, questions: Mapping[str, str] 
         raise DatasetError("human-verdict file not found", file=source, hint="give the path of a .jsonl or .csv file")
     out = VerdictFile(source)
     rows = _csv_rows(target, questions or {}) if target.suffix.lower() == ".csv" else _jsonl_rows(target)
+    try:
+        _collect(rows, out)
+    except UnicodeDecodeError:
+        raise DatasetError("the file is not UTF-8 text", file=source, hint="save the sheet as CSV UTF-8") from None
+    return out
+
+
+def _collect(rows: Iterable[Verdict | None], out: VerdictFile) -> None:
+    """Append every verdict to ``out`` (unfilled lines counted), refusing a second one by the same rater on the same
+    query and evaluator (``builtin.x`` and ``x`` are one evaluator)."""
+    source = out.source
     seen: dict[tuple[str, str, str | None], int] = {}
     for verdict in rows:
         if verdict is None:
             out.unfilled += 1
             continue
-        key = (verdict.query_id, verdict.evaluator, verdict.rater)
+        key = (verdict.query_id, verdict.evaluator.removeprefix("builtin."), verdict.rater)
         if key in seen:
             raise DatasetError(
                 f"query {verdict.query_id!r} has a second verdict on {verdict.evaluator!r} by the same rater "
@@ -107,7 +118,6 @@ def read_verdicts(path: str | os.PathLike[str], *, questions: Mapping[str, str] 
             )
         seen[key] = verdict.line
         out.verdicts.append(verdict)
-    return out
 
 
 def _jsonl_rows(path: Path) -> Iterator[Verdict | None]:
@@ -202,7 +212,11 @@ def _csv_rows(path: Path, questions: Mapping[str, str]) -> Iterator[Verdict | No
                 cell = {"query_id": row.get(id_col), "evaluator": evaluator, "rater": row.get(rater_col or "")}
                 value = (row.get(column) or "").strip()
                 cell["passed" if value.lower() in _YES | _NO else "score"] = value
-                yield _verdict(cell, str(path), lineno)
+                try:
+                    verdict = _verdict(cell, str(path), lineno)
+                except DatasetError as exc:  # name the sheet's column, not the field it feeds
+                    raise DatasetError(exc.message, file=exc.file, line=exc.line, field=column, hint=exc.hint) from None
+                yield verdict
 
 
 def _pick(header: Sequence[str], names: Sequence[str], path: Path, what: str) -> str:
