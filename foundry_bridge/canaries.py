@@ -178,7 +178,8 @@ def canary_rows(
     records: Sequence[QueryRecord], *, per_type: int = 10, seed: int = 0, types: Iterable[str] | None = None
 ) -> Iterator[QueryRecord]:
     """Up to ``per_type`` canaries of each type, from eligible rows chosen by ``seed``; types in table order, each
-    type's canaries in the order of their rows. A swapped answer takes the next eligible row's response."""
+    type's canaries in the order of their rows. A swapped answer takes the next eligible row's response. A canary
+    no judge would have to fail (a dropped clause on a row without ground truth) is not made."""
     eligible = [r for r in records if _eligible(r)]
     chosen_types = list(CANARY_TYPES) if types is None else list(types)
     for kind in chosen_types:
@@ -189,8 +190,8 @@ def canary_rows(
             rec = eligible[pos]
             partner = eligible[(pos + 1) % len(eligible)] if len(eligible) > 1 else None
             change = perturb(kind, rec, partner)
-            if change is None:
-                continue
+            if change is None or "fail" not in expectation(kind, rec).values():
+                continue  # the row does not allow it, or no judge would have to fail it (no ground truth)
             made.append((pos, _canary(rec, kind, *change)))
             if len(made) == per_type:
                 break

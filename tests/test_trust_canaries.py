@@ -151,3 +151,10 @@ def test_scoring_counts_caught_missed_and_unscored_per_type() -> None:
     }
     got = {(s.evaluator, s.expect): (s.caught, s.missed, s.unscored) for s in score_canaries(cases, passed)}
     assert got == {(G, "fail"): (1, ["q2~changed_number"], 1), (RET, "same"): (1, ["q2~changed_number"], 1)}
+
+
+def test_a_canary_no_judge_must_fail_is_not_made() -> None:
+    with_truth = _rec("Enrolled at 3%, unless you opt out.", qid="a", kind="positive", ground_truth="3% unless opt out")
+    without = _rec("Enrolled at 3%, unless you opt out.", qid="b", kind="positive")
+    made = [r.query_id for r in canary_rows([with_truth, without], types=["dropped_exception"])]
+    assert made == ["a~dropped_exception"]
