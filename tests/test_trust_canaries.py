@@ -158,3 +158,15 @@ def test_a_canary_no_judge_must_fail_is_not_made() -> None:
     without = _rec("Enrolled at 3%, unless you opt out.", qid="b", kind="positive")
     made = [r.query_id for r in canary_rows([with_truth, without], types=["dropped_exception"])]
     assert made == ["a~dropped_exception"]
+
+
+def test_canaries_from_trec_input_are_a_valid_jsonl_dataset(tmp_path: Path) -> None:
+    from foundry_bridge.validate import validate
+
+    out = tmp_path / "trec_canaries.jsonl"
+    args = ["canaries", str(ROOT / "samples" / "trec"), "--mapping", str(ROOT / "mappings" / "trec.yaml")]
+    result = CliRunner().invoke(cli, [*args, "--out", str(out), "--per-type", "2"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = validate(out)
+    assert report.ok and report.errors == 0
+    assert sum(1 for r in read_records(out, load_mapping(None)) if CanaryCase.from_record(r)) == 9
