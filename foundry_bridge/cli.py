@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "Run the evaluation on Foundry (cloud), the emulator (mock) or locally."),
     "report": ("report", "Merge a run's Foundry results with local metrics into one report."),
     "compare": ("compare", "Compare two or more runs over the same queries."),
+    "canaries": ("canaries", "Write judge canaries: deterministic perturbations of real rows, marked."),
     "mock-server": ("mock_server", "Serve the Foundry evaluation API emulator on 127.0.0.1."),
     "schema": ("schema", "Write the JSON Schema of the mapping format."),
     "catalog": ("catalog", "Print the builtin evaluator contracts; `catalog diff` detects drift."),

@@ -153,9 +153,10 @@ LAYERS: dict[str, set[str]] = {
     | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
     | {"foundry", "mock", "local"},
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
+    "canaries": BASE | {"dataset", "metrics"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report"},
+    | {"foundry", "mock", "local", "report", "canaries"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
 }
