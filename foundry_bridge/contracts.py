@@ -68,6 +68,7 @@ class Contract:
     init_params: Mapping[str, Any]
     required_init: tuple[str, ...]
     metrics: tuple[MetricContract, ...]
+    input_groups: tuple[tuple[str, ...], ...] = ()  # alternative required sets (``required``, or each ``anyOf``)
 
     @property
     def short_name(self) -> str:
@@ -99,6 +100,11 @@ def _required(schema: Mapping[str, Any] | None) -> tuple[str, ...] | None:
     return None if req is None else tuple(req)
 
 
+def _input_groups(schema: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    alternatives = [schema] if "required" in schema else list(schema.get("anyOf") or ())
+    return tuple(tuple(alt["required"]) for alt in alternatives if alt.get("required"))
+
+
 def _contract(name: str, version: Any, subtype: str, entry: Mapping[str, Any], parts: tuple[Any, Any, Any]) -> Contract:
     init, data, metrics = (p or {} for p in parts)
     levels = entry.get("supportedEvaluationLevels")
@@ -113,6 +119,7 @@ def _contract(name: str, version: Any, subtype: str, entry: Mapping[str, Any], p
         init_params=dict(init.get("properties") or {}),
         required_init=_required(init) or (),
         metrics=_metrics(metrics),
+        input_groups=_input_groups(data),
     )
 
 
