@@ -63,7 +63,7 @@ def _is_loopback(host: str) -> bool:
     show_default=True,
     help="Document-retrieval results: one result with properties, or one result per metric.",
 )
-@click.option("--strict-evaluators", is_flag=True, help="Reject builtin evaluators that are not in the catalog.")
+@click.option("--strict-evaluators", is_flag=True, help="Refuse mapping mistakes at create (400), not as errored rows.")
 @click.option("--rate-limit-rate", type=Finite(0, 1), default=0.0, help="Fraction of requests answered 429.")
 @click.option(
     "--rate-limit-every", type=click.IntRange(0, 10**9), default=0, help="Answer every N-th request with 429."

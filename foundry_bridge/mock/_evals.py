@@ -206,14 +206,20 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _check_init(where: str, item: Served, init: dict[str, Any]) -> None:
-    """A judge names its deployment (``model`` is the recorded alternative spelling); every published init
-    parameter has its published JSON type and, for an enumeration, one of its values."""
+    """A judge names its deployment (``model`` is the recorded alternative spelling), every other required init
+    parameter is given, and each has its published JSON type and, for an enumeration, one of its values."""
     if item.needs_deployment and not (init.get("deployment_name") or init.get("model")):
         raise _bad(
             f"{where}: initialization_parameters.deployment_name is required for {item.name} "
             "(the judge model deployment).",
             "initialization_parameters.deployment_name",
         )
+    for name in item.contract.required_init:
+        if name != "deployment_name" and init.get(name) is None:
+            raise _bad(
+                f"{where}: initialization_parameters.{name} is required for {item.name} (published contract).",
+                f"initialization_parameters.{name}",
+            )
     for name, schema in item.contract.init_params.items():
         value = init.get(name)
         if value is None or not isinstance(schema, dict):

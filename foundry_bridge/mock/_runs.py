@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from .._io import dumps
-from ._common import MOCK_USER, EmulatorBase, _account, _bad, _copy, _HttpError, _json_response, _RunState
+from ._common import MOCK_USER, EmulatorBase, _account, _bad, _HttpError, _json_response, _RunState
 from ._datasets import rows_from_dataset
 from ._evaluators import served
 from ._output import CriterionOutput, RunOutput
@@ -90,11 +90,11 @@ class RunRoutes(EmulatorBase):
             project=self._project(request),
         )
         run = _new_run(run_id, eval_id, ds, metadata, body.get("name"), now)
-        created_view = _copy(run)
+        created = _json_response(201, run)  # serialized before _serve turns it into the later view: no copy
         self._serve(request, run, ds, rows, metadata, now)
         self.store.runs[run_id] = run
         self.store.run_state[run_id] = state
-        return _json_response(201, created_view)
+        return created
 
     def _rows_and_samples(self, source: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None]]:
         """The rows of ``data_source.source`` (inline ``file_content`` or an uploaded ``file_id``) and the
