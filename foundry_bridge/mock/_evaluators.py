@@ -28,8 +28,9 @@ from typing import Any, Literal
 from .._text import did_you_mean
 from ..catalog import CATALOG, EvaluatorSpec
 from ..contracts import Contract, MetricContract, published_contracts
+from ..wire import resolve_threshold
 
-__all__ = ["ScorerKind", "Served", "describe_served", "served", "threshold_of", "unserved_reason"]
+__all__ = ["ScorerKind", "Served", "served", "threshold_of", "unserved_reason"]
 
 ScorerKind = Literal["ranking", "computed", "judge", "safety", "stand_in"]
 _JUDGE_PARAM = "deployment_name"
@@ -64,12 +65,8 @@ class Served:
         return _JUDGE_PARAM in self.contract.required_init
 
     def default_threshold(self, metric: MetricContract) -> float | None:
-        """A metric's pass threshold when the criterion sets none: the catalog's, else the middle of its published
+        """A metric's pass threshold when neither the criterion nor the catalog sets one: the middle of its published
         range (1–5 → 3, 0–7 lower-better → 3, 0–1 → 1 for ordinals and 0.5 for continuous scores); booleans none."""
-        if self.spec is not None:
-            known = next((m for m in self.spec.metrics if m.name == metric.name), None)
-            if known is not None and known.default_threshold is not None:
-                return known.default_threshold
         if metric.type == "boolean" or metric.min_value is None or metric.max_value is None:
             return None
         half = (metric.max_value - metric.min_value) / 2
@@ -128,23 +125,9 @@ def unserved_reason(evaluator_name: str) -> str:
     return f"unknown evaluator '{evaluator_name}': no published builtin has that name; {hint}"
 
 
-def describe_served() -> dict[str, list[str]]:
-    """Every published builtin by how the emulator treats it: scorer kind (or ``refused``) → short names."""
-    out: dict[str, list[str]] = {}
-    for name, contract in published_contracts().items():
-        item = served(name)
-        out.setdefault(item.kind if item is not None else "refused", []).append(contract.short_name)
-    return out
-
-
 def threshold_of(item: Served, metric: MetricContract, init: dict[str, Any]) -> float | None:
-    """The criterion's threshold for ``metric``: the init parameter the catalog names for it (``threshold``
-    otherwise) when it holds a finite number, else ``Served.default_threshold``."""
-    param = "threshold"
+    """The criterion's threshold for ``metric``: ``wire.resolve_threshold`` (the init parameter the catalog names
+    for it, ``threshold`` otherwise, with the catalog's default), else ``Served.default_threshold``."""
     known = next((m for m in item.spec.metrics if m.name == metric.name), None) if item.spec is not None else None
-    if known is not None and known.threshold_param:
-        param = known.threshold_param
-    value = init.get(param)
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return value
-    return item.default_threshold(metric)
+    value = resolve_threshold(known if known is not None and known.threshold_param else None, init)
+    return value if value is not None else item.default_threshold(metric)
