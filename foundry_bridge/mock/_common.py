@@ -56,8 +56,8 @@ class _RunState:
 
     eval_id: str
     index: int
-    rows: list[dict[str, Any]]
-    samples: list[dict[str, Any] | None]
+    rows: list[str]  # each row's JSON (text: orjson's bytes keep a several-times larger buffer)
+    samples: list[str | None]  # each row's sample (inline, or a target's output) as JSON
     created: float
     legacy: bool
     will_fail: bool

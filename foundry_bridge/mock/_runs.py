@@ -7,8 +7,9 @@ import uuid
 from typing import Any
 
 import httpx
+import orjson
 
-from .._io import dumps
+from .._io import dumps, loads
 from ._common import MOCK_USER, EmulatorBase, _account, _bad, _HttpError, _json_response, _RunState
 from ._datasets import rows_from_dataset
 from ._evaluators import served
@@ -79,8 +80,8 @@ class RunRoutes(EmulatorBase):
         state = _RunState(
             eval_id=eval_id,
             index=index,
-            rows=rows,
-            samples=samples,
+            rows=[dumps(r).decode() for r in rows],  # kept as JSON text: a third of the parsed objects' memory
+            samples=[None if x is None else dumps(x).decode() for x in samples],
             created=self._clock(),
             legacy=legacy,
             will_fail=self._injector.run_fails(index),
@@ -91,7 +92,7 @@ class RunRoutes(EmulatorBase):
         )
         run = _new_run(run_id, eval_id, ds, metadata, body.get("name"), now)
         created = _json_response(201, run)  # serialized before _serve turns it into the later view: no copy
-        self._serve(request, run, ds, rows, metadata, now)
+        self._serve(request, run, ds, state.rows, metadata, now)
         self.store.runs[run_id] = run
         self.store.run_state[run_id] = state
         return created
@@ -130,7 +131,7 @@ class RunRoutes(EmulatorBase):
         request: httpx.Request,
         run: dict[str, Any],
         ds: dict[str, Any],
-        rows: list[dict[str, Any]],
+        rows: list[str],
         metadata: dict[str, Any] | None,
         now: int,
     ) -> None:
@@ -143,7 +144,7 @@ class RunRoutes(EmulatorBase):
             served_ds["source"] = {"type": "file_id", "id": self._dataset_id(request, inline_name, "1")}
             metadata = {"is_inline_dataset": "true", "has_nested_data": "False", **(metadata or {})}
         elif ds["source"].get("type") == "file_content":
-            served_ds["source"]["content"] = rows
+            served_ds["source"]["content"] = [orjson.Fragment(r) for r in rows]  # written as kept, never parsed
         run["data_source"] = served_ds
         run["created_by"] = MOCK_USER
         run["metadata"] = {**(metadata or {}), "trigger_type": "oneoff"}
@@ -202,7 +203,8 @@ class RunRoutes(EmulatorBase):
         unavailable: dict[str, str] = {}
         usage: dict[str, dict[str, int]] = {}
         row_passed = bytearray()
-        for i, (row, sample) in enumerate(zip(state.rows, state.samples, strict=True)):
+        for i, (packed, packed_sample) in enumerate(zip(state.rows, state.samples, strict=True)):
+            row, sample = loads(packed), None if packed_sample is None else loads(packed_sample)
             ok = True
             for crit, out in zip(criteria, outs, strict=True):
                 if i in state.errored_rows and (not only or crit.name in only):
