@@ -139,17 +139,17 @@ def build_nltk_data(root: Path) -> tuple[Path, bool]:
         (english / name).write_text("")
     (root / "misc" / "perluniprops").mkdir(parents=True, exist_ok=True)
     (root / "tokenizers" / "punkt").mkdir(parents=True, exist_ok=True)
-    wordnet = root / "corpora" / "wordnet"
-    wordnet.mkdir(parents=True, exist_ok=True)
     has_wordnet = (WORDNET_DIR / "data.noun").is_file() and (WORDNET_DIR / "index.sense").is_file()
-    if has_wordnet:
+    if has_wordnet:  # else no WordNet at all: NLTK then reports it missing (LookupError), as on a bare machine
+        wordnet = root / "corpora" / "wordnet"
+        wordnet.mkdir(parents=True, exist_ok=True)
         for path in WORDNET_DIR.iterdir():
             if path.is_file():
                 (wordnet / path.name).write_bytes(path.read_bytes())
         (wordnet / "lexnames").write_text(
             "".join(f"{i:02d}\t{n}\t{_lexname_pos(n)}\n" for i, n in enumerate(_LEXNAMES))
         )
-    for marker in _NLTK_MARKERS:
+    for marker in _NLTK_MARKERS if has_wordnet else _NLTK_MARKERS[1:]:
         with zipfile.ZipFile(root / f"{marker}.zip", "w") as z:
             z.writestr(marker.rsplit("/", 1)[1] + "/", "")
     return root, has_wordnet
