@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from ._io import atomic_open, dumps, loads, write_json, write_jsonl
 from .dataset.records import QueryRecord
 from .errors import FoundryBridgeError, InputError, describe_os_error
-from .mapping.plan import Plan
+from .mapping.plan import JsonlRows, Plan
 from .results import RUN_FILES, ResultRow
 
 __all__ = [
@@ -377,14 +377,16 @@ class RunFolder:
         return self.file("plan").is_file()
 
     def write_plan(self, plan: Plan) -> None:
-        """``plan.json`` (without rows), ``items.jsonl`` and ``records.jsonl``."""
+        """``plan.json`` (without rows), ``items.jsonl`` and ``records.jsonl``, the rows streamed (spooled rows are
+        copied line by line, never parsed)."""
         write_json(self.file("plan"), plan.model_dump(mode="json", exclude={"items", "records"}))
-        write_jsonl(self.file("items"), plan.items)
-        write_jsonl(self.file("records"), plan.records)
+        _write_rows(self.file("items"), plan.items)
+        _write_rows(self.file("records"), plan.records)
 
     def read_plan(self, *, items: bool = True, records: bool = True) -> Plan:
-        """The plan saved in the folder: ``plan.json`` + ``items.jsonl`` + ``records.jsonl`` (a report that streams
-        the records with ``iter_records``, or needs no items, leaves them out)."""
+        """The plan saved in the folder: ``plan.json`` + ``items.jsonl`` + ``records.jsonl``, the rows as
+        ``JsonlRows`` (each line checked now, parsed again only when read; a report that streams the records with
+        ``iter_records``, or needs no items, leaves them out)."""
         path = self.file("plan")
         data = _read_json(path)
         if not isinstance(data, dict):
@@ -398,12 +400,16 @@ class RunFolder:
         except ValidationError as exc:
             raise _field_error(path, exc) from None
 
-    def _jsonl(self, key: str) -> list[Any]:
+    def _jsonl(self, key: str) -> Sequence[dict[str, Any]]:
         path = self.file(key)
         if not path.is_file():
             return []
-        with open(path, "rb") as fh:
-            return [_parse_line(path, n, line) for n, line in enumerate(fh, 1) if line.strip()]
+
+        def check(lineno: int, line: bytes) -> None:
+            if not isinstance(_parse_line(path, lineno, line), dict):
+                raise RunFolderError("not a JSON object", file=str(path), line=lineno, hint=_HINT)
+
+        return JsonlRows.open(path, check)
 
     def reset(self) -> None:
         """Create the folder and remove what an earlier run left (results, manifest, output items)."""
@@ -483,6 +489,15 @@ class RunFolder:
         if state is not None and state.status:
             raw["status"] = state.status
         return raw
+
+
+def _write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    with atomic_open(path) as fh:
+        if isinstance(rows, JsonlRows):
+            rows.copy_to(fh)
+        else:
+            for row in rows:
+                fh.write(dumps(row) + b"\n")
 
 
 def _line_hint(path: Path) -> str:
