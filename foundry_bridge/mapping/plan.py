@@ -38,6 +38,17 @@ class JsonlRows(Sequence[dict[str, Any]]):
         self._fh = fh  # kept open (an anonymous spool file lives as long as this object)
         self._offsets = offsets
 
+    def __copy__(self) -> JsonlRows:
+        return self  # read-only: a copied plan shares its rows
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> JsonlRows:
+        return self
+
+    def __del__(self) -> None:
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            fh.close()
+
     @classmethod
     def open(cls, path: str | os.PathLike[str], check: Callable[[int, bytes], None] | None = None) -> JsonlRows:
         """The non-blank lines of ``path``; ``check(line_number, line)`` sees each one first (and may raise)."""
