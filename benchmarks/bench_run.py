@@ -17,7 +17,9 @@ Three measurements, each a whole process of its own, peak RSS read with ``os.wai
   network) on N synthetic queries of 10 retrieved documents and 5 labels — the path of a retrieval sweep.
 
 Printed per path and size: wall seconds, peak RSS, and the growth ratio of peak RSS (and wall) from the previous
-size. Data goes to ``benchmarks/data/`` (git-ignored). Run it under ``nice -n 10`` on a shared machine.
+size. ``--paging N`` instead pages the output items of a mock run of N queries with ``FoundryClient`` and with the
+openai SDK (reference) over the same emulator, and prints both rates and their ratio. Data goes to
+``benchmarks/data/`` (git-ignored). Run it under ``nice -n 10`` on a shared machine.
 """
 
 from __future__ import annotations
@@ -187,6 +189,54 @@ def child_client(data: str) -> None:
         run_evaluation(plan, Path(tmp) / "run", FoundryBackend(client, name="mock"))
 
 
+# -- paging: FoundryClient against the openai SDK ---------------------------------------------------------------
+def _openai_client(handler: Any, base_url: str) -> Any:
+    """The openai SDK (3.x talks httpx2) over the emulator's handler, bridged as in the wire reference §10."""
+    import httpx
+    import httpx2
+    import openai
+
+    class Bridge(httpx2.BaseTransport):  # type: ignore[misc]
+        def handle_request(self, request: Any) -> Any:
+            req = httpx.Request(
+                request.method, str(request.url), headers=list(request.headers.multi_items()), content=request.read()
+            )
+            resp = handler(req)
+            resp.read()
+            return httpx2.Response(resp.status_code, headers=list(resp.headers.multi_items()), content=resp.content)
+
+    return openai.OpenAI(base_url=base_url, api_key="mock", http_client=httpx2.Client(transport=Bridge()))
+
+
+def child_paging(data: str) -> None:
+    """A mock run of DATA, then every output item paged again (pages of 100) by ``FoundryClient`` and by the
+    openai SDK's ``client.evals.runs.output_items.list``, over the same emulator: items/s of each."""
+    from foundry_bridge.dataset import read_records
+    from foundry_bridge.mapping import build_plan, load_mapping
+    from foundry_bridge.mock import FoundryEmulator
+    from foundry_bridge.runner import MOCK_ENDPOINT, get_backend, run_evaluation
+
+    mapping = load_mapping(None)
+    plan = build_plan(read_records(Path(data), mapping), mapping, dataset_path=data)
+    emu = FoundryEmulator(polls_to_complete=1, record_calls=False)
+    backend = get_backend("mock", emulator=emu, sleep=lambda s: None)
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = run_evaluation(plan, Path(tmp) / "run", backend)
+    eval_id, client = summary.eval_id, backend.client  # type: ignore[attr-defined]
+    t0 = time.perf_counter()
+    ours = sum(1 for run_id in summary.run_ids for _ in client.list_output_items(eval_id, run_id, page_size=100))
+    t_ours = time.perf_counter() - t0
+    sdk = _openai_client(emu.handler, MOCK_ENDPOINT + "/openai/v1")
+    t1 = time.perf_counter()
+    theirs = sum(
+        1 for run_id in summary.run_ids for _ in sdk.evals.runs.output_items.list(run_id, eval_id=eval_id, limit=100)
+    )
+    t_sdk = time.perf_counter() - t1
+    print(f"page all output items, FoundryClient: {ours / t_ours:10,.0f} items/s ({ours} items)")
+    print(f"page all output items, openai SDK:    {theirs / t_sdk:10,.0f} items/s ({theirs} items)  [reference]")
+    print(f"  ratio ours / openai SDK: {(ours / t_ours) / (theirs / t_sdk):.2f}x")
+
+
 # -- the table --------------------------------------------------------------------------------------------------
 def run_path(path: str, sizes: list[int]) -> list[tuple[int, float, float]]:
     """One row per size: (n, wall, peak MiB)."""
@@ -213,10 +263,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 queries")
     parser.add_argument("--mock", type=int, nargs="*", help="sizes for the mock CLI run (and the client-side run)")
     parser.add_argument("--local", type=int, nargs="*", help="sizes for the local document_retrieval run")
+    parser.add_argument("--paging", type=int, metavar="N", help="only: page N queries' items, ours vs openai SDK")
     parser.add_argument("--child-client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_client:
         child_client(args.child_client)
+        return
+    if args.paging:
+        child_paging(str(rag_dataset(args.paging)))
         return
     default = [1_000, 10_000] if args.quick else [10_000, 100_000]
     mock = default if args.mock is None and args.local is None else (args.mock or [])

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from ._io import atomic_open, dumps, loads, write_json, write_jsonl
 from .dataset.records import QueryRecord
 from .errors import FoundryBridgeError, InputError, describe_os_error
-from .mapping.plan import JsonlRows, Plan
+from .mapping.plan import JsonlRows, Plan, write_rows
 from .results import RUN_FILES, ResultRow
 
 __all__ = [
@@ -380,8 +380,8 @@ class RunFolder:
         """``plan.json`` (without rows), ``items.jsonl`` and ``records.jsonl``, the rows streamed (spooled rows are
         copied line by line, never parsed)."""
         write_json(self.file("plan"), plan.model_dump(mode="json", exclude={"items", "records"}))
-        _write_rows(self.file("items"), plan.items)
-        _write_rows(self.file("records"), plan.records)
+        write_rows(self.file("items"), plan.items)
+        write_rows(self.file("records"), plan.records)
 
     def read_plan(self, *, items: bool = True, records: bool = True) -> Plan:
         """The plan saved in the folder: ``plan.json`` + ``items.jsonl`` + ``records.jsonl``, the rows as
@@ -489,15 +489,6 @@ class RunFolder:
         if state is not None and state.status:
             raw["status"] = state.status
         return raw
-
-
-def _write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    with atomic_open(path) as fh:
-        if isinstance(rows, JsonlRows):
-            rows.copy_to(fh)
-        else:
-            for row in rows:
-                fh.write(dumps(row) + b"\n")
 
 
 def _line_hint(path: Path) -> str:

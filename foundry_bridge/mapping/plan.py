@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidat
 
 from .model import Mapping
 
-__all__ = ["CriterionPlan", "JsonlRows", "Plan", "RowSpool", "iter_rows"]
+__all__ = ["CriterionPlan", "JsonlRows", "Plan", "RowSpool", "iter_rows", "write_rows"]
 
 _BLOCK = 4 << 20  # bytes read at once when rows are iterated
 
@@ -146,6 +146,19 @@ def iter_rows(rows: Sequence[dict[str, Any]], start: int = 0, stop: int | None =
     if isinstance(rows, JsonlRows):
         return rows.iter(start, stop)
     return itertools.islice(rows, start, stop)
+
+
+def write_rows(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]]) -> int:
+    """Write a plan's rows to a JSONL file atomically, one line each (``JsonlRows`` copied line by line, never
+    parsed); the number of rows."""
+    from .._io import atomic_open, dumps
+
+    with atomic_open(path) as fh:
+        if isinstance(rows, JsonlRows):
+            return rows.copy_to(fh)
+        for row in rows:
+            fh.write(dumps(row) + b"\n")
+    return len(rows)
 
 
 _ROW_LIST: TypeAdapter[list[dict[str, Any]]] = TypeAdapter(list[dict[str, Any]])
