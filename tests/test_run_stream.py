@@ -33,11 +33,11 @@ def _backend(fake: FakeFoundry) -> FoundryBackend:
 
 
 class ShuffledFoundry(FakeFoundry):
-    """Output items two a page, last row first (``reverse``), none for row ``skip``."""
+    """Output items two a page, last row first (``reverse``), none for row ``skip``, row ``twice`` twice."""
 
-    def __init__(self, *, reverse: bool = True, skip: int | None = 5) -> None:
+    def __init__(self, *, reverse: bool = True, skip: int | None = 5, twice: int | None = None) -> None:
         super().__init__(polls_to_complete=1)
-        self.reverse, self.skip = reverse, skip
+        self.reverse, self.skip, self.twice = reverse, skip, twice
         self.temp_sizes: list[int] = []  # bytes of results.jsonl being written, seen at each page request
         self.run_dir: Path | None = None
 
@@ -46,14 +46,16 @@ class ShuffledFoundry(FakeFoundry):
             self.temp_sizes.append(sum(p.stat().st_size for p in self.run_dir.glob(".results.jsonl.*.tmp")))
         run, rows = self.runs[run_id], self.rows[run_id]
         order = [i for i in (reversed if self.reverse else iter)(range(len(rows))) if i != self.skip]
+        if self.twice is not None:
+            order.insert(order.index(self.twice), self.twice)
         after = params.get("after")
-        start = 0 if after is None else order.index(int(after[4:])) + 1
+        start = 0 if after is None else int(after[4:]) + 1
         criteria = self.evals[run["eval_id"]]["testing_criteria"]
         data = [
-            {"object": "eval.run.output_item", "id": f"item{i}", "run_id": run_id, "eval_id": run["eval_id"]}
+            {"object": "eval.run.output_item", "id": f"item{pos}", "run_id": run_id, "eval_id": run["eval_id"]}
             | {"status": "completed", "datasource_item_id": i, "datasource_item": rows[i]}
             | {"results": self._results(i, criteria)}
-            for i in order[start : start + 2]
+            for pos, i in enumerate(order[start : start + 2], start)
         ]
         return httpx.Response(200, json={"data": data, "has_more": start + 2 < len(order)})
 
@@ -86,6 +88,15 @@ def test_results_are_written_while_pages_are_still_being_read(tmp_path: Path) ->
     # seven pages: by the last request the rows of the first six pages are already in the file being written
     assert len(fake.temp_sizes) == 7 and fake.temp_sizes[0] == 0 and fake.temp_sizes[-1] > 0
     assert not list((tmp_path / "run").glob(".results.jsonl.*.tmp"))  # put in place at the end
+
+
+def test_a_row_sent_twice_keeps_both_items_side_by_side_and_counts_once(tmp_path: Path) -> None:
+    fake = ShuffledFoundry(reverse=False, skip=None, twice=3)
+    summary = run_evaluation(benefits_plan(), tmp_path / "run", _backend(fake))
+    rows = read_results(tmp_path / "run")
+    assert [r.row for r in rows] == sorted(r.row for r in rows)
+    assert sum(1 for r in rows if r.row == 3) == 2 * (N_DOCRET + 3)  # nothing dropped, as before
+    assert summary.per_criterion["relevance"] == {"passed": 7, "failed": 7, "errored": 0, "no_verdict": 0}
 
 
 def _row(row: int, criterion: str, evaluator: str, metric: str, **kw: Any) -> ResultRow:

@@ -290,13 +290,13 @@ class _QueryIds(Sequence["str | None"]):
 class _PartRows:
     """The result rows of one run (rows ``offset .. offset+count-1``) in row order, whatever order the output items
     come in: an item for the next row goes out at once (the usual case: memory holds one page), one ahead of it
-    waits until the rows before it came; at the end, rows without an item get MISSING_ITEM rows, and items for a
-    row outside the run (or seen twice) follow."""
+    waits until the rows before it came (a second item for the row just written goes beside it); at the end, rows
+    without an item get MISSING_ITEM rows, and items for a row outside the run (or an earlier row again) follow."""
 
     def __init__(
         self, offset: int, count: int, criteria: Sequence[CriterionPlan], query_ids: Sequence[str | None]
     ) -> None:
-        self.next, self.end = offset, offset + count
+        self.start, self.next, self.end = offset, offset, offset + count
         self.criteria, self.query_ids = criteria, query_ids
         self.waiting: dict[int, list[ResultRow]] = {}
         self.strays: list[ResultRow] = []
@@ -314,6 +314,8 @@ class _PartRows:
                 self.next += 1
         elif self.next < row < self.end:
             self.waiting.setdefault(row, []).extend(rows)
+        elif row == self.next - 1 and row >= self.start:  # the row written last: still beside its other rows
+            yield from rows
         else:
             self.strays.extend(rows)
 
