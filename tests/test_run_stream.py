@@ -17,7 +17,7 @@ from foundry_bridge.foundry import FoundryBackend, FoundryClient, StaticTokenCre
 from foundry_bridge.local import LocalBackend
 from foundry_bridge.mapping.plan import JsonlRows
 from foundry_bridge.results import RUN_FILES, ResultRow
-from foundry_bridge.runfolder import RunFolder
+from foundry_bridge.runfolder import RunFolder, RunFolderError
 from foundry_bridge.runner import VerdictCounter, read_results, run_evaluation
 
 N_DOCRET = len(DOCUMENT_RETRIEVAL.metrics)
@@ -25,11 +25,11 @@ DATASET = [json.loads(line) for line in BENEFITS.read_text().splitlines() if lin
 QUERY_IDS = [row["query_id"] for row in DATASET]
 
 
-def _backend(fake: FakeFoundry) -> FoundryBackend:
+def _backend(fake: FakeFoundry, **kw: Any) -> FoundryBackend:
     client = FoundryClient(
         ENDPOINT, StaticTokenCredential(TOKEN), transport=fake.transport(), sleep=RecordingSleep(), poll_interval=0
     )
-    return FoundryBackend(client, name="mock")
+    return FoundryBackend(client, name="mock", **kw)
 
 
 class ShuffledFoundry(FakeFoundry):
@@ -88,6 +88,26 @@ def test_results_are_written_while_pages_are_still_being_read(tmp_path: Path) ->
     # seven pages: by the last request the rows of the first six pages are already in the file being written
     assert len(fake.temp_sizes) == 7 and fake.temp_sizes[0] == 0 and fake.temp_sizes[-1] > 0
     assert not list((tmp_path / "run").glob(".results.jsonl.*.tmp"))  # put in place at the end
+
+
+def test_several_runs_each_in_reverse_give_one_file_in_dataset_order(tmp_path: Path) -> None:
+    fake = ShuffledFoundry(reverse=True, skip=None)
+    summary = run_evaluation(benefits_plan(), tmp_path / "run", _backend(fake, max_rows_per_run=4))
+    rows = read_results(tmp_path / "run")
+    assert len(fake.runs) == 4 and len(summary.run_ids) == 4  # 4 + 4 + 4 + 2 rows
+    assert [r.row for r in rows] == [i for i in range(14) for _ in range(N_DOCRET + 3)]
+    assert [r.query_id for r in rows if r.criterion == "relevance"] == QUERY_IDS
+    assert summary.errored == 0 and summary.per_criterion["relevance"]["passed"] == 7
+
+
+def test_a_plan_row_that_is_not_an_object_is_named_by_file_and_line(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.write_plan(benefits_plan(limit=3))
+    lines = folder.file("items").read_bytes().splitlines()
+    folder.file("items").write_bytes(b"\n".join([lines[0], b"[1, 2]", lines[2]]) + b"\n")
+    with pytest.raises(RunFolderError, match="not a JSON object") as info:
+        folder.read_plan()
+    assert (info.value.file, info.value.line) == (str(folder.file("items")), 2)
 
 
 def test_a_row_sent_twice_keeps_both_items_side_by_side_and_counts_once(tmp_path: Path) -> None:
