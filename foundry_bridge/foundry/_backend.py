@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Generator, Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
 from .._io import dumps
 from ..errors import BackendError
@@ -275,13 +275,7 @@ class _QueryIds(Sequence["str | None"]):
     def __len__(self) -> int:
         return len(self._items)
 
-    @overload
-    def __getitem__(self, row: int) -> str | None: ...
-    @overload
-    def __getitem__(self, row: slice) -> list[str | None]: ...
-    def __getitem__(self, row: int | slice) -> str | list[str | None] | None:
-        if isinstance(row, slice):
-            return [self[r] for r in range(len(self))[row]]
+    def __getitem__(self, row: int) -> str | None:  # type: ignore[override]  # rows one at a time, no slices
         entry = self._items[row]
         query_id: str | None = entry.get("item", entry).get("query_id")
         return query_id

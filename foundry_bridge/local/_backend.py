@@ -226,7 +226,7 @@ class LocalBackend:
                 for per_crit in per_row:
                     errored += sum(1 for row in per_crit if row.error is not None)
                     yield from per_crit
-        judge_stats = run.finish() if run is not None else _zero_stats()
+        judge_stats = run.stats if run is not None else _zero_stats()
         self._write_manifest(ctx, kinds, judges, judge_stats, errored, started)
         self.stats = dict(judge_stats)
 
@@ -520,10 +520,6 @@ class _JudgeRun:
         rows = self.rows(task.criterion, task.row, task.output, task.error)
         self.stats["judge_errors"] += sum(1 for r in rows if r.error is not None)
         self.batch.cells[task.row][task.criterion] = rows
-
-    def finish(self) -> dict[str, int]:
-        """The counters of the whole run."""
-        return self.stats
 
 
 def _run_pool(

@@ -104,12 +104,6 @@ class JsonlRows(Sequence[dict[str, Any]]):
                 yield block[offsets[k] - base : offsets[k + 1] - base].rstrip()
             i = j
 
-    def copy_to(self, out: IO[bytes]) -> int:
-        """Write the rows, one line each, to ``out``; the number of rows."""
-        for line in self.lines(0, len(self)):
-            out.write(line + b"\n")
-        return len(self)
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
@@ -154,10 +148,9 @@ def write_rows(path: str | os.PathLike[str], rows: Sequence[dict[str, Any]]) -> 
     from .._io import atomic_open, dumps
 
     with atomic_open(path) as fh:
-        if isinstance(rows, JsonlRows):
-            return rows.copy_to(fh)
-        for row in rows:
-            fh.write(dumps(row) + b"\n")
+        lines = rows.lines(0, len(rows)) if isinstance(rows, JsonlRows) else (dumps(row) for row in rows)
+        for line in lines:
+            fh.write(line + b"\n")
     return len(rows)
 
 
