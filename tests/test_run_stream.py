@@ -199,3 +199,58 @@ def test_local_document_retrieval_in_small_batches_equals_azure_ai_evaluation(
             assert r.passed == expected[f"{r.metric}_passed"]
     assert summary.rows == 14 and summary.results == 14 * N_DOCRET
     assert DEFAULT_MAPPING.is_file()
+
+
+DOCRET_ONLY = """version: 1
+dataset:
+  format: jsonl
+  fields:
+    query_id: query_id
+    retrieved_documents: {path: retrieved_documents, document_id: document_id, relevance_score: relevance_score}
+    retrieval_ground_truth: {path: retrieval_ground_truth, document_id: document_id,
+                             query_relevance_label: query_relevance_label}
+evaluators:
+  - evaluator: builtin.document_retrieval
+"""
+
+
+def _docret_plan(tmp_path: Path, n: int) -> Any:
+    from foundry_bridge.dataset import read_records
+    from foundry_bridge.mapping import build_plan, load_mapping
+
+    data, mapping_path = tmp_path / f"d{n}.jsonl", tmp_path / "docret.yaml"
+    mapping_path.write_text(DOCRET_ONLY)
+    with data.open("w") as fh:
+        for q in range(n):
+            docs = [{"document_id": f"d{(q + j) % 97}", "relevance_score": 1 - j / 10} for j in range(10)]
+            labels = [{"document_id": f"d{(q + 2 * j) % 97}", "query_relevance_label": j % 5} for j in range(5)]
+            fh.write(json.dumps({"query_id": f"q{q}", "retrieved_documents": docs, "retrieval_ground_truth": labels}))
+            fh.write("\n")
+    mapping = load_mapping(mapping_path)
+    return build_plan(read_records(data, mapping), mapping, dataset_path=data, mapping_path=mapping_path)
+
+
+def test_local_run_memory_follows_the_batch_not_the_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracemalloc
+
+    from foundry_bridge.local import _backend
+    from foundry_bridge.mapping import plan as plan_module
+
+    monkeypatch.setattr(_backend, "BATCH_ROWS", 100)
+    monkeypatch.setattr(plan_module, "_BLOCK", 1 << 16)  # plan rows are read 64 KiB at a time
+
+    def peak(n: int) -> int:
+        plan = _docret_plan(tmp_path, n)  # built first: the plan's rows are spooled, the run is what is measured
+        tracemalloc.start()
+        try:
+            summary = run_evaluation(plan, tmp_path / f"run{n}", LocalBackend(cache_dir=None))
+            traced = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert summary.results == n * N_DOCRET
+        return traced
+
+    peak(100)  # imports and first-use caches
+    small, large = peak(400), peak(4000)
+    # ten times the rows, about the same memory (holding the rows would take ten times as much)
+    assert large < 1.5 * small, (small, large)

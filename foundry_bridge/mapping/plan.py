@@ -25,7 +25,7 @@ from .model import Mapping
 
 __all__ = ["CriterionPlan", "JsonlRows", "Plan", "RowSpool", "iter_rows", "write_rows"]
 
-_BLOCK = 4 << 20  # bytes read at once when rows are iterated
+_BLOCK = 1 << 20  # bytes read at once when rows are iterated
 
 
 class JsonlRows(Sequence[dict[str, Any]]):
@@ -86,7 +86,7 @@ class JsonlRows(Sequence[dict[str, Any]]):
         return self.iter(0, len(self))
 
     def iter(self, start: int, stop: int) -> Iterator[dict[str, Any]]:
-        """Rows ``start .. stop-1``, read a few MiB at a time."""
+        """Rows ``start .. stop-1``, read a MiB at a time."""
         return (orjson.loads(line) for line in self.lines(start, stop))
 
     def lines(self, start: int, stop: int) -> Iterator[bytes]:
