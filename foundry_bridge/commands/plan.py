@@ -38,8 +38,9 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
     environment. Nothing is sent anywhere. DATA and the mapping first pass the checks of `foundry-bridge
     validate`: on any error nothing is written and the exit status is 1.
     """
-    from .._io import dumps, write_json, write_jsonl
+    from .._io import dumps, write_json
     from ..mapping import build_plan, load_mapping
+    from ..mapping.plan import write_rows
     from .validate import records_through_gate
 
     mapping = load_mapping(mapping_path)
@@ -49,7 +50,7 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
         click.echo(dumps(plan.eval_body, indent=True).decode("utf-8"))
         return
     write_json(out / "eval.json", plan.eval_body)
-    n = write_jsonl(out / "items.jsonl", plan.items)
+    n = write_rows(out / "items.jsonl", plan.items)
     click.echo(
         f"wrote {out / 'eval.json'} ({len(plan.criteria)} criteria) and {out / 'items.jsonl'} ({n} items)", err=True
     )
