@@ -43,7 +43,6 @@ from ..metrics._arrays import (
 )
 from ..metrics.abstention import is_abstention
 from ..metrics.assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
-from .reader import empty_dataset
 from .records import KINDS, derive_kind
 from .spec import DataSource
 
@@ -218,6 +217,8 @@ def load_jsonl(
         parts = [_scan(cfg, source, *ranges[0])] if len(ranges) == 1 else _scan_parallel(cfg, source, ranges)
         arrays = build_parts([p[0] for p in parts], depth, t)
         if arrays.n_queries == 0:
+            from .reader import empty_dataset
+
             raise empty_dataset(path)
         return arrays, [row for p in parts for row in p[1]]
     except _Fallback:
@@ -667,6 +668,8 @@ def load_trec_files(
     }
     runs, _ = read_run(Path(run_path), sink)
     if not runs and not qrels:
+        from .reader import empty_dataset
+
         raise empty_dataset(run_path)
     builder = ArraysBuilder(depth, t)
     add = builder.adder()
