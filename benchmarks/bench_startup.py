@@ -61,7 +61,8 @@ def cases(py: str) -> list[tuple[str, list[str]]]:
 def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(CPU s, wall s) of one whole process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # cwd outside any checkout: `python -m` puts the working directory first on sys.path, before PYTHONPATH
+    proc = subprocess.Popen(cmd, env=env, cwd=DATA, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
@@ -71,7 +72,8 @@ def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def importtime(cmd: list[str], env: dict[str, str], top: int = 14) -> None:
     """``-X importtime`` of one run: self time summed per top-level package (``foundry_bridge`` per subpackage)."""
-    proc = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True, check=True)
+    argv = [cmd[0], "-X", "importtime", *cmd[1:]]
+    proc = subprocess.run(argv, env=env, cwd=DATA, capture_output=True, text=True, check=True)
     total: collections.Counter[str] = collections.Counter()
     modules = 0
     for line in proc.stderr.splitlines():
