@@ -19,11 +19,13 @@ and every child it waited for) and the output's size; then, between consecutive 
 of peak RSS next to the growth of the data; and the issue-13 targets (every step < 500 MB at 100k, peak RSS
 grows ≤ 1.5× from 100k to 1M on the local path, the HTML report < 10 MB at 1M). A step that fails is shown as
 failed (its exit code and the last line of its stderr) and the rest go on. ``--json FILE`` keeps the table.
+``--max-mib`` (default 12,000) caps each step's heap (``RLIMIT_DATA``), so a step that does not stream fails with a
+MemoryError rather than taking a shared machine's memory.
 
 The data are deterministic (numpy ``default_rng`` seeded per block of 10,000 queries; ``--seed``): 10 retrieved
 documents with ~60-character contents, 5 labels 0–3 (10 % of the queries negative: no relevant label), a context
-joining the top 3 contents, a response (some negatives abstain) — about 2.2 KB per query. The parent process stays
-small (data are generated in a child), so the children's peak RSS is their own.
+joining the top 3 contents, a response (some negatives abstain) — about 2.3 KB per query (23 MB at 10k, 2.3 GB at
+1M). The parent process stays small (data are generated in a child), so the children's peak RSS is their own.
 """
 
 from __future__ import annotations
@@ -154,12 +156,22 @@ class Step:
     error: str | None = None
 
 
-def measure(cmd: list[str], log: Path) -> tuple[float, float, float, str | None]:
-    """(wall s, CPU s, peak RSS MiB, error or None) of one whole process and the children it waited for."""
+def measure(cmd: list[str], log: Path, max_mib: int) -> tuple[float, float, float, str | None]:
+    """(wall s, CPU s, peak RSS MiB, error or None) of one whole process and the children it waited for.
+
+    The child's data segment (heap and private mappings, ``RLIMIT_DATA``; a memory-mapped input does not count) is
+    capped at ``max_mib``: a step that would take the machine's memory fails with a MemoryError instead.
+    """
+    import resource
+
+    def cap() -> None:
+        limit = max_mib << 20
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     with open(log, "wb") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=DATA)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=DATA, preexec_fn=cap)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
@@ -189,7 +201,7 @@ def dataset(n: int, seed: int, variant: int) -> Path:
     return path
 
 
-def run_path(kind: str, n: int, steps: tuple[str, ...], seed: int) -> list[Step]:
+def run_path(kind: str, n: int, steps: tuple[str, ...], seed: int, max_mib: int) -> list[Step]:
     """Every step of one path at one size; the run folders are made fresh (a reused run would measure nothing)."""
     import shutil
 
@@ -204,7 +216,7 @@ def run_path(kind: str, n: int, steps: tuple[str, ...], seed: int) -> list[Step]
     out: list[Step] = []
 
     def step(name: str, cmd: list[str], output: Path, *, listed: bool = True) -> None:
-        wall, cpu, rss, error = measure(cmd, work / f"{name.replace(' ', '_')}.stderr")
+        wall, cpu, rss, error = measure(cmd, work / f"{name.replace(' ', '_')}.stderr", max_mib)
         s = Step(kind, n, name, wall, cpu, rss, _size_mb(output), error)
         if listed:  # the variant's run is only an input of compare
             out.append(s)
@@ -277,6 +289,9 @@ def main() -> None:
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS))
     parser.add_argument("--mock-max", type=int, default=100_000, help="largest size the mock path runs at")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--max-mib", type=int, default=12_000, help="cap on each step's data segment (MiB; default 12,000)"
+    )
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--worker-generate", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
@@ -295,7 +310,7 @@ def main() -> None:
             if kind == "mock" and n > args.mock_max:
                 print(f"  mock  {n:>9,} skipped (above --mock-max {args.mock_max:,})")
                 continue
-            results += run_path(kind, n, tuple(args.steps), args.seed)
+            results += run_path(kind, n, tuple(args.steps), args.seed, args.max_mib)
     print("\ngrowth between sizes:")
     print("\n".join(growth_table(results)) or "  (one size only)")
     lines = targets(results)
