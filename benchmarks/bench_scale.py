@@ -4,6 +4,7 @@
     python benchmarks/bench_scale.py --quick                 # 1,000 and 5,000 queries (a minute or two)
     python benchmarks/bench_scale.py --sizes 100000 1000000 --paths local   # the done-when growth check
     python benchmarks/bench_scale.py --sizes 10000 --steps run report      # a subset of the steps
+    python benchmarks/bench_scale.py --tables a.json b.json    # growth and targets of runs saved with --json
 
 Two paths, each measured as whole fresh processes on generated data (``benchmarks/data/scale/``, git-ignored):
 
@@ -293,12 +294,18 @@ def main() -> None:
         "--max-mib", type=int, default=12_000, help="cap on each step's data segment (MiB; default 12,000)"
     )
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument(
+        "--tables", type=Path, nargs="+", metavar="JSON", help="only print the growth and target tables of --json files"
+    )
     parser.add_argument("--worker-generate", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--variant", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker_generate:
         generate(args.worker_generate, args.n, seed=args.seed, variant=args.variant)
+        return
+    if args.tables:  # e.g. a 10k run and a 100k run made separately
+        print_tables([Step(**row) for path in args.tables for row in json.loads(path.read_text())])
         return
     sizes = sorted(args.sizes or ((1_000, 5_000) if args.quick else (10_000, 100_000)))
     DATA.mkdir(parents=True, exist_ok=True)
@@ -311,12 +318,7 @@ def main() -> None:
                 print(f"  mock  {n:>9,} skipped (above --mock-max {args.mock_max:,})")
                 continue
             results += run_path(kind, n, tuple(args.steps), args.seed, args.max_mib)
-    print("\ngrowth between sizes:")
-    print("\n".join(growth_table(results)) or "  (one size only)")
-    lines = targets(results)
-    if lines:
-        print("\nissue-13 targets:")
-        print("\n".join(lines))
+    print_tables(results)
     walls = [r.wall for r in results if r.wall]
     load = os.getloadavg()
     print(
@@ -325,6 +327,16 @@ def main() -> None:
     )
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n")
+
+
+def print_tables(results: list[Step]) -> None:
+    """The growth between sizes and the issue-13 targets these results decide."""
+    print("\ngrowth between sizes:")
+    print("\n".join(growth_table(results)) or "  (one size only)")
+    lines = targets(results)
+    if lines:
+        print("\nissue-13 targets:")
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":
