@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -206,3 +207,27 @@ def test_the_html_fragment_is_escaped_and_the_json_has_no_nan(run: Path) -> None
     assert "<script" not in render_trust_markdown(section)
     dumped = json.dumps(trust_json(section), allow_nan=False)  # NaN (an undefined κ) is null
     assert '"kappa": null' in dumped or "NaN" not in dumped
+
+
+def test_a_judge_score_off_its_scale_is_said_not_raised(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    rows = _lines(copy / "results.jsonl")
+    first = next(r for r in rows if r["metric"] == "groundedness" and r["score"] is not None)
+    first["score"] = 4.5
+    (copy / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    entry = next(j for j in trust_section(copy, VERDICTS).judges if j.metric == "groundedness")
+    assert "the judge gave scores off its 1–5 scale: κ on the values seen" in entry.missing
+    assert entry.trust.on_scale is not None and 4.5 in entry.trust.on_scale.categories
+
+
+def test_a_plan_without_judges_says_there_is_nothing_to_trust(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    plan = json.loads((copy / "plan.json").read_text())
+    plan["criteria"] = [c for c in plan["criteria"] if c["name"] == "document_retrieval"]
+    (copy / "plan.json").write_text(json.dumps(plan))
+    section = trust_section(copy)
+    assert section.judges == [] and "the plan has no LLM judge: nothing to trust or distrust" in section.missing
+    assert section.retrieval.missing == ["no retrieval judge in the run"]
+    assert "Missing: the plan has no LLM judge" in render_trust_markdown(section)

@@ -213,6 +213,10 @@ def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) ->
     hs, _ = human_arrays(rows, judge.evaluator, query_ids)
     hp, _ = human_arrays(rows, judge.evaluator, query_ids, what="passed")
     score, passed = cols.real(judge.score), cols.real(judge.passed)
+    scale, off_scale = judge.scale, []
+    if judge.scale is not None and not np.isin(score[~np.isnan(score)], judge.scale).all():
+        lo, hi = judge.scale[0], judge.scale[-1]
+        scale, off_scale = None, [f"the judge gave scores off its {lo:g}–{hi:g} scale: κ on the values seen"]
     trust = judge_trust(
         score,
         passed,
@@ -220,16 +224,16 @@ def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) ->
         hp,
         threshold=judge.threshold,
         higher_is_better=judge.higher_is_better,
-        categories=judge.scale,
+        categories=scale,
     )
     scored = score[~np.isnan(score)]
-    missing = list(trust.missing)
+    missing = off_scale + list(trust.missing)
     need_pass = need_score = None
     if trust.n_labeled == 0:
         need_pass = labels_for_half_width(PASS_RATE_HALF_WIDTH)
         spread = float(scored.std()) if scored.size > 1 else 0.0
         need_score = labels_for_half_width(SCORE_HALF_WIDTH, sd=spread) if spread > 0 else None
-        missing = [f"no human verdict on {judge.evaluator}: its numbers are uncorrected"]
+        missing = [f"no human verdict on {judge.evaluator}: its numbers are uncorrected", *off_scale]
     if not scored.size:
         missing.append(f"{judge.criterion} scored no row")
     return JudgeEntry(
@@ -367,16 +371,23 @@ def _spread(cols: _Columns) -> np.ndarray:
 
 
 def write_verdict_queue_for(
-    run_dir: str | os.PathLike[str], section: TrustSection, path: str | os.PathLike[str], limit: int = 20
+    run_dir: str | os.PathLike[str],
+    section: TrustSection,
+    path: str | os.PathLike[str],
+    limit: int = 20,
+    *,
+    questions: Mapping[str, str] | None = None,
 ) -> int:
     """Write the ``limit`` (judge, row) pairs whose human label would most narrow the PPI intervals, as human-verdict
-    JSONL to fill in (``dataset.verdicts.write_verdict_queue``); returns the lines written.
+    JSONL to fill in (``dataset.verdicts.write_verdict_queue``); returns the lines written. ``questions`` as given
+    to ``trust_section`` (a template sheet's columns → evaluators).
 
     Each judge's queue is ``metrics.ppi.labelling_priority`` (its scores, the section's verdicts, spread = the judges
     disagreeing on the row); the queues are interleaved by rank, so every judge gets its first rows."""
     folder = RunFolder(run_dir)
     cols = _collect(folder)
-    verdicts = read_verdicts(section.source.verdicts_path).verdicts if section.source.verdicts_path else []
+    given = section.source.verdicts_path
+    verdicts = read_verdicts(given, questions=questions).verdicts if given else []
     spread = _spread(cols)
     per_judge = []
     for judge in cols.judges.values():
