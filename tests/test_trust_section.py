@@ -20,6 +20,7 @@ from foundry_bridge.dataset.records import QueryRecord
 from foundry_bridge.dataset.verdicts import read_verdicts
 from foundry_bridge.errors import DatasetError
 from foundry_bridge.report._trust import (
+    noise_bands,
     render_trust_html,
     render_trust_markdown,
     trust_json,
@@ -231,3 +232,35 @@ def test_a_plan_without_judges_says_there_is_nothing_to_trust(run: Path, tmp_pat
     assert section.judges == [] and "the plan has no LLM judge: nothing to trust or distrust" in section.missing
     assert section.retrieval.missing == ["no retrieval judge in the run"]
     assert "Missing: the plan has no LLM judge" in render_trust_markdown(section)
+
+
+def test_judge_noise_over_repeat_runs_matches_hand_values(run: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    shutil.copytree(run, again)
+    records = _lines(run / "records.jsonl")
+    ids = [r["query_id"] for r in records]
+    rows = _lines(again / "results.jsonl")
+    moved = {"q01": 2.0, "q02": 4.0, "q06": 1.0}  # the repeat judges these three rows differently
+    first = _by_hand(run, "groundedness")[0]
+    for r in rows:
+        qid = ids[r["row"]]
+        if r["metric"] == "groundedness" and qid in moved:
+            r["score"], r["passed"] = moved[qid], moved[qid] >= 3
+    (again / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    section = trust_section(run, repeats=[again])
+    noise = next(n for n in section.noise if n.criterion == "groundedness")
+    real = [q for q in first if "~" not in q]
+    a = np.array([first[q][0] for q in real])
+    b = np.array([moved.get(q, first[q][0]) for q in real])
+    sd = math.sqrt(np.mean((a - b) ** 2 / 2))
+    assert noise.runs == 2 and noise.noise.rows == len(real)
+    assert noise.noise.noise_sd == pytest.approx(sd)
+    flipped = [q for q in real if first[q][1] != (moved.get(q, first[q][0]) >= 3)]
+    assert noise.noise.flip_rate == pytest.approx(len(flipped) / len(real)) and noise.flaky_queries == flipped
+    alpha = krippendorff.alpha(np.vstack([a, b]), level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])
+    assert noise.noise.alpha == pytest.approx(alpha)
+    assert noise.score_band == pytest.approx(1.959963984540054 * sd * math.sqrt(2 / len(real)))
+    assert not any("judge noise" in m for m in section.missing)
+    assert "groundedness against itself over 2 runs" in render_trust_markdown(section)
+    bands = noise_bands(section)
+    assert bands["groundedness:groundedness"] == noise.score_band and "groundedness:groundedness:pass" in bands

@@ -33,7 +33,17 @@ from ..canaries import RETRIEVAL, CanaryCase, CanaryScore, score_canaries
 from ..catalog import CATALOG
 from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, read_verdicts, write_verdict_queue
 from ..errors import DatasetError
-from ..metrics.agreement import Agreement, JudgeTrust, agreement, context_holds_relevant, judge_trust, rater_mean
+from ..metrics.agreement import (
+    Agreement,
+    JudgeNoise,
+    JudgeTrust,
+    agreement,
+    context_holds_relevant,
+    judge_noise,
+    judge_trust,
+    noise_band,
+    rater_mean,
+)
 from ..metrics.ppi import Estimate, MeanEstimates, labelling_priority, labels_for_half_width
 from ..runfolder import RunFolder
 from ._format import fmt_num, md_escape
@@ -42,9 +52,11 @@ __all__ = [
     "PASS_RATE_HALF_WIDTH",
     "SCORE_HALF_WIDTH",
     "JudgeEntry",
+    "NoiseEntry",
     "RetrievalCheck",
     "TrustSection",
     "TrustSource",
+    "noise_bands",
     "render_trust_html",
     "render_trust_markdown",
     "trust_json",
@@ -90,6 +102,18 @@ class JudgeEntry(BaseModel):
     missing: list[str] = Field(default_factory=list)
 
 
+class NoiseEntry(BaseModel):
+    """One judge against itself over repeat runs of the same rows (``metrics.agreement.judge_noise``), and the
+    bands inside which a difference of two runs' means is that noise alone (``noise_band``, one run on each side)."""
+
+    criterion: str
+    runs: int
+    noise: JudgeNoise
+    flaky_queries: list[str]
+    score_band: float | None
+    pass_band: float | None
+
+
 class RetrievalCheck(BaseModel):
     """The retrieval judge's pass/fail against "the context holds a document the qrels label relevant"."""
 
@@ -107,6 +131,7 @@ class TrustSection(BaseModel):
     retrieval: RetrievalCheck
     canaries: list[CanaryScore]
     canary_cases: int
+    noise: list[NoiseEntry] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
 
 
@@ -319,9 +344,11 @@ def trust_section(
     verdicts_path: str | os.PathLike[str] | None = None,
     *,
     questions: Mapping[str, str] | None = None,
+    repeats: Sequence[str | os.PathLike[str]] = (),
 ) -> TrustSection:
     """The trust section of the run in ``run_dir``, with the human verdicts of ``verdicts_path`` (JSONL or CSV,
-    ``dataset.verdicts.read_verdicts``; ``questions`` maps a template sheet's columns to evaluators) when given."""
+    ``dataset.verdicts.read_verdicts``; ``questions`` maps a template sheet's columns to evaluators) when given,
+    and the judges' noise when ``repeats`` names run folders of the same rows judged again."""
     folder = RunFolder(run_dir)
     folder.require_dir()
     verdicts = read_verdicts(verdicts_path, questions=questions) if verdicts_path is not None else None
@@ -348,15 +375,66 @@ def trust_section(
         missing.append("the plan has no LLM judge: nothing to trust or distrust")
     judges = [_judge_entry(j, verdicts, cols) for j in cols.judges.values()]
     canaries = _canaries(cols, missing)
-    missing.append("judge noise: one judgement per row in this run (repeats are needed to measure it)")
+    noise = _noise(cols, [_collect(RunFolder(r)) for r in repeats])
+    if not repeats:
+        missing.append("judge noise: one judgement per row in this run (repeats are needed to measure it)")
     return TrustSection(
         source=source,
         judges=judges,
         retrieval=_retrieval(cols),
         canaries=canaries,
         canary_cases=len(cols.cases),
+        noise=noise,
         missing=missing,
     )
+
+
+def noise_bands(section: TrustSection) -> dict[str, float]:
+    """``criterion:metric`` (score) and ``criterion:metric:pass`` → the judge-noise band, for
+    ``compare_family_runs(noise=...)``: a smaller difference is "within judge noise"."""
+    metric = {j.criterion: j.metric for j in section.judges}
+    out: dict[str, float] = {}
+    for n in section.noise:
+        key = f"{n.criterion}:{metric[n.criterion]}"
+        out |= {key: n.score_band} if n.score_band is not None else {}
+        out |= {key + ":pass": n.pass_band} if n.pass_band is not None else {}
+    return out
+
+
+def _noise(cols: _Columns, again: Sequence[_Columns]) -> list[NoiseEntry]:
+    """Each judge's repeats × rows matrices (the repeat runs aligned on this run's query ids), its noise and bands."""
+    if not again:
+        return []
+    out = []
+    for name, judge in cols.judges.items():
+        scores, passed = [cols.real(judge.score)], [cols.real(judge.passed)]
+        for other in again:
+            position = {q: i for i, q in enumerate(other.query_ids)}
+            index = np.array([position.get(q, -1) for q in cols.query_ids], dtype=np.int64)
+            same = other.judges.get(name)
+            for matrix, column in ((scores, "score"), (passed, "passed")):
+                values = np.full(index.size, np.nan)
+                if same is not None:
+                    values[index >= 0] = getattr(same, column)[index[index >= 0]]
+                matrix.append(cols.real(values))
+        noise = judge_noise(np.vstack(scores), np.vstack(passed), categories=judge.scale)
+        rows = noise.rows
+        pass_sd = judge_noise(np.vstack(passed)).noise_sd
+        out.append(
+            NoiseEntry(
+                criterion=name,
+                runs=len(scores),
+                noise=noise,
+                flaky_queries=[cols.query_ids[i] for i in noise.flaky],
+                score_band=_finite(noise_band(noise.noise_sd, rows)) if rows else None,
+                pass_band=_finite(noise_band(pass_sd, rows)) if rows else None,
+            )
+        )
+    return out
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _spread(cols: _Columns) -> np.ndarray:
@@ -481,6 +559,19 @@ def _source_line(section: TrustSection) -> str:
     return line + (f" ({'; '.join(extra)})" if extra else "") + "."
 
 
+def _noise_lines(section: TrustSection) -> list[str]:
+    out = []
+    for n in section.noise:
+        flips = "–" if n.noise.flip_rate is None else f"{100 * n.noise.flip_rate:.0f} %"
+        flaky = f"; flaky: {', '.join(n.flaky_queries[:5])}" if n.flaky_queries else ""
+        out.append(
+            f"{n.criterion} against itself over {n.runs} runs of {n.noise.rows} rows: score noise sd "
+            f"{_num(n.noise.noise_sd)}, verdict flips on {flips} of rows, α {_num(n.noise.alpha)}{flaky}; a "
+            f"difference of two runs' means within ±{_num(n.score_band)} (pass rate ±{_num(n.pass_band)}) is noise."
+        )
+    return out
+
+
 def _retrieval_line(section: TrustSection) -> str:
     r = section.retrieval
     if r.agreement is None:
@@ -514,7 +605,7 @@ def render_trust_markdown(section: TrustSection) -> str:
     if section.judges:
         head, rows = _table_rows(section)
         lines += [*table(head, rows), "", "Intervals are 95 %. " + md_escape(_KAPPA_NOTE), ""]
-    lines += [f"- {md_escape(n)}" for n in _notes(section)]
+    lines += [f"- {md_escape(n)}" for n in _notes(section) + _noise_lines(section)]
     lines += ["", md_escape(_retrieval_line(section)), ""]
     if section.canaries:
         lines += [f"Generated canaries: {section.canary_cases} cases.", "", *table(_CANARY_HEAD, _canary_rows(section))]
@@ -541,7 +632,7 @@ def render_trust_html(section: TrustSection) -> str:
     parts = ['<section id="trust">', "<h2>Can the judge be trusted?</h2>", f"<p>{e(_source_line(section))}</p>"]
     if section.judges:
         parts += [table(*_table_rows(section)), f"<p>Intervals are 95 %. {e(_KAPPA_NOTE)}</p>"]
-    notes = _notes(section)
+    notes = _notes(section) + _noise_lines(section)
     if notes:
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
     parts.append(f"<p>{e(_retrieval_line(section))}</p>")
