@@ -20,6 +20,7 @@ from foundry_bridge.dataset.records import QueryRecord
 from foundry_bridge.dataset.verdicts import read_verdicts
 from foundry_bridge.errors import DatasetError
 from foundry_bridge.report._trust import (
+    TrustSection,
     noise_bands,
     render_trust_html,
     render_trust_markdown,
@@ -207,6 +208,7 @@ def test_the_html_fragment_is_escaped_and_the_json_has_no_nan(run: Path) -> None
     assert page.startswith('<section id="trust">') and "<script" not in page and "&lt;script&gt;" in page
     assert "<script" not in render_trust_markdown(section)
     dumped = json.dumps(trust_json(section), allow_nan=False)  # NaN (an undefined κ) is null
+    assert TrustSection.model_validate_json(section.model_dump_json()) == section  # the JSON report round-trips
     assert '"kappa": null' in dumped or "NaN" not in dumped
 
 

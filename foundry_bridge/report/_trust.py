@@ -23,10 +23,10 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from .._io import loads
 from ..canaries import RETRIEVAL, CanaryCase, CanaryScore, score_canaries
@@ -34,9 +34,6 @@ from ..catalog import CATALOG
 from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, read_verdicts, write_verdict_queue
 from ..errors import DatasetError
 from ..metrics.agreement import (
-    Agreement,
-    JudgeNoise,
-    JudgeTrust,
     agreement,
     context_holds_relevant,
     judge_noise,
@@ -44,7 +41,7 @@ from ..metrics.agreement import (
     noise_band,
     rater_mean,
 )
-from ..metrics.ppi import Estimate, MeanEstimates, labelling_priority, labels_for_half_width
+from ..metrics.ppi import labelling_priority, labels_for_half_width
 from ..runfolder import RunFolder
 from ._format import fmt_num, md_escape
 
@@ -66,6 +63,92 @@ __all__ = [
 
 PASS_RATE_HALF_WIDTH = 0.1  # "how few labels would help": a pass rate ± this by human labels alone
 SCORE_HALF_WIDTH = 0.25  # ... and a mean score on the judge's scale ± this
+
+
+def _nan_to_none(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+Num = Annotated[float | None, BeforeValidator(_nan_to_none)]  # an undefined statistic is null in JSON, never NaN
+
+
+class _Stat(BaseModel):
+    """The report's copy of a ``metrics`` result (read from its attributes; NaN → None, so the JSON round-trips)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class EstimateOut(_Stat):
+    """``metrics.ppi.Estimate``: a mean in [low, high] at ``confidence``, and the rows it used."""
+
+    method: str
+    mean: Num
+    low: Num
+    high: Num
+    n_labeled: int
+    n_unlabeled: int
+    confidence: float
+
+
+class MeanOut(_Stat):
+    """``metrics.ppi.MeanEstimates``: judge only, human only, PPI, PPI++, λ, labels to halve the interval."""
+
+    judge_only: EstimateOut
+    human_only: EstimateOut
+    ppi: EstimateOut | None
+    ppi_plus: EstimateOut | None
+    lam: Num
+    labels_to_halve: int | None
+    human_labels_to_halve: int | None
+
+
+class DisagreementOut(_Stat):
+    index: int
+    judge: float
+    human: float
+    gap: float
+
+
+class AgreementOut(_Stat):
+    """``metrics.agreement.Agreement``: κ, weighted κ, confusion (judge rows × reference columns), base rates."""
+
+    n: int
+    n_missing: int
+    observed: Num
+    kappa: Num
+    weighted_kappa: Num
+    categories: list[float]
+    confusion: list[list[int]]
+    judge_rates: list[Num]
+    reference_rates: list[Num]
+    disagreements: list[DisagreementOut]
+
+
+class JudgeTrustOut(_Stat):
+    """``metrics.agreement.JudgeTrust``."""
+
+    n_rows: int
+    n_labeled: int
+    raters: int
+    on_pass: AgreementOut | None
+    on_scale: AgreementOut | None
+    alpha_humans: Num
+    alpha_with_judge: Num
+    score_mean: MeanOut | None
+    pass_rate: MeanOut | None
+    missing: list[str]
+
+
+class JudgeNoiseOut(_Stat):
+    """``metrics.agreement.JudgeNoise``."""
+
+    repeats: int
+    rows: int
+    noise_sd: Num
+    flip_rate: Num
+    flaky: list[int]
+    alpha: Num
+    alpha_level: str
 
 
 class TrustSource(BaseModel):
@@ -93,7 +176,7 @@ class JudgeEntry(BaseModel):
     scale: list[float] | None
     rows_scored: int
     rows_passed_known: int
-    trust: JudgeTrust
+    trust: JudgeTrustOut
     labels_for_pass_rate: int | None = Field(None, description=f"labels for a pass rate ±{PASS_RATE_HALF_WIDTH}")
     labels_for_score: int | None = Field(None, description=f"labels for a mean score ±{SCORE_HALF_WIDTH}")
     worst: list[dict[str, Any]] = Field(
@@ -108,7 +191,7 @@ class NoiseEntry(BaseModel):
 
     criterion: str
     runs: int
-    noise: JudgeNoise
+    noise: JudgeNoiseOut
     flaky_queries: list[str]
     score_band: float | None
     pass_band: float | None
@@ -118,7 +201,7 @@ class RetrievalCheck(BaseModel):
     """The retrieval judge's pass/fail against "the context holds a document the qrels label relevant"."""
 
     criterion: str | None
-    agreement: Agreement | None
+    agreement: AgreementOut | None
     rows_known: int = Field(description="rows whose context and labels say it (the rest are unknown)")
     missing: list[str] = Field(default_factory=list)
 
@@ -133,6 +216,11 @@ class TrustSection(BaseModel):
     canary_cases: int
     noise: list[NoiseEntry] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
+
+    @property
+    def shown(self) -> bool:
+        """Worth a section in the report: the run has a judge or a generated canary (a ranking-only run has not)."""
+        return bool(self.judges or self.canaries)
 
 
 @dataclass
@@ -270,7 +358,7 @@ def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) ->
         scale=judge.scale,
         rows_scored=int(scored.size),
         rows_passed_known=int(np.count_nonzero(~np.isnan(passed))),
-        trust=trust,
+        trust=JudgeTrustOut.model_validate(trust),
         labels_for_pass_rate=need_pass,
         labels_for_score=need_score,
         worst=[
@@ -293,7 +381,7 @@ def _retrieval(cols: _Columns) -> RetrievalCheck:
         return RetrievalCheck(criterion=judge.criterion, agreement=None, rows_known=0, missing=[why])
     return RetrievalCheck(
         criterion=judge.criterion,
-        agreement=agreement(judge.passed, cols.truth, categories=(0.0, 1.0)),
+        agreement=AgreementOut.model_validate(agreement(judge.passed, cols.truth, categories=(0.0, 1.0))),
         rows_known=known,
     )
 
@@ -424,7 +512,7 @@ def _noise(cols: _Columns, again: Sequence[_Columns]) -> list[NoiseEntry]:
             NoiseEntry(
                 criterion=name,
                 runs=len(scores),
-                noise=noise,
+                noise=JudgeNoiseOut.model_validate(noise),
                 flaky_queries=[cols.query_ids[i] for i in noise.flaky],
                 score_band=_finite(noise_band(noise.noise_sd, rows)) if rows else None,
                 pass_band=_finite(noise_band(pass_sd, rows)) if rows else None,
@@ -497,13 +585,13 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt_num(value, digits)
 
 
-def _estimate(e: Estimate | None) -> str:
-    if e is None or math.isnan(e.mean):
+def _estimate(e: EstimateOut | None) -> str:
+    if e is None or e.mean is None:
         return "–"
     return f"{_num(e.mean)} [{_num(e.low)}, {_num(e.high)}]"
 
 
-def _means(m: MeanEstimates | None) -> tuple[str, str, str, str]:
+def _means(m: MeanOut | None) -> tuple[str, str, str, str]:
     if m is None:
         return ("–",) * 4
     return _estimate(m.judge_only), _estimate(m.human_only), _estimate(m.ppi), _estimate(m.ppi_plus)
