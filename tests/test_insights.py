@@ -33,8 +33,8 @@ from foundry_bridge.mock._insights import METHOD, MIN_SAMPLES, InsightRoutes
 sm_weightstats = pytest.importorskip("statsmodels.stats.weightstats")
 
 
-class Emulator(InsightRoutes, FoundryEmulator):
-    """The emulator with the insight routes registered (what the one line in mock/_emulator.py does)."""
+class Emulator(FoundryEmulator, InsightRoutes):
+    """The emulator with the insight routes registered (what the lines in mock/_emulator.py do; harmless after)."""
 
     def _register_routes(self) -> None:
         for method, pattern, fn in self._insight_routes():
