@@ -16,6 +16,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -94,6 +95,7 @@ class _RunColumns:
     direction: dict[str, bool | None]
 
 
+@cache
 def _metric_kind(evaluator: str, metric: str) -> tuple[Kind, bool | None, bool]:
     """The catalog's kind and direction of a metric, and whether it is a judge's (its pass verdict is tested too)."""
     spec = CATALOG.get(evaluator)
