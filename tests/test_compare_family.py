@@ -111,3 +111,16 @@ def test_the_markdown_table_shows_the_test_interval_and_adjusted_p(runs: tuple[P
     assert "| worse | relevance:relevance:pass | McNemar exact |" in text
     assert "p adjusted \\(Holm\\)" in text and "Gate: " in text
     assert text.count("\n| ") == len(comparison.rows) + 1
+
+
+def test_positive_and_negative_queries_are_compared_apart(runs: tuple[Path, Path, Path]) -> None:
+    base, _, worse = runs
+    kinds = {
+        json.loads(line)["query_id"]: json.loads(line)["kind"]
+        for line in (base / "records.jsonl").read_text().splitlines()
+    }
+    scored = _column(base, "groundedness", "groundedness", "score")
+    for kind in ("positive", "negative"):
+        family = compare_family_runs(base, [worse], kind=kind, metrics=["groundedness"], min_n=1)
+        row = next(r for r in family.rows if r.key == "groundedness:groundedness")
+        assert family.kind == kind and row.n == sum(1 for q in scored if kinds[q] == kind)

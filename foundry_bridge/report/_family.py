@@ -31,6 +31,7 @@ from ._format import fmt_num, md_escape
 __all__ = ["FamilyComparison", "FamilyLine", "compare_family_runs", "render_family_markdown"]
 
 Kind = Literal["boolean", "ordinal", "continuous"]
+QueryKind = Literal["positive", "negative"]
 Verdict = Literal["better", "worse", "changed", "no significant change", "within judge noise", "too few paired queries"]
 PASS_SUFFIX = ":pass"  # the key of a judge's pass/fail verdict beside its score
 
@@ -74,6 +75,7 @@ class FamilyComparison(BaseModel):
     baseline: str
     candidates: list[str]
     method: str
+    kind: QueryKind | None = Field(None, description="the queries compared: positive, negative, or all (None)")
     alpha: float
     min_n: int
     rows: list[FamilyLine]
@@ -109,22 +111,31 @@ def _metric_kind(evaluator: str, metric: str) -> tuple[Kind, bool | None, bool]:
     return kind, m.higher_is_better, spec.needs_deployment and kind != "boolean"
 
 
-def _read_run(run_dir: str | os.PathLike[str], label: str, wanted: Sequence[str] | None) -> _RunColumns:
-    """One pass: records for the ids, then results into columns (score; pass/fail for judges and booleans)."""
+def _read_run(
+    run_dir: str | os.PathLike[str], label: str, wanted: Sequence[str] | None, kind: QueryKind | None
+) -> _RunColumns:
+    """One pass: records for the ids (those of another ``kind`` blanked), then results into columns (score;
+    pass/fail for judges and booleans)."""
     folder = RunFolder(run_dir)
     folder.require_dir()
     plan = folder.read_plan(items=False, records=False)
-    query_ids = [r.query_id for r in folder.iter_records(plan)]
+    query_ids, other_kind = [], set()
+    for i, rec in enumerate(folder.iter_records(plan)):
+        query_ids.append(rec.query_id)
+        if kind is not None and rec.kind != kind:
+            other_kind.add(i)
     n = len(query_ids)
     cols: dict[str, np.ndarray] = {}
     kinds: dict[str, Kind] = {}
     direction: dict[str, bool | None] = {}
     for res in folder.iter_results():
-        if res.error is not None or not 0 <= res.row < n:
+        if res.error is not None or not 0 <= res.row < n or res.row in other_kind:
             continue
-        kind, hib, judge = _metric_kind(res.evaluator, res.metric)
+        metric_kind, hib, judge = _metric_kind(res.evaluator, res.metric)
         base = f"{res.criterion}:{res.metric}"
-        cells = [(base, kind, res.passed if kind == "boolean" else res.score)]
+        cells: list[tuple[str, Kind, float | bool | None]] = [
+            (base, metric_kind, res.passed if metric_kind == "boolean" else res.score)
+        ]
         if judge:
             cells.append((base + PASS_SUFFIX, "boolean", res.passed))
         for key, k, value in cells:
@@ -222,18 +233,20 @@ def compare_family_runs(
     alpha: float = 0.05,
     labels: Sequence[str] | None = None,
     noise: Mapping[str, float] | None = None,
+    kind: QueryKind | None = None,
 ) -> FamilyComparison:
     """Every candidate run against the baseline run on every metric both have (or those ``metrics`` name: a
-    criterion, ``criterion:metric`` or a full key), corrected over all (candidate, metric) pairs tested."""
+    criterion, ``criterion:metric`` or a full key), corrected over all (candidate, metric) pairs tested.
+    ``kind``: only the positive (or negative) queries, as ``compare`` reports them apart."""
     dirs = [baseline_dir, *candidate_dirs]
     names = list(labels) if labels is not None else [Path(d).name or str(d) for d in dirs]
     if len(names) != len(dirs) or len(set(names)) != len(names):
         names = [f"{i}:{n}" for i, n in enumerate(names)] if len(names) == len(dirs) else [str(d) for d in dirs]
-    base = _read_run(baseline_dir, names[0], metrics)
+    base = _read_run(baseline_dir, names[0], metrics, kind)
     candidates: dict[str, dict[str, np.ndarray]] = {}
     only_base, only_cand = {}, {}
     for label, path in zip(names[1:], candidate_dirs, strict=True):
-        cand = _read_run(path, label, metrics)
+        cand = _read_run(path, label, metrics, kind)
         candidates[label], only_base[label], only_cand[label] = _aligned(base, cand)
     rows = compare_family(base.columns, candidates, base.kinds, method=method, alpha=alpha, min_n=min_n, noise=noise)
     lines = [
@@ -249,6 +262,7 @@ def compare_family_runs(
         baseline=names[0],
         candidates=names[1:],
         method="Holm" if method == "holm" else "Benjamini-Hochberg",
+        kind=kind,
         alpha=alpha,
         min_n=min_n,
         rows=lines,
@@ -279,9 +293,9 @@ def render_family_markdown(comparison: FamilyComparison) -> str:
     lines = [
         "## Comparison (corrected for multiplicity)",
         "",
-        f"Baseline {md_escape(comparison.baseline)}; {len(comparison.rows)} comparisons, {comparison.method} "
-        f"adjusted over those tested, α = {comparison.alpha:g}; fewer than {comparison.min_n} paired queries are not "
-        "tested. Δ is candidate − baseline over the paired queries.",
+        f"Baseline {md_escape(comparison.baseline)}; {comparison.kind or 'all'} queries; {len(comparison.rows)} "
+        f"comparisons, {comparison.method} adjusted over those tested, α = {comparison.alpha:g}; fewer than "
+        f"{comparison.min_n} paired queries are not tested. Δ is candidate − baseline over the paired queries.",
         "",
         "| " + " | ".join(md_escape(h) for h in head) + " |",
         "|" + "---|" * len(head),
