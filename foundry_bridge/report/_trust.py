@@ -370,7 +370,8 @@ def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) ->
 
 
 def _retrieval(cols: _Columns) -> RetrievalCheck:
-    known = int(np.count_nonzero(~np.isnan(cols.truth)))
+    real = ~cols.canary  # a generated canary repeats its original's context: left out
+    known = int(np.count_nonzero(~np.isnan(cols.truth[real])))
     judge = next((j for j in cols.judges.values() if j.evaluator == RETRIEVAL), None)
     if judge is None:
         return RetrievalCheck(
@@ -381,7 +382,7 @@ def _retrieval(cols: _Columns) -> RetrievalCheck:
         return RetrievalCheck(criterion=judge.criterion, agreement=None, rows_known=0, missing=[why])
     return RetrievalCheck(
         criterion=judge.criterion,
-        agreement=AgreementOut.model_validate(agreement(judge.passed, cols.truth, categories=(0.0, 1.0))),
+        agreement=AgreementOut.model_validate(agreement(judge.passed[real], cols.truth[real], categories=(0.0, 1.0))),
         rows_known=known,
     )
 
