@@ -255,3 +255,11 @@ def test_run_of_names_the_eval_and_the_one_service_run(tmp_path: Path) -> None:
     assert run_of(state([{"offset": 0, "count": 5, "run_id": "run_1"}])) == ("eval_1", "run_1")
     with pytest.raises(UsageError, match="2 service runs"):
         run_of(state([{"offset": 0, "count": 5, "run_id": "a"}, {"offset": 5, "count": 5, "run_id": "b"}]))
+
+
+def test_a_run_with_few_rows_is_too_few_samples(runs: Runs) -> None:
+    few = _start(client_for(runs.emulator), runs.eval_id, sample_rows()[: MIN_SAMPLES - 1])
+    insight = compare_on_foundry(_client(runs.emulator), runs.eval_id, runs.base, [few])
+    assert insight.result is not None
+    assert {c.compare_items[0].treatment_effect for c in insight.result.comparisons} == {"TooFewSamples"}
+    assert all(c.compare_items[0].treatment_run_summary.sample_count < MIN_SAMPLES for c in insight.result.comparisons)
