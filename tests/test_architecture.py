@@ -152,7 +152,7 @@ LAYERS: dict[str, set[str]] = {
     "runner": BASE
     | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
     | {"foundry", "mock", "local"},
-    "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
+    "report": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries"},
     "canaries": BASE | {"dataset", "metrics"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
