@@ -477,8 +477,8 @@ def _mock_backend(options: dict[str, Any]) -> Backend:
     endpoint = options.pop("endpoint", MOCK_ENDPOINT)
     credential = options.pop("credential", None) or StaticTokenCredential("mock-token")
     fb, cl = _split(options, _FOUNDRY_OPTIONS | _CLIENT_OPTIONS, "mock")
-    if emulator is None:
-        emulator = FoundryEmulator(**emu_kwargs)
+    if emulator is None:  # nobody reads this one's call log: recording it would keep every request and response
+        emulator = FoundryEmulator(record_calls=False, **emu_kwargs)
     cl.setdefault("sleep", _capped_sleep(0.05))
     cl.setdefault("poll_interval", 0.0)
     client = FoundryClient(endpoint, credential, transport=emulator.transport(), **cl)
