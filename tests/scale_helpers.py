@@ -45,7 +45,7 @@ def report_numbers(report: dict[str, Any], rows: Iterable[dict[str, Any]]) -> di
         "negative": report["negative"],
         "stages": {"counts": report["stages"]["counts"], "queries": _first(report["stages"]["queries"])},
         "negative_queries": {
-            **_first({k: v for k, v in neg.items() if k != "local"}),
+            **_first({k: v for k, v in neg.items() if k not in ("local", "counts")}),  # counts: new in issue 13
             "aggregate": neg["local"].get("aggregate"),
             "per_query": neg["local"].get("per_query", [])[:LISTED],
         },
@@ -64,7 +64,8 @@ def compare_numbers(comparison: dict[str, Any]) -> dict[str, Any]:
     """The numbers of a comparison (its JSON as a dict); run folders' paths left out."""
     runs = [{k: v for k, v in r.items() if k != "run_dir"} for r in comparison["runs"]]
     metrics = [
-        {**m, "got_worse": m["got_worse"][:10], "n_got_worse": len(m["got_worse"])} for m in comparison["metrics"]
+        {**m, "got_worse": m["got_worse"][:10], "n_got_worse": m.get("n_got_worse", len(m["got_worse"]))}
+        for m in comparison["metrics"]
     ]
     return {**{k: v for k, v in comparison.items() if k not in ("runs", "metrics")}, "runs": runs, "metrics": metrics}
 
