@@ -160,7 +160,7 @@ def _synthetic_record(i: int, rng: Any) -> QueryRecord:
     )
 
 
-def _synthetic_rows(i: int, rec: QueryRecord, rng: Any, docret_metrics: tuple[str, ...]) -> list[dict[str, Any]]:
+def _synthetic_rows(i: int, query_id: str, rng: Any, docret_metrics: tuple[str, ...]) -> list[dict[str, Any]]:
     """Document retrieval's metrics and three judges; one judge row in 500 errored, one in 211 missing, one
     document_retrieval row in 300 with a null score."""
     out: list[dict[str, Any]] = []
@@ -169,7 +169,7 @@ def _synthetic_rows(i: int, rec: QueryRecord, rng: Any, docret_metrics: tuple[st
         out.append(
             {
                 "row": i,
-                "query_id": rec.query_id,
+                "query_id": query_id,
                 "criterion": "document_retrieval",
                 "evaluator": "builtin.document_retrieval",
                 "metric": metric,
@@ -180,7 +180,7 @@ def _synthetic_rows(i: int, rec: QueryRecord, rng: Any, docret_metrics: tuple[st
             }
         )
     for j, crit in enumerate(SYNTH_JUDGES):
-        base = {"row": i, "query_id": rec.query_id, "criterion": crit, "evaluator": f"builtin.{crit}", "metric": crit}
+        base = {"row": i, "query_id": query_id, "criterion": crit, "evaluator": f"builtin.{crit}", "metric": crit}
         if (i + j) % 211 == 17:
             continue
         if (i + j) % 500 == 7:
@@ -194,22 +194,41 @@ def _synthetic_rows(i: int, rec: QueryRecord, rng: Any, docret_metrics: tuple[st
 def write_synthetic_run(run_dir: Path, n: int, seed: int) -> Path:
     """A run folder of ``n`` generated queries laid out as the runner writes it (plan.json, items.jsonl,
     records.jsonl, results.jsonl, manifest.json with the plan hash); deterministic for a (n, seed).
-    Used by the before/after aggregates test and by benchmarks/bench_report.py."""
+    Used by the before/after aggregates test and by benchmarks/bench_report.py. Above 20,000 queries the records
+    and rows are streamed to disk (the same data; the plan is built from the first record, no items.jsonl)."""
     import random
 
     from foundry_bridge.metrics.docret import METRICS
 
     rng = random.Random(seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if n > 20_000:
+        return _write_synthetic_stream(run_dir, n, rng)
     records = [_synthetic_record(i, rng) for i in range(n)]
     plan = build_plan(records, load_mapping(None), name="synthetic")
-    run_dir.mkdir(parents=True, exist_ok=True)
     write_json(run_dir / RUN_FILES["plan"], plan.model_dump(mode="json", exclude={"records", "items"}))
     write_jsonl(run_dir / RUN_FILES["records"], plan.records)
-    rows = (r for i, rec in enumerate(records) for r in _synthetic_rows(i, rec, rng, tuple(METRICS)))
+    rows = (r for i, rec in enumerate(records) for r in _synthetic_rows(i, rec.query_id, rng, tuple(METRICS)))
     write_jsonl(run_dir / RUN_FILES["results"], (ResultRow.model_validate(r).model_dump(mode="json") for r in rows))
     write_jsonl(run_dir / RUN_FILES["items"], plan.items)
-    write_json(
-        run_dir / RUN_FILES["manifest"],
-        {"backend": "synthetic", "plan_sha256": plan.fingerprint(), "status": "completed", "tool_version": "synthetic"},
-    )
+    _synthetic_manifest(run_dir, plan.fingerprint())
+    return run_dir
+
+
+def _synthetic_manifest(run_dir: Path, plan_sha256: str) -> None:
+    manifest = {"backend": "synthetic", "plan_sha256": plan_sha256, "status": "completed", "tool_version": "synthetic"}
+    write_json(run_dir / RUN_FILES["manifest"], manifest)
+
+
+def _write_synthetic_stream(run_dir: Path, n: int, rng: Any) -> Path:
+    from foundry_bridge.metrics.docret import METRICS
+
+    first = _synthetic_record(0, rng)
+    plan = build_plan([first], load_mapping(None), name="synthetic")
+    write_json(run_dir / RUN_FILES["plan"], plan.model_dump(mode="json", exclude={"records", "items"}))
+    records = (first if i == 0 else _synthetic_record(i, rng) for i in range(n))
+    write_jsonl(run_dir / RUN_FILES["records"], (r.model_dump(mode="json", exclude_none=True) for r in records))
+    rows = (r for i in range(n) for r in _synthetic_rows(i, f"q{i}", rng, tuple(METRICS)))
+    write_jsonl(run_dir / RUN_FILES["results"], (ResultRow.model_validate(r).model_dump(mode="json") for r in rows))
+    _synthetic_manifest(run_dir, plan.fingerprint())
     return run_dir

@@ -22,6 +22,7 @@ import numpy as np
 from .._io import dumps, loads
 from ..dataset.records import QueryRecord
 from ..metrics._arrays import QueryArrays
+from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
 from ._queue import Holes
 
@@ -108,30 +109,36 @@ def read_records(
 
 @dataclass
 class Cells:
-    """One (criterion, metric) column as results.jsonl holds it; NaN / -1 where a row has no value."""
+    """One (criterion, metric) column as results.jsonl holds it; NaN / -1 where a row has no value. Labels are coded
+    (a metric has a handful: pass, fail...); reasons and errors are kept only for the rows that have one."""
 
     present: np.ndarray
     score: np.ndarray
     passed: np.ndarray  # int8: -1 none, 0 false, 1 true
     threshold: np.ndarray
-    text: dict[int, tuple[str | None, str | None, str | None]] = field(default_factory=dict)  # label, reason, error
+    label: np.ndarray  # int32 index into labels, -1 none
+    labels: dict[str, int] = field(default_factory=dict)
+    reason: dict[int, str] = field(default_factory=dict)
+    error: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, n: int) -> Cells:
         nan = np.full(n, np.nan)
-        return cls(np.zeros(n, bool), nan, np.full(n, -1, np.int8), nan.copy())
+        return cls(np.zeros(n, bool), nan, np.full(n, -1, np.int8), nan.copy(), np.full(n, -1, np.int32))
 
-    def set(self, i: int, score: float | None, passed: bool | None, threshold: float | None, text: Any) -> bool:
+    def set(self, i: int, res: ResultRow) -> bool:
         """Row ``i``'s cell (the last one wins); returns whether the row already had one."""
         duplicate = bool(self.present[i])
         self.present[i] = True
-        self.score[i] = np.nan if score is None else score
-        self.passed[i] = -1 if passed is None else int(passed)
-        self.threshold[i] = np.nan if threshold is None else threshold
-        if text != (None, None, None):
-            self.text[i] = text
-        else:
-            self.text.pop(i, None)
+        self.score[i] = np.nan if res.score is None else res.score
+        self.passed[i] = -1 if res.passed is None else int(res.passed)
+        self.threshold[i] = np.nan if res.threshold is None else res.threshold
+        self.label[i] = -1 if res.label is None else self.labels.setdefault(res.label, len(self.labels))
+        for store, value in ((self.reason, res.reason), (self.error, res.error)):
+            if value is None:
+                store.pop(i, None)
+            else:
+                store[i] = value
         return duplicate
 
 
@@ -163,7 +170,7 @@ def read_results(folder: RunFolder, evaluators: dict[str, str], n_rows: int, war
         if column is None:
             column = out.cells[(res.criterion, res.metric)] = Cells.empty(n_rows)
             out.observed[res.criterion].append(res.metric)
-        duplicates += column.set(res.row, res.score, res.passed, res.threshold, (res.label, res.reason, res.error))
+        duplicates += column.set(res.row, res)
         if res.error is not None:
             out.errors[res.criterion].setdefault(res.row, res.error)
     if out_of_range:
@@ -177,9 +184,6 @@ def _opt(x: float) -> float | None:
     return None if x != x else float(x)
 
 
-_NO_TEXT: tuple[None, None, None] = (None, None, None)
-
-
 class ScoreColumn:
     """One Foundry metric on every query: ``status`` (SCORED, ERRORED, MISSING), score and passed arrays.
 
@@ -190,8 +194,9 @@ class ScoreColumn:
         self.cells = cells if cells is not None else Cells.empty(n)
         self.crit_errors = crit_errors
         c = self.cells
+        self.label_names = list(c.labels)
         err_cell = np.zeros(n, bool)
-        err_cell[[i for i, t in c.text.items() if t[2] is not None]] = True
+        err_cell[list(c.error)] = True
         crit_err = np.zeros(n, bool)
         crit_err[list(crit_errors)] = True
         has_value = ~np.isnan(c.score) | (boolean & (c.passed >= 0))
@@ -217,7 +222,9 @@ class ScoreColumn:
         if not c.present[i]:
             error = self.crit_errors.get(i)
             return _score("missing") if error is None else _score("errored", error=error)
-        label, reason, error = c.text.get(i, _NO_TEXT)
+        code = int(c.label[i])
+        label = self.label_names[code] if code >= 0 else None
+        reason, error = c.reason.get(i), c.error.get(i)
         threshold = _opt(c.threshold[i])
         if error is not None:
             return _score("errored", threshold=threshold, reason=reason, error=error)

@@ -481,6 +481,15 @@ def _headline(base: Report, metrics: Sequence[str] | None, chosen: list[str]) ->
     return [key for key in wanted if key in chosen]
 
 
+def _lean_report(run: str | os.PathLike[str]) -> Report:
+    """A run's report as compare needs it: no rows kept, and only its columns' numbers (no reasons, no holes)."""
+    report = build_report(run, worst=0, table_rows=0)
+    for col in report._columns.foundry.values():
+        col.cells.reason, col.cells.error = {}, {}
+    report._holes = None
+    return report
+
+
 @gc_paused()
 def compare_runs(
     runs: Sequence[str | os.PathLike[str] | Report],
@@ -504,7 +513,7 @@ def compare_runs(
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
-    reports = [r if isinstance(r, Report) else build_report(r, worst=0, table_rows=0) for r in runs]
+    reports = [r if isinstance(r, Report) else _lean_report(r) for r in runs]
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
     warnings: list[str] = []
     sel = _select(reports, metrics, fail_on, warnings)

@@ -379,7 +379,7 @@ def _holes(report: Report) -> list[str]:
 def _per_query(report: Report) -> list[str]:
     """Every query (searchable, sortable) when the report holds them all, else the worst of each stage; and where
     every query's row is."""
-    note = f"<p class=meta>{_e(per_query_note(report))}</p>"
+    note = f"<p class=meta>{per_query_note(report, lambda t: f'<code>{_e(t)}</code>')}</p>"
     if report.per_query.complete:
         return [
             f"<h2>Per query ({len(report.queries)})</h2>",

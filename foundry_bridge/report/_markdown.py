@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from ..metrics.measures import measure_for_key
@@ -33,12 +34,12 @@ def worst_rows(report: Report) -> list[QueryRow]:
     return sorted(rows, key=lambda q: (order[q.stage], q.row))
 
 
-def per_query_note(report: Report) -> str:
-    """Where every query's row is (plain text)."""
+def per_query_note(report: Report, code: Callable[[str], str] = str) -> str:
+    """Where every query's row is (the path through ``code``: Markdown shows it as code)."""
     pq = report.per_query
     if pq.path:
-        return f"every query ({pq.rows}): {pq.path} (JSON lines, one row per query)"
-    return f"every query ({pq.rows}): not written (`foundry-bridge report --out FILE` writes them beside FILE)"
+        return f"every query ({pq.rows}): {code(pq.path)} (JSON lines, one row per query)"
+    return f"every query ({pq.rows}): not written ({code('foundry-bridge report --out FILE')} writes them beside FILE)"
 
 
 def _section_table(report: Report, section: Section, infos: list[MetricInfo] | None = None) -> list[str]:
@@ -310,9 +311,9 @@ def _worst(report: Report, max_queries: int) -> list[str]:
                 f"| {_failed_metrics(report, q) or '–'} |"
             )
         more = f"… and {total - len(shown)} more; " if total > len(shown) else ""
-        out.append(f"\n_{more}{md_escape(per_query_note(report))}_")
+        out.append(f"\n_{more}{per_query_note(report, _code)}_")
     else:
-        out.append(f"_every query is ok_ ({md_escape(per_query_note(report))})")
+        out.append(f"_every query is ok_ ({per_query_note(report, _code)})")
     out.append("")
     return out
 
