@@ -101,6 +101,7 @@ def main() -> None:
             t = time.perf_counter()
             if not (a / "manifest.json").exists():
                 write_synthetic_run(a, n, 1)
+            if "compare" in args.steps and not (b / "manifest.json").exists():
                 write_synthetic_run(b, n, 2)
             mib = (a / "records.jsonl").stat().st_size / 2**20 + (a / "results.jsonl").stat().st_size / 2**20
             print(f"\n{n} queries ({mib:.0f} MiB of JSONL per run; ready in {time.perf_counter() - t:.1f}s)")

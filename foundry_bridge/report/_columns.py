@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import tempfile
+from array import array
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -107,6 +108,42 @@ def read_records(
     return RecordRead(arrays, holes, facts)
 
 
+class SparseText:
+    """The strings of some rows of an ``n``-row column, as UTF-8 in one buffer: 8 bytes per row once a string is
+    set (none before), plus 16 bytes and the text per string — not a Python object per string."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.at: np.ndarray | None = None  # row → entry, -1: none
+        self.buf = bytearray()
+        self.bounds = array("q")  # entry k is buf[bounds[2k]:bounds[2k+1]]
+
+    def set(self, i: int, text: str | None) -> None:
+        if text is None:
+            if self.at is not None:
+                self.at[i] = -1
+            return
+        if self.at is None:
+            self.at = np.full(self.n, -1, np.int64)
+        self.at[i] = len(self.bounds) // 2
+        self.bounds.append(len(self.buf))
+        self.buf += text.encode("utf-8")
+        self.bounds.append(len(self.buf))
+
+    def get(self, i: int) -> str | None:
+        k = -1 if self.at is None else int(self.at[i])
+        if k < 0:
+            return None
+        return self.buf[self.bounds[2 * k] : self.bounds[2 * k + 1]].decode("utf-8")
+
+    def mask(self) -> np.ndarray:
+        """The rows that have a string."""
+        return np.zeros(self.n, bool) if self.at is None else self.at >= 0
+
+    def clear(self) -> None:
+        self.at, self.buf, self.bounds = None, bytearray(), array("q")
+
+
 @dataclass
 class Cells:
     """One (criterion, metric) column as results.jsonl holds it; NaN / -1 where a row has no value. Labels are coded
@@ -117,14 +154,15 @@ class Cells:
     passed: np.ndarray  # int8: -1 none, 0 false, 1 true
     threshold: np.ndarray
     label: np.ndarray  # int32 index into labels, -1 none
+    reason: SparseText
+    error: SparseText
     labels: dict[str, int] = field(default_factory=dict)
-    reason: dict[int, str] = field(default_factory=dict)
-    error: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, n: int) -> Cells:
         nan = np.full(n, np.nan)
-        return cls(np.zeros(n, bool), nan, np.full(n, -1, np.int8), nan.copy(), np.full(n, -1, np.int32))
+        none = np.full(n, -1, np.int8)
+        return cls(np.zeros(n, bool), nan, none, nan.copy(), np.full(n, -1, np.int32), SparseText(n), SparseText(n))
 
     def set(self, i: int, res: ResultRow) -> bool:
         """Row ``i``'s cell (the last one wins); returns whether the row already had one."""
@@ -134,11 +172,8 @@ class Cells:
         self.passed[i] = -1 if res.passed is None else int(res.passed)
         self.threshold[i] = np.nan if res.threshold is None else res.threshold
         self.label[i] = -1 if res.label is None else self.labels.setdefault(res.label, len(self.labels))
-        for store, value in ((self.reason, res.reason), (self.error, res.error)):
-            if value is None:
-                store.pop(i, None)
-            else:
-                store[i] = value
+        self.reason.set(i, res.reason)
+        self.error.set(i, res.error)
         return duplicate
 
 
@@ -195,8 +230,7 @@ class ScoreColumn:
         self.crit_errors = crit_errors
         c = self.cells
         self.label_names = list(c.labels)
-        err_cell = np.zeros(n, bool)
-        err_cell[list(c.error)] = True
+        err_cell = c.error.mask()
         crit_err = np.zeros(n, bool)
         crit_err[list(crit_errors)] = True
         has_value = ~np.isnan(c.score) | (boolean & (c.passed >= 0))
@@ -224,7 +258,7 @@ class ScoreColumn:
             return _score("missing") if error is None else _score("errored", error=error)
         code = int(c.label[i])
         label = self.label_names[code] if code >= 0 else None
-        reason, error = c.reason.get(i), c.error.get(i)
+        reason, error = c.reason.get(i), c.error.get(i)  # (error.get: a cell's own error, not the criterion's)
         threshold = _opt(c.threshold[i])
         if error is not None:
             return _score("errored", threshold=threshold, reason=reason, error=error)

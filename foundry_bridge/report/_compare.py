@@ -485,7 +485,8 @@ def _lean_report(run: str | os.PathLike[str]) -> Report:
     """A run's report as compare needs it: no rows kept, and only its columns' numbers (no reasons, no holes)."""
     report = build_report(run, worst=0, table_rows=0)
     for col in report._columns.foundry.values():
-        col.cells.reason, col.cells.error = {}, {}
+        col.cells.reason.clear()
+        col.cells.error.clear()
     report._holes = None
     return report
 

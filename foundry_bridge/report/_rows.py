@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -163,7 +163,3 @@ def _push(heap: list[Any], item: tuple[tuple[int, float, int], dict[str, Any]], 
         heapq.heappush(heap, item)
     elif item[0] > heap[0][0]:
         heapq.heapreplace(heap, item)
-
-
-def write_to(fh: IO[bytes] | None) -> Callable[[bytes], Any] | None:
-    return None if fh is None else fh.write
