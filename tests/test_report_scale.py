@@ -146,3 +146,16 @@ def test_report_cli_writes_the_per_query_file_beside_the_report(runs: tuple[Path
     res = CliRunner().invoke(cli, ["report", str(runs[0]), "--out", str(js)], catch_exceptions=False)
     data = json.loads(js.read_text(encoding="utf-8"))
     assert data["per_query"]["path"] == str(tmp_path / "r.queries.jsonl") and "queries" not in data
+
+
+def test_canaries_beyond_the_list_are_counted_and_the_uncaught_come_first() -> None:
+    from foundry_bridge.report._model import CanaryFlag
+    from foundry_bridge.report._rows import _Canaries
+
+    canaries = _Canaries()
+    for i in range(150):  # every third canary not caught, every tenth without a verdict
+        caught = None if i % 10 == 9 else i % 3 != 0
+        canaries.add(i, CanaryFlag(query_id=f"q{i}", canary="wrong number", caught=caught))
+    assert canaries.counts == {"canaries": 150, "caught": 90, "not_caught": 45, "no_verdict": 15}
+    shown = canaries.shown()
+    assert len(shown) == 100 and all(c.caught is not True for c in shown[:60]) and shown[60].caught is True

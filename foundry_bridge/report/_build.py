@@ -533,6 +533,7 @@ def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
         negative_queries=_negative_section(b.rec, _negative_lists(b.local.negative), b.local.negative),
         stages=_stage_section(arrays.query_ids, rows),
         canaries=rows.canaries,
+        canary_counts=rows.canary_counts,
         labelling_queue=_adapter(HoleEntry).validate_python(b.rec.holes.entries(LIST_CAP)),
         distributions=_distributions(b.infos, b.rec, b.local, b.scores),
         per_query=per_query,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
-from ._markdown import negative_rows, per_query_note, worst_rows
+from ._markdown import canary_note, negative_rows, per_query_note, worst_rows
 from ._model import STAGES, Distribution, QueryRow, Report, Section
 
 __all__ = ["histogram_svg", "render_html"]
@@ -354,6 +354,8 @@ def _canaries(report: Report) -> list[str]:
             f"</td><td>{_e(', '.join(c.failed_by))}</td><td>{caught}</td></tr>"
         )
     parts.append("</tbody></table>")
+    if (note := canary_note(report)) is not None:
+        parts.append(f"<p class=meta>{_e(note)}</p>")
     return parts
 
 

@@ -283,8 +283,21 @@ def _canaries(report: Report) -> list[str]:
             f"| {md_escape(c.query_id)} | {md_escape(c.canary)} | {', '.join(map(md_escape, c.passed_by)) or '–'} "
             f"| {', '.join(map(md_escape, c.failed_by)) or '–'} | {caught} |"
         )
+    if (note := canary_note(report)) is not None:
+        out.append(f"\n_{note}_")
     out.append("")
     return out
+
+
+def canary_note(report: Report) -> str | None:
+    """The canary counts, when the report lists only some of the canaries."""
+    n = report.canary_counts
+    if n.get("canaries", 0) <= len(report.canaries):
+        return None
+    return (
+        f"{n['canaries']} canaries: {n['caught']} caught, {n['not_caught']} not caught, {n['no_verdict']} without a "
+        f"verdict; the {len(report.canaries)} shown are those not caught first (every row: the per-query file)"
+    )
 
 
 def _worst(report: Report, max_queries: int) -> list[str]:

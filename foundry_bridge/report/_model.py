@@ -254,7 +254,10 @@ class Report(_Model):
     negative: Section
     negative_queries: NegativeSection
     stages: StageSection
-    canaries: list[CanaryFlag] = Field(default_factory=list)
+    canaries: list[CanaryFlag] = Field(
+        default_factory=list, description="every canary when at most LIST_CAP, else those no judge caught first"
+    )
+    canary_counts: dict[str, int] = Field(default_factory=dict, description="canaries, caught, not_caught, no_verdict")
     labelling_queue: list[HoleEntry] = Field(
         default_factory=list, description="the LIST_CAP most urgent documents (each with its first LIST_CAP queries)"
     )

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._io import dumps
 from ._columns import SCORED, STATUSES, RecordRead, ScoreColumn
-from ._model import STAGES, CanaryFlag
+from ._model import LIST_CAP, STAGES, CanaryFlag
 from ._stages import JudgeVerdict, Verdict, attribute_stage
 
 __all__ = ["Judge", "RowInputs", "RowsOut", "stream_rows"]
@@ -55,7 +55,8 @@ class RowsOut:
     """What the report keeps of the rows."""
 
     stage: np.ndarray  # int8 index into STAGES, per query
-    canaries: list[CanaryFlag] = field(default_factory=list)
+    canaries: list[CanaryFlag] = field(default_factory=list)  # see Canaries.shown
+    canary_counts: dict[str, int] = field(default_factory=dict)
     worst: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     kept: list[dict[str, Any]] | None = None
 
@@ -112,6 +113,7 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
     stage_index = {s: k for k, s in enumerate(STAGES)}
     abstains = arrays.abstains.tolist()
     facts = inp.records.iter_facts()
+    canaries = _Canaries()
     for i, local in enumerate(_local_values(inp)):
         query, response, canary, dropped, checked, holes = next(facts)
         query_id, kind = arrays.query_ids[i], arrays.kinds[i]
@@ -147,12 +149,35 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
             write(dumps(row) + b"\n")
         out.stage[i] = stage_index[stage]
         if canary is not None:
-            out.canaries.append(_canary(query_id, canary, judges))
+            canaries.add(i, _canary(query_id, canary, judges))
         if out.kept is not None:
             out.kept.append(row)
         _push(heaps[stage], ((failed, -scaled, -i), row), worst)
     out.worst = {s: [r for _, r in sorted(h, reverse=True)] for s, h in heaps.items()}
+    out.canaries, out.canary_counts = canaries.shown(), canaries.counts
     return out
+
+
+class _Canaries:
+    """Every canary counted; ``LIST_CAP`` of them kept: all when they fit, else those no judge caught first."""
+
+    def __init__(self) -> None:
+        self.counts = {"canaries": 0, "caught": 0, "not_caught": 0, "no_verdict": 0}
+        self.missed: list[tuple[int, CanaryFlag]] = []
+        self.caught: list[tuple[int, CanaryFlag]] = []
+
+    def add(self, row: int, flag: CanaryFlag) -> None:
+        self.counts["canaries"] += 1
+        self.counts[{True: "caught", False: "not_caught", None: "no_verdict"}[flag.caught]] += 1
+        kept = self.caught if flag.caught else self.missed
+        if len(kept) < LIST_CAP:
+            kept.append((row, flag))
+
+    def shown(self) -> list[CanaryFlag]:
+        """In dataset order when every canary fits, else the ones not caught (or without a verdict) first."""
+        if self.counts["canaries"] <= LIST_CAP:
+            return [f for _, f in sorted(self.missed + self.caught, key=lambda rf: rf[0])]
+        return [f for _, f in (self.missed + self.caught)[:LIST_CAP]]
 
 
 def _push(heap: list[Any], item: tuple[tuple[int, float, int], dict[str, Any]], limit: int) -> None:
