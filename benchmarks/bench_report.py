@@ -111,7 +111,8 @@ def main() -> None:
                 wall, cpu, rss = measure(args.code, argv_of(step, a, b, out))
                 results[step] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss)}
                 results[step]["output_mib"] = round(out.stat().st_size / 2**20, 2)
-                print(f"  {step:8s} wall {wall:7.2f}s  cpu {cpu:7.2f}s  peak RSS {rss:7.0f} MiB  out {_size(out)}")
+                shown = _size(out) if step != "compare" else f"{out.stat().st_size / 2**20:.1f} MiB"
+                print(f"  {step:8s} wall {wall:7.2f}s  cpu {cpu:7.2f}s  peak RSS {rss:7.0f} MiB  out {shown}")
                 if step == "html" and args.browser:
                     load = browser_load_seconds(out)
                     results[step]["chromium_load_s"] = round(load, 2) if load is not None else -1
