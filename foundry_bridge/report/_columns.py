@@ -30,6 +30,7 @@ from ._queue import Holes
 __all__ = ["SCORED", "STATUSES", "Cells", "Columns", "FoundryRead", "RecordRead", "ScoreColumn"]
 
 STATUSES = ("scored", "errored", "missing")
+_CHUNK_RECORDS = 65_536  # records whose labels and scores become arrays at once
 SCORED, ERRORED, MISSING = 0, 1, 2
 
 
@@ -104,7 +105,7 @@ def read_records(
         raise RunFolderError(
             "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
         )
-    arrays = from_records(itertools.chain((first,), it), depth, rt, abstention_phrases=phrases)
+    arrays = from_records(itertools.chain((first,), it), depth, rt, abstention_phrases=phrases, chunk=_CHUNK_RECORDS)
     return RecordRead(arrays, holes, facts)
 
 
