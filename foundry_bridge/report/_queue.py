@@ -29,9 +29,9 @@ class Holes:
 
     doc_ids: list[str] = field(default_factory=list)
     code: dict[str, int] = field(default_factory=dict)
-    docs: array[int] = field(default_factory=lambda: array("q"))
-    ranks: array[int] = field(default_factory=lambda: array("q"))
-    rows: array[int] = field(default_factory=lambda: array("q"))
+    docs: array[int] = field(default_factory=lambda: array("i"))  # int32: 12 bytes a hole
+    ranks: array[int] = field(default_factory=lambda: array("i"))
+    rows: array[int] = field(default_factory=lambda: array("i"))
     query_ids: list[str] = field(default_factory=list)
     query_text: list[str | None] = field(default_factory=list)
 
@@ -67,8 +67,8 @@ class Holes:
         import numpy as np
 
         n_docs = len(self.doc_ids)
-        docs = np.frombuffer(self.docs, dtype=np.int64) if self.docs else np.zeros(0, np.int64)
-        ranks = np.frombuffer(self.ranks, dtype=np.int64) if self.ranks else np.zeros(0, np.int64)
+        docs = np.frombuffer(self.docs, dtype=np.int32) if self.docs else np.zeros(0, np.int64)
+        ranks = np.frombuffer(self.ranks, dtype=np.int32) if self.ranks else np.zeros(0, np.int64)
         count = np.bincount(docs, minlength=n_docs)
         best = np.full(n_docs, np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(best, docs, ranks)
@@ -77,8 +77,10 @@ class Holes:
         np.add.at(priority, docs, 1.0 / ranks)  # unbuffered, in dataset order: the same sum as Python's
         ids = np.array(self.doc_ids, dtype=str)
         order = np.lexsort((ids, best, -count, -priority))
-        qids = np.array(self.query_ids, dtype=str)[np.frombuffer(self.rows, dtype=np.int64)] if self.rows else ids[:0]
-        pairs = np.lexsort((qids, ranks, docs))
+        by_id = np.empty(len(self.query_ids), dtype=np.int32)  # each query's place in query-id order
+        by_id[np.argsort(np.array(self.query_ids, dtype=str), kind="stable")] = np.arange(len(self.query_ids))
+        rows = np.frombuffer(self.rows, dtype=np.int32) if self.rows else np.zeros(0, np.int32)
+        pairs = np.lexsort((by_id[rows], ranks, docs))
         stats = {"count": count, "best": best, "rank_sum": rank_sum, "priority": priority}
         return order, stats, pairs
 
@@ -87,7 +89,7 @@ class Holes:
         import numpy as np
 
         order, stats, pairs = self.ranked()
-        docs = np.frombuffer(self.docs, dtype=np.int64)[pairs] if self.docs else np.zeros(0, np.int64)
+        docs = np.frombuffer(self.docs, dtype=np.int32)[pairs] if self.docs else np.zeros(0, np.int64)
         starts = np.searchsorted(docs, np.arange(len(self.doc_ids)))
         ends = np.searchsorted(docs, np.arange(len(self.doc_ids)), side="right")
         for d in order.tolist():
@@ -100,7 +102,7 @@ class Holes:
         import numpy as np
 
         order, stats, pairs = self.ranked()
-        docs = np.frombuffer(self.docs, dtype=np.int64)[pairs] if self.docs else np.zeros(0, np.int64)
+        docs = np.frombuffer(self.docs, dtype=np.int32)[pairs] if self.docs else np.zeros(0, np.int64)
         out: list[dict[str, Any]] = []
         for d in order[:limit].tolist():
             start, end = np.searchsorted(docs, [d, d + 1]).tolist()
