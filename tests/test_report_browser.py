@@ -50,13 +50,13 @@ window.addEventListener('load', function () {
 </script>"""
 
 
-def with_probe(page: str) -> str:
-    """The page with PROBE first in its head, and PROBE's hash added to the page's script-src (the page's CSP runs
+def with_probe(page: str, probe: str = PROBE) -> str:
+    """The page with ``probe`` first in its head, and its hash added to the page's script-src (the page's CSP runs
     only scripts it lists by hash)."""
-    body = PROBE.removeprefix("<script>").removesuffix("</script>")
+    body = probe.removeprefix("<script>").removesuffix("</script>")
     digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
     page = page.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
-    return page.replace("<head>", "<head>" + PROBE, 1)
+    return page.replace("<head>", "<head>" + probe, 1)
 
 
 def _chromium() -> str | None:
@@ -92,10 +92,10 @@ def _dump_dom(html_path: Path, profile: Path) -> str:
     return proc.stdout
 
 
-def rendered_dom(page: str, tmp_path: Path) -> tuple[str, str]:
+def rendered_dom(page: str, tmp_path: Path, probe: str = PROBE) -> tuple[str, str]:
     """``page`` with the probe, loaded in headless Chromium: (the DOM after scripts ran, its ``<html>`` tag)."""
     html_path = tmp_path / "report.html"
-    html_path.write_text(with_probe(page), encoding="utf-8")
+    html_path.write_text(with_probe(page, probe), encoding="utf-8")
     dom = _dump_dom(html_path, tmp_path / "profile")
     root = re.search(r"<html[^>]*>", dom)
     assert root is not None
@@ -121,3 +121,24 @@ def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     assert "<img" not in table
     # sorting works: descending by query id puts q11 first
     assert 'data-first-desc="q11"' in root_tag
+
+
+SEARCH_PROBE = """<script>
+window.addEventListener('load', function () {
+  var box = document.getElementById('query-search');
+  box.value = 'Q0';  // case-insensitive: the rows of q01..q09
+  box.dispatchEvent(new Event('input'));
+  var rows = document.getElementById('queries').tBodies[0].rows, shown = [];
+  Array.prototype.forEach.call(rows, function (r) { if (!r.hidden) { shown.push(r.getAttribute('data-query-id')); } });
+  document.documentElement.setAttribute('data-shown', shown.join(','));
+});
+</script>"""
+
+
+def test_the_search_box_hides_the_rows_without_the_text(tmp_path: Path) -> None:
+    report = build_report(write_run(tmp_path / "run"))
+    _, root_tag = rendered_dom(render_html(report), tmp_path, SEARCH_PROBE)
+    shown = re.search(r'data-shown="([^"]*)"', root_tag)
+    assert shown is not None, root_tag
+    expected = [q.query_id for q in report.queries if q.query_id.startswith("q0")]
+    assert shown.group(1).split(",") == expected and len(expected) == 9

@@ -17,7 +17,9 @@ __all__ = ["command"]
     help=f"Merge a run folder's Foundry results with the local metrics ({measures_labels()}, negative-query report, "
     "stage attribution) into one report: JSON (the model), Markdown (fits a pull-request comment) or one "
     "self-contained HTML file. Positive and negative queries are reported separately; errored and missing judge "
-    "scores are counted, never averaged as 0. See docs/report.md.",
+    "scores are counted, never averaged as 0. Every query's row is written as JSON lines beside --out "
+    "(FILE.queries.jsonl) or to --queries; the report shows the aggregates, the distributions and the worst queries "
+    "of each stage. See docs/report.md.",
 )
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
@@ -38,13 +40,39 @@ __all__ = ["command"]
 @click.option(
     "--stage-k", type=click.IntRange(1, 1_000_000), default=None, help="Cutoff for stage attribution (default: max k)."
 )
-def command(run_dir: Path, fmt: str | None, out: Path | None, queue: Path | None, stage_k: int | None) -> None:
+@click.option(
+    "--queries",
+    "queries_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every query's row here as JSON lines (default with --out: FILE.queries.jsonl beside it; "
+    "without --out: not written).",
+)
+@click.option(
+    "--worst",
+    type=click.IntRange(0, 10_000),
+    default=10,
+    show_default=True,
+    help="Worst queries shown per stage (most failed answer judges, then the lowest scores).",
+)
+def command(
+    run_dir: Path,
+    fmt: str | None,
+    out: Path | None,
+    queue: Path | None,
+    stage_k: int | None,
+    queries_out: Path | None,
+    worst: int,
+) -> None:
     from ..report import build_report, render, write_labelling_queue
 
     if fmt is None:
         suffix = out.suffix.lower() if out else ""
         fmt = {".json": "json", ".html": "html", ".htm": "html"}.get(suffix, "md")
-    report = build_report(run_dir, stage_k=stage_k)
+    if queries_out is None and out is not None:
+        queries_out = out.with_name(out.stem + ".queries.jsonl")
+    report = build_report(run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst)
+    if queries_out is not None:
+        click.echo(f"wrote {queries_out} ({report.per_query.rows} queries, JSON lines)", err=True)
     text = render(report, fmt)
     if out is None:
         click.echo(text, nl=False)

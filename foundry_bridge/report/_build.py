@@ -1,30 +1,31 @@
 """Build a ``Report`` from a run folder: normalized Foundry results merged with locally computed metrics.
 
-Inputs (records, result rows, plan) are validated as they are read, one line at a time, and reduced to what the
-report needs; the per-query models are then validated in bulk (one call per column, not one per object). The run
-folder is read only through ``runfolder.RunFolder``, whose counts are checked (a truncated ``results.jsonl`` is an
-error, never a smaller report). The cyclic garbage collector is paused while a report is built
-(``_io.gc_paused``): a 10,000-query run makes about a million small, acyclic objects, which the collector's
-repeated passes would otherwise rescan.
+One pass over the run folder (``runfolder.RunFolder``, whose counts are checked: a truncated ``results.jsonl`` is
+an error, never a smaller report): the plan without its items, the records into the local metrics' arrays (their
+text spilled to a temporary file, ``_columns.read_records``), the result rows into numpy columns
+(``_columns.read_results``). Aggregates are computed on the columns (``_aggregate``); the per-query rows are made
+one at a time and written to a JSONL file as they are made (``_rows``): memory grows with the number of metrics
+and of the rows shown, not with the document text or the rows written. The cyclic garbage collector is paused
+while a report is built (``_io.gc_paused``): the objects made are acyclic.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+import numpy as np
 from pydantic import TypeAdapter
 
 from .. import __version__
-from .._io import gc_paused
+from .._io import atomic_open, gc_paused
 from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.records import QueryRecord
 from ..mapping.plan import Plan
@@ -32,27 +33,31 @@ from ..metrics.measures import measure_for_key
 from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
 from ..wire import finite_number, passed_for_kind, resolve_threshold
+from ._aggregate import aggregate_foundry, aggregate_local, defined, distribution, per_metric_coverage, summary_infos
+from ._columns import SCORED, Columns, FoundryRead, RecordRead, ScoreColumn, read_records, read_results
 from ._model import (
+    LIST_CAP,
     STAGES,
-    CanaryFlag,
     CriterionThreshold,
-    FoundryScore,
     HoleEntry,
-    MetricAggregate,
     MetricInfo,
     NegativeSection,
     Params,
+    PerQuery,
     Provenance,
     QueryRow,
     Report,
     Section,
     StageSection,
 )
-from ._stages import STAGE_RULES, JudgeVerdict, attribute_stage
+from ._rows import Judge, RowInputs, RowsOut, stream_rows
+from ._stages import STAGE_RULES
 
-__all__ = ["ReportError", "build_report", "foundry_key", "load_run"]
+__all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key", "load_run"]
 
 _NOT_METRICS = {"query_id", "kind", "kind_source", "n_rel", "row", "line", "source"}
+DEFAULT_WORST = 10  # worst queries shown per stage
+TABLE_ROWS = 2000  # up to this many queries, the report holds every row (the HTML's per-query table)
 
 
 ReportError = RunFolderError  # a run folder that cannot be reported on: the run folder's own error
@@ -72,74 +77,6 @@ def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Plan, lis
 def _answer_evaluators() -> set[str]:
     """Evaluators that judge the response (their inputs include it): derived from the catalog."""
     return {name for name, spec in CATALOG.items() if "response" in spec.input_names}
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return float(sum(values) / len(values)) if values else None
-
-
-def _median(values: Sequence[float]) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    n = len(s)
-    return float(s[n // 2]) if n % 2 else float((s[n // 2 - 1] + s[n // 2]) / 2)
-
-
-def _aggregate_foundry(scores: Sequence[FoundryScore]) -> MetricAggregate:
-    values: list[float] = []
-    scored = passed = failed = errored = missing = 0
-    for s in scores:  # one pass
-        status = s.status
-        if status == "scored":
-            scored += 1
-            if s.score is not None:
-                values.append(s.score)
-            if s.passed is True:
-                passed += 1
-            elif s.passed is False:
-                failed += 1
-        elif status == "errored":
-            errored += 1
-        elif status == "missing":
-            missing += 1
-    n = len(scores)
-    return MetricAggregate(
-        queries=n,
-        scored=scored,
-        errored=errored,
-        missing=missing,
-        coverage=scored / n if n else None,
-        mean=_mean(values),
-        median=_median(values),
-        min=min(values) if values else None,
-        max=max(values) if values else None,
-        passed=passed,
-        failed=failed,
-        pass_rate=passed / (passed + failed) if passed + failed else None,
-    )
-
-
-def _aggregate_local(values: Sequence[float | None], nan_policy: str) -> MetricAggregate:
-    defined = [v for v in values if v is not None]
-    undefined = len(values) - len(defined)
-    if nan_policy == "zerofill":
-        mean = _mean([*defined, *([0.0] * undefined)])
-    elif nan_policy == "drop" or undefined == 0:
-        mean = _mean(defined)
-    else:  # propagate
-        mean = None
-    n = len(values)
-    return MetricAggregate(
-        queries=n,
-        scored=len(defined),
-        undefined=undefined,
-        coverage=len(defined) / n if n else None,
-        mean=mean,
-        median=_median(defined),
-        min=min(defined) if defined else None,
-        max=max(defined) if defined else None,
-    )
 
 
 def _thresholds(plan: Plan) -> tuple[list[CriterionThreshold], dict[str, EvaluatorSpec | None]]:
@@ -163,60 +100,6 @@ def _thresholds(plan: Plan) -> tuple[list[CriterionThreshold], dict[str, Evaluat
     return out, specs
 
 
-def _negative_lists(neg_report: dict[str, Any]) -> dict[str, list[str]]:
-    """Query lists from the local negative-query report (tolerant of its per-query key names)."""
-    out: dict[str, list[str]] = {"surfaced": [], "contradiction": []}
-    for entry in neg_report.get("per_query", []) or []:
-        qid = str(entry.get("query_id"))
-        surfaced = entry.get("surfaced", entry.get("surfaced_evidence"))
-        surfaced_flag = (
-            surfaced if isinstance(surfaced, bool) else bool(finite_number(surfaced) or entry.get("n_surfaced") or 0)
-        )
-        if surfaced_flag:
-            out["surfaced"].append(qid)
-        contra = entry.get("relevant_labelled_in_top_k", entry.get("label_contradiction"))
-        if contra:
-            out["contradiction"].append(qid)
-    return out
-
-
-def _holes(rec: QueryRecord, k: int, hits: dict[str, list[tuple[int, str]]]) -> list[str]:
-    """One query's unlabelled top-k documents; each is appended to ``hits`` as ``(rank, query_id)``."""
-    labelled = {g.document_id for g in rec.retrieval_ground_truth or []}
-    seen: set[str] = set()
-    rank = 0
-    holes: list[str] = []
-    for doc in rec.retrieved_documents:
-        if doc.document_id in seen:  # a repeat counts at its first position; later ones are removed
-            continue
-        seen.add(doc.document_id)
-        rank += 1
-        if rank > k:
-            break
-        if doc.document_id not in labelled:
-            hits[doc.document_id].append((rank, rec.query_id))
-            holes.append(doc.document_id)
-    return holes
-
-
-def _labelling_queue(hits: dict[str, list[tuple[int, str]]]) -> list[HoleEntry]:
-    entries: list[dict[str, Any]] = []
-    for doc_id, doc_hits in hits.items():
-        ranks = [r for r, _ in doc_hits]
-        entries.append(
-            {
-                "document_id": doc_id,
-                "count": len(ranks),
-                "best_rank": min(ranks),
-                "mean_rank": sum(ranks) / len(ranks),
-                "priority": sum([1.0 / r for r in ranks]),
-                "queries": [{"query_id": q, "rank": r} for r, q in sorted(doc_hits)],  # by rank, then query id
-            }
-        )
-    entries.sort(key=lambda e: (-e["priority"], -e["count"], e["best_rank"], e["document_id"]))
-    return _adapter(HoleEntry).validate_python(entries)
-
-
 def _metric_kind(evaluator: str | None, metric: str) -> str | None:
     """The catalog kind (ordinal, continuous, boolean) of an evaluator's metric, if the catalog knows it."""
     spec = CATALOG.get(evaluator or "")
@@ -235,33 +118,6 @@ def _adapter(item: Any) -> TypeAdapter[Any]:
     return TypeAdapter(list[item])
 
 
-def _score_input(cell: tuple[Any, ...] | None, crit_error: str | None, boolean: bool = False) -> dict[str, Any]:
-    """The ``FoundryScore`` fields of one (query, metric) cell: ``cell`` is the result row's
-    ``(score, passed, label, threshold, reason, error)``, ``crit_error`` an error of the criterion on that row.
-    A verdict without a score counts as scored only for a boolean metric; otherwise the score is missing."""
-    if cell is None:
-        if crit_error is not None:
-            return {"status": "errored", "error": crit_error}
-        return {"status": "missing", "reason": None, "threshold": None}
-    score, passed, label, threshold, reason, error = cell
-    if error is not None:
-        return {"status": "errored", "error": error, "reason": reason, "threshold": threshold}
-    if score is not None or (boolean and passed is not None):
-        return {
-            "status": "scored",
-            "score": score,
-            "passed": passed,
-            "label": label,
-            "threshold": threshold,
-            "reason": reason,
-        }
-    return {"status": "missing", "reason": reason or "null score and no error", "threshold": threshold}
-
-
-_Fact = tuple[str, str, str, str | None, str | None, str | None, list[str], bool]
-_Cell = tuple[Any, ...]  # a result row's (score, passed, label, threshold, reason, error)
-
-
 @dataclass
 class _RunInput:
     """The run folder as the report reads it: manifest, plan (its items read only for the fingerprint, if needed)."""
@@ -271,32 +127,6 @@ class _RunInput:
     manifest: dict[str, Any]
     plan: Plan
     fingerprint: Callable[[], str]
-
-
-@dataclass
-class _LocalMetrics:
-    """One pass over the records: the per-query facts, holes and the local metric columns (NaN → ``None``)."""
-
-    facts: list[_Fact]
-    holes_by_query: dict[str, list[str]]
-    hole_hits: dict[str, list[tuple[int, str]]]
-    keys: list[str]
-    columns: dict[str, list[float | None]]
-    n_rel: list[float] | None
-    abstains: list[int]
-    negative: dict[str, Any]
-
-
-@dataclass
-class _FoundryCells:
-    """One pass over results.jsonl: each (criterion, metric) column of cells and what the pass counted."""
-
-    cells: dict[tuple[str, str], list[_Cell | None]]
-    errors: dict[str, dict[int, str]]
-    observed: dict[str, list[str]]
-    evaluator_of: dict[str, str]
-    n_results: int
-    errored_rows: int
 
 
 def _open_run(run_dir: str | os.PathLike[str]) -> _RunInput:
@@ -341,90 +171,7 @@ def _params(plan: Plan, stage_k: int | None) -> tuple[Params, dict[str, Evaluato
     return params, specs
 
 
-def _fact(rec: QueryRecord, asm: dict[str, Any]) -> _Fact:
-    """What the report keeps of one record: ids, kind, text fields, canary, the assembly check's verdict."""
-    canary = rec.extra.get("canary")
-    return (
-        rec.query_id,
-        rec.kind,
-        rec.kind_source,
-        rec.query,
-        rec.response,
-        str(canary) if canary not in (None, "", False) else None,
-        [str(d) for d in asm.get("dropped_relevant", []) or []],
-        bool(asm.get("checked", False)) and rec.context is not None,
-    )
-
-
-def _local_metrics(run: _RunInput, params: Params) -> _LocalMetrics:
-    """Records, read once: local metrics from arrays, the per-query facts kept, the document text dropped."""
-    from ..metrics import assembly_check
-    from ..metrics._arrays import from_records
-    from ..metrics.negative import negative_report_from_arrays
-    from ..metrics.ranking import ranking_from_arrays
-
-    ms, k_stage, rt = run.plan.mapping.metrics, params.stage_k, params.relevance_threshold
-    facts: list[_Fact] = []
-    holes_by_query: dict[str, list[str]] = {}
-    hole_hits: dict[str, list[tuple[int, str]]] = defaultdict(list)
-
-    def records() -> Iterator[QueryRecord]:
-        for rec in run.folder.iter_records(run.plan):
-            holes_by_query[rec.query_id] = _holes(rec, k_stage, hole_hits)
-            facts.append(_fact(rec, assembly_check((rec,), k=k_stage, relevance_threshold=rt)[0]))
-            yield rec
-
-    stream = records()
-    first = next(stream, None)
-    if first is None:
-        raise RunFolderError(
-            "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(run.folder.path)
-        )
-    arrays = from_records(itertools.chain((first,), stream), params.k[-1], rt, abstention_phrases=ms.abstention_phrases)
-    del first, stream
-    ranking = ranking_from_arrays(arrays, ks=tuple(params.k), nan_policy="propagate")
-    if list(ranking.query_ids) != [f[0] for f in facts]:
-        raise RuntimeError("internal: local metrics are not aligned with the records (query ids differ)")
-    negative: dict[str, Any] = {}
-    if bool(arrays.negative.any()):
-        negative = dict(negative_report_from_arrays(arrays, k=k_stage, surface_threshold=ms.surface_threshold))
-    keys = [k for k in ranking.metric_keys if k not in _NOT_METRICS]
-    columns = {k: [None if v != v else v for v in ranking.columns[k].tolist()] for k in keys}  # NaN → None
-    n_rel = [float(v) for v in ranking.columns["n_rel"].tolist()] if "n_rel" in ranking.columns else None
-    return _LocalMetrics(facts, holes_by_query, hole_hits, keys, columns, n_rel, arrays.abstains.tolist(), negative)
-
-
-def _foundry_cells(run: _RunInput, n_rows: int, warnings: list[str]) -> _FoundryCells:
-    """Foundry results, read once, each row reduced to its score fields; out-of-range rows and duplicates warned."""
-    out = _FoundryCells(
-        {}, defaultdict(dict), defaultdict(list), {c.name: c.evaluator for c in run.plan.criteria}, 0, 0
-    )
-    duplicates = out_of_range = 0
-    for res in run.folder.iter_results():
-        out.n_results += 1
-        if res.error is not None:
-            out.errored_rows += 1
-        if not 0 <= res.row < n_rows:
-            out_of_range += 1
-            continue
-        out.evaluator_of.setdefault(res.criterion, res.evaluator)
-        column = out.cells.get((res.criterion, res.metric))
-        if column is None:
-            column = out.cells[(res.criterion, res.metric)] = [None] * n_rows
-            out.observed[res.criterion].append(res.metric)
-        elif column[res.row] is not None:
-            duplicates += 1
-        column[res.row] = (res.score, res.passed, res.label, res.threshold, res.reason, res.error)
-        if res.error is not None:
-            out.errors[res.criterion].setdefault(res.row, res.error)
-    if out_of_range:
-        warnings.append(f"{out_of_range} result row(s) point at a dataset row that does not exist: ignored")
-    if duplicates:
-        warnings.append(f"{duplicates} duplicated result row(s) (same row, criterion, metric): the last one kept")
-    return out
-
-
-def _expected(plan: Plan, specs: dict[str, EvaluatorSpec | None], found: _FoundryCells) -> list[tuple[str, str]]:
+def _expected(plan: Plan, specs: dict[str, EvaluatorSpec | None], found: FoundryRead) -> list[tuple[str, str]]:
     """The (criterion, metric) pairs reported: each planned criterion's primary metric, then what the results hold
     (criteria the plan does not name come last)."""
     planned = [c.name for c in plan.criteria]
@@ -468,7 +215,7 @@ def _foundry_info(crit_name: str, metric: str, evaluator: str | None, t: Criteri
 
 
 def _metric_infos(
-    local_keys: list[str], expected: list[tuple[str, str]], found: _FoundryCells, params: Params
+    local_keys: list[str], expected: list[tuple[str, str]], found: FoundryRead, params: Params
 ) -> list[MetricInfo]:
     threshold_of = {(t.criterion, t.metric): t for t in params.thresholds}
     return [_local_info(k) for k in local_keys] + [
@@ -476,184 +223,162 @@ def _metric_infos(
     ]
 
 
-def _score_columns(expected: list[tuple[str, str]], found: _FoundryCells, n_rows: int) -> dict[str, list[FoundryScore]]:
-    """Every Foundry metric as a column of ``FoundryScore``, validated in one call per metric."""
-    out: dict[str, list[FoundryScore]] = {}
+def _score_columns(expected: list[tuple[str, str]], found: FoundryRead, n_rows: int) -> dict[str, ScoreColumn]:
+    """Every Foundry metric as a ``ScoreColumn`` (statuses derived for every query at once)."""
+    out: dict[str, ScoreColumn] = {}
     for crit_name, metric in expected:
-        column = found.cells.get((crit_name, metric)) or [None] * n_rows
-        errs = found.errors.get(crit_name, {})
         boolean = _metric_kind(found.evaluator_of.get(crit_name), metric) == "boolean"
-        out[foundry_key(crit_name, metric)] = _adapter(FoundryScore).validate_python(
-            [_score_input(cell, errs.get(i), boolean) for i, cell in enumerate(column)]
-        )
+        cells = found.cells.get((crit_name, metric))
+        out[foundry_key(crit_name, metric)] = ScoreColumn(cells, found.errors.get(crit_name, {}), n_rows, boolean)
     return out
 
 
-def _canary(query_id: str, canary: str, judges: list[JudgeVerdict]) -> CanaryFlag:
-    """A judge canary: which answer judges passed (flagged it), failed (caught it) or did not score it."""
-    passed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is True]
-    failed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is False]
-    unscored = [j.criterion for j in judges if j.score.status != "scored" or j.score.passed is None]
-    caught = True if failed_by else (False if passed_by else None)
-    return CanaryFlag(
-        query_id=query_id, canary=canary, passed_by=passed_by, failed_by=failed_by, unscored=unscored, caught=caught
-    )
-
-
-@dataclass
-class _QueryInputs:
-    """What the per-query step reads: local metrics, Foundry score columns, the answer judges, contradictions."""
-
-    local: _LocalMetrics
-    scores: dict[str, list[FoundryScore]]
-    judges: list[tuple[str, list[FoundryScore] | None]]
-    contradictions: set[str]
-    hit: list[float | None] | None  # hit@stage_k, read by stage attribution
-    missing: FoundryScore = field(default_factory=lambda: FoundryScore(status="missing"))
-    specs_by_key: dict[str, EvaluatorSpec] = field(default_factory=dict)  # score key → its evaluator's catalog entry
-
-
-def _read_for_kind(
-    scores: dict[str, FoundryScore], specs: dict[str, EvaluatorSpec], kind: str, abstained: bool | None
-) -> dict[str, FoundryScore]:
-    """One query's Foundry verdicts read for its kind (``wire.passed_for_kind``: a quality_grader fail on a
-    negative query that abstained is the correct outcome); the reason says when a verdict was read so."""
-    if kind != "negative" or not abstained:
-        return scores
-    for key, spec in specs.items():
-        s = scores.get(key)
-        if s is not None and s.status == "scored":
-            passed, note = passed_for_kind(spec, s.passed, kind=kind, abstained=abstained)
-            if note is not None:
-                scores[key] = s.model_copy(update={"passed": passed, "reason": f"{note}. {s.reason or ''}".strip()})
-    return scores
-
-
-def _query_row(i: int, inp: _QueryInputs) -> tuple[dict[str, Any], CanaryFlag | None]:
-    """One query's row (as ``QueryRow`` input) and its canary flag, if it carries a canary."""
-    query_id, kind, kind_source, query, response, canary_text, dropped, checked = inp.local.facts[i]
-    local = {k: col[i] for k, col in inp.local.columns.items()}
-    if inp.local.n_rel is not None:
-        local["n_rel"] = inp.local.n_rel[i]
-    abstained = None if inp.local.abstains[i] < 0 else bool(inp.local.abstains[i])
-    judges = [JudgeVerdict(c, inp.missing if col is None else col[i]) for c, col in inp.judges]
-    stage, reason = attribute_stage(
-        kind=kind,
-        hit=None if inp.hit is None else inp.hit[i],
-        assembly_checked=checked,
-        dropped_relevant=dropped,
-        has_response=response is not None,
-        abstained=abstained,
-        answer_judges=judges,
-        label_contradiction=query_id in inp.contradictions,
-    )
-    row = {
-        "row": i,
-        "query_id": query_id,
-        "kind": kind,
-        "kind_source": kind_source,
-        "query": query,
-        "response": response,
-        "canary": canary_text,
-        "local": local,
-        "foundry": _read_for_kind({key: col[i] for key, col in inp.scores.items()}, inp.specs_by_key, kind, abstained),
-        "abstained": abstained,
-        "dropped_relevant": dropped,
-        "holes": inp.local.holes_by_query.get(query_id, []),
-        "stage": stage,
-        "stage_reason": reason,
-    }
-    return row, None if canary_text is None else _canary(query_id, canary_text, judges)
-
-
-def _queries(inp: _QueryInputs) -> tuple[list[QueryRow], list[CanaryFlag]]:
-    """The per-query rows (validated in one call) and the canary flags."""
-    rows: list[dict[str, Any]] = []
-    canaries: list[CanaryFlag] = []
-    for i in range(len(inp.local.facts)):
-        row, canary = _query_row(i, inp)
-        rows.append(row)
-        if canary is not None:
-            canaries.append(canary)
-    return _adapter(QueryRow).validate_python(rows), canaries
+def _read_for_kind(scores: dict[str, ScoreColumn], found: FoundryRead, rec: RecordRead) -> None:
+    """Foundry verdicts read for the query's kind (``wire.passed_for_kind``): a quality_grader fail on a negative
+    query that abstained is the correct outcome, so it reads as passed and its reason says so. In place."""
+    kinds = np.array([k == "negative" for k in rec.arrays.kinds], dtype=bool) & (rec.arrays.abstains == 1)
+    for key, col in scores.items():
+        spec = CATALOG.get(found.evaluator_of.get(key.split("/", 1)[0]) or "")  # key: criterion[/metric]
+        if spec is None or not spec.abstention_correct_on_negative:
+            continue
+        for i in np.flatnonzero(kinds & (col.status == SCORED) & (col.passed == 0)):
+            passed, note = passed_for_kind(spec, False, kind="negative", abstained=True)
+            if note is not None and passed is not None:
+                col.passed[i] = int(passed)
+                col.cells.reason.set(int(i), f"{note}. {col.cells.reason.get(int(i)) or ''}".strip())
 
 
 def _answer_judges(
-    params: Params, specs: dict[str, EvaluatorSpec | None], scores: dict[str, list[FoundryScore]]
-) -> list[tuple[str, list[FoundryScore] | None]]:
+    params: Params, specs: dict[str, EvaluatorSpec | None], scores: dict[str, ScoreColumn]
+) -> list[Judge]:
     """The answer criteria with a primary metric, each with its primary score column (``None``: no column)."""
-    out: list[tuple[str, list[FoundryScore] | None]] = []
+    out: list[Judge] = []
     for c in params.answer_criteria:
         spec = specs.get(c)
         if spec is not None and spec.primary_metric:
-            out.append((c, scores.get(foundry_key(c, spec.primary_metric))))
+            m = spec.metric(spec.primary_metric)
+            lo, hi = m.min_value, m.max_value
+            column = scores.get(foundry_key(c, spec.primary_metric))
+            out.append(Judge(c, column, float(lo or 0.0), float(1.0 if hi is None else hi)))
     return out
 
 
-def _section(kind: str, queries: list[QueryRow], infos: list[MetricInfo], nan_policy: str) -> Section:
+@dataclass
+class _Local:
+    """The local metrics on every query (NaN: undefined) and the negative-query report."""
+
+    keys: list[str]
+    columns: dict[str, np.ndarray]  # the metric keys, then n_rel when present
+    negative: dict[str, Any]
+
+
+def _local_columns(rec: RecordRead, params: Params, surface_threshold: float | None) -> _Local:
+    """The ranking metrics at every k and the negative-query report, computed on the records' arrays."""
+    from ..metrics.negative import negative_report_from_arrays
+    from ..metrics.ranking import ranking_from_arrays
+
+    arrays = rec.arrays
+    ranking = ranking_from_arrays(arrays, ks=tuple(params.k), nan_policy="propagate")
+    if list(ranking.query_ids) != arrays.query_ids:
+        raise RuntimeError("internal: local metrics are not aligned with the records (query ids differ)")
+    negative: dict[str, Any] = {}
+    if bool(arrays.negative.any()):
+        negative = dict(negative_report_from_arrays(arrays, k=params.stage_k, surface_threshold=surface_threshold))
+    keys = [k for k in ranking.metric_keys if k not in _NOT_METRICS]
+    columns = {k: np.asarray(ranking.columns[k], dtype=np.float64) for k in keys}
+    if "n_rel" in ranking.columns:
+        columns["n_rel"] = np.asarray(ranking.columns["n_rel"], dtype=np.float64)
+    return _Local(keys, columns, negative)
+
+
+def _negative_lists(neg_report: dict[str, Any]) -> dict[str, list[str]]:
+    """Query lists from the local negative-query report (tolerant of its per-query key names)."""
+    out: dict[str, list[str]] = {"surfaced": [], "contradiction": []}
+    for entry in neg_report.get("per_query", []) or []:
+        qid = str(entry.get("query_id"))
+        surfaced = entry.get("surfaced", entry.get("surfaced_evidence"))
+        surfaced_flag = (
+            surfaced if isinstance(surfaced, bool) else bool(finite_number(surfaced) or entry.get("n_surfaced") or 0)
+        )
+        if surfaced_flag:
+            out["surfaced"].append(qid)
+        contra = entry.get("relevant_labelled_in_top_k", entry.get("label_contradiction"))
+        if contra:
+            out["contradiction"].append(qid)
+    return out
+
+
+def _ids(query_ids: list[str], mask: np.ndarray, limit: int = LIST_CAP) -> list[str]:
+    """The first ``limit`` query ids where ``mask`` holds, in dataset order."""
+    return [query_ids[i] for i in np.flatnonzero(mask)[:limit].tolist()]
+
+
+def _negative_section(rec: RecordRead, neg_lists: dict[str, list[str]], local: dict[str, Any]) -> NegativeSection:
+    arrays = rec.arrays
+    negative = np.array([k == "negative" for k in arrays.kinds], dtype=bool)
+    answered, abstained = negative & (arrays.abstains == 0), negative & (arrays.abstains == 1)
+    lists = {
+        "queries": _ids(arrays.query_ids, negative),
+        "surfaced_evidence": neg_lists["surfaced"][:LIST_CAP],
+        "answered": _ids(arrays.query_ids, answered),
+        "abstained": _ids(arrays.query_ids, abstained),
+        "label_contradictions": neg_lists["contradiction"][:LIST_CAP],
+    }
+    counts = {
+        "queries": int(negative.sum()),
+        "surfaced_evidence": len(neg_lists["surfaced"]),
+        "answered": int(answered.sum()),
+        "abstained": int(abstained.sum()),
+        "label_contradictions": len(neg_lists["contradiction"]),
+    }
+    shown = {**local, "per_query": list(local.get("per_query", []) or [])[:LIST_CAP]} if local else local
+    return NegativeSection(**lists, counts=counts, local=shown)
+
+
+def _section(
+    kind: str,
+    rec: RecordRead,
+    local: _Local,
+    scores: dict[str, ScoreColumn],
+    infos: list[MetricInfo],
+    stage: np.ndarray,
+    nan_policy: str,
+) -> Section:
     """The aggregates of one query kind: every metric, the kind sources and the stage counts."""
-    rows = [q for q in queries if q.kind == kind]
-    sources: dict[str, int] = defaultdict(int)
-    for q in rows:
-        sources[q.kind_source] += 1
-    agg: dict[str, MetricAggregate] = {}
+    arrays = rec.arrays
+    mask = np.array([k == kind for k in arrays.kinds], dtype=bool)
+    sources = Counter(s for s, k in zip(arrays.kind_sources, arrays.kinds, strict=True) if k == kind)
+    agg = {}
     for info in infos:
         if info.source == "local":
-            agg[info.key] = _aggregate_local([q.local.get(info.key) for q in rows], nan_policy)
+            agg[info.key] = aggregate_local(local.columns[info.key][mask], nan_policy)
         else:
-            agg[info.key] = _aggregate_foundry([q.foundry[info.key] for q in rows])
-    stages = {s: sum(1 for q in rows if q.stage == s) for s in STAGES}
-    return Section(kind=kind, queries=len(rows), kind_sources=dict(sources), metrics=agg, stages=stages)
+            agg[info.key] = aggregate_foundry(scores[info.key], mask)
+    stages = {s: int(np.count_nonzero(stage[mask] == k)) for k, s in enumerate(STAGES)}
+    return Section(kind=kind, queries=int(mask.sum()), kind_sources=dict(sources), metrics=agg, stages=stages)
 
 
-def _stage_section(queries: list[QueryRow]) -> StageSection:
+def _stage_section(query_ids: list[str], rows: RowsOut) -> StageSection:
     return StageSection(
-        counts={s: sum(1 for q in queries if q.stage == s) for s in STAGES},
-        queries={s: [q.query_id for q in queries if q.stage == s] for s in STAGES},
+        counts={s: int(np.count_nonzero(rows.stage == k)) for k, s in enumerate(STAGES)},
+        queries={s: _ids(query_ids, rows.stage == k) for k, s in enumerate(STAGES)},
+        worst={s: [r["query_id"] for r in rows.worst.get(s, [])] for s in STAGES},
         rules=STAGE_RULES,
     )
 
 
-def _negative_section(
-    queries: list[QueryRow], neg_lists: dict[str, list[str]], local: dict[str, Any]
-) -> NegativeSection:
-    neg_rows = [q for q in queries if q.kind == "negative"]
-    return NegativeSection(
-        queries=[q.query_id for q in neg_rows],
-        surfaced_evidence=neg_lists["surfaced"],
-        answered=[q.query_id for q in neg_rows if q.abstained is False],
-        abstained=[q.query_id for q in neg_rows if q.abstained is True],
-        label_contradictions=neg_lists["contradiction"],
-        local=local,
-    )
-
-
-def _per_metric_coverage(
-    expected: list[tuple[str, str]], scores: dict[str, list[FoundryScore]], n_rows: int
-) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for crit_name, metric in expected:
-        key = foundry_key(crit_name, metric)
-        statuses = Counter(s.status for s in scores[key])
-        out[key] = {
-            "expected": n_rows,
-            "scored": statuses["scored"],
-            "errored": statuses["errored"],
-            "missing": statuses["missing"],
-        }
-    return out
-
-
 def _coverage(
     per_metric: dict[str, dict[str, int]],
-    found: _FoundryCells,
-    queries: list[QueryRow],
+    found: FoundryRead,
+    kind_sources: list[str],
     positive: Section,
     negative: Section,
     manifest: dict[str, Any],
     warnings: list[str],
+    holes: tuple[int, int],
 ) -> dict[str, Any]:
-    """Coverage counts; errored, missing and absent scores, unknown kinds and an unfinished run are warned."""
+    """Coverage counts (and the labelling queue's documents and holes); errored, missing and absent scores, unknown
+    kinds and an unfinished run are warned."""
     total_err = sum(v["errored"] for v in per_metric.values())
     total_missing = sum(v["missing"] for v in per_metric.values())
     if total_err:
@@ -665,14 +390,14 @@ def _coverage(
         warnings.append(f"{total_missing} Foundry score(s) missing (no result or a null score)")
     if not found.n_results:
         warnings.append("results.jsonl is empty: no Foundry scores at all")
-    unknown_kind = sum(1 for q in queries if q.kind_source == "unknown")
+    unknown_kind = sum(1 for s in kind_sources if s == "unknown")
     if unknown_kind:
         warnings.append(f"{unknown_kind} query(ies) have neither a declared kind nor labels: treated as positive")
     status = manifest.get("status") or manifest.get("run_status")
     if status and status != "completed":
         warnings.append(f"the run's status is {status!r}, not 'completed'")
     return {
-        "queries": len(queries),
+        "queries": len(kind_sources),
         "positive": positive.queries,
         "negative": negative.queries,
         "result_rows": found.n_results,
@@ -682,7 +407,21 @@ def _coverage(
         "scores_errored": total_err,
         "scores_missing": total_missing,
         "per_metric": per_metric,
+        "hole_documents": holes[0],
+        "holes": holes[1],
     }
+
+
+def _distributions(infos: list[MetricInfo], rec: RecordRead, local: _Local, scores: dict[str, ScoreColumn]) -> list:
+    """The histogram of every summary metric, positive and negative queries on the same bins."""
+    negative = np.array([k == "negative" for k in rec.arrays.kinds], dtype=bool)
+    out = []
+    for info in summary_infos(infos):
+        values = local.columns[info.key] if info.source == "local" else scores[info.key].values()
+        d = distribution(info, defined(values[~negative]), defined(values[negative]))
+        if d is not None:
+            out.append(d)
+    return out
 
 
 _MOCK_WARNING = (
@@ -691,57 +430,130 @@ _MOCK_WARNING = (
 )
 
 
-@gc_paused()
-def build_report(run_dir: str | os.PathLike[str], *, stage_k: int | None = None) -> Report:
-    """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
+@dataclass
+class _Built:
+    """A report's pieces before the model is assembled."""
 
-    ``records.jsonl`` and ``results.jsonl`` are each read once, a line at a time: records are reduced to the
-    per-query facts the report needs (their document text is not kept), result rows to their scores. Steps:
-    open the run → params → local metrics (records) → Foundry cells (results) → metric infos and score columns →
-    per-query rows → sections, coverage and provenance.
-    """
+    run: _RunInput
+    params: Params
+    rec: RecordRead
+    found: FoundryRead
+    infos: list[MetricInfo]
+    scores: dict[str, ScoreColumn]
+    local: _Local
+    warnings: list[str]
+
+
+def _read(run_dir: str | os.PathLike[str], stage_k: int | None) -> tuple[_Built, dict[str, EvaluatorSpec | None]]:
+    """The one pass over the run folder: plan, records into arrays, results into columns, the local metrics."""
     run = _open_run(run_dir)
     params, specs = _params(run.plan, stage_k)
     warnings: list[str] = []
-    local = _local_metrics(run, params)
-    n_rows = len(local.facts)
-    found = _foundry_cells(run, n_rows, warnings)
+    ms = run.plan.mapping.metrics
+    records = run.folder.iter_records(run.plan)
+    rec = read_records(
+        run.folder,
+        records,
+        k_stage=params.stage_k,
+        depth=params.k[-1],
+        rt=params.relevance_threshold,
+        phrases=ms.abstention_phrases,
+    )
+    n_rows = rec.arrays.n_queries
+    evaluators = {c.name: c.evaluator for c in run.plan.criteria}
+    found = read_results(run.folder, evaluators, n_rows, warnings)
     run.folder.check_consistent(results=found.n_results, rows=n_rows)
     expected = _expected(run.plan, specs, found)
+    local = _local_columns(rec, params, ms.surface_threshold)
     infos = _metric_infos(local.keys, expected, found, params)
     scores = _score_columns(expected, found, n_rows)
-    del found.cells
-    neg_lists = _negative_lists(local.negative)
-    judges = _answer_judges(params, specs, scores)
-    hit = local.columns.get(f"hit@{params.stage_k}")
-    inp = _QueryInputs(local, scores, judges, set(neg_lists["contradiction"]), hit)
-    inp.specs_by_key = {
-        foundry_key(c, m): spec
-        for c, m in expected
-        if (spec := CATALOG.get(found.evaluator_of.get(c) or "")) is not None and spec.abstention_correct_on_negative
-    }
-    queries, canaries = _queries(inp)
-    del inp, local.columns
-    positive = _section("positive", queries, infos, params.nan_policy)
-    negative = _section("negative", queries, infos, params.nan_policy)
-    per_metric = _per_metric_coverage(expected, scores, n_rows)
-    coverage = _coverage(per_metric, found, queries, positive, negative, run.manifest, warnings)
-    provenance = _provenance(run.run_dir, run.manifest, run.plan, run.fingerprint)
+    _read_for_kind(scores, found, rec)
+    found.cells = {}
+    return _Built(run, params, rec, found, infos, scores, local, warnings), specs
+
+
+def _rows(b: _Built, specs: dict[str, EvaluatorSpec | None], out: IO[bytes] | None, worst: int, keep: bool) -> RowsOut:
+    contradiction_ids = set(_negative_lists(b.local.negative)["contradiction"])
+    contradiction = np.array([q in contradiction_ids for q in b.rec.arrays.query_ids], dtype=bool)
+    inp = RowInputs(
+        b.rec,
+        b.local.columns,
+        b.scores,
+        _answer_judges(b.params, specs, b.scores),
+        contradiction,
+        f"hit@{b.params.stage_k}",
+    )
+    return stream_rows(inp, None if out is None else out.write, worst=worst, keep_all=keep)
+
+
+@gc_paused()
+def build_report(
+    run_dir: str | os.PathLike[str],
+    *,
+    stage_k: int | None = None,
+    queries_out: str | os.PathLike[str] | None = None,
+    worst: int = DEFAULT_WORST,
+    table_rows: int = TABLE_ROWS,
+) -> Report:
+    """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
+
+    ``queries_out``: write every per-query row there (JSONL, one ``QueryRow`` per line, in dataset order) as it is
+    made; the report references it (``per_query.path``). ``worst``: the worst queries kept per stage
+    (``stages.worst``). Runs of at most ``table_rows`` queries keep every row in ``report.queries``; larger ones
+    keep only the worst rows. Steps: read (plan → records → results → local metrics → columns) → rows →
+    sections, coverage, distributions, labelling queue and provenance.
+    """
+    b, specs = _read(run_dir, stage_k)
+    n_rows = b.rec.arrays.n_queries
+    keep = n_rows <= table_rows
+    with atomic_open(queries_out) if queries_out is not None else contextlib.nullcontext() as fh:
+        rows = _rows(b, specs, fh, worst, keep)
+    report = _assemble(
+        b,
+        rows,
+        PerQuery(
+            path=None if queries_out is None else str(queries_out), rows=n_rows, complete=keep, worst_per_stage=worst
+        ),
+    )
+    shown = rows.kept if rows.kept is not None else _worst_rows(rows)
+    report._queries = _adapter(QueryRow).validate_python(shown)
+    report._columns = Columns(b.rec.arrays.query_ids, b.rec.arrays.kinds, b.local.columns, b.scores)
+    report._holes = b.rec.holes
+    return report
+
+
+def _worst_rows(rows: RowsOut) -> list[dict[str, Any]]:
+    """The worst rows of every stage, in dataset order."""
+    return sorted((r for s in STAGES for r in rows.worst.get(s, [])), key=lambda r: r["row"])
+
+
+def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
+    nan_policy, arrays = b.params.nan_policy, b.rec.arrays
+    positive = _section("positive", b.rec, b.local, b.scores, b.infos, rows.stage, nan_policy)
+    negative = _section("negative", b.rec, b.local, b.scores, b.infos, rows.stage, nan_policy)
+    per_metric = per_metric_coverage(b.scores, arrays.n_queries)
+    n_holes = (len(b.rec.holes.doc_ids), len(b.rec.holes.docs))
+    coverage = _coverage(
+        per_metric, b.found, arrays.kind_sources, positive, negative, b.run.manifest, b.warnings, n_holes
+    )
+    provenance = _provenance(b.run.run_dir, b.run.manifest, b.run.plan, b.run.fingerprint)
     if provenance.backend == "mock":
-        warnings.insert(0, _MOCK_WARNING)
+        b.warnings.insert(0, _MOCK_WARNING)
     return Report(
         provenance=provenance,
-        params=params,
-        metrics=infos,
+        params=b.params,
+        metrics=b.infos,
         coverage=coverage,
         positive=positive,
         negative=negative,
-        negative_queries=_negative_section(queries, neg_lists, local.negative),
-        stages=_stage_section(queries),
-        canaries=canaries,
-        labelling_queue=_labelling_queue(local.hole_hits),
-        queries=queries,
-        warnings=warnings,
+        negative_queries=_negative_section(b.rec, _negative_lists(b.local.negative), b.local.negative),
+        stages=_stage_section(arrays.query_ids, rows),
+        canaries=rows.canaries,
+        canary_counts=rows.canary_counts,
+        labelling_queue=_adapter(HoleEntry).validate_python(b.rec.holes.entries(LIST_CAP)),
+        distributions=_distributions(b.infos, b.rec, b.local, b.scores),
+        per_query=per_query,
+        warnings=b.warnings,
     )
 
 

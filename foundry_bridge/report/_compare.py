@@ -22,15 +22,18 @@ from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ._build import build_report
-from ._model import STAGES, MetricInfo, Report
+from ._columns import SCORED, Columns
+from ._model import LIST_CAP, STAGES, MetricInfo, Report
 
 __all__ = [
     "CompareGateFailed",
     "Comparison",
     "CoverageChange",
     "MetricComparison",
+    "PairedTest",
     "RunSummaryRow",
     "compare_runs",
+    "paired_test",
     "parse_fail_on",
 ]
 
@@ -85,7 +88,10 @@ class MetricComparison(_Model):
     wins: int
     ties: int
     losses: int
-    got_worse: list[dict[str, Any]] = Field(default_factory=list, description="[{query_id, baseline, candidate}]")
+    got_worse: list[dict[str, Any]] = Field(
+        default_factory=list, description="[{query_id, baseline, candidate}], the LIST_CAP largest changes first"
+    )
+    n_got_worse: int = Field(0, description="queries that got worse (got_worse lists the first LIST_CAP)")
 
 
 class CoverageChange(_Model):
@@ -129,37 +135,21 @@ class Comparison(_Model):
         raise KeyError((candidate, metric, section))
 
 
-def _values(report: Report, key: str, source: str) -> Any:
-    """``key``'s value on every query of ``report``, in query order, as a float array (NaN: undefined, errored or
-    missing)."""
-    import numpy as np
-
-    nan = float("nan")
-    out = np.empty(len(report.queries), dtype=np.float64)
-    for i, q in enumerate(report.queries):
-        if source == "local":
-            v = q.local.get(key)
-        else:
-            fs = q.foundry.get(key)
-            v = fs.score if fs is not None and fs.status == "scored" else None
-        out[i] = nan if v is None else v
-    return out
-
-
 class _Run:
     """One run's queries for pairing: the row of each query id (its last row, as a dict lookup would give) and
-    each metric's values, computed once per run whatever the number of candidates."""
+    each metric's values (the report's columns: NaN where undefined, errored or missing)."""
 
     def __init__(self, report: Report) -> None:
+        columns: Columns | None = report._columns
+        if columns is None:
+            raise UsageError("compare needs reports built by build_report (a report read from JSON has no columns)")
         self.report = report
-        self.kind = {q.query_id: q.kind for q in report.queries}
-        self.row = {q.query_id: i for i, q in enumerate(report.queries)}
-        self._values: dict[str, Any] = {}
+        self.columns = columns
+        self.kind = dict(zip(columns.query_ids, columns.kinds, strict=True))
+        self.row = {q: i for i, q in enumerate(columns.query_ids)}
 
     def values(self, key: str, source: str) -> Any:
-        if key not in self._values:
-            self._values[key] = _values(self.report, key, source)
-        return self._values[key]
+        return self.columns.values(key, source)
 
 
 def _labels(paths: Sequence[str]) -> list[str]:
@@ -306,13 +296,47 @@ def _verdict(n_paired: int, significant: bool, delta: float | None, hib: bool | 
     return "better" if (delta > 0) == hib else "worse"
 
 
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired test's result on one metric: p-value, the method's name and the CI of the mean difference."""
+
+    p: float
+    method: str
+    ci_low: float | None
+    ci_high: float | None
+
+
+def paired_test(baseline: Any, candidate: Any, settings: _Settings, key: str) -> PairedTest:
+    """The paired test of one metric over aligned values (no NaN): sign-flip randomization test of the mean
+    difference and its percentile bootstrap CI, both from one generator seeded by (seed, ``key``)."""
+    from ._stats import bootstrap_ci, paired_generator, sign_flip_test
+
+    d = candidate - baseline
+    if not d.size:
+        return PairedTest(float("nan"), "none (no paired queries)", None, None)
+    rng = paired_generator(settings.seed, key)
+    p, method = sign_flip_test(d, n_resamples=settings.n_resamples, rng=rng)
+    lo, hi = bootstrap_ci(d, confidence=settings.confidence, n_resamples=settings.n_resamples, rng=rng)
+    return PairedTest(p, method, lo, hi)
+
+
+def _got_worse(ids: list[str], where: Any, b: Any, c: Any, worse: Any) -> list[dict[str, Any]]:
+    """The LIST_CAP queries that got worse by the most, largest change first (ties in dataset order)."""
+    import numpy as np
+
+    order = np.argsort(-np.abs(c[worse] - b[worse]), kind="stable")[:LIST_CAP]
+    picked = worse[order]
+    return [
+        {"query_id": ids[w], "baseline": bw, "candidate": cw}
+        for w, bw, cw in zip(where[picked].tolist(), b[picked].tolist(), c[picked].tolist(), strict=True)
+    ]
+
+
 def _compare_one(
     name: str, section: Section_, info: MetricInfo, b_all: Any, c_all: Any, ids: list[str], settings: _Settings
 ) -> MetricComparison:
     """One metric of one section, candidate vs baseline, over the queries defined in both."""
     import numpy as np
-
-    from ._stats import bootstrap_ci, paired_generator, sign_flip_test
 
     defined = ~(np.isnan(b_all) | np.isnan(c_all))
     where = np.flatnonzero(defined)
@@ -320,22 +344,12 @@ def _compare_one(
     n_paired = int(b.size)
     d = c - b
     hib = info.higher_is_better
-    delta: float | None = None
-    p, method, lo, hi = float("nan"), "none (no paired queries)", None, None
-    if n_paired:
-        rng = paired_generator(settings.seed, f"{name}|{section}|{info.key}")
-        p, method = sign_flip_test(d, n_resamples=settings.n_resamples, rng=rng)
-        lo, hi = bootstrap_ci(d, confidence=settings.confidence, n_resamples=settings.n_resamples, rng=rng)
-        delta = float(d.mean())
-    significant = bool(n_paired) and not math.isnan(p) and p < settings.alpha and delta != 0
+    test = paired_test(b, c, settings, f"{name}|{section}|{info.key}")
+    delta = float(d.mean()) if n_paired else None
+    significant = bool(n_paired) and not math.isnan(test.p) and test.p < settings.alpha and delta != 0
     worse_mask = (d < 0) if hib is not False else (d > 0)
     better_mask = (d > 0) if hib is not False else (d < 0)
     worse = np.flatnonzero(worse_mask)
-    got_worse = [
-        {"query_id": ids[w], "baseline": bw, "candidate": cw}
-        for w, bw, cw in zip(where[worse].tolist(), b[worse].tolist(), c[worse].tolist(), strict=True)
-    ]
-    got_worse.sort(key=lambda g: -abs(g["candidate"] - g["baseline"]))
     return MetricComparison(
         candidate=name,
         section=section,
@@ -346,16 +360,17 @@ def _compare_one(
         baseline_mean=float(b.mean()) if n_paired else None,
         candidate_mean=float(c.mean()) if n_paired else None,
         delta=delta,
-        ci_low=lo,
-        ci_high=hi,
-        p_value=None if math.isnan(p) else p,
-        test=method,
+        ci_low=test.ci_low,
+        ci_high=test.ci_high,
+        p_value=None if math.isnan(test.p) else test.p,
+        test=test.method,
         significant=significant,
         verdict=_verdict(n_paired, significant, delta, hib),
         wins=int(np.count_nonzero(better_mask)),
         ties=int(np.count_nonzero(d == 0)),
         losses=int(np.count_nonzero(worse_mask)),
-        got_worse=got_worse,
+        got_worse=_got_worse(ids, where, b, c, worse),
+        n_got_worse=int(worse.size),
     )
 
 
@@ -374,21 +389,21 @@ def _compare_candidate(
     return out
 
 
-def _coverage_changes(base: Report, rep: Report, name: str, base_scored: dict[str, int]) -> list[CoverageChange]:
+def _coverage_changes(base: _Run, cand: _Run, name: str, base_scored: dict[str, int]) -> list[CoverageChange]:
     """Coverage over the baseline's queries: a query the candidate lost counts as not scored."""
-    cand_rows = {q.query_id: q for q in rep.queries}
+    import numpy as np
+
+    ids = base.columns.query_ids
+    n = len(ids)
+    at = np.array([cand.row.get(q, -1) for q in ids], dtype=np.int64)
+    found = at >= 0
     out: list[CoverageChange] = []
-    n = len(base.queries)
-    for key in base.coverage.get("per_metric", {}):
+    for key in base.report.coverage.get("per_metric", {}):
         if key not in base_scored:
-            base_scored[key] = sum(
-                1 for q in base.queries if q.foundry.get(key) is not None and q.foundry[key].status == "scored"
-            )
-        c_scored = 0
-        for q in base.queries:
-            cq = cand_rows.get(q.query_id)
-            fs = cq.foundry.get(key) if cq is not None else None
-            c_scored += fs is not None and fs.status == "scored"
+            col = base.columns.foundry.get(key)
+            base_scored[key] = 0 if col is None else int(np.count_nonzero(col.status == SCORED))
+        c_col = cand.columns.foundry.get(key)
+        c_scored = 0 if c_col is None else int(np.count_nonzero(c_col.status[at[found]] == SCORED))
         b_rate = base_scored[key] / n if n else None
         c_rate = c_scored / n if n else None
         out.append(
@@ -445,7 +460,7 @@ def _summary_row(rep: Report, name: str, chosen: list[str]) -> RunSummaryRow:
         label=name,
         run_dir=rep.provenance.run_dir,
         backend=rep.provenance.backend,
-        queries=len(rep.queries),
+        queries=int(rep.coverage.get("queries", 0)),
         positive=rep.positive.queries,
         negative=rep.negative.queries,
         scores_scored=int(rep.coverage.get("scores_scored", 0)),
@@ -464,6 +479,16 @@ def _headline(base: Report, metrics: Sequence[str] | None, chosen: list[str]) ->
     wanted = [(m @ k).key for m in map(parse_measure, _HEADLINE)]
     wanted += [m.key for m in base.metrics if m.source == "foundry" and m.primary]
     return [key for key in wanted if key in chosen]
+
+
+def _lean_report(run: str | os.PathLike[str]) -> Report:
+    """A run's report as compare needs it: no rows kept, and only its columns' numbers (no reasons, no holes)."""
+    report = build_report(run, worst=0, table_rows=0)
+    for col in report._columns.foundry.values():
+        col.cells.reason.clear()
+        col.cells.error.clear()
+    report._holes = None
+    return report
 
 
 @gc_paused()
@@ -489,7 +514,7 @@ def compare_runs(
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
-    reports = [r if isinstance(r, Report) else build_report(r) for r in runs]
+    reports = [r if isinstance(r, Report) else _lean_report(r) for r in runs]
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
     warnings: list[str] = []
     sel = _select(reports, metrics, fail_on, warnings)
@@ -503,7 +528,7 @@ def compare_runs(
         pairing = _pair(base_run, cand_run, name, names[0], warnings)
         queries.append(pairing.queries)
         comparisons += _compare_candidate(base_run, cand_run, name, pairing, sel, settings)
-        coverage += _coverage_changes(reports[0], rep, name, base_scored)
+        coverage += _coverage_changes(base_run, cand_run, name, base_scored)
     return Comparison(
         headline=_headline(reports[0], metrics, sel.chosen),
         baseline=names[0],

@@ -10,14 +10,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import math
 from collections.abc import Sequence
 
-from ..catalog import CATALOG
-from ..metrics.measures import measure_for_key
+from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
-from ._markdown import negative_rows, summary_metric_keys
-from ._model import STAGES, MetricInfo, QueryRow, Report, Section
+from ._markdown import canary_note, negative_rows, per_query_note, worst_rows
+from ._model import STAGES, Distribution, QueryRow, Report, Section
 
 __all__ = ["histogram_svg", "render_html"]
 
@@ -67,6 +65,16 @@ _JS = """
       });
     });
   });
+  var search=document.getElementById('query-search');
+  if(search){
+    var qt=document.getElementById('queries');
+    search.addEventListener('input',function(){
+      var needle=search.value.toLowerCase();
+      Array.prototype.forEach.call(qt.tBodies[0].rows,function(r){
+        r.hidden=needle!==''&&r.textContent.toLowerCase().indexOf(needle)<0;
+      });
+    });
+  }
   document.documentElement.setAttribute('data-report-ready','1');
 })();
 """
@@ -84,32 +92,6 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _bins(values: Sequence[float], lo: float | None, hi: float | None) -> tuple[list[float], bool]:
-    """Bin edges: one bin per integer for small integer scales (judges 1–5), else 10 equal bins."""
-    if lo is None or hi is None:
-        lo = min(values) if values else 0.0
-        hi = max(values) if values else 1.0
-    if values and all(float(v).is_integer() for v in values) and hi - lo <= 10 and float(lo).is_integer():
-        return [lo + i - 0.5 for i in range(int(hi - lo) + 2)], True
-    if hi <= lo:
-        hi = lo + 1.0
-    return [lo + (hi - lo) * i / 10 for i in range(11)], False
-
-
-def _counts(values: Sequence[float], edges: list[float]) -> list[int]:
-    """Values per bin: a value below an edge falls in the bin that edge closes; above the last, in the last bin."""
-    nb = len(edges) - 1
-    out = [0] * nb
-    for v in values:
-        idx = nb - 1
-        for b in range(nb):
-            if v < edges[b + 1]:
-                idx = max(b, 0)
-                break
-        out[idx] += 1
-    return out
-
-
 def histogram_svg(
     title: str,
     positive: Sequence[float],
@@ -121,18 +103,28 @@ def histogram_svg(
     height: int = 140,
 ) -> str:
     """An inline SVG histogram: positive and negative queries side by side, bar height = share of the section."""
-    edges, integer = _bins([*positive, *negative], lo, hi)
+    import numpy as np
+
+    pos, neg = np.asarray(positive, dtype=np.float64), np.asarray(negative, dtype=np.float64)
+    edges, integer = bins(np.concatenate([pos, neg]), lo, hi)
+    d = Distribution(key=title, edges=edges, integer=integer, positive=counts(pos, edges), negative=counts(neg, edges))
+    return _svg(d, width=width, height=height)
+
+
+def _svg(d: Distribution, *, width: int = 300, height: int = 140) -> str:
+    """The SVG of one distribution (bar height = share of the section's values)."""
+    edges, integer, cp, cn = d.edges, d.integer, d.positive, d.negative
     nb = len(edges) - 1
-    cp, cn = _counts(positive, edges), _counts(negative, edges)
-    sp = [c / len(positive) if positive else 0.0 for c in cp]
-    sn = [c / len(negative) if negative else 0.0 for c in cn]
+    npos, nneg = sum(cp), sum(cn)
+    sp = [c / npos if npos else 0.0 for c in cp]
+    sn = [c / nneg if nneg else 0.0 for c in cn]
     top = max([*sp, *sn, 1e-9])
     pad_l, pad_b, pad_t = 28, 22, 6
     plot_w, plot_h = width - pad_l - 4, height - pad_b - pad_t
     bw = plot_w / nb
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_e(title)}">',
+        f'aria-label="{_e(d.key)}">',
         f'<line x1="{pad_l}" y1="{pad_t + plot_h}" x2="{width - 4}" y2="{pad_t + plot_h}" stroke="#999"/>',
         f'<text x="2" y="{pad_t + 9}" font-size="9" fill="#666">{top:.0%}</text>',
     ]
@@ -163,14 +155,6 @@ def histogram_svg(
     return "".join(parts)
 
 
-def _values(rows: Sequence[QueryRow], info: MetricInfo) -> list[float]:
-    if info.source == "local":
-        vals = [q.local.get(info.key) for q in rows]
-    else:
-        vals = [q.foundry[info.key].score if q.foundry[info.key].status == "scored" else None for q in rows]
-    return [float(v) for v in vals if v is not None and not math.isnan(float(v))]
-
-
 def _section_table(report: Report, section: Section) -> str:
     rows = []
     for info in report.metrics:
@@ -197,33 +181,17 @@ def _section_table(report: Report, section: Section) -> str:
 
 
 def _charts(report: Report) -> str:
-    pos = [q for q in report.queries if q.kind == "positive"]
-    neg = [q for q in report.queries if q.kind == "negative"]
     out = []
-    for info in summary_metric_keys(report):
-        lo = hi = None
-        if info.source == "foundry" and info.evaluator:
-            spec = CATALOG.get(info.evaluator)
-            if spec is not None:
-                try:
-                    m = spec.metric(info.metric)
-                    lo, hi = m.min_value, m.max_value
-                except KeyError:
-                    pass
-        elif (measure := measure_for_key(info.key)) is not None and measure.spec.bounds is not None:
-            lo, hi = measure.spec.bounds
-        pv, nv = _values(pos, info), _values(neg, info)
-        if not pv and not nv:
-            continue
-        svg = histogram_svg(info.key, pv, nv, lo=lo, hi=hi)
-        pa, na = report.positive.metrics.get(info.key), report.negative.metrics.get(info.key)
+    for d in report.distributions:
+        pa, na = report.positive.metrics.get(d.key), report.negative.metrics.get(d.key)
+        foundry = report.metric(d.key).source == "foundry"
         note = []
         for name, agg in (("positive", pa), ("negative", na)):
             if agg is not None and agg.queries:
-                extra = f", {agg.errored} errored, {agg.missing} missing" if info.source == "foundry" else ""
+                extra = f", {agg.errored} errored, {agg.missing} missing" if foundry else ""
                 note.append(f"{name}: {agg.scored} scored{extra}")
         out.append(
-            f'<div class="chart"><h3>{_e(info.key)}</h3>{svg}<div class="meta">{_e("; ".join(note))}</div></div>'
+            f'<div class="chart"><h3>{_e(d.key)}</h3>{_svg(d)}<div class="meta">{_e("; ".join(note))}</div></div>'
         )
     legend = (
         '<div class="legend"><span><i class="sw" style="background:var(--pos)"></i>positive</span>'
@@ -251,11 +219,9 @@ def _score_cell(report: Report, q: QueryRow, key: str) -> str:
 _QUERY_TABLE_MEASURES = ("rr", "recall", "ndcg", "distracting")  # local columns of the per-query table, at stage k
 
 
-def _query_table(report: Report) -> str:
+def _query_table(report: Report, rows: Sequence[QueryRow]) -> str:
     k = report.params.stage_k
-    local_cols = [
-        c for c in (f"{name}@{k}" for name in _QUERY_TABLE_MEASURES) if any(c in q.local for q in report.queries)
-    ]
+    local_cols = [c for c in (f"{name}@{k}" for name in _QUERY_TABLE_MEASURES) if any(c in q.local for q in rows)]
     foundry_cols = [m.key for m in report.metrics if m.source == "foundry" and m.primary]
     head = "".join(
         f"<th>{_e(h)}</th>"
@@ -263,7 +229,7 @@ def _query_table(report: Report) -> str:
     )
     body = []
     order = {s: i for i, s in enumerate(STAGES)}
-    for q in report.queries:
+    for q in rows:
         cells = [
             f'<td class=n data-v="{q.row}">{q.row}</td>',
             f"<td>{_e(q.query_id)}</td>",
@@ -348,9 +314,11 @@ def _stages(report: Report) -> list[str]:
     parts.append("</thead><tbody>")
     for stage in STAGES:
         ids = report.stages.queries.get(stage, [])
+        count = report.stages.counts.get(stage, 0)
+        more = f" … and {count - len(ids)} more" if count > len(ids) else ""
         parts.append(
-            f'<tr><td class="stage-{stage}">{stage}</td><td class=n>{report.stages.counts.get(stage, 0)}</td>'
-            f"<td>{_e(', '.join(ids))}</td></tr>"
+            f'<tr><td class="stage-{stage}">{stage}</td><td class=n>{count}</td>'
+            f"<td>{_e(', '.join(ids) + more)}</td></tr>"
         )
     parts.append("</tbody></table><details><summary>Rules</summary><ul>")
     parts.extend(f"<li>{_e(r)}</li>" for r in report.stages.rules)
@@ -386,13 +354,15 @@ def _canaries(report: Report) -> list[str]:
             f"</td><td>{_e(', '.join(c.failed_by))}</td><td>{caught}</td></tr>"
         )
     parts.append("</tbody></table>")
+    if (note := canary_note(report)) is not None:
+        parts.append(f"<p class=meta>{_e(note)}</p>")
     return parts
 
 
 def _holes(report: Report) -> list[str]:
     if not report.labelling_queue:
         return []
-    parts = [f"<h2>Label next ({len(report.labelling_queue)})</h2>"]
+    parts = [f"<h2>Label next ({report.coverage.get('hole_documents', len(report.labelling_queue))})</h2>"]
     parts.append(
         '<table class="sortable" id="holes"><thead><tr><th>document</th><th>queries</th><th>best rank</th>'
         "<th>mean rank</th><th>priority</th><th>where</th></tr></thead><tbody>"
@@ -408,6 +378,28 @@ def _holes(report: Report) -> list[str]:
     return parts
 
 
+def _per_query(report: Report) -> list[str]:
+    """Every query (searchable, sortable) when the report holds them all, else the worst of each stage; and where
+    every query's row is."""
+    note = f"<p class=meta>{per_query_note(report, lambda t: f'<code>{_e(t)}</code>')}</p>"
+    if report.per_query.complete:
+        return [
+            f"<h2>Per query ({len(report.queries)})</h2>",
+            '<p class=meta><input id="query-search" type="search" placeholder="search the queries" size="40"> '
+            "Click a header to sort.</p>",
+            _query_table(report, report.queries),
+            note,
+        ]
+    shown = worst_rows(report)
+    return [
+        f"<h2>Queries to look at ({len(shown)} of {report.per_query.rows})</h2>",
+        f"<p class=meta>The worst {report.per_query.worst_per_stage} of each stage that is not ok (most failed "
+        "answer judges, then the lowest scores). Click a header to sort.</p>",
+        _query_table(report, shown),
+        note,
+    ]
+
+
 def render_html(report: Report) -> str:
     """The report as one self-contained HTML page: head, warnings, sections, charts, stages, negative queries,
     canaries, the per-query table, the labelling queue."""
@@ -419,8 +411,7 @@ def render_html(report: Report) -> str:
     parts.append("<h2>Score distributions</h2>")
     parts.append(_charts(report))
     parts.extend([*_stages(report), *_negatives(report), *_canaries(report)])
-    parts.append(f"<h2>Per query ({len(report.queries)})</h2><p class=meta>Click a header to sort.</p>")
-    parts.append(_query_table(report))
+    parts.extend(_per_query(report))
     parts.extend(_holes(report))
     parts.append(f"</main><script>{_JS}</script></body></html>")
     return "\n".join(parts) + "\n"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from ..metrics.measures import column_names, measure_for_key
+from ..metrics.measures import measure_for_key
+from ._aggregate import summary_infos
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, QueryRow, Report, Section
 
-__all__ = ["negative_rows", "render_markdown", "summary_metric_keys"]
+__all__ = ["negative_rows", "per_query_note", "render_markdown", "summary_metric_keys", "worst_rows"]
 
 _STAGE_HINT = {
     "search": "fix the index / retriever",
@@ -21,16 +23,31 @@ _STAGE_HINT = {
 
 def summary_metric_keys(report: Report) -> list[MetricInfo]:
     """Metrics for the summary: each criterion's primary Foundry metric and the local metrics at every k."""
-    keep = tuple(f"{name}@" for name in column_names())
-    return [m for m in report.metrics if (m.source == "foundry" and m.primary) or m.key.startswith(keep)]
+    return summary_infos(report.metrics)
 
 
-def _section_table(report: Report, section: Section) -> list[str]:
+def worst_rows(report: Report) -> list[QueryRow]:
+    """The worst queries of each stage that is not ok (``stages.worst``), stage by stage, in dataset order."""
+    by_id = {q.query_id: q for q in report.queries}
+    order = {s: i for i, s in enumerate(STAGES)}
+    rows = [by_id[q] for s in STAGES if s != "ok" for q in report.stages.worst.get(s, []) if q in by_id]
+    return sorted(rows, key=lambda q: (order[q.stage], q.row))
+
+
+def per_query_note(report: Report, code: Callable[[str], str] = str) -> str:
+    """Where every query's row is (the path through ``code``: Markdown shows it as code)."""
+    pq = report.per_query
+    if pq.path:
+        return f"every query ({pq.rows}): {code(pq.path)} (JSON lines, one row per query)"
+    return f"every query ({pq.rows}): not written ({code('foundry-bridge report --out FILE')} writes them beside FILE)"
+
+
+def _section_table(report: Report, section: Section, infos: list[MetricInfo] | None = None) -> list[str]:
     lines = [
         "| metric | coverage | errored | missing / undefined | mean | pass rate | threshold |",
         "|---|---|---|---|---|---|---|",
     ]
-    for info in summary_metric_keys(report):
+    for info in summary_metric_keys(report) if infos is None else infos:
         agg = section.metrics.get(info.key)
         if agg is None or (info.source == "local" and agg.scored == 0):
             continue  # e.g. rank metrics on negative queries: undefined by definition (no relevant label)
@@ -55,7 +72,7 @@ def _section_table(report: Report, section: Section) -> list[str]:
         )
     hidden = [
         m.key
-        for m in summary_metric_keys(report)
+        for m in (summary_metric_keys(report) if infos is None else infos)
         if m.source == "local" and m.key in section.metrics and section.metrics[m.key].scored == 0
     ]
     if hidden:
@@ -110,8 +127,9 @@ def _negative_table(report: Report, limit: int) -> list[str]:
                 cells.append(fmt_num(fs.score) + {True: " ✓", False: " ✗", None: ""}[fs.passed])
         cells.append(str(r["stage"]))
         lines.append("| " + " | ".join(cells) + " |")
-    if len(rows) > limit:
-        lines.append(f"\n_… and {len(rows) - limit} more negative queries_")
+    shown = min(limit, len(rows))
+    if report.negative.queries > shown:
+        lines.append(f"\n_… and {report.negative.queries - shown} more negative queries_")
     return lines
 
 
@@ -182,11 +200,39 @@ def _header(report: Report) -> list[str]:
 
 def _sections(report: Report) -> list[str]:
     out: list[str] = []
+    shown = {m.key for m in summary_metric_keys(report)}
+    others = [m for m in report.metrics if m.key not in shown]
     for section in (report.positive, report.negative):
         out.append(f"### {section.kind.capitalize()} queries ({section.queries})")
         out.append("")
         out.extend(_section_table(report, section) if section.queries else ["_none_"])
         out.append("")
+        if section.queries and others:
+            out += ["<details><summary>Every other metric</summary>", ""]
+            out += [*_section_table(report, section, others), "", "</details>", ""]
+    return out
+
+
+_BARS = " ▁▂▃▄▅▆▇█"
+
+
+def _spark(counts: list[int]) -> str:
+    """Counts as a bar per bin (share of the section, scaled to its tallest bin)."""
+    top = max(counts, default=0)
+    if not top:
+        return "–"
+    return "".join(_BARS[round(8 * c / top)] if c else "·" for c in counts)
+
+
+def _distributions(report: Report) -> list[str]:
+    if not report.distributions:
+        return []
+    out = ["### Distributions", "", "| metric | bins | positive | negative |", "|---|---|---|---|"]
+    for d in report.distributions:
+        span = f"{fmt_num(d.edges[0] + 0.5 if d.integer else d.edges[0], 2)}–"
+        span += f"{fmt_num(d.edges[-1] - 0.5 if d.integer else d.edges[-1], 2)} ({len(d.edges) - 1})"
+        out.append(f"| {md_escape(d.key)} | {span} | `{_spark(d.positive)}` | `{_spark(d.negative)}` |")
+    out.append("")
     return out
 
 
@@ -194,7 +240,8 @@ def _stages(report: Report) -> list[str]:
     out = ["### Stage attribution", "", "| stage | queries | which | what to fix |", "|---|---|---|---|"]
     for stage in STAGES:
         ids = report.stages.queries.get(stage, [])
-        shown = ", ".join(md_escape(i) for i in ids[:15]) + (" …" if len(ids) > 15 else "")
+        more = report.stages.counts.get(stage, 0) > 15
+        shown = ", ".join(md_escape(i) for i in ids[:15]) + (" …" if more else "")
         out.append(f"| {stage} | {report.stages.counts.get(stage, 0)} | {shown} | {_STAGE_HINT[stage]} |")
     out.append("")
     return out
@@ -236,27 +283,50 @@ def _canaries(report: Report) -> list[str]:
             f"| {md_escape(c.query_id)} | {md_escape(c.canary)} | {', '.join(map(md_escape, c.passed_by)) or '–'} "
             f"| {', '.join(map(md_escape, c.failed_by)) or '–'} | {caught} |"
         )
+    if (note := canary_note(report)) is not None:
+        out.append(f"\n_{note}_")
     out.append("")
     return out
 
 
+def canary_note(report: Report) -> str | None:
+    """The canary counts, when the report lists only some of the canaries."""
+    n = report.canary_counts
+    if n.get("canaries", 0) <= len(report.canaries):
+        return None
+    return (
+        f"{n['canaries']} canaries: {n['caught']} caught, {n['not_caught']} not caught, {n['no_verdict']} without a "
+        f"verdict; the {len(report.canaries)} shown are those not caught first (every row: the per-query file)"
+    )
+
+
 def _worst(report: Report, max_queries: int) -> list[str]:
-    worst = [q for q in report.queries if q.stage != "ok"]
-    order = {s: i for i, s in enumerate(STAGES)}
-    worst.sort(key=lambda q: (order[q.stage], q.row))
-    out = [f"### Queries to look at ({len(worst)})", ""]
-    if worst:
+    """The worst queries of each stage that is not ok (at most ``max_queries`` per stage), then where the rest are."""
+    total = sum(n for s, n in report.stages.counts.items() if s != "ok")
+    per_stage: dict[str, int] = {}
+    shown: list[QueryRow] = []
+    for q in worst_rows(report):
+        per_stage[q.stage] = per_stage.get(q.stage, 0) + 1
+        if per_stage[q.stage] <= max_queries:
+            shown.append(q)
+    out = [f"### Queries to look at ({total})", ""]
+    if shown:
+        out.append(
+            f"_The worst {min(max_queries, report.per_query.worst_per_stage)} of each stage: most failed "
+            "answer judges, then the lowest scores._"
+        )
+        out.append("")
         out.append("| query | kind | stage | why | failing scores |")
         out.append("|---|---|---|---|---|")
-        for q in worst[:max_queries]:
+        for q in shown:
             out.append(
                 f"| {md_escape(q.query_id)} | {q.kind} | **{q.stage}** | {md_escape(q.stage_reason, 160)} "
                 f"| {_failed_metrics(report, q) or '–'} |"
             )
-        if len(worst) > max_queries:
-            out.append(f"\n_… and {len(worst) - max_queries} more (see the JSON or HTML report)_")
+        more = f"… and {total - len(shown)} more; " if total > len(shown) else ""
+        out.append(f"\n_{more}{per_query_note(report, _code)}_")
     else:
-        out.append("_every query is ok_")
+        out.append(f"_every query is ok_ ({per_query_note(report, _code)})")
     out.append("")
     return out
 
@@ -264,7 +334,8 @@ def _worst(report: Report, max_queries: int) -> list[str]:
 def _label_next(report: Report, max_holes: int) -> list[str]:
     if not report.labelling_queue:
         return []
-    out = [f"### Label next ({len(report.labelling_queue)} unlabelled retrieved documents)", ""]
+    n_docs = report.coverage.get("hole_documents", len(report.labelling_queue))
+    out = [f"### Label next ({n_docs} unlabelled retrieved documents)", ""]
     out.append("| document | queries | best rank | priority |")
     out.append("|---|---|---|---|")
     for h in report.labelling_queue[:max_holes]:
@@ -279,6 +350,7 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
     out = [
         *_header(report),
         *_sections(report),
+        *_distributions(report),
         *_stages(report),
         *_negatives(report, max_queries),
         *_canaries(report),

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 __all__ = [
+    "LIST_CAP",
     "REPORT_SCHEMA_VERSION",
     "STAGES",
     "CanaryFlag",
+    "Distribution",
     "FoundryScore",
     "HoleEntry",
     "MetricAggregate",
     "MetricInfo",
     "NegativeSection",
     "Params",
+    "PerQuery",
     "Provenance",
     "QueryRow",
     "Report",
@@ -30,7 +33,8 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1"
+REPORT_SCHEMA_VERSION = "2"
+LIST_CAP = 100  # ids listed per list (stages, negative queries, labelling queue); the per-query file has all
 
 Stage = Literal["search", "assembly", "generation", "ok", "unknown"]
 STAGES: tuple[Stage, ...] = ("search", "assembly", "generation", "ok", "unknown")
@@ -165,7 +169,8 @@ class Section(_Model):
 
 
 class NegativeSection(_Model):
-    """Negative queries: the local negative-query report beside the Foundry scores for those queries."""
+    """Negative queries: the local negative-query report beside the Foundry scores for those queries. Each list
+    holds the first ``LIST_CAP`` ids in dataset order; ``counts`` the full numbers."""
 
     queries: list[str] = Field(default_factory=list)
     surfaced_evidence: list[str] = Field(
@@ -174,14 +179,21 @@ class NegativeSection(_Model):
     answered: list[str] = Field(default_factory=list, description="negative queries whose response did not abstain")
     abstained: list[str] = Field(default_factory=list)
     label_contradictions: list[str] = Field(default_factory=list)
-    local: dict[str, Any] = Field(default_factory=dict, description="foundry_bridge.metrics.negative_query_report")
+    counts: dict[str, int] = Field(default_factory=dict, description="how many ids each list has in full")
+    local: dict[str, Any] = Field(
+        default_factory=dict,
+        description="foundry_bridge.metrics.negative_query_report (its per_query list: the first LIST_CAP)",
+    )
 
 
 class StageSection(_Model):
     """Where each query failed: fix the index (search), the context builder (assembly) or the prompt (generation)."""
 
     counts: dict[str, int]
-    queries: dict[str, list[str]]
+    queries: dict[str, list[str]] = Field(description="per stage, the first LIST_CAP query ids in dataset order")
+    worst: dict[str, list[str]] = Field(
+        default_factory=dict, description="per stage, the N worst query ids (failed answer judges, lowest scores)"
+    )
     rules: list[str]
 
 
@@ -207,8 +219,29 @@ class CanaryFlag(_Model):
     caught: bool | None = Field(None, description="True if any answer judge failed it; None if none scored")
 
 
+class Distribution(_Model):
+    """One metric's histogram per section: ``edges`` (one bin per integer on small integer scales, else 10 bins)."""
+
+    key: str
+    edges: list[float]
+    integer: bool
+    positive: list[int]
+    negative: list[int]
+
+
+class PerQuery(_Model):
+    """Where the per-query rows are: one ``QueryRow`` as JSON per line, in dataset order."""
+
+    path: str | None = Field(None, description="the JSONL file written beside the report (None: not written)")
+    rows: int
+    complete: bool = Field(description="the renderers saw every row (else only the worst per stage)")
+    worst_per_stage: int = Field(description="N of stages.worst")
+
+
 class Report(_Model):
-    """The whole report."""
+    """The whole report. The per-query rows are not part of the JSON: they are written as JSONL beside it
+    (``per_query.path``); ``queries`` holds them in memory when the run is small (``per_query.complete``), else the
+    rows of ``stages.worst``."""
 
     schema_version: str = REPORT_SCHEMA_VERSION
     provenance: Provenance
@@ -221,10 +254,30 @@ class Report(_Model):
     negative: Section
     negative_queries: NegativeSection
     stages: StageSection
-    canaries: list[CanaryFlag] = Field(default_factory=list)
-    labelling_queue: list[HoleEntry] = Field(default_factory=list)
-    queries: list[QueryRow]
+    canaries: list[CanaryFlag] = Field(
+        default_factory=list, description="every canary when at most LIST_CAP, else those no judge caught first"
+    )
+    canary_counts: dict[str, int] = Field(default_factory=dict, description="canaries, caught, not_caught, no_verdict")
+    labelling_queue: list[HoleEntry] = Field(
+        default_factory=list, description="the LIST_CAP most urgent documents (each with its first LIST_CAP queries)"
+    )
+    distributions: list[Distribution] = Field(default_factory=list)
+    per_query: PerQuery
     warnings: list[str] = Field(default_factory=list)
+    _queries: list[QueryRow] = PrivateAttr(default_factory=list)
+    _columns: Any = PrivateAttr(None)  # report._build.Columns: what compare reads
+    _holes: Any = PrivateAttr(None)  # report._queue.Holes: the whole labelling queue
+
+    def __eq__(self, other: object) -> bool:
+        """Equal published content (the JSON): the rows and columns held in memory are not compared."""
+        return isinstance(other, Report) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def queries(self) -> list[QueryRow]:
+        """The per-query rows held in memory (every row when ``per_query.complete``)."""
+        return self._queries
 
     def metric(self, key: str) -> MetricInfo:
         for m in self.metrics:
@@ -236,6 +289,8 @@ class Report(_Model):
 def report_json_schema() -> dict[str, Any]:
     """The published JSON Schema of the report (``mappings/report.schema.json``)."""
     schema = Report.model_json_schema()
+    row = QueryRow.model_json_schema()  # one line of the per-query JSONL file (per_query.path)
+    schema["$defs"] = {**schema["$defs"], **row.pop("$defs", {}), "QueryRow": row}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$comment": "generated from foundry_bridge.report.Report; regenerate with "

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
-from ._model import FoundryScore, Stage
+from ._model import Stage
 
-__all__ = ["STAGE_RULES", "JudgeVerdict", "attribute_stage"]
+__all__ = ["STAGE_RULES", "JudgeVerdict", "Verdict", "attribute_stage"]
 
 STAGE_RULES: list[str] = [
     "Positive queries, checked in order (K = stage_k, relevant ⇔ label ≥ relevance threshold):",
@@ -37,12 +38,26 @@ STAGE_RULES: list[str] = [
 ]
 
 
+class _Scored(Protocol):
+    @property
+    def status(self) -> str: ...
+    @property
+    def passed(self) -> bool | None: ...
+
+
+class Verdict(NamedTuple):
+    """A judge's status (scored, errored, missing) and pass/fail on one query: what the rules read of a score."""
+
+    status: str
+    passed: bool | None
+
+
 @dataclass(frozen=True)
 class JudgeVerdict:
-    """One answer judge's primary metric on one query."""
+    """One answer judge's primary metric on one query (a ``FoundryScore`` or a ``Verdict``)."""
 
     criterion: str
-    score: FoundryScore
+    score: _Scored
 
 
 def attribute_stage(
