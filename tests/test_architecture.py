@@ -16,6 +16,7 @@ from foundry_bridge.cli import COMMANDS, cli
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "foundry_bridge"
 HEAVY = ("azure.ai.evaluation", "azure.identity", "pandas", "ranx", "pytrec_eval", "numba", "openai")
+HEAVY += ("pyarrow", "polars", "tiktoken", "datasets")  # the table readers and the cost preflight
 
 
 def _lines_matching(pattern: re.Pattern[str], *, outside: str) -> list[str]:
@@ -153,9 +154,10 @@ LAYERS: dict[str, set[str]] = {
     | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
     | {"foundry", "mock", "local"},
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
+    "estimate": BASE | {"mapping", "local"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report"},
+    | {"foundry", "mock", "local", "report", "estimate"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
 }
