@@ -154,7 +154,7 @@ LAYERS: dict[str, set[str]] = {
     | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
     | {"foundry", "mock", "local"},
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
-    "estimate": BASE | {"mapping", "local"},
+    "estimate": BASE,
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
     | {"foundry", "mock", "local", "report", "estimate"},

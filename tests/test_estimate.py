@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from local_helpers import benefits_plan, benefits_rule
 
 from foundry_bridge.cli import cli, main
 from foundry_bridge.errors import MappingError, UsageError
@@ -157,3 +158,41 @@ def test_half_a_price_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> No
         main(["plan", str(BENEFITS), "--estimate", "--encoding", ENCODING, "--price-input", "2"])
     assert info.value.code == 2
     assert "Error: --price-input and --price-output go together" in capsys.readouterr().err
+
+
+def _sent_tokens(body: dict[str, Any]) -> int:
+    """OpenAI's chat input count of a request body the judge received."""
+    enc = tiktoken.get_encoding(ENCODING)
+    return 3 + sum(3 + len(enc.encode(m["role"])) + len(enc.encode(m["content"])) for m in body["messages"])
+
+
+def test_the_estimate_counts_what_the_local_judges_send_and_what_the_cache_saves(tmp_path: Path) -> None:
+    from foundry_bridge import runner
+    from foundry_bridge.local import LocalBackend
+    from foundry_bridge.local._probe import cache_probe
+    from foundry_bridge.local.fake_judge import FakeJudgeServer
+
+    plan = benefits_plan()
+    with FakeJudgeServer(benefits_rule) as judge:
+        backend = LocalBackend(judge_endpoint=judge.base_url, judge_model="m", cache_dir=tmp_path / "cache")
+        before = estimate_plan(plan.criteria, plan.items, encoding=ENCODING, cached=cache_probe(backend, plan.criteria))
+        runner.run_evaluation(plan, tmp_path / "run", backend)
+        sent = [r.body for r in judge.requests]
+        endpoint = judge.base_url  # part of every cache key
+    judges = [c for c in before.criteria if c.how == "judge"]
+    assert sum(c.calls for c in judges) == len(sent) == 42
+    assert sum(c.input_tokens for c in judges) == sum(_sent_tokens(b) for b in sent)
+    assert sum(c.output_tokens_max for c in judges) == sum(b["max_tokens"] for b in sent)
+    assert [c.cached for c in judges] == [0, 0, 0]
+    after = estimate_plan(plan.criteria, plan.items, encoding=ENCODING, cached=cache_probe(backend, plan.criteria))
+    # every answer is cached but the two the judge failed (n02 retrieval: no score; q09 relevance: not JSON)
+    assert {c.name: c.calls - (c.cached or 0) for c in after.criteria if c.how == "judge"} == {
+        "retrieval": 1,
+        "groundedness": 0,
+        "relevance": 1,
+    }
+    args = ["plan", str(BENEFITS), "--estimate", "--encoding", ENCODING, "--judge-endpoint", endpoint]
+    shown = CliRunner().invoke(cli, [*args, "--judge-model", "m", "--cache-dir", str(tmp_path / "cache")])
+    assert shown.exit_code == 0, shown.output
+    assert "retrieval (builtin.retrieval): 14 judge call(s)" in shown.output
+    assert "cache holds 13: a re-run sends 1" in shown.output and "cache holds 14: a re-run sends 0" in shown.output

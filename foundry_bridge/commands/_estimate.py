@@ -42,6 +42,21 @@ def estimate_options(f: _F) -> _F:
         ),
         click.option("--price-input", type=float, default=None, help="Input price per million tokens.", **kept),
         click.option("--price-output", type=float, default=None, help="Output price per million tokens.", **kept),
+        click.option(
+            "--judge-endpoint",
+            default=None,
+            help="With --estimate: the local backend's judge (as for `run --backend local`), to count the calls its "
+            "response cache already answers.",
+            **kept,
+        ),
+        click.option("--judge-model", default=None, help="With --judge-endpoint: the judge model.", **kept),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="With --judge-endpoint: the response cache (default: the local backend's).",
+            **kept,
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -68,9 +83,15 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
         if min(opts["price_input"], opts["price_output"]) < 0:
             raise UsageError("prices cannot be negative")
         prices = PriceTable({"*": Price(opts["price_input"], opts["price_output"])})
-    estimate = estimate_plan(
-        plan.criteria, plan.items, encoding=opts.get("encoding") or DEFAULT_ENCODING, prices=prices
-    )
+    cached = None
+    if opts.get("judge_endpoint"):
+        from ..local import LocalBackend
+        from ..local._probe import cache_probe
+
+        backend = LocalBackend(opts["judge_endpoint"], opts.get("judge_model"), cache_dir=opts.get("cache_dir"))
+        cached = cache_probe(backend, plan.criteria)
+    encoding = opts.get("encoding") or DEFAULT_ENCODING
+    estimate = estimate_plan(plan.criteria, plan.items, encoding=encoding, prices=prices, cached=cached)
     click.echo("\n".join(estimate.lines()))
     if out is not None:
         write_json(out / "estimate.json", estimate.to_dict())
