@@ -239,6 +239,7 @@ class _Prompts:
         }
         self.files = {p.name: AsyncPrompty(p, model=model) for p in sorted(folder.glob("*.prompty"))}
         self.optional_query = "query" in spec.input_names and "query" not in spec.required_inputs
+        self._compile()
 
     def choose(self, inputs: dict[str, Any]) -> tuple[str, Any]:
         """The prompt a row uses: the only one, or ``*_with_query`` / ``*_without_query`` by the row's query."""
@@ -253,10 +254,25 @@ class _Prompts:
         value = params.get("max_tokens", params.get("max_completion_tokens", 0))
         return int(value) if isinstance(value, int | float) else 0
 
-    @staticmethod
-    def render(prompt: Any, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    def render(self, name: str, prompt: Any, inputs: dict[str, Any]) -> list[Any]:
+        """The messages the library sends for ``inputs`` (``AsyncPrompty.render``: its jinja environment, then its
+        chat parser), with the template compiled once per prompt instead of once per call (half the time)."""
         values = {k: ("" if inputs.get(k) is None else inputs[k]) for k in prompt._inputs}
-        return list(prompt.render(**values))
+        compiled = self.compiled.get(name)
+        if compiled is None:
+            return list(prompt.render(**values))
+        text = compiled.render(**prompt._resolve_inputs(values))
+        return [dict(m) for m in self.parse_chat(text, prompt.path.parent, "auto")]
+
+    def _compile(self) -> None:
+        """Each prompt's template compiled in the library's own jinja environment; none if its internals moved."""
+        self.compiled: dict[str, Any] = {}
+        try:
+            from azure.ai.evaluation._legacy.prompty._utils import _SANDBOXED_ENV, _parse_chat
+        except ImportError:
+            return
+        self.parse_chat = _parse_chat
+        self.compiled = {name: _SANDBOXED_ENV.from_string(p._template) for name, p in self.files.items()}
 
 
 def _how(spec: EvaluatorSpec | None, prompts: _Prompts | None) -> How:
@@ -326,5 +342,5 @@ def _count_call(est: CriterionEstimate, prompts: _Prompts, encoder: _Encoder, in
     name, prompt = prompts.choose(inputs)
     if name not in est.prompts:
         est.prompts.append(name)
-    est.input_tokens += encoder.messages(_Prompts.render(prompt, inputs))
+    est.input_tokens += encoder.messages(prompts.render(name, prompt, inputs))
     est.output_tokens_max += _Prompts.max_output(prompt)

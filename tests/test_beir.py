@@ -103,3 +103,18 @@ def test_a_missing_run_names_the_beir_setting(tmp_path: Path) -> None:
     (base / "run.txt").unlink()
     with pytest.raises(DatasetError, match=r"run file not found \(fix: set dataset.beir.run\)"):
         list(read_records(base, load_mapping(_mapping(tmp_path, BEIR_MAPPING, "b.yaml"))))
+
+
+def test_the_shipped_beir_mapping_reads_a_small_collection(tmp_path: Path) -> None:
+    base = tmp_path / "scifact-like"
+    (base / "qrels").mkdir(parents=True)
+    (base / "corpus.jsonl").write_text(_lines([{"_id": i, "title": f"t{i}", "text": f"doc {i}"} for i in (10, 11, 12)]))
+    (base / "queries.jsonl").write_text(_lines([{"_id": 1, "text": "first?"}, {"_id": 2, "text": "second?"}]))
+    (base / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\t10\t2\n2\t12\t1\n")
+    (base / "run.txt").write_text("1 Q0 10 1 9.5 bm25\n1 Q0 11 2 3.0 bm25\n2 Q0 11 1 4.0 bm25\n2 Q0 12 2 4.0 bm25\n")
+    mapping = ROOT / "mappings" / "beir.yaml"
+    result = CliRunner().invoke(cli, ["validate", str(base), "--mapping", str(mapping)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    records = list(read_records(base, load_mapping(mapping)))
+    assert [r.query_id for r in records] == ["1", "2"] and records[0].query == "first?"
+    assert [(d.document_id, d.content) for d in records[1].retrieved_documents] == [("12", "doc 12"), ("11", "doc 11")]
