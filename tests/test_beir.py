@@ -118,3 +118,25 @@ def test_the_shipped_beir_mapping_reads_a_small_collection(tmp_path: Path) -> No
     records = list(read_records(base, load_mapping(mapping)))
     assert [r.query_id for r in records] == ["1", "2"] and records[0].query == "first?"
     assert [(d.document_id, d.content) for d in records[1].retrieved_documents] == [("12", "doc 12"), ("11", "doc 11")]
+
+
+def test_a_json_run_gives_the_records_of_the_trec_run(tmp_path: Path) -> None:
+    base = _beir(tmp_path, _rows())
+    results = {
+        r["query_id"]: {d["document_id"]: d["relevance_score"] for d in r["retrieved_documents"]} for r in _rows()
+    }
+    (base / "run.json").write_text(json.dumps(results))
+    mapping = load_mapping(_mapping(tmp_path, BEIR_MAPPING, "b.yaml"))
+    json_mapping = load_mapping(
+        _mapping(tmp_path, BEIR_MAPPING.replace("responses:", "run: run.json, responses:"), "j.yaml")
+    )
+    trec = [r.model_dump(exclude={"source", "line"}) for r in read_records(base, mapping)]
+    assert [r.model_dump(exclude={"source", "line"}) for r in read_records(base, json_mapping)] == trec
+    results["q01"]["pol-leave-01"] = "high"
+    (base / "run.json").write_text(json.dumps(results))
+    report = validate(
+        base, mapping=_mapping(tmp_path, BEIR_MAPPING.replace("responses:", "run: run.json, responses:"), "j.yaml")
+    )
+    assert [(p.code, p.field, p.line) for p in report.problems if p.severity == "error"] == [
+        ("bad_score", "q01.pol-leave-01", None)
+    ]

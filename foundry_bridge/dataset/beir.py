@@ -1,7 +1,8 @@
 """BEIR's layout: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``, ``text``),
 ``qrels/<split>.tsv`` (``query-id<TAB>corpus-id<TAB>score`` under a header line) and a run file in TREC format
-(``qid Q0 docid rank score tag``, what BEIR's ``save_runfile`` writes), plus the optional responses JSONL of TREC
-input; turned into the same ``QueryRecord``s as every other reader.
+(``qid Q0 docid rank score tag``, what BEIR's ``save_runfile`` writes) or, for a ``.json`` run, the
+``{qid: {docid: score}}`` object its ``EvaluateRetrieval.retrieve`` returns, plus the optional responses JSONL of
+TREC input; turned into the same ``QueryRecord``s as every other reader.
 
 The queries evaluated are those of the run and of the qrels split (BEIR's ``queries.jsonl`` usually lists every
 split's queries, so it only gives their text), then those only in the responses file; the order is the TREC
@@ -49,7 +50,11 @@ def read_beir(
     sink = Sink(problems)
     qrels = _read_qrels_tsv(base / files.qrels, sink) if files.qrels else {}
     run_path = base / files.run
-    runs, first_line = read_run(run_path, sink, "beir")
+    first_line: dict[str, int] = {}  # a JSON run has no lines
+    if run_path.suffix.lower() == ".json":
+        runs = _read_json_run(run_path, sink)
+    else:
+        runs, first_line = read_run(run_path, sink, "beir")
     responses: dict[str, dict[str, Any]] = {}
     if files.responses:
         responses = _read_responses(base / files.responses, mapping, sink, "beir")
@@ -89,6 +94,36 @@ def read_beir(
             source=str(run_path),
             line=first_line.get(qid),
         )
+
+
+def _read_json_run(path: Path, sink: Sink) -> dict[str, list[tuple[float, str]]]:
+    """A run as BEIR's ``EvaluateRetrieval.retrieve`` returns it, saved as JSON: ``{qid: {docid: score}}``; problems
+    are located by field (``qid.docid``), a JSON document having no lines to name."""
+    import math
+
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        sink.error("missing_file", "run file not found", str(path), None, "", "set dataset.beir.run")
+        return {}
+    except orjson.JSONDecodeError as exc:
+        sink.error("bad_json", f"malformed JSON: {exc}", str(path), None, "")
+        return {}
+    if not isinstance(data, dict):
+        sink.error("bad_run_line", "a JSON run is an object {qid: {docid: score}}", str(path), None, "")
+        return {}
+    runs: dict[str, list[tuple[float, str]]] = {}
+    for qid, docs in data.items():
+        if not isinstance(docs, dict):
+            sink.error("bad_run_line", "must be an object {docid: score}", str(path), None, str(qid))
+            continue
+        pairs = runs.setdefault(str(qid), [])
+        for docid, score in docs.items():
+            if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+                sink.error("bad_score", f"score {score!r} is not a finite number", str(path), None, f"{qid}.{docid}")
+                continue
+            pairs.append((float(score), str(docid)))
+    return runs
 
 
 def _read_qrels_tsv(path: Path, sink: Sink) -> dict[str, list[GroundTruthLabel]]:

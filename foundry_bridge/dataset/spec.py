@@ -85,7 +85,7 @@ class BeirFiles(_Strict):
     corpus: str | None = Field("corpus.jsonl", description="`{_id, title, text}` lines; only retrieved ids are kept")
     queries: str = Field("queries.jsonl", description="`{_id, text}` lines")
     qrels: str | None = Field("qrels/test.tsv", description="`query-id<TAB>corpus-id<TAB>score` under a header")
-    run: str = Field("run.txt", description="TREC run `qid Q0 docid rank score tag` (BEIR's save_runfile)")
+    run: str = Field("run.txt", description="TREC run `qid Q0 docid rank score tag`, or `.json`: {qid: {docid: score}}")
     responses: str | None = Field(
         None, description="optional JSONL with query_id, context, response, ground_truth, kind per query"
     )
