@@ -196,3 +196,22 @@ def test_the_estimate_counts_what_the_local_judges_send_and_what_the_cache_saves
     assert shown.exit_code == 0, shown.output
     assert "retrieval (builtin.retrieval): 14 judge call(s)" in shown.output
     assert "cache holds 13: a re-run sends 1" in shown.output and "cache holds 14: a re-run sends 0" in shown.output
+
+
+def test_run_estimate_prints_the_preflight_and_what_the_cache_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from foundry_bridge.local.fake_judge import FakeJudgeServer
+
+    monkeypatch.setenv("FOUNDRY_BRIDGE_ENCODING", ENCODING)
+    with FakeJudgeServer(benefits_rule) as judge:
+        args = ["run", str(BENEFITS), "--backend", "local", "--judge-endpoint", judge.base_url, "--judge-model", "m"]
+        args += ["--cache-dir", str(tmp_path / "cache"), "--estimate", "--quiet"]
+        first = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a")], catch_exceptions=False)
+        assert first.exit_code == 0, first.output
+        assert "groundedness (builtin.groundedness): 14 judge call(s)" in first.output
+        assert "cache holds 0: a re-run sends 14" in first.output
+        second = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "b")], catch_exceptions=False)
+        assert (
+            "cache holds 14: a re-run sends 0" in second.output and "cache holds 13: a re-run sends 1" in second.output
+        )

@@ -96,3 +96,42 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
     if out is not None:
         write_json(out / "estimate.json", estimate.to_dict())
     return True
+
+
+_RUN_KEY = "foundry_bridge.run_estimate"
+
+
+def _remember_run(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    ctx.meta[_RUN_KEY] = value
+    return value
+
+
+def run_estimate_option(f: _F) -> _F:
+    """``run --estimate``: the preflight printed before anything is sent (``show_run_estimate``)."""
+    return click.option(
+        "--estimate",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_run,
+        help="Print the cost preflight first (judge calls, tokens; local: how many the response cache answers). "
+        "$FOUNDRY_BRIDGE_ENCODING names the tiktoken encoding (default o200k_base).",
+    )(f)
+
+
+def show_run_estimate(plan: Any, backend: Any) -> None:
+    """With ``run --estimate``: the estimate on stderr, the local backend's cache probed (what this run sends)."""
+    if not click.get_current_context().meta.get(_RUN_KEY):
+        return
+    import os
+
+    from ..estimate import DEFAULT_ENCODING, estimate_plan
+    from ..local import LocalBackend
+
+    cached = None
+    if isinstance(backend, LocalBackend) and backend.use_cache:
+        from ..local._probe import cache_probe
+
+        cached = cache_probe(backend, plan.criteria)
+    encoding = os.environ.get("FOUNDRY_BRIDGE_ENCODING") or DEFAULT_ENCODING
+    estimate = estimate_plan(plan.criteria, plan.items, encoding=encoding, cached=cached)
+    click.echo("\n".join(estimate.lines()), err=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from ._estimate import run_estimate_option, show_run_estimate
 from ._options import Finite
 from .validate import skip_validation_option
 
@@ -196,6 +197,7 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
     help="mock: inject a fault, e.g. rate_limit_every=3, server_error_every=5, failed_runs=0, errored_rows=1,4.",
 )
 @skip_validation_option
+@run_estimate_option
 def command(
     data: Path | None,
     mapping_path: Path | None,
@@ -236,6 +238,7 @@ def command(
         elif not force:
             _refuse_resume_elsewhere(folder, plan, runner_backend)
         decision = prepare_run(plan, runner_backend, folder.path, resume=resume_dir is not None, force=force)
+        show_run_estimate(plan, runner_backend)
         summary = _execute(decision, plan, runner_backend, quiet=quiet)
     click.echo(str(summary.run_dir))
     if not quiet:
