@@ -89,7 +89,7 @@ def synthetic_plan(rows: int, seed: int = 7) -> Plan:
 
 def timed_run(backend: LocalBackend, plan: Plan, run_dir: Path) -> tuple[float, list]:
     t0 = time.perf_counter()
-    rows = backend.execute(RunContext(plan=plan, run_dir=run_dir))
+    rows = list(backend.execute(RunContext(plan=plan, run_dir=run_dir)))
     return time.perf_counter() - t0, rows
 
 
@@ -120,8 +120,10 @@ def main(argv: list[str] | None = None) -> None:
             )
 
         t0 = time.perf_counter()
-        backend(use_cache=False).execute(
-            RunContext(plan=plan.model_copy(update={"items": plan.items[:1]}), run_dir=tmpdir)
+        list(
+            backend(use_cache=False).execute(
+                RunContext(plan=plan.model_copy(update={"items": plan.items[:1]}), run_dir=tmpdir)
+            )
         )
         warm = time.perf_counter() - t0
         judge.reset()

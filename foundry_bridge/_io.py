@@ -6,10 +6,8 @@ import contextlib
 import errno
 import functools
 import gc
-import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -70,6 +68,8 @@ def atomic_open(
         target.parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # a file stands where a folder of the path should be
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(target.parent)) from None
+    import tempfile  # imported where used (with hashlib below): start-up stays cheap for commands that write nothing
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, mode) as fh:
@@ -126,6 +126,8 @@ def write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> int:
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """Hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    import hashlib
+
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

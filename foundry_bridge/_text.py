@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from urllib.parse import urlsplit
 
 __all__ = ["did_you_mean", "userinfo_problem"]
@@ -13,6 +12,8 @@ def did_you_mean(word: str, candidates: list[str] | tuple[str, ...] | set[str]) 
     lowered = {c.lower(): c for c in candidates}
     if word.lower() in lowered:
         return lowered[word.lower()]
+    import difflib  # only on the error path: not a start-up cost
+
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return close[0] if close else None
 

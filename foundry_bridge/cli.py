@@ -1,7 +1,8 @@
 """The ``foundry-bridge`` command line: a thin shell over the library.
 
 Each command lives in ``foundry_bridge/commands/<name>.py`` and is imported only when it runs, so
-``foundry-bridge --help`` starts fast and never loads azure-ai-evaluation.
+``foundry-bridge --help`` starts fast and never loads azure-ai-evaluation; this module imports click and the
+exception tree only (the measure names in the help are read when the help is shown).
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ import traceback
 import click
 
 from .errors import FoundryBridgeError, describe_os_error, redact
-from .metrics.measures import measures_labels
 
 __all__ = ["main"]
 
-# command name → (module under foundry_bridge.commands, one-line help)
+# command name → (module under foundry_bridge.commands, one-line help; ``{measures}``: the measure names)
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("validate", "Check a dataset and a mapping (or hand-written criteria) offline."),
     "plan": ("plan", "Build the Foundry eval-create body and run items from a dataset."),
-    "metrics": ("metrics", f"Compute {measures_labels()} and the negative-query report."),
+    "metrics": ("metrics", "Compute {measures} and the negative-query report."),
     "run": ("run", "Run the evaluation on Foundry (cloud), the emulator (mock) or locally."),
     "report": ("report", "Merge a run's Foundry results with local metrics into one report."),
     "compare": ("compare", "Compare two or more runs over the same queries."),
+    "canaries": ("canaries", "Write judge canaries: deterministic perturbations of real rows, marked."),
     "mock-server": ("mock_server", "Serve the Foundry evaluation API emulator on 127.0.0.1."),
     "schema": ("schema", "Write the JSON Schema of the mapping format."),
     "catalog": ("catalog", "Print the builtin evaluator contracts; `catalog diff` detects drift."),
@@ -44,8 +45,11 @@ class LazyGroup(click.Group):
         return module.command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from .metrics.measures import measures_labels
+
+        labels = measures_labels()
         with formatter.section("Commands"):
-            formatter.write_dl([(name, help_) for name, (_, help_) in COMMANDS.items()])
+            formatter.write_dl([(name, help_.format(measures=labels)) for name, (_, help_) in COMMANDS.items()])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,8 +2,9 @@
 
 ``prepare_run(plan, backend, out, resume=, force=)`` decides (reuse a finished run, resume an unfinished one, or
 start anew; refuse a folder holding something else); ``execute_run(decision, plan, backend)`` writes the plan
-and an initial ``state.json`` (through ``runfolder.RunFolder``), calls ``backend.execute(ctx)``, then writes
-``results.jsonl`` and ``manifest.json``. The caller holds the folder's lock (``RunFolder.lock``) around both;
+and an initial ``state.json`` (through ``runfolder.RunFolder``), calls ``backend.execute(ctx)`` and streams the
+rows it yields into ``results.jsonl`` (counting verdicts on the way: ``VerdictCounter``), then writes
+``manifest.json``. The caller holds the folder's lock (``RunFolder.lock``) around both;
 ``run_evaluation`` is the two in one call, under the lock.
 ``get_backend("cloud" | "mock" | "local", **options)`` builds a backend; cloud and mock are the same
 ``FoundryBackend`` over the same ``FoundryClient`` — only the httpx transport and the credential differ.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "MOCK_ENDPOINT",
     "RunDecision",
     "RunSummary",
+    "VerdictCounter",
     "backend_for_resume",
     "backend_identity",
     "choose_out",
@@ -92,57 +94,88 @@ class RunSummary:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-def summarize(rows: list[ResultRow], plan: Plan, run_dir: Path, backend: str) -> RunSummary:
-    """Count verdicts per (row, criterion) and collect warnings about errored results."""
-    primary = {c.name: (CATALOG[c.evaluator].primary_metric if c.evaluator in CATALOG else None) for c in plan.criteria}
-    pairs: dict[tuple[int, str], list[ResultRow]] = {}
-    for r in rows:
-        pairs.setdefault((r.row, r.criterion), []).append(r)
-    per: dict[str, dict[str, int]] = {
-        c.name: {"passed": 0, "failed": 0, "errored": 0, "no_verdict": 0} for c in plan.criteria
-    }
-    for (_, crit), group in pairs.items():
-        counts = per.setdefault(crit, {"passed": 0, "failed": 0, "errored": 0, "no_verdict": 0})
-        if any(r.error for r in group):
-            counts["errored"] += 1
-            continue
-        chosen = [r for r in group if r.metric == primary.get(crit)] or group
-        verdicts = [r.passed for r in chosen if r.passed is not None]
-        if not verdicts:
-            counts["no_verdict"] += 1
-        elif all(verdicts):
-            counts["passed"] += 1
-        else:
-            counts["failed"] += 1
-    summary = RunSummary(
-        run_dir=run_dir,
-        backend=backend,
-        rows=len(plan.items),
-        criteria=[c.name for c in plan.criteria],
-        results=len(rows),
-        passed=sum(c["passed"] for c in per.values()),
-        failed=sum(c["failed"] for c in per.values()),
-        errored=sum(c["errored"] for c in per.values()),
-        no_verdict=sum(c["no_verdict"] for c in per.values()),
-        per_criterion=per,
-    )
-    if summary.errored:
-        causes: dict[str, int] = {}
-        for group in pairs.values():
+_ZERO = {"passed": 0, "failed": 0, "errored": 0, "no_verdict": 0}
+
+
+class VerdictCounter:
+    """Verdicts per (row, criterion) pair, counted as result rows stream past in row order (the order every
+    backend produces and ``results.jsonl`` holds): the rows of one dataset row are grouped while it lasts, so
+    memory holds one row's results, never the run's. A pair is judged on the criterion's primary metric
+    (``ndcg@3`` for document retrieval), or all its rows when none is the primary one; a pair with any errored
+    metric counts as errored, one without any pass/fail as without verdict."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.primary = {
+            c.name: (CATALOG[c.evaluator].primary_metric if c.evaluator in CATALOG else None) for c in plan.criteria
+        }
+        self.per: dict[str, dict[str, int]] = {c.name: dict(_ZERO) for c in plan.criteria}
+        self.causes: dict[str, int] = {}  # the first error's code of each errored pair
+        self.results = 0
+        self.pairs = 0
+        self._row: int | None = None
+        self._open: dict[str, list[ResultRow]] = {}
+
+    def count(self, rows: Iterable[ResultRow]) -> Iterator[ResultRow]:
+        """``rows`` passed through, each one counted."""
+        for r in rows:
+            self.results += 1
+            if r.row != self._row:
+                self._flush()
+                self._row = r.row
+            self._open.setdefault(r.criterion, []).append(r)
+            yield r
+        self._flush()
+
+    def _flush(self) -> None:
+        for crit, group in self._open.items():
+            self.pairs += 1
+            counts = self.per.setdefault(crit, dict(_ZERO))
             first = next((r.error for r in group if r.error), None)
-            if first:
+            if first is not None:
+                counts["errored"] += 1
                 key = first.split(":", 1)[0]
-                causes[key] = causes.get(key, 0) + 1
-        shown = ", ".join(f"{k} ×{v}" for k, v in sorted(causes.items(), key=lambda kv: -kv[1]))
-        summary.warnings.append(
-            f"{summary.errored} of {len(pairs)} (row, criterion) results ERRORED ({shown}); they are kept in "
-            "results.jsonl with their cause and are not scores"
+                self.causes[key] = self.causes.get(key, 0) + 1
+                continue
+            chosen = [r for r in group if r.metric == self.primary.get(crit)] or group
+            verdicts = [r.passed for r in chosen if r.passed is not None]
+            counts["no_verdict" if not verdicts else "passed" if all(verdicts) else "failed"] += 1
+        self._open = {}
+
+    def summary(self, plan: Plan, run_dir: Path, backend: str) -> RunSummary:
+        """The counts as a ``RunSummary``, with a warning naming the causes when any pair errored."""
+        per = self.per
+        summary = RunSummary(
+            run_dir=run_dir,
+            backend=backend,
+            rows=len(plan.items),
+            criteria=[c.name for c in plan.criteria],
+            results=self.results,
+            passed=sum(c["passed"] for c in per.values()),
+            failed=sum(c["failed"] for c in per.values()),
+            errored=sum(c["errored"] for c in per.values()),
+            no_verdict=sum(c["no_verdict"] for c in per.values()),
+            per_criterion=per,
         )
-    return summary
+        if summary.errored:
+            shown = ", ".join(f"{k} ×{v}" for k, v in sorted(self.causes.items(), key=lambda kv: -kv[1]))
+            summary.warnings.append(
+                f"{summary.errored} of {self.pairs} (row, criterion) results ERRORED ({shown}); they are kept in "
+                "results.jsonl with their cause and are not scores"
+            )
+        return summary
+
+
+def summarize(rows: Iterable[ResultRow], plan: Plan, run_dir: Path, backend: str) -> RunSummary:
+    """Count verdicts per (row, criterion) of ``rows`` (in row order, streamed: see ``VerdictCounter``) and
+    collect warnings about errored results."""
+    counter = VerdictCounter(plan)
+    for _ in counter.count(rows):
+        pass
+    return counter.summary(plan, run_dir, backend)
 
 
 def read_results(run_dir: str | os.PathLike[str]) -> list[ResultRow]:
-    """The ``ResultRow`` s of a run folder."""
+    """The ``ResultRow`` s of a run folder, as a list (``RunFolder.iter_results`` streams them)."""
     return list(RunFolder(run_dir).iter_results())
 
 
@@ -291,11 +324,12 @@ def execute_run(
     progress: ProgressCallback | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """Carry out ``decision``: reuse (no request sent), or preflight, write the plan, execute, write the results,
-    the final state and the manifest. ``notify`` gets one line per service id as it is created."""
+    """Carry out ``decision``: reuse (no request sent), or preflight, write the plan, execute while the result
+    rows stream into ``results.jsonl`` (counted on the way), then the final state and the manifest. ``notify``
+    gets one line per service id as it is created."""
     folder = decision.folder
     if decision.action == "reuse":
-        summary = summarize(read_results(folder.path), plan, folder.path, backend.name)
+        summary = summarize(folder.iter_results(), plan, folder.path, backend.name)
         summary.reused = True
         _ids_into(summary, decision.state)
         return summary
@@ -311,12 +345,12 @@ def execute_run(
     if notify is not None:
         ctx.notify = notify
     ctx.save_state()
-    rows = backend.execute(ctx)
-    folder.write_results(rows)
+    counter = VerdictCounter(plan)
+    folder.write_results(counter.count(backend.execute(ctx)))  # streamed: appended as the backend produces them
     state.status = "completed"
     state.finished_at = utc_now()
     ctx.save_state()
-    summary = summarize(rows, plan, folder.path, backend.name)
+    summary = counter.summary(plan, folder.path, backend.name)
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
     folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))

@@ -1,17 +1,19 @@
 """The contract every backend (cloud, mock, local) fulfils, and the run context they share.
 
 The runner (``foundry_bridge.runner``) prepares the run folder (``runfolder.RunFolder``: ``plan.json``,
-``items.jsonl``, ``records.jsonl``), then calls ``backend.execute(ctx)``; the backend returns normalized
-``ResultRow`` s (one per dataset row × criterion × metric; a failure is a row with ``error`` set, never a missing
-row) and may record ids in ``ctx.state`` (a ``RunState``) and provenance in ``ctx.manifest`` (extra fields of
-``manifest.json``). ``ctx.save_state()`` persists ``state.json`` atomically — a backend calls it as soon as it has
-ids worth resuming from, after ``ctx.announce``-ing each new service id (the CLI prints them on stderr); a state
-that cannot be written once service ids exist is a ``ServiceIdsNotSavedError`` listing them.
+``items.jsonl``, ``records.jsonl``), then iterates ``backend.execute(ctx)``: the backend yields normalized
+``ResultRow`` s in row order as it produces them (one per dataset row × criterion × metric; a failure is a row with
+``error`` set, never a missing row), which the runner appends to ``results.jsonl`` — no backend holds a run's
+rows in memory; ``ctx.state`` and ``ctx.manifest`` are complete once the iteration ends. A backend records ids in
+``ctx.state`` (a ``RunState``) and provenance in ``ctx.manifest`` (extra fields of ``manifest.json``).
+``ctx.save_state()`` persists ``state.json`` atomically — a backend calls it as soon as it has ids worth resuming
+from, after ``ctx.announce``-ing each new service id (the CLI prints them on stderr); a state that cannot be
+written once service ids exist is a ``ServiceIdsNotSavedError`` listing them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -117,6 +119,7 @@ class Backend(Protocol):
         written)."""
         ...
 
-    def execute(self, ctx: RunContext) -> list[ResultRow]:
-        """Run every criterion on every item; return one ResultRow per (row, criterion, metric)."""
+    def execute(self, ctx: RunContext) -> Iterable[ResultRow]:
+        """Run every criterion on every item; yield one ResultRow per (row, criterion, metric), in row order
+        (rows of a dataset row together), as they are produced."""
         ...

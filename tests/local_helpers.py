@@ -76,6 +76,7 @@ def benefits_plan(mutate: Any = None, *, limit: int | None = None) -> Plan:
         plan.items = plan.items[:limit]
         plan.records = plan.records[:limit]
     if mutate is not None:
+        plan.items = list(plan.items)  # build_plan spools the rows to a file: edit them as a list
         mutate(plan.items)
     return plan
 

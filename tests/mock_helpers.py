@@ -117,3 +117,109 @@ def all_items(client: httpx.Client, eval_id: str, run_id: str, limit: int = 100)
         if not page["has_more"]:
             return items
         params["after"] = page["data"][-1]["id"]
+
+
+WORDNET_DIR = Path("/usr/share/wordnet")  # Debian's wordnet-base + wordnet-sense-index (WordNet 3.0, NLTK's too)
+_NLTK_MARKERS = ("corpora/wordnet", "misc/perluniprops", "tokenizers/punkt", "tokenizers/punkt_tab")
+
+
+def build_nltk_data(root: Path) -> tuple[Path, bool]:
+    """An offline NLTK data folder for azure-ai-evaluation's BLEU, GLEU and METEOR (which otherwise download
+    ``punkt_tab`` and ``wordnet`` on first use), and whether it holds WordNet (METEOR's synonyms).
+
+    ``punkt_tab/english`` is an untrained Punkt model (no abbreviation list): sentences split at every period, which
+    is what the trained one does on sentences without abbreviations. WordNet is copied from the Debian packages
+    when installed, with the ``lexnames`` file NLTK reads, rebuilt from its documented content (lexnames(5WN)).
+    Each resource also gets the ``.zip`` azure-ai-evaluation looks for before it tries to download."""
+    import zipfile
+
+    english = root / "tokenizers" / "punkt_tab" / "english"
+    english.mkdir(parents=True, exist_ok=True)
+    for name in ("collocations.tab", "sent_starters.txt", "abbrev_types.txt", "ortho_context.tab"):
+        (english / name).write_text("")
+    (root / "misc" / "perluniprops").mkdir(parents=True, exist_ok=True)
+    (root / "tokenizers" / "punkt").mkdir(parents=True, exist_ok=True)
+    has_wordnet = (WORDNET_DIR / "data.noun").is_file() and (WORDNET_DIR / "index.sense").is_file()
+    if has_wordnet:  # else no WordNet at all: NLTK then reports it missing (LookupError), as on a bare machine
+        wordnet = root / "corpora" / "wordnet"
+        wordnet.mkdir(parents=True, exist_ok=True)
+        for path in WORDNET_DIR.iterdir():
+            if path.is_file():
+                (wordnet / path.name).write_bytes(path.read_bytes())
+        (wordnet / "lexnames").write_text(
+            "".join(f"{i:02d}\t{n}\t{_lexname_pos(n)}\n" for i, n in enumerate(_LEXNAMES))
+        )
+    for marker in _NLTK_MARKERS if has_wordnet else _NLTK_MARKERS[1:]:
+        with zipfile.ZipFile(root / f"{marker}.zip", "w") as z:
+            z.writestr(marker.rsplit("/", 1)[1] + "/", "")
+    return root, has_wordnet
+
+
+def _lexname_pos(name: str) -> int:
+    return {"noun": 1, "verb": 2, "adj": 3, "adv": 4}[name.split(".", 1)[0]]
+
+
+_LEXNAMES = [
+    "adj.all",
+    "adj.pert",
+    "adv.all",
+    "noun.Tops",
+    "noun.act",
+    "noun.animal",
+    "noun.artifact",
+    "noun.attribute",
+    "noun.body",
+    "noun.cognition",
+    "noun.communication",
+    "noun.event",
+    "noun.feeling",
+    "noun.food",
+    "noun.group",
+    "noun.location",
+    "noun.motive",
+    "noun.object",
+    "noun.person",
+    "noun.phenomenon",
+    "noun.plant",
+    "noun.possession",
+    "noun.process",
+    "noun.quantity",
+    "noun.relation",
+    "noun.shape",
+    "noun.state",
+    "noun.substance",
+    "noun.time",
+    "verb.body",
+    "verb.change",
+    "verb.cognition",
+    "verb.communication",
+    "verb.competition",
+    "verb.consumption",
+    "verb.contact",
+    "verb.creation",
+    "verb.emotion",
+    "verb.motion",
+    "verb.perception",
+    "verb.possession",
+    "verb.social",
+    "verb.stative",
+    "verb.weather",
+    "adj.ppl",
+]
+
+
+def recorded_flow(name: str) -> dict[str, Any]:
+    """The eval body, run body, completed run and output items of a recorded eval flow."""
+    entries = json.loads((RECORDINGS / name).read_text())["Entries"]
+    posts = [e for e in entries if e["RequestMethod"] == "POST"]
+    completed = [e for e in entries if (e["ResponseBody"] or {}).get("status") == "completed"][-1]
+    items = next(e for e in entries if e["RequestUri"].split("?")[0].endswith("/output_items"))
+    polls = [e for e in entries if e["RequestMethod"] == "GET" and "/runs/" in e["RequestUri"]]
+    return {
+        "eval": posts[0]["RequestBody"],
+        "run": posts[1]["RequestBody"],
+        "created": posts[1]["ResponseBody"],
+        "in_progress": [e["ResponseBody"] for e in polls if e["ResponseBody"].get("status") == "in_progress"],
+        "completed": completed["ResponseBody"],
+        "items": items["ResponseBody"]["data"],
+    }

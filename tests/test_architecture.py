@@ -154,10 +154,11 @@ LAYERS: dict[str, set[str]] = {
     | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
     | {"foundry", "mock", "local"},
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
+    "canaries": BASE | {"dataset", "metrics"},
     "estimate": BASE,
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "estimate"},
+    | {"foundry", "mock", "local", "report", "canaries", "estimate"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
 }

@@ -82,7 +82,7 @@ def _plan(rows: int):
 
 def _execute(backend: LocalBackend, rows: int, tmp_path: Path):
     ctx = RunContext(plan=_plan(rows), run_dir=tmp_path)
-    return backend.execute(ctx), ctx
+    return list(backend.execute(ctx)), ctx
 
 
 def _backend(url: str, tmp_path: Path, **kw) -> LocalBackend:

@@ -42,7 +42,7 @@ def run(backend: LocalBackend, plan, tmp_path: Path, progress=None) -> tuple[lis
     ctx = RunContext(plan=plan, run_dir=tmp_path)
     if progress is not None:
         ctx.progress = progress
-    return backend.execute(ctx), ctx
+    return list(backend.execute(ctx)), ctx
 
 
 def make_backend(judge: FakeJudgeServer, tmp_path: Path, **kw) -> LocalBackend:
@@ -196,8 +196,10 @@ def test_judges_need_an_endpoint_document_retrieval_does_not(tmp_path: Path) -> 
     with pytest.raises(UsageError, match="judge-endpoint"):
         LocalBackend(judge_endpoint=None, judge_model="m", cache_dir=tmp_path).execute(RunContext(plan, tmp_path))
     docret_only = with_criteria(plan, [c for c in plan.criteria if c.evaluator == "builtin.document_retrieval"])
-    rows = LocalBackend(judge_endpoint=None, judge_model=None, cache_dir=tmp_path).execute(
-        RunContext(docret_only, tmp_path)
+    rows = list(
+        LocalBackend(judge_endpoint=None, judge_model=None, cache_dir=tmp_path).execute(
+            RunContext(docret_only, tmp_path)
+        )
     )
     assert len(rows) == 14 * len(DOCRET_METRICS)
 

@@ -37,7 +37,7 @@ def fresh_judge(judge: FakeJudgeServer) -> FakeJudgeServer:
 
 
 def execute(backend: LocalBackend, plan, tmp_path: Path) -> list:
-    return backend.execute(RunContext(plan=plan, run_dir=tmp_path))
+    return list(backend.execute(RunContext(plan=plan, run_dir=tmp_path)))
 
 
 def dumps(rows: list) -> list[dict]:
@@ -165,7 +165,7 @@ def test_entries_hold_no_api_key(fresh_judge: FakeJudgeServer, tmp_path: Path, m
     cache = tmp_path / "c"
     backend = LocalBackend(judge_endpoint=fresh_judge.base_url, judge_model="judge-model", cache_dir=cache)
     ctx = RunContext(plan=plan6(), run_dir=tmp_path)
-    backend.execute(ctx)
+    list(backend.execute(ctx))
     assert {r.headers.get("authorization") for r in fresh_judge.requests} == {"Bearer sk-very-secret-123"}
     blobs = b"".join(p.read_bytes() for p in cache.glob("??/*.json"))
     assert blobs and b"sk-very-secret" not in blobs
@@ -267,7 +267,7 @@ from local_helpers import benefits_plan
 from foundry_bridge.local import LocalBackend
 from foundry_bridge.runner_protocol import RunContext
 backend = LocalBackend({fresh_judge.base_url!r}, "judge-model", cache_dir={str(cache)!r})
-rows = backend.execute(RunContext(plan=benefits_plan(limit={ROWS}), run_dir={str(tmp_path)!r}))
+rows = list(backend.execute(RunContext(plan=benefits_plan(limit={ROWS}), run_dir={str(tmp_path)!r})))
 print(backend.stats["cache_hits"], backend.stats["judge_calls"], "azure.ai.evaluation" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
@@ -287,7 +287,7 @@ def test_interrupted_run_keeps_the_answers_it_got(tmp_path: Path) -> None:
 
         ctx = RunContext(plan=plan6(), run_dir=tmp_path, progress=interrupt)
         with pytest.raises(KeyboardInterrupt):
-            backend.execute(ctx)
+            list(backend.execute(ctx))
         assert own_judge.calls <= 4  # queued calls were cancelled (at most one was in flight)
         own_judge.reset()
         rows = execute(backend, plan6(), tmp_path)

@@ -39,7 +39,7 @@ def relevance_plan(limit: int = 3):
 
 def execute(backend: LocalBackend, plan, tmp_path: Path) -> tuple[list, RunContext]:
     ctx = RunContext(plan=plan, run_dir=tmp_path)
-    return backend.execute(ctx), ctx
+    return list(backend.execute(ctx)), ctx
 
 
 def backend_for(judge: FakeJudgeServer, tmp_path: Path, **kw) -> LocalBackend:

@@ -465,3 +465,46 @@ def test_trec_one_parser_ties_kinds_and_repeats_on_both_paths(tmp_path: Path) ->
         assert rows["q1"]["distracting@3"] == 1.0
         assert rows["q1"]["precision@3"] == pytest.approx(2 / 3)  # y, x, z: z counted once
         assert rows["q2"]["rr@3"] is None and rows["q3"]["rr@3"] is None
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    """The modules a fresh interpreter holds after ``foundry-bridge ARGV`` (run from outside the repository)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom foundry_bridge.cli import main\n"
+        f"sys.argv = ['foundry-bridge', *{argv!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nprint('\\n'.join(sys.modules), file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(out.stderr.split())
+
+
+def test_the_metrics_path_imports_only_what_it_needs(benefits_jsonl: Path, tmp_path: Path) -> None:
+    loaded = _modules_after(["metrics", str(benefits_jsonl), "-o", str(tmp_path / "m.json")])
+    assert (tmp_path / "m.json").is_file()
+    # the fast reader needs the mapping and the numeric core, not the records reader, the TREC parser, the gate,
+    # the plan builder, the report or another command
+    unneeded = {
+        "foundry_bridge.dataset.reader",
+        "foundry_bridge.dataset.parse",
+        "foundry_bridge.dataset.trec",
+        "foundry_bridge.validate",
+        "foundry_bridge.mapping.builder",
+        "foundry_bridge.report",
+        "foundry_bridge.runner",
+        "foundry_bridge.commands.run",
+    }
+    assert loaded & unneeded == set()
+    # any other command's start-up: the command line and the exception tree, no numbers, no mapping model
+    loaded = _modules_after(["run", "--help"])
+    assert {m for m in loaded if m.startswith("foundry_bridge.")} <= {
+        "foundry_bridge.cli",
+        "foundry_bridge.errors",
+        "foundry_bridge.commands",
+        "foundry_bridge.commands._options",
+        "foundry_bridge.commands.run",
+        "foundry_bridge.commands.validate",
+    }
+    assert not loaded & {"numpy", "pydantic", "yaml", "msgspec"}

@@ -141,7 +141,8 @@ def test_rejects_unknown_evaluators_with_a_hint(client: httpx.Client) -> None:
     assert "unknown evaluator 'my_custom_judge'" in _bad(client, eval_body([crit]))
 
 
-def test_rejects_missing_required_mapping_key(client: httpx.Client) -> None:
+def test_rejects_missing_required_mapping_key() -> None:
+    client = client_for(FoundryEmulator(strict_evaluators=True))  # since #14 the default accepts it, as the service
     crit = rag_criteria()[0]
     del crit["data_mapping"]["retrieved_documents"]
     message = _bad(client, eval_body([crit]))
@@ -156,7 +157,8 @@ def test_rejects_judge_without_deployment(client: httpx.Client) -> None:
     _create_eval(client, eval_body([crit]))
 
 
-def test_rejects_template_naming_a_field_absent_from_the_schema(client: httpx.Client) -> None:
+def test_rejects_template_naming_a_field_absent_from_the_schema() -> None:
+    client = client_for(FoundryEmulator(strict_evaluators=True))  # since #14 the default accepts it, as the service
     crit = rag_criteria()[3]
     crit["data_mapping"]["response"] = "{{item.respons}}"
     message = _bad(client, eval_body([crit]))
@@ -182,23 +184,6 @@ def test_rejects_bad_bodies(client: httpx.Client, mutate: Any, expected: str) ->
 
 def test_rejects_invalid_json(client: httpx.Client) -> None:
     assert "not valid JSON" in _bad(client, b"{nope")
-
-
-def test_uncataloged_builtins_are_accepted_with_a_generic_mock_score(client: httpx.Client) -> None:
-    crit = {
-        "type": "azure_ai_evaluator",
-        "name": "f1",
-        "evaluator_name": "builtin.f1_score",
-        "data_mapping": {"ground_truth": "{{item.ground_truth}}", "response": "{{item.response}}"},
-    }
-    ev = _create_eval(client, eval_body([crit]))
-    run = _create_run(client, ev["id"], sample_rows()[:2])
-    run_to_completion(client, ev["id"], run["id"])
-    result = all_items(client, ev["id"], run["id"])[0]["results"][0]
-    assert result["metric"] == "f1_score" and 0 <= result["score"] <= 1
-    assert "Mock score" in result["reason"] and "not in the catalog" in result["reason"]
-    strict = client_for(FoundryEmulator(strict_evaluators=True))
-    assert strict.post("/evals", json=eval_body([crit])).status_code == 400
 
 
 # ---------------------------------------------------------------- not found
@@ -294,7 +279,7 @@ def test_counts_are_rows_not_results(client: httpx.Client) -> None:
         errored["sample"]["error"]["code"] == "FAILED_EXECUTION" and "response" in errored["sample"]["error"]["message"]
     )
     assert (errored["label"], errored["passed"], errored["threshold"]) == (None, None, None)
-    assert done["per_model_usage"][0]["model_name"] == "judge"
+    assert done["per_model_usage"][0]["model_name"] == "judge-2024-07-18"  # <deployment>-<version>, as recorded (#14)
     assert done["per_model_usage"][0]["invocation_count"] == 4
 
 
@@ -324,7 +309,7 @@ def test_mock_judge_score_by_hand() -> None:
         "status",
         "sample",
     }
-    assert result["sample"]["model"] == "judge"
+    assert result["sample"]["model"] == "judge-2024-07-18"  # <deployment>-<version>, as recorded (#14)
 
 
 def _reference_docret(row: dict[str, Any], **init: Any) -> dict[str, Any]:

@@ -1,71 +1,22 @@
-"""``--estimate`` and its options for ``plan`` (and any command holding a plan): the cost preflight of
-``foundry_bridge.estimate`` printed, and written as ``estimate.json`` beside the plan files."""
+"""What ``plan --estimate`` and ``run --estimate`` print (their options are in ``_options``, which command
+modules load at start-up): the cost preflight of ``foundry_bridge.estimate``, and ``estimate.json`` beside the plan
+files."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-__all__ = ["estimate_options", "show_estimate"]
+from ._options import ESTIMATE_KEY, RUN_ESTIMATE_KEY
 
-_KEY = "foundry_bridge.estimate"  # where the options are kept in the click context's meta
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    ctx.meta.setdefault(_KEY, {})[param.name or ""] = value
-    return value
-
-
-def estimate_options(f: _F) -> _F:
-    """The options (not parameters of the command: ``show_estimate`` reads them from the context)."""
-    kept: dict[str, Any] = {"expose_value": False, "callback": _remember}
-    options = [
-        click.option(
-            "--estimate",
-            is_flag=True,
-            help="Print, per criterion, the judge calls and their input/output tokens (counted with tiktoken on "
-            "azure-ai-evaluation's shipped prompts) and, with prices, the cost; without --out, instead of the body.",
-            **kept,
-        ),
-        click.option("--encoding", default=None, help="tiktoken encoding for --estimate (default o200k_base).", **kept),
-        click.option(
-            "--prices",
-            type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            default=None,
-            help="Price table (YAML/JSON): {currency: USD, models: {<deployment>|'*': {input: X, output: Y}}}, "
-            "per million tokens.",
-            **kept,
-        ),
-        click.option("--price-input", type=float, default=None, help="Input price per million tokens.", **kept),
-        click.option("--price-output", type=float, default=None, help="Output price per million tokens.", **kept),
-        click.option(
-            "--judge-endpoint",
-            default=None,
-            help="With --estimate: the local backend's judge (as for `run --backend local`), to count the calls its "
-            "response cache already answers.",
-            **kept,
-        ),
-        click.option("--judge-model", default=None, help="With --judge-endpoint: the judge model.", **kept),
-        click.option(
-            "--cache-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            help="With --judge-endpoint: the response cache (default: the local backend's).",
-            **kept,
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+__all__ = ["show_estimate", "show_run_estimate"]
 
 
 def show_estimate(plan: Any, out: Path | None) -> bool:
     """Print the estimate when ``--estimate`` was given (and write ``out/estimate.json``); True if it was."""
-    opts = click.get_current_context().meta.get(_KEY, {})
+    opts = click.get_current_context().meta.get(ESTIMATE_KEY, {})
     if not opts.get("estimate"):
         return False
     from .._io import write_json
@@ -98,29 +49,9 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
     return True
 
 
-_RUN_KEY = "foundry_bridge.run_estimate"
-
-
-def _remember_run(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    ctx.meta[_RUN_KEY] = value
-    return value
-
-
-def run_estimate_option(f: _F) -> _F:
-    """``run --estimate``: the preflight printed before anything is sent (``show_run_estimate``)."""
-    return click.option(
-        "--estimate",
-        is_flag=True,
-        expose_value=False,
-        callback=_remember_run,
-        help="Print the cost preflight first (judge calls, tokens; local: how many the response cache answers). "
-        "$FOUNDRY_BRIDGE_ENCODING names the tiktoken encoding (default o200k_base).",
-    )(f)
-
-
 def show_run_estimate(plan: Any, backend: Any) -> None:
     """With ``run --estimate``: the estimate on stderr, the local backend's cache probed (what this run sends)."""
-    if not click.get_current_context().meta.get(_RUN_KEY):
+    if not click.get_current_context().meta.get(RUN_ESTIMATE_KEY):
         return
     import os
 

@@ -68,7 +68,7 @@ def _is_loopback(host: str) -> bool:
     help="Document-retrieval results: version 3's one result with the measures under properties (single), or "
     "version 2's one result per measure (per_metric).",
 )
-@click.option("--strict-evaluators", is_flag=True, help="Reject builtin evaluators that are not in the catalog.")
+@click.option("--strict-evaluators", is_flag=True, help="Refuse mapping mistakes at create (400), not as errored rows.")
 @click.option(
     "--tls",
     is_flag=True,

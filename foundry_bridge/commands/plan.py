@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._estimate import estimate_options
+from ._options import estimate_options
 from .validate import skip_validation_option
 
 __all__ = ["command"]
@@ -48,8 +48,9 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
     environment. Nothing is sent anywhere. DATA and the mapping first pass the checks of `foundry-bridge
     validate`: on any error nothing is written and the exit status is 1.
     """
-    from .._io import dumps, write_json, write_jsonl
+    from .._io import dumps, write_json
     from ..mapping import build_plan, load_mapping
+    from ..mapping.plan import write_rows
     from ._estimate import show_estimate
     from .validate import records_through_gate
 
@@ -68,7 +69,7 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
         click.echo(f"wrote {written[0]} ({len(plan.criteria)} criteria) and {written[1]}", err=True)
         return
     write_json(out / "eval.json", plan.eval_body)
-    n = write_jsonl(out / "items.jsonl", plan.items)
+    n = write_rows(out / "items.jsonl", plan.items)
     click.echo(
         f"wrote {out / 'eval.json'} ({len(plan.criteria)} criteria) and {out / 'items.jsonl'} ({n} items)", err=True
     )

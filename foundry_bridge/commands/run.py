@@ -14,8 +14,7 @@ from typing import Any
 
 import click
 
-from ._estimate import run_estimate_option, show_run_estimate
-from ._options import Finite
+from ._options import Finite, run_estimate_option
 from .validate import skip_validation_option
 
 __all__ = ["command", "parse_faults", "progress_reporter"]
@@ -224,6 +223,7 @@ def command(
     from ..errors import UsageError
     from ..runfolder import RunFolder
     from ..runner import choose_out, get_backend, prepare_run
+    from ._estimate import show_run_estimate
 
     with ExitStack() as owned:  # the run folder's lock, held from the first read of the folder to the end
         if resume_dir is not None:

@@ -3,19 +3,22 @@
 Flow: create the eval (once) → split the items into runs of at most ``max_rows_per_run`` rows → for each run,
 send the rows inline (``file_content``) when they serialize to at most ``inline_max_bytes``, else upload them as a
 dataset and reference its id (``file_id``) → create every run → poll each to a terminal status → page through
-every output item → normalize. ``state.json`` is saved as soon as the eval id exists and again after each run is
-created, so a crash or Ctrl-C never causes a second submission on ``--resume``.
+every output item, normalizing each page as it comes and yielding the rows in row order (the runner appends
+them to ``results.jsonl``: no list of a run's items or rows is kept). ``state.json`` is saved as soon as the eval
+id exists and again after each run is created, so a crash or Ctrl-C never causes a second submission on
+``--resume``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 from .._io import dumps
 from ..errors import BackendError
-from ..mapping.plan import Plan
+from ..mapping.plan import CriterionPlan, Plan
 from ..results import ResultRow
 from ..runfolder import FAILED_STATUSES, RunPart
 from ..runner_protocol import Capabilities, RunContext, utc_now
@@ -90,8 +93,9 @@ class FoundryBackend:
             raise BackendError("the plan has no rows to evaluate")
 
     # ------------------------------------------------------------------------------------------------------------
-    def execute(self, ctx: RunContext) -> list[ResultRow]:
-        """Submit (or resume), wait, collect, normalize."""
+    def execute(self, ctx: RunContext) -> Iterator[ResultRow]:
+        """Submit (or resume) and wait for every run (``state.json`` holds the ids before this returns); the rows
+        come as the returned iterator pages through the output items, normalized, in row order."""
         self.preflight(ctx.plan)
         state, timings = ctx.run_state, ctx.manifest.setdefault("timings", {})
         state.backend = state.backend or self.name
@@ -106,8 +110,15 @@ class FoundryBackend:
         finished = [self._wait(ctx, eval_id, part) for part in parts]
         timings["wait_seconds"] = round(time.monotonic() - t1, 3)
         timings["completed_at"] = utc_now()
+        return self._results(ctx, eval_id, parts, finished)
+
+    def _results(
+        self, ctx: RunContext, eval_id: str, parts: list[RunPart], finished: list[EvalRun]
+    ) -> Iterator[ResultRow]:
+        """The collected rows; once the last is out, the state is ``completed`` and the manifest filled."""
+        state, timings = ctx.run_state, ctx.manifest.setdefault("timings", {})
         t2 = time.monotonic()
-        rows, n_items = self._collect(ctx, eval_id, parts)
+        n_items = yield from self._collect(ctx, eval_id, parts)
         timings["collect_seconds"] = round(time.monotonic() - t2, 3)
         state.status = "completed"
         state.collected_items = n_items
@@ -126,7 +137,6 @@ class FoundryBackend:
                 "requests_sent": self.client.requests_sent,
             }
         )
-        return rows
 
     def _ensure_eval(self, ctx: RunContext) -> str:
         """The eval's id: created once, saved in ``state.json`` the moment it exists."""
@@ -232,29 +242,80 @@ class FoundryBackend:
         part.source = "file_id"
         return {"type": "jsonl", "source": {"type": "file_id", "id": part.dataset_id}}
 
-    def _collect(self, ctx: RunContext, eval_id: str, parts: list[RunPart]) -> tuple[list[ResultRow], int]:
-        """Page through every run's output items: raw lines streamed to ``output_items.jsonl``, rows returned."""
+    def _collect(self, ctx: RunContext, eval_id: str, parts: list[RunPart]) -> Generator[ResultRow, None, int]:
+        """Page through every run's output items: raw lines streamed to ``output_items.jsonl``, normalized rows
+        yielded in row order as the pages arrive (``_PartRows``); returns the number of items."""
         plan = ctx.plan
-        qids = plan.query_ids
+        qids = _QueryIds(plan.items)
         total = len(plan.items)
-        rows: list[ResultRow] = []
-        covered: set[int] = set()
         done = 0
         with ctx.folder.output_items_writer() as fh:
             for part in parts:
                 assert part.run_id is not None
+                ordered = _PartRows(part.offset, part.count, plan.criteria, qids)
                 pager = self.client.list_output_items_raw(eval_id, part.run_id, page_size=self.page_size)
                 for page in pager.by_page():
                     for item in page:
                         fh.write(dumps(item) + b"\n")
-                        item_rows = normalize_item(item, offset=part.offset, criteria=plan.criteria, query_ids=qids)
-                        if item_rows:
-                            covered.add(item_rows[0].row)
-                        rows.extend(item_rows)
+                        yield from ordered.add(
+                            normalize_item(item, offset=part.offset, criteria=plan.criteria, query_ids=qids)
+                        )
                     done += len(page)
                     ctx.progress("collecting", done, total)
-        absent = [r for r in range(total) if r not in covered]
-        if absent:
-            rows.extend(missing_rows(absent, criteria=plan.criteria, query_ids=qids))
-        rows.sort(key=lambda r: r.row)
-        return rows, done
+                yield from ordered.rest()
+        return done
+
+
+class _QueryIds(Sequence["str | None"]):
+    """The query id of each plan row, read from its item only when asked (an output item usually carries it)."""
+
+    def __init__(self, items: Sequence[dict[str, Any]]) -> None:
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, row: int) -> str | None:  # type: ignore[override]  # rows one at a time, no slices
+        entry = self._items[row]
+        query_id: str | None = entry.get("item", entry).get("query_id")
+        return query_id
+
+
+class _PartRows:
+    """The result rows of one run (rows ``offset .. offset+count-1``) in row order, whatever order the output items
+    come in: an item for the next row goes out at once (the usual case: memory holds one page), one ahead of it
+    waits until the rows before it came (a second item for the row just written goes beside it); at the end, rows
+    without an item get MISSING_ITEM rows, and items for a row outside the run (or an earlier row again) follow."""
+
+    def __init__(
+        self, offset: int, count: int, criteria: Sequence[CriterionPlan], query_ids: Sequence[str | None]
+    ) -> None:
+        self.start, self.next, self.end = offset, offset, offset + count
+        self.criteria, self.query_ids = criteria, query_ids
+        self.waiting: dict[int, list[ResultRow]] = {}
+        self.strays: list[ResultRow] = []
+
+    def add(self, rows: list[ResultRow]) -> Iterator[ResultRow]:
+        """Rows of one output item (all of one dataset row), and any waiting ones now in order."""
+        if not rows:
+            return
+        row = rows[0].row
+        if row == self.next:
+            yield from rows
+            self.next += 1
+            while self.next in self.waiting:
+                yield from self.waiting.pop(self.next)
+                self.next += 1
+        elif self.next < row < self.end:
+            self.waiting.setdefault(row, []).extend(rows)
+        elif row == self.next - 1 and row >= self.start:  # the row written last: still beside its other rows
+            yield from rows
+        else:
+            self.strays.extend(rows)
+
+    def rest(self) -> Iterator[ResultRow]:
+        """The rows still owed once every page is read."""
+        for row in range(self.next, self.end):
+            waiting = self.waiting.pop(row, None)
+            yield from waiting or missing_rows([row], criteria=self.criteria, query_ids=self.query_ids)
+        yield from self.strays

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any
 from .._text import userinfo_problem
 from ..catalog import CATALOG, EvaluatorSpec
 from ..errors import UsageError, redact
-from ..mapping.plan import CriterionPlan, Plan
+from ..mapping.plan import CriterionPlan, Plan, iter_rows
 from ..results import ResultRow
 from ..runner_protocol import Capabilities, RunContext
 from ..wire import is_present, missing_inputs, render_mapping, resolve_threshold
@@ -202,27 +202,35 @@ class LocalBackend:
                 self._judge_for(crit)
 
     # --- execution ---------------------------------------------------------------------------------------------
-    def execute(self, ctx: RunContext) -> list[ResultRow]:
-        """Every criterion on every item; one ResultRow per (row, criterion, metric), errors included."""
+    def execute(self, ctx: RunContext) -> Iterator[ResultRow]:
+        """Every criterion on every item; one ResultRow per (row, criterion, metric), errors included, yielded in
+        row order as each batch of ``BATCH_ROWS`` rows is done (the judge configuration is checked at the call)."""
         plan = ctx.plan
-        items = [entry.get("item", entry) for entry in plan.items]
-        query_ids = [None if it.get("query_id") is None else str(it.get("query_id")) for it in items]
-        cells: list[list[list[ResultRow]]] = [[[] for _ in plan.criteria] for _ in items]
-        started = time.monotonic()
-        self._docret_impl = None
         kinds = {ci: _kind(crit) for ci, crit in enumerate(plan.criteria)}
         judges = {ci: self._judge_for(plan.criteria[ci]) for ci, k in kinds.items() if k == "judge"}  # fails up front
-        for ci, crit in enumerate(plan.criteria):
-            if kinds[ci] == "metrics":
-                self._run_metrics(CATALOG[crit.evaluator], crit, ci, items, query_ids, cells)
-            elif kinds[ci] in ("unknown", "unsupported"):
-                for r in range(len(items)):
-                    cells[r][ci] = [_not_run(r, query_ids[r], crit)]
-        judge_stats = self._run_judges(ctx, judges, items, query_ids, cells)
-        rows = [row for per_row in cells for per_crit in per_row for row in per_crit]
-        self._write_manifest(ctx, kinds, judges, judge_stats, sum(1 for r in rows if r.error is not None), started)
+        return self._rows(ctx, kinds, judges)
+
+    def _rows(self, ctx: RunContext, kinds: dict[int, str], judges: dict[int, JudgeConfig]) -> Iterator[ResultRow]:
+        plan, started, errored = ctx.plan, time.monotonic(), 0
+        self._docret_impl = None
+        run = _JudgeRun(self, ctx, judges, total_rows=len(plan.items)) if judges else None
+        for start in range(0, len(plan.items), BATCH_ROWS):
+            batch = _Batch.read(plan, start, BATCH_ROWS)
+            for ci, crit in enumerate(plan.criteria):
+                if kinds[ci] == "metrics":
+                    self._run_metrics(CATALOG[crit.evaluator], crit, ci, batch)
+                elif kinds[ci] in ("unknown", "unsupported"):
+                    for r in range(len(batch.items)):
+                        batch.cells[r][ci] = [_not_run(start + r, batch.query_ids[r], crit)]
+            if run is not None:
+                run.judge(batch)
+            for per_row in batch.cells:
+                for per_crit in per_row:
+                    errored += sum(1 for row in per_crit if row.error is not None)
+                    yield from per_crit
+        judge_stats = run.stats if run is not None else _zero_stats()
+        self._write_manifest(ctx, kinds, judges, judge_stats, errored, started)
         self.stats = dict(judge_stats)
-        return rows
 
     def _write_manifest(
         self,
@@ -265,23 +273,21 @@ class LocalBackend:
             "seconds": round(time.monotonic() - started, 3),
         }
 
-    def _run_metrics(
-        self,
-        spec: EvaluatorSpec,
-        crit: CriterionPlan,
-        ci: int,
-        items: list[dict[str, Any]],
-        query_ids: list[str | None],
-        cells: list[list[list[ResultRow]]],
-    ) -> None:
+    def _run_metrics(self, spec: EvaluatorSpec, crit: CriterionPlan, ci: int, batch: _Batch) -> None:
+        """Document retrieval on the batch's rows, in one vectorized call; rows without its inputs error."""
         ready: list[int] = []
         payload: list[dict[str, Any]] = []
-        for r, item in enumerate(items):
+        for r, item in enumerate(batch.items):
             inputs = render_mapping(crit.data_mapping, item)
             missing = _missing_input_error(spec, inputs)
             if missing:
-                cells[r][ci] = docret_rows(
-                    spec, row=r, query_id=query_ids[r], criterion=crit.name, output=None, error=missing
+                batch.cells[r][ci] = docret_rows(
+                    spec,
+                    row=batch.start + r,
+                    query_id=batch.query_ids[r],
+                    criterion=crit.name,
+                    output=None,
+                    error=missing,
                 )
                 continue
             ready.append(r)
@@ -292,32 +298,29 @@ class LocalBackend:
             self._docret_impl = DOCRET_IMPLEMENTATION
         for r, out in zip(ready, outputs, strict=True):
             output, error = (out, None) if isinstance(out, dict) else (None, out)
-            cells[r][ci] = docret_rows(
-                spec, row=r, query_id=query_ids[r], criterion=crit.name, output=output, error=error
+            batch.cells[r][ci] = docret_rows(
+                spec, row=batch.start + r, query_id=batch.query_ids[r], criterion=crit.name, output=output, error=error
             )
 
-    def _run_judges(
-        self,
-        ctx: RunContext,
-        judges: dict[int, JudgeConfig],
-        items: list[dict[str, Any]],
-        query_ids: list[str | None],
-        cells: list[list[list[ResultRow]]],
-    ) -> dict[str, int]:
-        """Every judge criterion on every row: tasks, cache look-ups, one call per distinct key, result rows."""
-        if not judges:
-            return _zero_stats()
-        run = _JudgeRun(self, ctx, judges, query_ids, cells)
-        tasks = [task for ci in judges for task in run.tasks_of(ci, items)]
-        run.stats["judge_tasks"] = len(tasks)
-        ctx.progress("judging", 0, len(tasks))
-        pending = run.from_cache(tasks)
-        if pending:
-            run.call(pending, done=len(tasks) - sum(len(g) for g in pending.values()), total=len(tasks))
-        for task in tasks:
-            run.write(task)
-        ctx.progress("judging", len(tasks), len(tasks))
-        return run.stats
+
+# rows read, computed and written at once: bounds the memory of a run of a million rows
+BATCH_ROWS = 8192
+
+
+@dataclass
+class _Batch:
+    """Rows ``start ..`` of the plan: their items, query ids, and the result rows per (row, criterion)."""
+
+    start: int
+    items: list[dict[str, Any]]
+    query_ids: list[str | None]
+    cells: list[list[list[ResultRow]]]
+
+    @classmethod
+    def read(cls, plan: Plan, start: int, size: int) -> _Batch:
+        items = [entry.get("item", entry) for entry in iter_rows(plan.items, start, start + size)]
+        query_ids = [None if it.get("query_id") is None else str(it.get("query_id")) for it in items]
+        return cls(start, items, query_ids, [[[] for _ in plan.criteria] for _ in items])
 
 
 def _zero_stats() -> dict[str, int]:
@@ -332,17 +335,13 @@ def _zero_stats() -> dict[str, int]:
 
 
 class _JudgeRun:
-    """The state of one ``_run_judges`` pass: the plan's judge criteria, the cache, the counters, the cells."""
+    """The judging of one run, batch after batch: the plan's judge criteria, the cache, the counters (across
+    batches, like the run of failures that makes it give up), the batch being judged."""
 
-    def __init__(
-        self,
-        backend: LocalBackend,
-        ctx: RunContext,
-        judges: dict[int, JudgeConfig],
-        query_ids: list[str | None],
-        cells: list[list[list[ResultRow]]],
-    ) -> None:
-        self.backend, self.ctx, self.judges, self.query_ids, self.cells = backend, ctx, judges, query_ids, cells
+    def __init__(self, backend: LocalBackend, ctx: RunContext, judges: dict[int, JudgeConfig], total_rows: int) -> None:
+        self.backend, self.ctx, self.judges = backend, ctx, judges
+        self.rows_left, self.done, self.errored = total_rows, 0, 0
+        self.batch = _Batch(0, [], [], [])
         self.criteria = ctx.plan.criteria
         self.stats = _zero_stats()
         self.cache = ResponseCache(backend.cache_dir, ttl=backend.cache_ttl) if backend.use_cache else None
@@ -355,11 +354,29 @@ class _JudgeRun:
     def spec(self, ci: int) -> EvaluatorSpec:
         return CATALOG[self.criteria[ci].evaluator]
 
+    def judge(self, batch: _Batch) -> None:
+        """Every judge criterion on every row of ``batch``: tasks, cache look-ups, one call per distinct key, result
+        rows. Progress counts tasks over the run (the total: tasks so far plus one per judge for each row left)."""
+        self.batch = batch
+        tasks = [task for ci in self.judges for task in self.tasks_of(ci, batch.items)]
+        self.rows_left -= len(batch.items)
+        self.stats["judge_tasks"] += len(tasks)
+        total = self.stats["judge_tasks"] + self.rows_left * len(self.judges)
+        self.ctx.progress("judging", self.done, total)
+        pending = self.from_cache(tasks, total)
+        if pending:
+            self.call(pending, done=self.done + len(tasks) - sum(len(g) for g in pending.values()), total=total)
+        for task in tasks:
+            self.write(task)
+        self.done += len(tasks)
+        self.ctx.progress("judging", self.done, total)
+
     def rows(self, ci: int, row: int, output: dict[str, Any] | None, error: str | None) -> list[ResultRow]:
+        """The result rows of criterion ``ci`` on row ``row`` of the batch."""
         return judge_rows(
             self.spec(ci),
-            row=row,
-            query_id=self.query_ids[row],
+            row=self.batch.start + row,
+            query_id=self.batch.query_ids[row],
             criterion=self.criteria[ci].name,
             threshold=self.thresholds[ci],
             output=output,
@@ -373,14 +390,14 @@ class _JudgeRun:
             prompt = prompt_fingerprint(spec)
         except (ImportError, LookupError) as exc:  # the installed library lacks this evaluator class
             for r in range(len(items)):
-                self.cells[r][ci] = self.rows(ci, r, None, f"UNSUPPORTED_LOCALLY: {redact(str(exc))}")
+                self.batch.cells[r][ci] = self.rows(ci, r, None, f"UNSUPPORTED_LOCALLY: {redact(str(exc))}")
             return []
         tasks = []
         for r, item in enumerate(items):
             inputs = {k: v for k, v in render_mapping(crit.data_mapping, item).items() if k in spec.input_names}
             missing = _missing_input_error(spec, inputs)
             if missing:
-                self.cells[r][ci] = self.rows(ci, r, None, missing)
+                self.batch.cells[r][ci] = self.rows(ci, r, None, missing)
                 continue
             inputs, with_query = call_inputs(spec, inputs)
             task = _JudgeTask(row=r, criterion=ci, inputs=inputs, with_query=with_query)
@@ -389,19 +406,21 @@ class _JudgeRun:
             tasks.append(task)
         return tasks
 
-    def from_cache(self, tasks: list[_JudgeTask]) -> dict[str, list[_JudgeTask]]:
+    def from_cache(self, tasks: list[_JudgeTask], total: int) -> dict[str, list[_JudgeTask]]:
         """Answer tasks from the cache; the rest grouped by cache key (one call per distinct key)."""
         pending: dict[str, list[_JudgeTask]] = {}
+        hits = 0
         for task in tasks:
             cached = self.cache.get(task.key) if self.cache is not None else None
             if cached is not None and output_failure(self.spec(task.criterion), cached) is None:
                 task.output = cached
-                self.stats["cache_hits"] += 1
+                hits += 1
                 continue
             group_key = task.key if self.cache is not None else f"{task.key}:{id(task)}"
             pending.setdefault(group_key, []).append(task)
-        if self.stats["cache_hits"]:
-            self.ctx.progress("judging", self.stats["cache_hits"], len(tasks))
+        self.stats["cache_hits"] += hits
+        if hits:
+            self.ctx.progress("judging", self.done + hits, total)
         return pending
 
     def evaluators(self, pending: dict[str, list[_JudgeTask]]) -> dict[tuple[int, bool], Any]:
@@ -423,14 +442,14 @@ class _JudgeRun:
         """Run the pending calls on the backend's thread pool, reporting progress ("judging": tasks done; "errored":
         tasks errored, when it grows) after each group and every ``_HEARTBEAT`` seconds while calls are in flight."""
         evaluators = self.evaluators(pending)
-        counts = {"done": done, "errored": 0}
+        counts = {"done": done}
 
         def advance(group: list[_JudgeTask] | None) -> None:
             errored = sum(1 for t in group or () if t.error is not None)
             counts["done"] += len(group or ())
-            counts["errored"] += errored
+            self.errored += errored
             if errored:  # stage "errored": the tasks errored so far, reported when it grows
-                self.ctx.progress("errored", counts["errored"], total)
+                self.ctx.progress("errored", self.errored, total)
             self.ctx.progress("judging", counts["done"], total)
 
         def work(group: list[_JudgeTask]) -> None:
@@ -490,7 +509,7 @@ class _JudgeRun:
     def write(self, task: _JudgeTask) -> None:
         rows = self.rows(task.criterion, task.row, task.output, task.error)
         self.stats["judge_errors"] += sum(1 for r in rows if r.error is not None)
-        self.cells[task.row][task.criterion] = rows
+        self.batch.cells[task.row][task.criterion] = rows
 
 
 def _run_pool(

@@ -23,7 +23,7 @@ from ..errors import MappingError
 from ..wire import item_template, parse_template
 from .loader import expand_param, param_type_problem
 from .model import Mapping
-from .plan import CriterionPlan, Plan
+from .plan import CriterionPlan, Plan, RowSpool
 
 __all__ = ["available_fields", "build_criteria", "build_eval_body", "build_plan", "item_fields", "item_schema"]
 
@@ -177,14 +177,14 @@ def build_plan(
     mapping_path: str | os.PathLike[str] | None = None,
     environ: TMapping[str, str] | None = None,
 ) -> Plan:
-    """Criteria, eval-create body and run items for ``records`` (``QueryRecord``s) under ``mapping``."""
+    """Criteria, eval-create body and run items for ``records`` (``QueryRecord``s) under ``mapping``. The items
+    and records are streamed to temporary files as the records are read (``plan.JsonlRows``)."""
     from .. import __version__
     from .._io import sha256_file
 
     criteria = build_criteria(mapping, environ=environ)
     used = item_fields(criteria)
-    items: list[dict[str, Any]] = []
-    dumps: list[dict[str, Any]] = []
+    items, dumps = RowSpool(), RowSpool()  # streamed to temporary files: a million rows are not held in memory
     for record in records:
         full = record.item()
         item: dict[str, Any] = {"query_id": record.query_id}
@@ -207,8 +207,8 @@ def build_plan(
         mapping=mapping,
         criteria=criteria,
         eval_body=build_eval_body(criteria, name=name, metadata=metadata),
-        items=items,
-        records=dumps,
+        items=items.rows(),
+        records=dumps.rows(),
         dataset_path=str(dataset_path) if dataset_path is not None else None,
         dataset_sha256=sha,
         mapping_path=str(mapping_path) if mapping_path is not None else None,

@@ -18,6 +18,7 @@ import httpx
 
 from .._io import dumps, loads
 from ._faults import FaultConfig, FaultInjector
+from ._output import RunOutput
 from ._scoring import DocretShape
 
 __all__ = ["PROJECT_ENDPOINT", "EmulatorBase", "Store"]
@@ -55,17 +56,16 @@ class _RunState:
 
     eval_id: str
     index: int
-    rows: list[dict[str, Any]]
-    samples: list[dict[str, Any] | None]
+    rows: list[str]  # each row's JSON (text: orjson's bytes keep a several-times larger buffer)
+    samples: list[str | None]  # each row's sample (inline, or a target's output) as JSON
     created: float
     legacy: bool
     will_fail: bool
     errored_rows: set[int]
-    datasource_items: list[dict[str, Any]]
+    target: str | None = None  # the target type of an azure_ai_target_completions run
     account: str = "mock-account"
     project: str = "mock-project"
     polls: int = 0
-    passed_rows: list[bool] = field(default_factory=list)  # per output item, once finished
 
 
 @dataclass
@@ -74,7 +74,7 @@ class Store:
 
     evals: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    output_items: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # run id → items, once done
+    output_items: dict[str, RunOutput] = field(default_factory=dict)  # run id → compact output, once completed
     datasets: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (name, version) → version
     blobs: dict[str, bytes] = field(default_factory=dict)  # "container/path" → bytes
     run_state: dict[str, _RunState] = field(default_factory=dict)
@@ -114,6 +114,29 @@ def _blob_key(url: str) -> str | None:
     return None
 
 
+def page_positions(n: int, limit: int, order: str, index: int | None, after: str | None) -> tuple[range, bool]:
+    """The positions of an n-long list that a cursor page covers (``index``: the position of the ``after`` id,
+    None for the first page), and whether more follow."""
+    start = 0  # position in the requested order
+    if index is not None:
+        if not 0 <= index < n:
+            raise _bad(f"after: no object with id {after!r} in this list", "after")
+        start = (index if order == "asc" else n - 1 - index) + 1
+    stop = min(start + limit, n)
+    positions = range(start, stop) if order == "asc" else range(n - 1 - start, n - 1 - stop, -1)
+    return positions, stop < n
+
+
+def list_envelope(page: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    """A list answer as recorded: ``data``, ``first_id``, ``last_id``, ``has_more`` (no ``object``)."""
+    return {
+        "data": page,
+        "first_id": page[0]["id"] if page else None,
+        "last_id": page[-1]["id"] if page else None,
+        "has_more": has_more,
+    }
+
+
 def _copy(value: Any) -> Any:
     """A deep copy of JSON data."""
     return loads(dumps(value))
@@ -127,6 +150,7 @@ class EmulatorBase:
     faults: FaultConfig
     docret_shape: DocretShape
     strict_evaluators: bool
+    model_version: str
     store: Store
     _clock: Callable[[], float]
     _injector: FaultInjector
@@ -160,16 +184,9 @@ class EmulatorBase:
             raise _bad("Missing required query parameter 'api-version' (or use the /openai/v1 routes).")
         return legacy
 
-    def _page(
-        self,
-        request: httpx.Request,
-        objects: list[dict[str, Any]],
-        index_of: Callable[[str], int | None] | None = None,
-    ) -> dict[str, Any]:
-        """Cursor pagination: ``after`` (an id), ``limit`` (1–100, default 20), ``order`` (asc|desc).
-
-        ``index_of(id)`` finds an id's position in ``objects`` without a scan (output items: id N is at N-1).
-        """
+    @staticmethod
+    def _page_params(request: httpx.Request) -> tuple[int, str, str | None]:
+        """``limit`` (1–100, default 20), ``order`` (asc|desc) and ``after`` of a list request."""
         params = request.url.params
         try:
             limit = int(params.get("limit", "20"))
@@ -180,25 +197,15 @@ class EmulatorBase:
         order = params.get("order", "asc")
         if order not in ("asc", "desc"):
             raise _bad(f"order must be 'asc' or 'desc', got {order!r}", "order")
-        n = len(objects)
-        start = 0  # position in the requested order
-        after = params.get("after")
-        if after:
-            if index_of is not None:
-                index = index_of(after)
-            else:
-                index = next((i for i, o in enumerate(objects) if o["id"] == after), None)
-            if index is None or not 0 <= index < n or objects[index]["id"] != after:
-                raise _bad(f"after: no object with id {after!r} in this list", "after")
-            start = (index if order == "asc" else n - 1 - index) + 1
-        stop = min(start + limit, n)
-        page = objects[start:stop] if order == "asc" else [objects[n - 1 - i] for i in range(start, stop)]
-        return {
-            "data": page,
-            "first_id": page[0]["id"] if page else None,
-            "last_id": page[-1]["id"] if page else None,
-            "has_more": stop < n,
-        }
+        return limit, order, params.get("after") or None
+
+    def _page(self, request: httpx.Request, objects: list[dict[str, Any]]) -> dict[str, Any]:
+        """Cursor pagination over ``objects``: ``after`` (an id), ``limit``, ``order``."""
+        limit, order, after = self._page_params(request)
+        ids = [o["id"] for o in objects]
+        index = None if after is None else next((i for i, x in enumerate(ids) if x == after), -1)
+        positions, has_more = page_positions(len(objects), limit, order, index, after)
+        return list_envelope([objects[i] for i in positions], has_more)
 
     def _eval(self, eval_id: str) -> dict[str, Any]:
         ev = self.store.evals.get(eval_id)

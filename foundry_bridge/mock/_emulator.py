@@ -41,8 +41,10 @@ class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogR
     (N=0: the first GET sees it finished); ``seconds_to_complete`` additionally requires that much time since
     creation. ``docret_shape`` picks the document-retrieval result shape: ``"single"`` (one result with
     ``properties``, azure-ai-evaluation ≥ 1.17) or ``"per_metric"`` (one result per metric, the docs' shape).
-    ``strict_evaluators`` rejects ``builtin.*`` evaluators absent from the catalog (by default they are accepted
-    and scored by a generic stand-in, as the service accepts them).
+    ``strict_evaluators`` refuses mapping mistakes at create (400: a data mapping without the inputs of any input
+    group, a template naming a field absent from the item schema); by default the eval is accepted and the rows
+    come back errored inside a completed run, as the service does (recorded). ``model_version`` is the judge model
+    version reported in ``per_model_usage`` and judge samples (``<deployment>-<model_version>``, as recorded).
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogR
         faults: FaultConfig | None = None,
         docret_shape: DocretShape = "single",
         strict_evaluators: bool = False,
+        model_version: str = "2024-07-18",
         clock: Callable[[], float] = time.time,
         record_calls: bool = True,
     ) -> None:
@@ -65,6 +68,7 @@ class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogR
         self.faults = faults or FaultConfig()
         self.docret_shape: DocretShape = docret_shape
         self.strict_evaluators = strict_evaluators
+        self.model_version = model_version
         self.record_calls = record_calls
         self.store = Store()
         self._clock = clock
@@ -94,6 +98,8 @@ class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogR
             "faults": dataclasses.asdict(self.faults),
             "docret_shape": self.docret_shape,
             "polls_to_complete": self.polls_to_complete,
+            "strict_evaluators": self.strict_evaluators,
+            "model_version": self.model_version,
         }
 
     def transport(self) -> httpx.MockTransport:

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from ..catalog import CATALOG, EvaluatorSpec
 from ._common import MOCK_USER, EmulatorBase, _bad, _json_response
+from ._evaluators import Served, served, unserved_reason
 from ._scoring import template_fields
 
 __all__ = ["EvalRoutes"]
@@ -21,27 +21,17 @@ _SAMPLE_SCHEMA = {"type": "object", "properties": {"output_text": {"type": "stri
 class EvalRoutes(EmulatorBase):
     """Evals: create (checking testing criteria as the service does), get, update, list, delete."""
 
-    def _resolve_evaluator(self, where: str, evaluator_name: str) -> EvaluatorSpec | None:
-        spec = CATALOG.get(evaluator_name)
-        if spec is not None:
-            return spec
-        shorts = {s.short_name: s.name for s in CATALOG.values()}
+    def _resolve_evaluator(self, where: str, evaluator_name: str) -> Served:
+        """The served builtin called ``evaluator_name``; 400 for an OpenAI grader, an unknown builtin (with the
+        closest published name) or a custom evaluator name."""
+        found = served(evaluator_name)
+        if found is not None:
+            return found
         if evaluator_name.startswith("builtin."):
-            close = difflib.get_close_matches(evaluator_name.removeprefix("builtin."), list(shorts), n=1, cutoff=0.8)
-            if close:
-                raise _bad(
-                    f"{where}: unknown evaluator '{evaluator_name}'; did you mean '{shorts[close[0]]}'?",
-                    f"{where}.evaluator_name",
-                )
-            if not self.strict_evaluators:
-                return None
-            raise _bad(
-                f"{where}: evaluator '{evaluator_name}' is not emulated (strict mode); known: {', '.join(CATALOG)}",
-                f"{where}.evaluator_name",
-            )
+            raise _bad(f"{where}: {unserved_reason(evaluator_name)}", f"{where}.evaluator_name")
         raise _bad(
             f"{where}: unknown evaluator '{evaluator_name}': not a builtin evaluator, and this project has no "
-            f"custom evaluator of that name (known builtins include {', '.join(CATALOG)})",
+            "custom evaluator of that name (the builtins are named 'builtin.<name>': GET /evaluators)",
             f"{where}.evaluator_name",
         )
 
@@ -66,16 +56,19 @@ class EvalRoutes(EmulatorBase):
             raise _bad(f"{where} ({name}): evaluator_name is required.", f"{where}.evaluator_name")
         where = f"{where} ({name})"
         spec = self._resolve_evaluator(where, evaluator_name)
-        mapping = crit.get("data_mapping") or {}
-        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        mapping = crit.get("data_mapping")
+        if mapping is not None and (
+            not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values())
+        ):
             raise _bad(f"{where}: data_mapping must be an object of template strings.", "data_mapping")
         init = crit.get("initialization_parameters")
         if init is not None and not isinstance(init, dict):
             raise _bad(f"{where}: initialization_parameters must be an object.", "initialization_parameters")
         init = init or {}
-        if spec is not None:
-            _check_against_spec(where, spec, mapping, init)
-        _check_templates(where, mapping, properties)
+        _check_init(where, spec, init)
+        if self.strict_evaluators and mapping:  # the pre-#14 checks: the service itself accepts these (recorded)
+            _check_inputs(where, spec, mapping)
+            _check_templates(where, mapping, properties)
         out: dict[str, Any] = {
             "type": ctype,
             "id": f"{name}_{uuid.uuid4()}",
@@ -85,7 +78,8 @@ class EvalRoutes(EmulatorBase):
         }
         if "initialization_parameters" in crit:
             out["initialization_parameters"] = crit["initialization_parameters"]
-        out["data_mapping"] = mapping
+        if mapping is not None:  # without one, the service maps the item's fields by name
+            out["data_mapping"] = mapping
         return out
 
     def _create_eval(self, request: httpx.Request, v1: str | None = None, **_: Any) -> httpx.Response:
@@ -188,37 +182,60 @@ class EvalRoutes(EmulatorBase):
         return _json_response(status, body)
 
 
-def _check_against_spec(where: str, spec: EvaluatorSpec, mapping: dict[str, Any], init: dict[str, Any]) -> None:
-    """A catalog evaluator's inputs are mapped, its judge deployment named and its parameters typed."""
-    if not any(set(group) <= set(mapping) for group in spec.input_groups):
-        needs = " or ".join("(" + ", ".join(g) + ")" for g in spec.input_groups)
-        smallest: set[str] = min((set(g) - set(mapping) for g in spec.input_groups), key=len)
-        missing = sorted(smallest)
+def _check_inputs(where: str, item: Served, mapping: dict[str, Any]) -> None:
+    """(strict mode) The data mapping names every input of one of the contract's input groups."""
+    groups = item.contract.input_groups
+    if groups and not any(set(group) <= set(mapping) for group in groups):
+        needs = " or ".join("(" + ", ".join(g) + ")" for g in groups)
+        missing = min((sorted(set(g) - set(mapping)) for g in groups), key=lambda m: len(m))
         raise _bad(
             f"{where}: data_mapping is missing required input(s) {', '.join(map(repr, missing))} "
-            f"for {spec.name}, which needs {needs}.",
+            f"for {item.name}, which needs {needs}.",
             "data_mapping",
         )
-    if spec.needs_deployment and not (init.get("deployment_name") or init.get("model")):
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "number": (int, float),
+    "integer": (int,),
+    "string": (str,),
+    "array": (list,),
+    "object": (dict,),
+    "boolean": (bool,),
+}
+
+
+def _check_init(where: str, item: Served, init: dict[str, Any]) -> None:
+    """A judge names its deployment (``model`` is the recorded alternative spelling), every other required init
+    parameter is given, and each has its published JSON type and, for an enumeration, one of its values."""
+    if item.needs_deployment and not (init.get("deployment_name") or init.get("model")):
         raise _bad(
-            f"{where}: initialization_parameters.deployment_name is required for {spec.name} "
+            f"{where}: initialization_parameters.deployment_name is required for {item.name} "
             "(the judge model deployment).",
             "initialization_parameters.deployment_name",
         )
-    for param in spec.params:
-        value = init.get(param.name)
-        if value is None:
-            continue
-        ok = (
-            isinstance(value, int | float) and not isinstance(value, bool)
-            if param.type is float
-            else isinstance(value, param.type) and not isinstance(value, bool)
-        )
-        if not ok:
+    for name in item.contract.required_init:
+        if name != "deployment_name" and init.get(name) is None:
             raise _bad(
-                f"{where}: initialization_parameters.{param.name} must be of type {param.type.__name__}, "
+                f"{where}: initialization_parameters.{name} is required for {item.name} (published contract).",
+                f"initialization_parameters.{name}",
+            )
+    for name, schema in item.contract.init_params.items():
+        value = init.get(name)
+        if value is None or not isinstance(schema, dict):
+            continue
+        types = _JSON_TYPES.get(str(schema.get("type")))
+        wrong_bool = isinstance(value, bool) and schema.get("type") != "boolean"
+        if types is not None and (wrong_bool or not isinstance(value, types)):
+            raise _bad(
+                f"{where}: initialization_parameters.{name} must be of type {schema['type']}, got {value!r}.",
+                f"initialization_parameters.{name}",
+            )
+        if "enum" in schema and value not in schema["enum"]:
+            raise _bad(
+                f"{where}: initialization_parameters.{name} must be one of {', '.join(map(repr, schema['enum']))}, "
                 f"got {value!r}.",
-                f"initialization_parameters.{param.name}",
+                f"initialization_parameters.{name}",
             )
 
 

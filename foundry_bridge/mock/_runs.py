@@ -7,30 +7,23 @@ import uuid
 from typing import Any
 
 import httpx
+import orjson
 
-from .._io import dumps
-from ..catalog import CATALOG
-from ._common import MOCK_USER, EmulatorBase, _account, _bad, _copy, _HttpError, _json_response, _RunState
+from .._io import dumps, loads
+from ._common import MOCK_USER, EmulatorBase, _account, _bad, _HttpError, _json_response, _RunState
 from ._datasets import rows_from_dataset
-from ._scoring import RowScore, Verdict, errored_results, render_mapping, result_metrics, score_row, tally
+from ._evaluators import served
+from ._output import CriterionOutput, RunOutput
+from ._scoring import Scored, Verdict, criterion_from_wire, render_mapping, score, tally
 
 __all__ = ["RunRoutes"]
 
 
-_EMPTY_ITEM_SAMPLE: dict[str, Any] = {
-    "error": None,
-    "finish_reason": "",
-    "input": [],
-    "max_completion_tokens": None,
-    "model": "",
-    "output": [],
-    "seed": None,
-    "temperature": None,
-    "top_p": None,
-    "usage": None,
-}
 _RUN_STATUSES = ("queued", "in_progress", "completed", "canceled", "failed")
 _SUPPORTED_DATA_SOURCES = ("jsonl", "azure_ai_target_completions")
+_VERDICTS: tuple[Verdict, Verdict, Verdict] = ("passed", "failed", "errored")
+_INJECTED = "evaluator execution failed (fault injected by the foundry_bridge emulator)"
+_IN_PROGRESS_COUNTS = {"total": 0, "passed": 0, "failed": 0}  # recorded: errored/skipped appear on completion
 
 
 class RunRoutes(EmulatorBase):
@@ -71,13 +64,11 @@ class RunRoutes(EmulatorBase):
         ds = _data_source(body)
         rows, samples = self._rows_and_samples(ds["source"])
         _check_required(ev, rows)
-        datasource_items = [dict(r) for r in rows]
+        target = None
         if ds["type"] == "azure_ai_target_completions":
-            outputs = self._target_samples(ds, rows)
-            samples = list(outputs)
-            agent = ds["target"]["type"] == "azure_ai_agent"
-            _add_target_outputs(datasource_items, outputs, agent=agent)
-            if agent:
+            samples = list[dict[str, Any] | None](self._target_samples(ds, rows))
+            target = ds["target"]["type"]
+            if target == "azure_ai_agent":
                 ds = {**ds, "target": {**ds["target"], "tool_descriptions": ds["target"].get("tool_descriptions", [])}}
         metadata = body.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
@@ -89,22 +80,22 @@ class RunRoutes(EmulatorBase):
         state = _RunState(
             eval_id=eval_id,
             index=index,
-            rows=rows,
-            samples=samples,
+            rows=[dumps(r).decode() for r in rows],  # kept as JSON text: a third of the parsed objects' memory
+            samples=[None if x is None else dumps(x).decode() for x in samples],
             created=self._clock(),
             legacy=legacy,
             will_fail=self._injector.run_fails(index),
             errored_rows=self._injector.errored_rows(len(rows)),
-            datasource_items=datasource_items,
+            target=target,
             account=_account(request),
             project=self._project(request),
         )
         run = _new_run(run_id, eval_id, ds, metadata, body.get("name"), now)
-        created_view = _copy(run)
-        self._serve(request, run, ds, rows, metadata, now)
+        created = _json_response(201, run)  # serialized before _serve turns it into the later view: no copy
+        self._serve(request, run, ds, state.rows, metadata, now)
         self.store.runs[run_id] = run
         self.store.run_state[run_id] = state
-        return _json_response(201, created_view)
+        return created
 
     def _rows_and_samples(self, source: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None]]:
         """The rows of ``data_source.source`` (inline ``file_content`` or an uploaded ``file_id``) and the
@@ -140,20 +131,20 @@ class RunRoutes(EmulatorBase):
         request: httpx.Request,
         run: dict[str, Any],
         ds: dict[str, Any],
-        rows: list[dict[str, Any]],
+        rows: list[str],
         metadata: dict[str, Any] | None,
         now: int,
     ) -> None:
         """Turn the created run into what later GETs show: rows unwrapped (or, for targets, turned into a
         dataset), created_by, trigger_type, the evaluation-run properties."""
-        served_ds = _copy(ds)
+        served_ds = {**ds, "source": dict(ds["source"])}  # the rows are kept once: the state and this view share them
         if ds["type"] == "azure_ai_target_completions":
             stamp = time.strftime("%Y-%m-%d_%H%M%S", time.gmtime(now))
             inline_name = f"eval-data-{stamp}_{uuid.uuid4().hex[:5]}_UTC"
             served_ds["source"] = {"type": "file_id", "id": self._dataset_id(request, inline_name, "1")}
             metadata = {"is_inline_dataset": "true", "has_nested_data": "False", **(metadata or {})}
         elif ds["source"].get("type") == "file_content":
-            served_ds["source"]["content"] = [_copy(r) for r in rows]
+            served_ds["source"]["content"] = [orjson.Fragment(r) for r in rows]  # written as kept, never parsed
         run["data_source"] = served_ds
         run["created_by"] = MOCK_USER
         run["metadata"] = {**(metadata or {}), "trigger_type": "oneoff"}
@@ -180,85 +171,53 @@ class RunRoutes(EmulatorBase):
         if state.will_fail:
             run["status"] = "failed"
             run["error"] = {"code": self.faults.run_error_code, "message": self.faults.run_error_message}
-            self.store.output_items[run_id] = []
             return
         self._complete(run_id, run, state, now)
 
     def _complete(self, run_id: str, run: dict[str, Any], state: _RunState, now: int) -> None:
         """Score every row, then show the run completed with its counts, usage, report URL and output items."""
-        criteria = self.store.evals[state.eval_id]["testing_criteria"]
-        usage: dict[str, dict[str, int]] = {}
-        verdict_rows: list[list[tuple[str, Verdict]]] = []
-        items = []
-        for i, (row, sample) in enumerate(zip(state.rows, state.samples, strict=True)):
-            results, verdicts = self._score(i, row, sample, state, criteria, usage)
-            verdict_rows.append(verdicts)
-            items.append(
-                {
-                    "object": "eval.run.output_item",
-                    "id": str(i + 1),
-                    "run_id": run_id,
-                    "eval_id": state.eval_id,
-                    "created_at": now,
-                    "status": "completed",
-                    "datasource_item_id": i,
-                    "datasource_item": state.datasource_items[i],
-                    "results": results,
-                    "sample": dict(_EMPTY_ITEM_SAMPLE),
-                }
-            )
-            state.passed_rows.append(all(v == "passed" for _, v in verdicts))
-        host = {"account": state.account, "project": state.project}
+        output, usage = self._score_rows(run_id, state, now)
         run["status"] = "completed"
         run["properties"]["job_logs"] = (
-            f"azureai://accounts/{host['account']}/projects/{host['project']}/evaluationresults/"
+            f"azureai://accounts/{state.account}/projects/{state.project}/evaluationresults/"
             f"eval-result-{run_id}-MOCK/versions/1"
         )
         run["report_url"] = (
-            f"https://ai.azure.com/nextgen/r/mock,mock-rg,,{host['account']},{host['project']}"
+            f"https://ai.azure.com/nextgen/r/mock,mock-rg,,{state.account},{state.project}"
             f"/build/evaluations/{state.eval_id}/run/{run_id}"
         )
-        totals, per_criteria = tally(verdict_rows, [c["name"] for c in criteria])
-        run["result_counts"] = totals
-        run["per_model_usage"] = [{"model_name": model, **u, "cached_tokens": 0} for model, u in sorted(usage.items())]
-        run["per_testing_criteria_results"] = per_criteria
-        self.store.output_items[run_id] = items
+        rows = ([(c.criterion.name, _VERDICTS[c.verdicts[i]]) for c in output.criteria] for i in range(len(output)))
+        run["result_counts"], run["per_testing_criteria_results"] = tally(
+            rows, [c.criterion.name for c in output.criteria]
+        )
+        run["per_model_usage"] = _model_usage(usage)
+        self.store.output_items[run_id] = output
 
-    def _score(
-        self,
-        i: int,
-        row: dict[str, Any],
-        sample: dict[str, Any] | None,
-        state: _RunState,
-        criteria: list[dict[str, Any]],
-        usage: dict[str, dict[str, int]],
-    ) -> tuple[list[dict[str, Any]], list[tuple[str, Verdict]]]:
-        """Row ``i`` under every criterion (an injected errored row fails as the service does); the judges' token
-        usage is added to ``usage`` per model."""
+    def _score_rows(self, run_id: str, state: _RunState, now: int) -> tuple[RunOutput, dict[str, dict[str, int]]]:
+        """Every row under every criterion, kept compactly (an injected errored row fails as the service does), and
+        the judges' token usage summed per model."""
+        wire = self.store.evals[state.eval_id]["testing_criteria"]
+        criteria = [criterion_from_wire(c, _served(c), self.docret_shape, self.model_version) for c in wire]
+        outs = [CriterionOutput(c) for c in criteria]
         only = set(self.faults.errored_criteria)
-        results: list[dict[str, Any]] = []
-        verdicts: list[tuple[str, Verdict]] = []
-        for crit in criteria:
-            spec = CATALOG.get(crit["evaluator_name"])
-            if i in state.errored_rows and (not only or crit["name"] in only):
-                metrics = result_metrics(spec, crit["evaluator_name"], self.docret_shape)
-                message = (
-                    "(SystemError) 100% of the batch run failed. (UserError) evaluator execution failed "
-                    "(fault injected by the foundry_bridge emulator)"
-                )
-                scored = RowScore(errored_results(crit["name"], metrics, message), "errored")
-            else:
-                scored = score_row(crit, spec, row, sample, docret_shape=self.docret_shape)
-            results.extend(scored.results)
-            verdicts.append((crit["name"], scored.verdict))
-            if scored.model:
-                u = usage.setdefault(
-                    scored.model, {"invocation_count": 0, "total_tokens": 0, "prompt_tokens": 0, "completion_tokens": 0}
-                )
-                u["invocation_count"] += 1
-                for key in ("total_tokens", "prompt_tokens", "completion_tokens"):
-                    u[key] += scored.usage.get(key, 0)
-        return results, verdicts
+        unavailable: dict[str, str] = {}
+        usage: dict[str, dict[str, int]] = {}
+        row_passed = bytearray()
+        for i, (packed, packed_sample) in enumerate(zip(state.rows, state.samples, strict=True)):
+            row, sample = loads(packed), None if packed_sample is None else loads(packed_sample)
+            ok = True
+            for crit, out in zip(criteria, outs, strict=True):
+                if i in state.errored_rows and (not only or crit.name in only):
+                    scored = Scored("errored", error=_INJECTED)
+                else:
+                    scored = score(crit, row, sample, unavailable)
+                out.add(i, scored)
+                ok = ok and scored.verdict == "passed"
+                if scored.usage and crit.model:
+                    _add_usage(usage, crit.model, scored.usage)
+            row_passed.append(ok)
+        output = RunOutput(run_id, state.eval_id, now, state.rows, state.samples, state.target, outs, row_passed)
+        return output, usage
 
     def _get_run(
         self, request: httpx.Request, eval_id: str, run_id: str, v1: str | None = None, **_: Any
@@ -295,7 +254,6 @@ class RunRoutes(EmulatorBase):
         if run["status"] != "canceled":
             run["status"] = "canceled"
             run["modified_at"] = self._now()
-            self.store.output_items[run_id] = []
         return _json_response(200, run)
 
     def _delete_run(
@@ -336,15 +294,29 @@ def _check_required(ev: dict[str, Any], rows: list[dict[str, Any]]) -> None:
                 )
 
 
-def _add_target_outputs(items: list[dict[str, Any]], samples: list[dict[str, Any]], *, agent: bool) -> None:
-    """A target's stand-in outputs, flattened into each datasource item as the service shows them."""
-    for item, sample in zip(items, samples, strict=True):
-        item["sample.output_text"] = sample["output_text"]
-        item["sample.output_status"] = sample["output_status"]
-        item["sample.output_status.status"] = "success"
-        item["sample.output_status.message"] = ""
-        if agent:
-            item["sample.output_items"] = sample["output_items"]
+def _served(wire: dict[str, Any]) -> Any:
+    found = served(wire["evaluator_name"])
+    if found is None:  # create refuses unserved names, so a stored criterion always resolves
+        raise _HttpError(500, "InternalServerError", f"unserved evaluator {wire['evaluator_name']!r}")
+    return found
+
+
+def _add_usage(usage: dict[str, dict[str, int]], model: str, add: dict[str, int]) -> None:
+    u = usage.setdefault(model, {"invocation_count": 0, "total_tokens": 0, "prompt_tokens": 0, "completion_tokens": 0})
+    u["invocation_count"] += 1
+    for key in ("total_tokens", "prompt_tokens", "completion_tokens"):
+        u[key] += add.get(key, 0)
+
+
+def _model_usage(usage: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """``per_model_usage`` as recorded (May 2026): one row per model in order of first use, then the
+    ``azure_ai_evaluation`` row summing them."""
+    rows: list[dict[str, Any]] = [{"model_name": model, **u, "cached_tokens": 0} for model, u in usage.items()]
+    if rows:
+        keys = ("invocation_count", "total_tokens", "prompt_tokens", "completion_tokens")
+        total = {k: sum(u[k] for u in usage.values()) for k in keys}
+        rows.append({"model_name": "azure_ai_evaluation", **total, "cached_tokens": 0})
+    return rows
 
 
 def _new_run(
@@ -365,7 +337,7 @@ def _new_run(
         "properties": {"eval_id": eval_id, "NetworkType": "Public"},
         "name": name or f"run-{run_id[-8:]}",
         "report_url": None,
-        "result_counts": {"total": 0, "passed": 0, "failed": 0, "errored": 0, "skipped": 0},
+        "result_counts": dict(_IN_PROGRESS_COUNTS),
         "per_model_usage": [],
         "per_testing_criteria_results": [],
         "error": {"code": None, "message": None, "correlation_id": None, "inner_error": None},

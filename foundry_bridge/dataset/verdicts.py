@@ -1,0 +1,332 @@
+"""Human verdicts on judge metrics: the reader (JSONL or CSV), the arrays the agreement and PPI code take, and
+the labelling queue written in the same format.
+
+JSONL, one verdict a line::
+
+    {"query_id": "q01", "evaluator": "groundedness", "score": 4, "rater": "ana"}
+    {"query_id": "q01", "evaluator": "relevance", "passed": false}
+
+``evaluator`` names the judge with or without the ``builtin.`` prefix (``builtin.groundedness`` or
+``groundedness``).
+
+``score`` (a finite number, e.g. 1–5) and/or ``passed`` (true/false); ``rater`` optional (several raters of one
+row feed Krippendorff's α). A line with neither score nor passed (``null``: a queue line not filled in yet) is
+counted in ``unfilled`` and skipped; anything else wrong is a ``DatasetError`` naming file, line and field.
+
+CSV: the same columns (``query_id, evaluator, score, passed, rater``), or the wide sheet a human-evaluation
+template yields — one row per reviewed response, an id column, a reviewer column and one column per template
+question. Foundry's portal lets reviewers fill a template per agent response and download the results; its
+column layout is not in the public documentation we could find, so the wide reader assumes: id in ``query_id``
+(or ``item_id``, ``response_id``, ``id``), reviewer in ``rater`` (or ``reviewer``, ``annotator``, ``user``),
+and questions mapped to evaluators by ``questions={"column header": "groundedness"}`` (a header that
+already names an evaluator, e.g. ``groundedness``, needs no entry). A cell is a number (score), a yes/no answer
+(``yes``/``no``, ``pass``/``fail``, ``true``/``false``, ``thumbs up``/``thumbs down``, 👍/👎: passed), or empty.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_open, dumps
+from ..errors import DatasetError
+from ._json import JsonLimitError, loads
+
+__all__ = [
+    "QueueRow",
+    "Verdict",
+    "VerdictFile",
+    "human_arrays",
+    "queue_rows",
+    "read_verdicts",
+    "write_verdict_queue",
+]
+
+ID_COLUMNS = ("query_id", "item_id", "response_id", "id")
+RATER_COLUMNS = ("rater", "reviewer", "annotator", "user")
+_YES = {"yes", "y", "pass", "passed", "true", "thumbs up", "thumbsup", "👍", "good"}
+_NO = {"no", "n", "fail", "failed", "false", "thumbs down", "thumbsdown", "👎", "bad"}
+_HINT = 'each line: {"query_id": ..., "evaluator": ..., "score": <number> or "passed": true/false, "rater"?: ...}'
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One human verdict on one (query, evaluator), with where it was read."""
+
+    query_id: str
+    evaluator: str
+    score: float | None
+    passed: bool | None
+    rater: str | None
+    line: int
+
+
+@dataclass
+class VerdictFile:
+    """Every verdict of a file, and how many lines were left unfilled (no score and no passed)."""
+
+    source: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    unfilled: int = 0
+
+    def evaluators(self) -> list[str]:
+        return sorted({v.evaluator for v in self.verdicts})
+
+    def raters(self) -> list[str | None]:
+        return sorted({v.rater for v in self.verdicts}, key=lambda r: (r is not None, r or ""))
+
+
+def read_verdicts(path: str | os.PathLike[str], *, questions: Mapping[str, str] | None = None) -> VerdictFile:
+    """Read a human-verdict file: ``.csv`` as CSV (long or wide, see the module), anything else as JSONL."""
+    source = str(path)
+    target = Path(path)
+    if not target.is_file():
+        raise DatasetError("human-verdict file not found", file=source, hint="give the path of a .jsonl or .csv file")
+    out = VerdictFile(source)
+    rows = _csv_rows(target, questions or {}) if target.suffix.lower() == ".csv" else _jsonl_rows(target)
+    try:
+        _collect(rows, out)
+    except UnicodeDecodeError:
+        raise DatasetError("the file is not UTF-8 text", file=source, hint="save the sheet as CSV UTF-8") from None
+    return out
+
+
+def _collect(rows: Iterable[Verdict | None], out: VerdictFile) -> None:
+    """Append every verdict to ``out`` (unfilled lines counted), refusing a second one by the same rater on the same
+    query and evaluator (``builtin.x`` and ``x`` are one evaluator)."""
+    source = out.source
+    seen: dict[tuple[str, str, str | None], int] = {}
+    for verdict in rows:
+        if verdict is None:
+            out.unfilled += 1
+            continue
+        key = (verdict.query_id, verdict.evaluator.removeprefix("builtin."), verdict.rater)
+        if key in seen:
+            raise DatasetError(
+                f"query {verdict.query_id!r} has a second verdict on {verdict.evaluator!r} by the same rater "
+                f"(first on line {seen[key]})",
+                file=source,
+                line=verdict.line,
+                hint="keep one verdict per query, evaluator and rater; give each rater a name in 'rater'",
+            )
+        seen[key] = verdict.line
+        out.verdicts.append(verdict)
+
+
+def _jsonl_rows(path: Path) -> Iterator[Verdict | None]:
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = loads(raw)
+            except (JsonLimitError, ValueError) as exc:
+                msg = exc.message if isinstance(exc, JsonLimitError) else str(exc).split(":", 1)[0]
+                raise DatasetError(f"malformed JSON line: {msg}", file=str(path), line=lineno, hint=_HINT) from None
+            if not isinstance(row, dict):
+                raise DatasetError("each line must be a JSON object", file=str(path), line=lineno, hint=_HINT)
+            yield _verdict(row, str(path), lineno)
+
+
+def _text(row: Mapping[str, Any], name: str, where: tuple[str, int], *, required: bool) -> str | None:
+    value = row.get(name)
+    if value is None or value == "":
+        if required:
+            raise DatasetError(f"missing {name}", file=where[0], line=where[1], field=name, hint=_HINT)
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise DatasetError(f"{name} must be a string, got {value!r}", file=where[0], line=where[1], field=name)
+    return str(value)
+
+
+def _verdict(row: Mapping[str, Any], source: str, line: int) -> Verdict | None:
+    where = (source, line)
+    query_id = _text(row, "query_id", where, required=True)
+    evaluator = _text(row, "evaluator", where, required=True)
+    score = _score(row.get("score"), where)
+    passed = _passed(row.get("passed"), where)
+    if score is None and passed is None:
+        return None
+    assert query_id is not None and evaluator is not None
+    return Verdict(query_id, evaluator, score, passed, _text(row, "rater", where, required=False), line)
+
+
+def _score(value: Any, where: tuple[str, int]) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise DatasetError(
+            f"score must be a finite number, got {value!r}",
+            file=where[0],
+            line=where[1],
+            field="score",
+            hint="use the judge's scale (e.g. 1-5), or 'passed' for a yes/no verdict",
+        )
+    return number
+
+
+def _passed(value: Any, where: tuple[str, int]) -> bool | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in _YES:
+        return True
+    if word in _NO:
+        return False
+    raise DatasetError(
+        f"passed must be true or false, got {value!r}",
+        file=where[0],
+        line=where[1],
+        field="passed",
+        hint="true/false (JSONL), or yes/no, pass/fail, thumbs up/thumbs down (CSV)",
+    )
+
+
+def _csv_rows(path: Path, questions: Mapping[str, str]) -> Iterator[Verdict | None]:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        header = [h.strip() for h in reader.fieldnames or []]
+        reader.fieldnames = header
+        if "evaluator" in header:
+            for lineno, row in enumerate(reader, 2):
+                yield _verdict(row, str(path), lineno)
+            return
+        id_col = _pick(header, ID_COLUMNS, path, "id column")
+        rater_col = next((c for c in RATER_COLUMNS if c in header), None)
+        asked = _question_columns(header, questions, path, skip={id_col, rater_col})
+        for lineno, row in enumerate(reader, 2):
+            for column, evaluator in asked.items():
+                cell = {"query_id": row.get(id_col), "evaluator": evaluator, "rater": row.get(rater_col or "")}
+                value = (row.get(column) or "").strip()
+                cell["passed" if value.lower() in _YES | _NO else "score"] = value
+                try:
+                    verdict = _verdict(cell, str(path), lineno)
+                except DatasetError as exc:  # name the sheet's column, not the field it feeds
+                    raise DatasetError(exc.message, file=exc.file, line=exc.line, field=column, hint=exc.hint) from None
+                yield verdict
+
+
+def _pick(header: Sequence[str], names: Sequence[str], path: Path, what: str) -> str:
+    for name in names:
+        if name in header:
+            return name
+    raise DatasetError(
+        f"the CSV has no {what} (one of {', '.join(names)}); its columns are {', '.join(header) or 'none'}",
+        file=str(path),
+        line=1,
+        hint="rename the column that identifies each row to query_id",
+    )
+
+
+def _question_columns(
+    header: Sequence[str], questions: Mapping[str, str], path: Path, skip: set[Any]
+) -> dict[str, str]:
+    """Question column → evaluator: the mapping given, else headers that name an evaluator (``builtin.x`` or x)."""
+    from ..catalog import CATALOG
+
+    known = {name.removeprefix("builtin."): name for name in CATALOG}
+    missing = [q for q in questions if q not in header]
+    if missing:
+        raise DatasetError(
+            f"question column(s) not in the CSV: {', '.join(map(repr, missing))}",
+            file=str(path),
+            line=1,
+            hint=f"the columns are {', '.join(header)}",
+        )
+    out = dict(questions)
+    for column in header:
+        if column not in out and column not in skip and column.removeprefix("builtin.") in known:
+            out[column] = known[column.removeprefix("builtin.")]
+    if not out:
+        raise DatasetError(
+            "no question column maps to an evaluator",
+            file=str(path),
+            line=1,
+            hint="name the columns after evaluators (e.g. groundedness) or map them: questions={'<header>': "
+            "'groundedness'} (the command line: --question '<header>=groundedness')",
+        )
+    return out
+
+
+def _same_evaluator(a: str, b: str) -> bool:
+    return a.removeprefix("builtin.") == b.removeprefix("builtin.")
+
+
+def human_arrays(
+    verdicts: Iterable[Verdict], evaluator: str, query_ids: Sequence[str], *, what: str = "score"
+) -> tuple[np.ndarray, list[str | None]]:
+    """A raters × rows matrix (NaN = not rated) of ``score`` (or ``passed`` as 1/0) on ``evaluator``, rows in the
+    order of ``query_ids`` (the run's), and the raters in row order. A verdict on a query the run does not have is
+    left out (the report counts them); ``evaluator`` matches with or without the ``builtin.`` prefix.
+    Its ``nanmean`` over axis 0 is the human value of each row for PPI; the matrix itself feeds Krippendorff's α."""
+    position = {q: i for i, q in enumerate(query_ids)}
+    chosen = [v for v in verdicts if _same_evaluator(v.evaluator, evaluator) and v.query_id in position]
+    raters = sorted({v.rater for v in chosen}, key=lambda r: (r is not None, r or ""))
+    row_of = {r: i for i, r in enumerate(raters)}
+    out = np.full((len(raters), len(query_ids)), np.nan)
+    for v in chosen:
+        value = v.score if what == "score" else (None if v.passed is None else float(v.passed))
+        if value is not None:
+            out[row_of[v.rater], position[v.query_id]] = value
+    return out, raters
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One line of the judge-verdict labelling queue: what to label and why (the judge's own verdict is left out,
+    so the labeller is not anchored by it)."""
+
+    query_id: str
+    evaluator: str
+    priority: int
+    reason: str
+    query: str | None = None
+    response: str | None = None
+    context: str | None = None
+
+
+def queue_rows(
+    picks: Iterable[Any],
+    query_ids: Sequence[str],
+    evaluator: str,
+    texts: Mapping[str, Mapping[str, str | None]] | None = None,
+) -> list[QueueRow]:
+    """Queue rows from ``metrics.ppi.labelling_priority``'s picks (``index``, ``rank``, ``reason``): ids from the run's
+    ``query_ids``, and each query's ``query``/``response``/``context`` from ``texts`` (query id → field → text)."""
+    out: list[QueueRow] = []
+    for pick in picks:
+        qid = query_ids[pick.index]
+        text = (texts or {}).get(qid, {})
+        out.append(
+            QueueRow(
+                qid, evaluator, pick.rank, pick.reason, text.get("query"), text.get("response"), text.get("context")
+            )
+        )
+    return out
+
+
+def write_verdict_queue(rows: Iterable[QueueRow], path: str | os.PathLike[str]) -> int:
+    """Write the queue as human-verdict JSONL (``score``/``passed``/``rater`` null, to fill in); returns the count.
+    ``read_verdicts`` reads the file back, counting the lines not yet filled in as ``unfilled``."""
+    n = 0
+    with atomic_open(Path(path)) as fh:
+        for row in rows:
+            line: dict[str, Any] = {"query_id": row.query_id, "evaluator": row.evaluator, "score": None, "passed": None}
+            line |= {"rater": None, "priority": row.priority, "reason": row.reason}
+            line |= {k: v for k, v in (("query", row.query), ("response", row.response), ("context", row.context)) if v}
+            fh.write(dumps(line) + b"\n")
+            n += 1
+    return n

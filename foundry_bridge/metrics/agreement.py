@@ -1,0 +1,411 @@
+"""Agreement between a judge and human verdicts (or the qrels): κ, weighted κ, Krippendorff's α, confusions.
+
+Arrays in, frozen dataclasses out. A row where either side is missing (NaN) is left out of every statistic and
+counted in ``n_missing``; a statistic that is undefined (no rows, or chance agreement already 1) is NaN, never 0.
+
+- Cohen's κ = (p_o − p_e) / (1 − p_e), p_o the observed agreement, p_e = Σ_c judge_c · human_c (the marginals).
+- weighted κ = 1 − Σ w_ij O_ij / Σ w_ij E_ij, E the product of the marginals; quadratic weights
+  w_ij = (v_i − v_j)², linear |v_i − v_j|, on the category *values* (a scale 1–5 keeps its spacing even when a
+  level is never used).
+- Krippendorff's α = 1 − (n − 1) Σ o_ck δ²_ck / Σ n_c n_k δ²_ck over the coincidence matrix o (each unit with
+  m ≥ 2 ratings adds its ordered pairs with weight 1 / (m − 1)); ordinal δ_ck = Σ_{g=c..k} n_g − (n_c + n_k)/2,
+  interval δ = v_c − v_k, nominal δ = [c ≠ k]. Units rated once are dropped (they carry no agreement).
+- the retrieval judge against the qrels: the context the model received holds a document labelled relevant
+  (``context_holds_relevant``), or none — a truth known without any extra human work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from ._dist import normal_quantile
+from .assembly import contains_document, normalize_ws
+from .ppi import MeanEstimates, estimate_mean
+
+__all__ = [
+    "Agreement",
+    "Disagreement",
+    "JudgeNoise",
+    "JudgeTrust",
+    "agreement",
+    "cohen_kappa",
+    "confusion_matrix",
+    "context_holds_relevant",
+    "judge_noise",
+    "judge_trust",
+    "krippendorff_alpha",
+    "most_disagreeing",
+    "noise_band",
+    "qrels_check",
+    "rater_mean",
+    "weighted_kappa",
+]
+
+Weights = Literal["quadratic", "linear"]
+Level = Literal["ordinal", "interval", "nominal"]
+Scale = Sequence[float] | np.ndarray  # the category values, e.g. range(1, 6)
+_MAX_CATEGORIES = 2000  # ordinal/nominal α builds a categories² matrix
+
+
+def _pairs(judge: Any, human: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both sides as float arrays with the rows missing on either side removed, and how many were removed."""
+    j = np.asarray(judge, dtype=np.float64)
+    h = np.asarray(human, dtype=np.float64)
+    if j.shape != h.shape or j.ndim != 1:
+        raise ValueError(f"judge and human must be 1-D arrays of one length, got {j.shape} and {h.shape}")
+    keep = ~(np.isnan(j) | np.isnan(h))
+    return j[keep], h[keep], int(keep.size - np.count_nonzero(keep))
+
+
+def _categories(values: Iterable[np.ndarray], categories: Scale | None) -> np.ndarray:
+    """The sorted category values: the given scale, or every value seen. A value off the given scale is refused."""
+    seen = np.unique(np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in values]))
+    seen = seen[~np.isnan(seen)]
+    if categories is None:
+        return seen
+    cats = np.unique(np.asarray(categories, dtype=np.float64))
+    off = np.setdiff1d(seen, cats)
+    if off.size:
+        raise ValueError(f"values {off.tolist()} are not on the scale {cats.tolist()}")
+    return cats
+
+
+def confusion_matrix(judge: Any, human: Any, *, categories: Scale | None = None) -> np.ndarray:
+    """Counts ``C[i, j]`` of rows the judge put in category i and the human in category j (rows with a missing side
+    left out); categories sorted by value."""
+    j, h, _ = _pairs(judge, human)
+    cats = _categories([j, h], categories)
+    cells = np.searchsorted(cats, j) * cats.size + np.searchsorted(cats, h)
+    return np.bincount(cells, minlength=cats.size * cats.size).reshape(cats.size, cats.size).astype(np.int64)
+
+
+def _kappa_from(confusion: np.ndarray, weights: np.ndarray) -> float:
+    """1 − Σ w·O / Σ w·E (E the outer product of the marginals, same total); NaN when Σ w·E is 0."""
+    total = confusion.sum()
+    if total == 0:
+        return float("nan")
+    observed = confusion / total
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    denom = float((weights * expected).sum())
+    if denom == 0:
+        return float("nan")
+    return 1.0 - float((weights * observed).sum()) / denom
+
+
+def cohen_kappa(judge: Any, human: Any, *, categories: Scale | None = None) -> float:
+    """Cohen's κ (unweighted: every disagreement counts the same), e.g. on pass/fail as 1/0."""
+    conf = confusion_matrix(judge, human, categories=categories)
+    return _kappa_from(conf, 1.0 - np.eye(conf.shape[0]))
+
+
+def weighted_kappa(judge: Any, human: Any, *, categories: Scale | None = None, weights: Weights = "quadratic") -> float:
+    """Weighted κ on an ordinal scale (e.g. the 1–5 judges with ``categories=range(1, 6)``); quadratic by default."""
+    j, h, _ = _pairs(judge, human)
+    cats = _categories([j, h], categories)
+    diff = np.abs(cats[:, None] - cats[None, :])
+    w = diff**2 if weights == "quadratic" else diff
+    return _kappa_from(confusion_matrix(j, h, categories=cats), w)
+
+
+def krippendorff_alpha(ratings: Any, *, level: Level = "ordinal", categories: Scale | None = None) -> float:
+    """Krippendorff's α of a raters × units matrix (NaN = not rated), at the given level of measurement."""
+    data = np.asarray(ratings, dtype=np.float64)
+    if data.ndim != 2:
+        raise ValueError(f"ratings must be a raters × units matrix, got shape {data.shape}")
+    if level == "interval":
+        return _interval_alpha(data)
+    cats = _categories([data], categories)
+    if cats.size > _MAX_CATEGORIES:
+        raise ValueError(f"{cats.size} distinct values is too many for {level} α: use level='interval'")
+    rated = ~np.isnan(data)
+    cells = np.nonzero(rated)[1] * cats.size + np.searchsorted(cats, data[rated])
+    counts = np.bincount(cells, minlength=data.shape[1] * cats.size).reshape(data.shape[1], cats.size).astype(float)
+    m = counts.sum(axis=1)
+    counts = counts[m >= 2]
+    inv = 1.0 / (m[m >= 2] - 1.0)
+    coincidence = (counts * inv[:, None]).T @ counts - np.diag((counts * inv[:, None]).sum(axis=0))
+    n_c = coincidence.sum(axis=1)
+    n = n_c.sum()
+    if n <= 1:
+        return float("nan")
+    delta = _delta(cats, n_c, level)
+    expected = float((np.outer(n_c, n_c) * delta).sum())
+    if expected == 0:
+        return float("nan")
+    return 1.0 - (n - 1) * float((coincidence * delta).sum()) / expected
+
+
+def _interval_alpha(data: np.ndarray) -> float:
+    """Interval α without a category matrix: Σ o_ck δ² = Σ_u 2·m_u·SS_u / (m_u − 1) and Σ n_c n_k δ² = 2·n·SS over
+    the pairable values (SS the sums of squares about the unit's and the pooled mean)."""
+    rated = ~np.isnan(data)
+    m = rated.sum(axis=0)
+    keep = m >= 2
+    x, r, m = np.where(rated, data, 0.0)[:, keep], rated[:, keep], m[keep]
+    n = float(m.sum())
+    if n <= 1:
+        return float("nan")
+    unit_mean = x.sum(axis=0) / m
+    ss_unit = (np.where(r, x - unit_mean, 0.0) ** 2).sum(axis=0)
+    pooled = x.sum() / n
+    ss_total = float((np.where(r, x - pooled, 0.0) ** 2).sum())
+    if ss_total == 0:
+        return float("nan")
+    return 1.0 - (n - 1) * float((2 * m * ss_unit / (m - 1)).sum()) / (2 * n * ss_total)
+
+
+def _delta(cats: np.ndarray, n_c: np.ndarray, level: Level) -> np.ndarray:
+    """The squared difference δ²_ck of each pair of categories at ``level``."""
+    if level == "nominal":
+        return 1.0 - np.eye(cats.size)
+    if level == "interval":
+        return (cats[:, None] - cats[None, :]) ** 2
+    cum = np.concatenate([[0.0], np.cumsum(n_c)])
+    lo = np.minimum.outer(np.arange(cats.size), np.arange(cats.size))
+    hi = np.maximum.outer(np.arange(cats.size), np.arange(cats.size))
+    between = cum[hi + 1] - cum[lo]  # Σ_{g=lo..hi} n_g
+    return (between - (n_c[:, None] + n_c[None, :]) / 2.0) ** 2
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One row where judge and human differ: its index in the arrays given, both values, |difference|."""
+
+    index: int
+    judge: float
+    human: float
+    gap: float
+
+
+def most_disagreeing(judge: Any, human: Any, *, top: int = 10) -> list[Disagreement]:
+    """The ``top`` rows with the largest |judge − human| (> 0), largest first, ties by index."""
+    j = np.asarray(judge, dtype=np.float64)
+    h = np.asarray(human, dtype=np.float64)
+    gap = np.abs(j - h)
+    idx = np.nonzero(~np.isnan(gap) & (gap > 0))[0]
+    if idx.size > top > 0:  # only the rows that can be in the top: those at least as far apart as the top-th
+        cut = np.partition(gap[idx], idx.size - top)[idx.size - top]
+        idx = idx[gap[idx] >= cut]
+    order = idx[np.lexsort((idx, -gap[idx]))][:top]
+    return [Disagreement(int(i), float(j[i]), float(h[i]), float(gap[i])) for i in order]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """A judge against a reference (humans, or the qrels) on the rows both scored.
+
+    ``categories`` label the axes of ``confusion`` (judge rows × reference columns); ``judge_rates`` and
+    ``reference_rates`` are the base rates of each category beside them (κ is read against them: a judge that
+    always says "pass" agrees 90 % with a reference that passes 90 %, and has κ = 0).
+    """
+
+    n: int
+    n_missing: int
+    observed: float  # fraction of rows in exact agreement
+    kappa: float
+    weighted_kappa: float | None  # quadratic; None for two categories (pass/fail)
+    categories: list[float]
+    confusion: list[list[int]]
+    judge_rates: list[float]
+    reference_rates: list[float]
+    disagreements: list[Disagreement]
+
+
+def agreement(judge: Any, reference: Any, *, categories: Scale | None = None, top: int = 10) -> Agreement:
+    """κ, quadratic-weighted κ (when the scale has more than two levels), confusion, base rates, worst rows."""
+    j, h, missing = _pairs(judge, reference)
+    cats = _categories([j, h], categories)
+    conf = confusion_matrix(j, h, categories=cats)
+    n = int(conf.sum())
+    rates = (conf.sum(axis=1) / n, conf.sum(axis=0) / n) if n else (np.full(cats.size, np.nan),) * 2
+    return Agreement(
+        n=n,
+        n_missing=missing,
+        observed=float(np.trace(conf) / n) if n else float("nan"),
+        kappa=cohen_kappa(j, h, categories=cats),
+        weighted_kappa=weighted_kappa(j, h, categories=cats) if cats.size > 2 else None,
+        categories=cats.tolist(),
+        confusion=conf.tolist(),
+        judge_rates=rates[0].tolist(),
+        reference_rates=rates[1].tolist(),
+        disagreements=most_disagreeing(judge, reference, top=top),
+    )
+
+
+def context_holds_relevant(record: Any, *, relevance_threshold: int = 1) -> bool | None:
+    """Whether the context the model received holds a document the qrels label relevant (≥ threshold).
+
+    ``record`` is a ``QueryRecord`` or alike. ``False`` when the query has labels and none of its relevant
+    documents is in the context (or it has no relevant document at all); ``None`` (unknown) when it has no context,
+    no labels, or a relevant retrieved document without content. A document is in the context as the assembly
+    check defines it (``assembly.contains_document``: whitespace-normalized, a truncated tail counts).
+    """
+    if record.context is None or record.retrieval_ground_truth is None:
+        return None
+    relevant = {g.document_id for g in record.retrieval_ground_truth if g.query_relevance_label >= relevance_threshold}
+    context = normalize_ws(record.context)
+    unknown = False
+    for doc in record.retrieved_documents:
+        if doc.document_id not in relevant:
+            continue
+        if doc.content is None:
+            unknown = True
+        elif contains_document(context, normalize_ws(doc.content)) is not None:
+            return True
+    return None if unknown else False
+
+
+def qrels_check(records: Iterable[Any], judge_passed: Any, *, relevance_threshold: int = 1, top: int = 10) -> Agreement:
+    """The retrieval judge's pass/fail (aligned with ``records``, NaN = unscored) against the qrels' answer to "does
+    the context hold a relevant document" (``context_holds_relevant``); rows where that is unknown are missing."""
+    truth = [context_holds_relevant(r, relevance_threshold=relevance_threshold) for r in records]
+    reference = np.array([np.nan if t is None else float(t) for t in truth])
+    return agreement(judge_passed, reference, categories=(0.0, 1.0), top=top)
+
+
+@dataclass(frozen=True)
+class JudgeTrust:
+    """One judge against the human verdicts on a run: what the report's trust section shows for it.
+
+    ``on_pass`` compares pass/fail, ``on_scale`` the scores (each (judge, rater) pair one observation), both
+    ``None`` without such verdicts; ``alpha_humans`` is Krippendorff's ordinal α among the raters (needs two),
+    ``alpha_with_judge`` the same with the judge as one more rater (close to ``alpha_humans``: it rates like a
+    person); ``score_mean`` / ``pass_rate`` the four estimates of ``ppi.estimate_mean``; ``missing`` says in words
+    what could not be computed and why.
+    """
+
+    n_rows: int
+    n_labeled: int
+    raters: int
+    on_pass: Agreement | None
+    on_scale: Agreement | None
+    alpha_humans: float | None
+    alpha_with_judge: float | None
+    score_mean: MeanEstimates | None
+    pass_rate: MeanEstimates | None
+    missing: list[str]
+
+
+def judge_trust(
+    judge_score: Any,
+    judge_passed: Any,
+    human_score: Any,
+    human_passed: Any,
+    *,
+    threshold: float | None = None,
+    higher_is_better: bool = True,
+    categories: Scale | None = None,
+) -> JudgeTrust:
+    """Agreement, α and the PPI estimates of one judge from aligned arrays: the judge's per-row score and pass
+    (1/0, NaN = unscored) and the humans' raters × rows matrices (``dataset.verdicts.human_arrays``; NaN = not
+    rated). A human score without a pass verdict passes when it reaches ``threshold`` (the judge's own)."""
+    js, jp = np.asarray(judge_score, dtype=np.float64), np.asarray(judge_passed, dtype=np.float64)
+    hs = np.atleast_2d(np.asarray(human_score, dtype=np.float64))
+    hp = np.atleast_2d(np.asarray(human_passed, dtype=np.float64))
+    if threshold is not None:
+        hp = _passed_from_scores(hs, hp, threshold, higher_is_better)
+    missing: list[str] = []
+    on_scale = _pooled(js, hs, categories, "scores", missing)
+    on_pass = _pooled(jp, hp, None, "pass/fail verdicts", missing)
+    rated = ~np.isnan(hs)
+    alpha_h = alpha_j = None
+    if hs.shape[0] >= 2 and np.count_nonzero(rated.sum(axis=0) >= 2):
+        alpha_h = krippendorff_alpha(hs, categories=categories)
+        alpha_j = krippendorff_alpha(np.vstack([hs, js[None, :]]), categories=categories)
+    else:
+        missing.append("Krippendorff's α needs two raters on at least one row")
+    means = [estimate_mean(j, rater_mean(h)) for j, h in ((js, hs), (jp, hp))]
+    labeled = int(np.count_nonzero((rated | ~np.isnan(hp)).any(axis=0))) if hs.size else 0
+    return JudgeTrust(js.size, labeled, hs.shape[0], on_pass, on_scale, alpha_h, alpha_j, means[0], means[1], missing)
+
+
+def _passed_from_scores(hs: np.ndarray, hp: np.ndarray, threshold: float, higher_is_better: bool) -> np.ndarray:
+    """The pass verdicts, a cell without one taken from the score (≥ threshold, or ≤ when lower is better)."""
+    with np.errstate(invalid="ignore"):
+        derived = np.where(np.isnan(hs), np.nan, (hs >= threshold) if higher_is_better else (hs <= threshold))
+    if hp.shape != hs.shape:
+        return derived
+    return np.where(np.isnan(hp), derived, hp)
+
+
+def rater_mean(matrix: Any) -> np.ndarray:
+    """The raters' mean per row of a raters × rows matrix, NaN where nobody rated (no warning): the human value
+    of each row for PPI and the labelling priority."""
+    matrix = np.atleast_2d(np.asarray(matrix, dtype=np.float64))
+    counts = np.count_nonzero(~np.isnan(matrix), axis=0)
+    sums = np.nansum(matrix, axis=0)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def _pooled(
+    judge: np.ndarray, humans: np.ndarray, categories: Scale | None, what: str, missing: list[str]
+) -> Agreement | None:
+    """``agreement`` over every (judge, rater) pair of a row, or None (noted in ``missing``) without any; a
+    disagreement's ``index`` is its row (one row may appear once per rater)."""
+    if humans.size == 0 or not np.count_nonzero(~np.isnan(humans) & ~np.isnan(judge)[None, :]):
+        missing.append(f"no human {what} on rows the judge scored")
+        return None
+    pooled = agreement(np.tile(judge, humans.shape[0]), humans.ravel(), categories=categories)
+    rows = [replace(d, index=d.index % judge.size) for d in pooled.disagreements]  # a pair's row, not its position
+    return replace(pooled, disagreements=rows)
+
+
+@dataclass(frozen=True)
+class JudgeNoise:
+    """A judge against itself over K repeats of the same rows (``run --repeats K``).
+
+        ``noise_sd`` = √(mean over rows of the within-row variance, ddof 1): the spread of one score around the row's
+        mean; ``flip_rate`` the share of rows whose pass verdict was not the same in every repeat, ``flaky`` those rows
+        (at most ``top``, by index); ``alpha`` Krippendorff's α with the repeats as raters (1: deterministic), ordinal
+    on a scale, interval for continuous scores.
+        Rows scored fewer than twice are left out (``rows`` counts the others).
+    """
+
+    repeats: int
+    rows: int
+    noise_sd: float
+    flip_rate: float | None
+    flaky: list[int]
+    alpha: float
+    alpha_level: str  # ordinal for a scale (≤ 20 values, or categories given), else interval
+
+
+def judge_noise(scores: Any, passed: Any = None, *, top: int = 20, categories: Scale | None = None) -> JudgeNoise:
+    """The noise of a judge from a repeats × rows matrix of its scores (NaN = that repeat did not score the row)
+    and, optionally, of its pass verdicts (1/0/NaN)."""
+    s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    counts = np.count_nonzero(~np.isnan(s), axis=0)
+    twice = counts >= 2
+    sub = s[:, twice]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = np.nanvar(sub, axis=0, ddof=1) if sub.size else np.empty(0)
+    noise = math.sqrt(float(variance.mean())) if variance.size else float("nan")
+    flip_rate, flaky = None, []
+    if passed is not None:
+        seen, flipped = _flips(np.atleast_2d(np.asarray(passed, dtype=np.float64)))
+        flip_rate = float(np.count_nonzero(flipped) / np.count_nonzero(seen)) if seen.any() else None
+        flaky = np.nonzero(flipped)[0][:top].tolist()
+    level: Level = "ordinal" if categories is not None or np.unique(s[~np.isnan(s)]).size <= 20 else "interval"
+    alpha = krippendorff_alpha(s, level=level, categories=categories)
+    return JudgeNoise(s.shape[0], int(np.count_nonzero(twice)), noise, flip_rate, flaky, alpha, level)
+
+
+def _flips(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with two or more verdicts, and those whose verdicts are not all the same."""
+    seen = np.count_nonzero(~np.isnan(p), axis=0) >= 2
+    high = np.where(np.isnan(p), -np.inf, p).max(axis=0)
+    low = np.where(np.isnan(p), np.inf, p).min(axis=0)
+    return seen, seen & (high != low)
+
+
+def noise_band(noise_sd: float, n_rows: int, repeats: int = 1, *, confidence: float = 0.95) -> float:
+    """The half-width z·noise_sd·√(2 / (n·K)) inside which the difference of two runs' means (n paired rows, each
+    row's score the mean of K repeats) is the judge's own noise alone: ``compare`` calls a smaller |Δ| "no change"."""
+    if n_rows <= 0 or repeats <= 0:
+        return float("nan")
+    return normal_quantile(0.5 + confidence / 2) * noise_sd * math.sqrt(2.0 / (n_rows * repeats))
