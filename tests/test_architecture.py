@@ -153,7 +153,7 @@ LAYERS: dict[str, set[str]] = {
     "runner": BASE
     | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
     | {"foundry", "mock", "local"},
-    "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
+    "report": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries"},
     "canaries": BASE | {"dataset", "metrics"},
     "estimate": BASE,
     "commands": BASE

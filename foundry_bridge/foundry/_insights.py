@@ -1,0 +1,330 @@
+"""Foundry's own comparison of runs (the Insights API's ``EvaluationComparison``), typed, and put beside the local
+corrected tests with the disagreements flagged.
+
+Wire format (azure-ai-projects 2.x ``beta.insights``, the models ``Insight``, ``EvaluationComparisonInsightRequest``
+/ ``Result``, ``EvalRunResultComparison``, ``EvalRunResultCompareItem``, ``EvalRunResultSummary``):
+``POST {endpoint}/insights?api-version=v1`` with ``Foundry-Features: Insights=V1Preview`` and the repeatability
+headers (``Repeatability-Request-ID``, ``Repeatability-First-Sent``), body ``{"displayName", "request": {"type":
+"EvaluationComparison", "evalId", "baselineRunId", "treatmentRunIds"}}`` → 201 ``Insight``; then ``GET
+{endpoint}/insights/{id}?api-version=v1`` until ``state`` is ``Succeeded`` (or ``Failed``/``Canceled``). The
+result holds, per (testing criterion, metric), the baseline's summary and one item per treatment run: ``pValue``,
+``deltaEstimate`` and ``treatmentEffect`` (``TooFewSamples``, ``Inconclusive``, ``Changed``, ``Improved``,
+``Degraded``); ``method`` names the test the service used. Both runs must belong to one eval.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import BackendError, UsageError
+from ..runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from ._client import FoundryClient
+
+__all__ = [
+    "INSIGHTS_FEATURE",
+    "CompareItem",
+    "ComparisonResult",
+    "Insight",
+    "LocalRow",
+    "MetricComparison",
+    "RunSummary",
+    "SideBySide",
+    "beside_local",
+    "compare_on_foundry",
+    "generate_comparison",
+    "get_insight",
+    "render_beside_markdown",
+    "run_of",
+]
+
+INSIGHTS_FEATURE = "Insights=V1Preview"
+INSIGHTS_API_VERSION = "v1"
+_TERMINAL = ("Succeeded", "Failed", "Canceled")
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+
+
+class RunSummary(_Wire):
+    run_id: str = Field(alias="runId")
+    sample_count: int = Field(alias="sampleCount")
+    average: float
+    standard_deviation: float = Field(alias="standardDeviation")
+
+
+class CompareItem(_Wire):
+    treatment_run_id: str = Field(alias="treatmentRunId")
+    treatment_run_summary: RunSummary = Field(alias="treatmentRunSummary")
+    delta_estimate: float = Field(alias="deltaEstimate")
+    p_value: float = Field(alias="pValue")
+    treatment_effect: str = Field(alias="treatmentEffect")
+
+
+class MetricComparison(_Wire):
+    testing_criteria: str = Field(alias="testingCriteria")
+    metric: str
+    evaluator: str
+    baseline_run_summary: RunSummary = Field(alias="baselineRunSummary")
+    compare_items: list[CompareItem] = Field(alias="compareItems")
+
+
+class ComparisonResult(_Wire):
+    type: str
+    method: str
+    comparisons: list[MetricComparison]
+
+
+class Insight(_Wire):
+    id: str
+    state: str
+    display_name: str = Field(alias="displayName")
+    request: dict[str, Any]
+    metadata: dict[str, Any] | None = None
+    result: ComparisonResult | None = None
+
+
+def _url(client: FoundryClient, *parts: str) -> str:
+    from urllib.parse import quote
+
+    return "/".join([f"{client.endpoint}/insights", *(quote(p, safe="") for p in parts)])
+
+
+def _headers() -> dict[str, str]:
+    return {
+        "Foundry-Features": INSIGHTS_FEATURE,
+        "Repeatability-Request-ID": str(uuid.uuid4()),
+        "Repeatability-First-Sent": formatdate(usegmt=True),
+    }
+
+
+def generate_comparison(
+    client: FoundryClient,
+    eval_id: str,
+    baseline_run_id: str,
+    treatment_run_ids: Sequence[str],
+    *,
+    display_name: str | None = None,
+) -> Insight:
+    """Ask for the comparison (``POST /insights``); the answer is usually still ``NotStarted``/``Running``."""
+    body = {
+        "displayName": display_name or f"foundry-bridge: {baseline_run_id} vs {', '.join(treatment_run_ids)}",
+        "request": {
+            "type": "EvaluationComparison",
+            "evalId": eval_id,
+            "baselineRunId": baseline_run_id,
+            "treatmentRunIds": list(treatment_run_ids),
+        },
+    }
+    params = {"api-version": INSIGHTS_API_VERSION}
+    response = client._request("POST", _url(client), json=body, params=params, headers=_headers())
+    return client._parse(Insight, response)
+
+
+def get_insight(client: FoundryClient, insight_id: str) -> Insight:
+    headers = {"Foundry-Features": INSIGHTS_FEATURE}
+    params = {"api-version": INSIGHTS_API_VERSION}
+    return client._parse(Insight, client._request("GET", _url(client, insight_id), params=params, headers=headers))
+
+
+def compare_on_foundry(
+    client: FoundryClient,
+    eval_id: str,
+    baseline_run_id: str,
+    treatment_run_ids: Sequence[str],
+    *,
+    display_name: str | None = None,
+    max_polls: int = 120,
+) -> Insight:
+    """Generate the comparison and poll it (``client.poll_interval``, through ``client.sleep``) until it has
+    finished; ``BackendError`` when it failed, was canceled or did not finish in ``max_polls``."""
+    insight = generate_comparison(client, eval_id, baseline_run_id, treatment_run_ids, display_name=display_name)
+    for _ in range(max_polls):
+        if insight.state in _TERMINAL:
+            break
+        client.sleep(client.poll_interval)
+        insight = get_insight(client, insight.id)
+    if insight.state != "Succeeded" or insight.result is None:
+        raise BackendError(
+            f"Foundry's comparison {insight.id} ended {insight.state!r}"
+            + ("" if insight.state in _TERMINAL else f" (not finished after {max_polls} polls)")
+            + "; the local comparison stands alone"
+        )
+    return insight
+
+
+def run_of(run_dir: str | os.PathLike[str]) -> tuple[str, str]:
+    """``(eval id, run id)`` of a run folder made on Foundry (or the emulator): what the comparison names. A folder
+    split over several service runs, or without ids, cannot be compared by Foundry (``UsageError``)."""
+    state = RunFolder(run_dir).read_state()
+    ids = state.run_ids if state is not None else []
+    if state is None or not state.eval_id or len(ids) != 1:
+        why = "it has no service run" if not ids else f"it was run as {len(ids)} service runs"
+        raise UsageError(f"{run_dir}: Foundry cannot compare this run folder: {why} (one eval run is needed)")
+    return state.eval_id, ids[0]
+
+
+# -- beside the local comparison -----------------------------------------------------------------------------------
+
+
+class LocalRow(Protocol):
+    """What ``beside_local`` reads of a local comparison row (``report._family.FamilyLine`` has it)."""
+
+    @property
+    def candidate(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def criterion(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def test(self) -> str: ...
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def delta(self) -> float | None: ...
+    @property
+    def p_adjusted(self) -> float | None: ...
+
+
+# the local verdict → the treatment effect that says the same
+_AS_EFFECT = {
+    "better": "Improved",
+    "worse": "Degraded",
+    "changed": "Changed",
+    "no significant change": "Inconclusive",
+    "within judge noise": "Inconclusive",
+    "too few paired queries": "TooFewSamples",
+}
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """One (candidate, criterion, metric): Foundry's verdict, the local one, and whether they agree."""
+
+    candidate: str
+    criterion: str
+    metric: str
+    foundry_effect: str | None
+    foundry_p: float | None
+    foundry_delta: float | None
+    local_verdict: str | None
+    local_test: str | None
+    local_p_adjusted: float | None
+    local_delta: float | None
+    agree: bool | None  # None: only one side compared it
+    note: str
+
+
+def _agree(effect: str, verdict: str) -> bool:
+    """Same call: equal effects, or a direction-neutral "Changed" on either side against a significant change."""
+    local = _AS_EFFECT.get(verdict, verdict)
+    changed = {"Improved", "Degraded", "Changed"}
+    return local == effect or (effect in changed and local in changed and "Changed" in (effect, local))
+
+
+def _note(effect: str, verdict: str, agree: bool) -> str:
+    if agree:
+        return "same verdict"
+    if verdict == "within judge noise":
+        return "Foundry's test does not know the judge's own noise: the local side calls this change noise"
+    if effect in ("Improved", "Degraded", "Changed") and verdict == "no significant change":
+        return "significant for Foundry (one metric, unpaired) but not after the local paired test and correction"
+    if effect == "Inconclusive" and verdict in ("better", "worse", "changed"):
+        return "the paired local test finds a change Foundry's test does not"
+    if "TooFewSamples" in (effect, _AS_EFFECT.get(verdict)):
+        return "one side had too few samples to test"
+    return "opposite directions"
+
+
+def beside_local(insight: Insight, local_rows: Iterable[LocalRow], run_ids: Mapping[str, str]) -> list[SideBySide]:
+    """Foundry's comparison beside the local one: ``run_ids`` maps each local candidate label to its Foundry run id;
+    a local row is matched by candidate, criterion and metric (its score row, not the ``:pass`` one). Rows only one
+    side compared are listed with ``agree=None``."""
+    if insight.result is None:
+        raise ValueError(f"insight {insight.id} has no result (state {insight.state!r})")
+    label_of = {run: label for label, run in run_ids.items()}
+    local = {(r.candidate, r.criterion, r.metric): r for r in local_rows if r.key == f"{r.criterion}:{r.metric}"}
+    out: list[SideBySide] = []
+    for comp in insight.result.comparisons:
+        for item in comp.compare_items:
+            label = label_of.get(item.treatment_run_id, item.treatment_run_id)
+            row = local.pop((label, comp.testing_criteria, comp.metric), None)
+            if row is None:
+                out.append(_foundry_only(label, comp, item))
+                continue
+            agree = _agree(item.treatment_effect, row.verdict)
+            out.append(
+                SideBySide(
+                    label,
+                    comp.testing_criteria,
+                    comp.metric,
+                    item.treatment_effect,
+                    item.p_value,
+                    item.delta_estimate,
+                    row.verdict,
+                    row.test,
+                    row.p_adjusted,
+                    row.delta,
+                    agree,
+                    _note(item.treatment_effect, row.verdict, agree),
+                )
+            )
+    for (label, criterion, metric), row in local.items():
+        note = "not in Foundry's comparison"
+        out.append(
+            SideBySide(
+                label, criterion, metric, None, None, None, row.verdict, row.test, row.p_adjusted, row.delta, None, note
+            )
+        )
+    return out
+
+
+def _foundry_only(label: str, comp: MetricComparison, item: CompareItem) -> SideBySide:
+    return SideBySide(
+        label,
+        comp.testing_criteria,
+        comp.metric,
+        item.treatment_effect,
+        item.p_value,
+        item.delta_estimate,
+        None,
+        None,
+        None,
+        None,
+        None,
+        "not compared locally",
+    )
+
+
+def render_beside_markdown(rows: Sequence[SideBySide], method: str | None = None) -> str:
+    """The side-by-side table, disagreements marked ⚠ and counted."""
+
+    def num(v: float | None) -> str:
+        return "–" if v is None else f"{v:.3g}"
+
+    lines = ["## Foundry's comparison beside the local one", ""]
+    if method:
+        lines += [f"Foundry's method: {method}.", ""]
+    lines += [
+        "| candidate | metric | Foundry | p | Δ | local | adjusted p | Δ | agree |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        mark = "–" if r.agree is None else ("yes" if r.agree else f"⚠ no: {r.note}")
+        cells = [r.candidate, f"{r.criterion}:{r.metric}", r.foundry_effect or "–", num(r.foundry_p)]
+        cells += [num(r.foundry_delta), r.local_verdict or "–", num(r.local_p_adjusted), num(r.local_delta), mark]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    flagged = sum(1 for r in rows if r.agree is False)
+    lines += ["", f"{flagged} disagreement(s)."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,319 @@
+"""Comparison statistics a reviewer accepts, from run folders: every candidate against the baseline on every
+Foundry metric, the test named per row, effect sizes with intervals, and the family corrected (Holm or BH).
+
+One streaming pass per run folder (``records.jsonl`` for the query ids, ``results.jsonl`` into one float column
+per metric), queries paired by id (a query in one run only, or unscored in either, is left out of that metric's
+pairing). The tests are ``metrics.significance.compare_family``'s: McNemar (exact) on pass/fail — a judge's
+verdict and a boolean metric —, Wilcoxon signed-rank on a judge's ordinal score and on continuous metrics, "too
+few paired queries" under ``min_n``; the decision is on the adjusted p, and a change inside the judge's own noise
+band (``noise``: key → band, ``metrics.agreement.noise_band``) is no change. ``FamilyComparison.gate_failures``
+lists the rows a CI gate fails on: changed, in the worse direction.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ..catalog import CATALOG
+from ..metrics.significance import DEFAULT_MIN_N, Correction, FamilyRow, compare_family
+from ..runfolder import RunFolder
+from ._format import fmt_num, md_escape
+
+__all__ = ["FamilyComparison", "FamilyLine", "compare_family_runs", "render_family_markdown"]
+
+Kind = Literal["boolean", "ordinal", "continuous"]
+QueryKind = Literal["positive", "negative"]
+Verdict = Literal["better", "worse", "changed", "no significant change", "within judge noise", "too few paired queries"]
+PASS_SUFFIX = ":pass"  # the key of a judge's pass/fail verdict beside its score
+
+
+class FamilyLine(BaseModel):
+    """One (candidate, metric) of the family: its test, effect (candidate − baseline) and corrected decision."""
+
+    candidate: str
+    key: str = Field(description="criterion:metric, or criterion:metric:pass for a judge's pass/fail verdict")
+    criterion: str
+    metric: str
+    kind: Kind
+    higher_is_better: bool | None
+    test: str
+    n: int
+    n_informative: int
+    statistic: float
+    p: float | None
+    p_adjusted: float | None
+    correction: str | None
+    significant: bool | None
+    baseline_mean: float | None
+    candidate_mean: float | None
+    delta: float | None
+    delta_low: float | None
+    delta_high: float | None
+    d_z: float | None
+    d_low: float | None
+    d_high: float | None
+    rank_biserial: float | None
+    within_noise: bool | None
+    changed: bool
+    verdict: Literal[
+        "better", "worse", "changed", "no significant change", "within judge noise", "too few paired queries"
+    ]
+
+
+class FamilyComparison(BaseModel):
+    """The corrected comparison table, and what it was computed from."""
+
+    baseline: str
+    candidates: list[str]
+    method: str
+    kind: QueryKind | None = Field(None, description="the queries compared: positive, negative, or all (None)")
+    alpha: float
+    min_n: int
+    rows: list[FamilyLine]
+    only_in_baseline: dict[str, int] = Field(default_factory=dict, description="candidate → baseline queries it lacks")
+    only_in_candidate: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def gate_failures(self) -> list[FamilyLine]:
+        """The rows a CI gate fails on: a change after correction, outside the noise, in the worse direction."""
+        return [r for r in self.rows if r.verdict == "worse"]
+
+
+@dataclass
+class _RunColumns:
+    label: str
+    query_ids: list[str]
+    columns: dict[str, np.ndarray]
+    kinds: dict[str, Kind]
+    direction: dict[str, bool | None]
+
+
+@cache
+def _metric_kind(evaluator: str, metric: str) -> tuple[Kind, bool | None, bool]:
+    """The catalog's kind and direction of a metric, and whether it is a judge's (its pass verdict is tested too)."""
+    spec = CATALOG.get(evaluator)
+    if spec is None:
+        return "continuous", None, False
+    try:
+        m = spec.metric(metric)
+    except KeyError:
+        return "continuous", None, False
+    kind: Kind = m.kind if m.kind in ("boolean", "ordinal") else "continuous"
+    return kind, m.higher_is_better, spec.needs_deployment and kind != "boolean"
+
+
+def _read_run(
+    run_dir: str | os.PathLike[str], label: str, wanted: Sequence[str] | None, kind: QueryKind | None
+) -> _RunColumns:
+    """One pass: records for the ids (those of another ``kind`` blanked), then results into columns (score;
+    pass/fail for judges and booleans)."""
+    folder = RunFolder(run_dir)
+    folder.require_dir()
+    plan = folder.read_plan(items=False, records=False)
+    query_ids, other_kind = [], set()
+    for i, rec in enumerate(folder.iter_records(plan)):
+        query_ids.append(rec.query_id)
+        if kind is not None and rec.kind != kind:
+            other_kind.add(i)
+    n = len(query_ids)
+    cols: dict[str, np.ndarray] = {}
+    kinds: dict[str, Kind] = {}
+    direction: dict[str, bool | None] = {}
+    for res in folder.iter_results():
+        if res.error is not None or not 0 <= res.row < n or res.row in other_kind:
+            continue
+        metric_kind, hib, judge = _metric_kind(res.evaluator, res.metric)
+        base = f"{res.criterion}:{res.metric}"
+        cells: list[tuple[str, Kind, float | bool | None]] = [
+            (base, metric_kind, res.passed if metric_kind == "boolean" else res.score)
+        ]
+        if judge:
+            cells.append((base + PASS_SUFFIX, "boolean", res.passed))
+        for key, k, value in cells:
+            if value is None or (wanted is not None and not _selected(key, wanted)):
+                continue
+            if key not in cols:
+                cols[key], kinds[key], direction[key] = np.full(n, np.nan), k, hib
+            cols[key][res.row] = float(value)
+    return _RunColumns(label, query_ids, cols, kinds, direction)
+
+
+def _selected(key: str, wanted: Sequence[str]) -> bool:
+    """A key is chosen by its full name, its criterion:metric, or its criterion."""
+    base = key.removesuffix(PASS_SUFFIX)
+    return key in wanted or base in wanted or base.split(":", 1)[0] in wanted
+
+
+def _aligned(base: _RunColumns, cand: _RunColumns) -> tuple[dict[str, np.ndarray], int, int]:
+    """The candidate's columns in the baseline's query order (NaN where it lacks the query); the counts of
+    queries only in one of them."""
+    position = {q: i for i, q in enumerate(cand.query_ids)}
+    index = np.array([position.get(q, -1) for q in base.query_ids], dtype=np.int64)
+    present = index >= 0
+    out = {}
+    for key, col in cand.columns.items():
+        values = np.full(len(base.query_ids), np.nan)
+        values[present] = col[index[present]]
+        out[key] = values
+    only_base = int(np.count_nonzero(~present))
+    return out, only_base, len(cand.query_ids) - int(np.count_nonzero(present))
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def _verdict(row: FamilyRow, hib: bool | None) -> Verdict:
+    t = row.test
+    if t.p is None:
+        return "too few paired queries"
+    if not t.significant:
+        return "no significant change"
+    if row.within_noise:
+        return "within judge noise"
+    if hib is None:
+        return "changed"
+    return "better" if (t.effect.mean_diff > 0) == hib else "worse"
+
+
+def _line(row: FamilyRow, kind: Kind, hib: bool | None, means: tuple[float | None, float | None]) -> FamilyLine:
+    t, e = row.test, row.test.effect
+    criterion, metric = row.metric.removesuffix(PASS_SUFFIX).split(":", 1)
+    return FamilyLine(
+        candidate=row.candidate,
+        key=row.metric,
+        criterion=criterion,
+        metric=metric,
+        kind=kind,
+        higher_is_better=hib,
+        test=t.test,
+        n=t.n,
+        n_informative=t.n_informative,
+        statistic=t.statistic,
+        p=t.p,
+        p_adjusted=t.p_adjusted,
+        correction=t.correction,
+        significant=t.significant,
+        baseline_mean=means[0],
+        candidate_mean=means[1],
+        delta=_finite(e.mean_diff),
+        delta_low=_finite(e.low),
+        delta_high=_finite(e.high),
+        d_z=_finite(e.d_z),
+        d_low=_finite(e.d_low),
+        d_high=_finite(e.d_high),
+        rank_biserial=e.rank_biserial,
+        within_noise=row.within_noise,
+        changed=row.changed,
+        verdict=_verdict(row, hib),
+    )
+
+
+def _paired_means(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float | None]:
+    keep = ~(np.isnan(a) | np.isnan(b))
+    return (float(a[keep].mean()), float(b[keep].mean())) if keep.any() else (None, None)
+
+
+def compare_family_runs(
+    baseline_dir: str | os.PathLike[str],
+    candidate_dirs: Sequence[str | os.PathLike[str]],
+    *,
+    method: Correction = "holm",
+    min_n: int = DEFAULT_MIN_N,
+    metrics: Sequence[str] | None = None,
+    alpha: float = 0.05,
+    labels: Sequence[str] | None = None,
+    noise: Mapping[str, float] | None = None,
+    kind: QueryKind | None = None,
+) -> FamilyComparison:
+    """Every candidate run against the baseline run on every metric both have (or those ``metrics`` name: a
+    criterion, ``criterion:metric`` or a full key), corrected over all (candidate, metric) pairs tested.
+    ``kind``: only the positive (or negative) queries, as ``compare`` reports them apart."""
+    dirs = [baseline_dir, *candidate_dirs]
+    names = list(labels) if labels is not None else [Path(d).name or str(d) for d in dirs]
+    if len(names) != len(dirs) or len(set(names)) != len(names):
+        names = [f"{i}:{n}" for i, n in enumerate(names)] if len(names) == len(dirs) else [str(d) for d in dirs]
+    base = _read_run(baseline_dir, names[0], metrics, kind)
+    candidates: dict[str, dict[str, np.ndarray]] = {}
+    only_base, only_cand = {}, {}
+    for label, path in zip(names[1:], candidate_dirs, strict=True):
+        cand = _read_run(path, label, metrics, kind)
+        candidates[label], only_base[label], only_cand[label] = _aligned(base, cand)
+    rows = compare_family(base.columns, candidates, base.kinds, method=method, alpha=alpha, min_n=min_n, noise=noise)
+    lines = [
+        _line(
+            r,
+            base.kinds[r.metric],
+            base.direction[r.metric],
+            _paired_means(base.columns[r.metric], candidates[r.candidate][r.metric]),
+        )
+        for r in rows
+    ]
+    return FamilyComparison(
+        baseline=names[0],
+        candidates=names[1:],
+        method="Holm" if method == "holm" else "Benjamini-Hochberg",
+        kind=kind,
+        alpha=alpha,
+        min_n=min_n,
+        rows=lines,
+        only_in_baseline=only_base,
+        only_in_candidate=only_cand,
+    )
+
+
+def _interval(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return "–"
+    if low is None or high is None:
+        return fmt_num(value)
+    return f"{fmt_num(value)} [{fmt_num(low)}, {fmt_num(high)}]"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+
+
+def render_family_markdown(comparison: FamilyComparison) -> str:
+    """The table: one row per (candidate, metric), the test named, Δ and d_z with their 95 % intervals, p and the
+    adjusted p, and the verdict (decided on the adjusted p)."""
+    head = ["candidate", "metric", "test", "n", "baseline", "candidate mean", "Δ [95% CI]", "d_z [95% CI]"]
+    head += ["rank-biserial r", "p", f"p adjusted ({comparison.method})", "verdict"]
+    lines = [
+        "## Comparison (corrected for multiplicity)",
+        "",
+        f"Baseline {md_escape(comparison.baseline)}; {comparison.kind or 'all'} queries; {len(comparison.rows)} "
+        f"comparisons, {comparison.method} adjusted over those tested, α = {comparison.alpha:g}; fewer than "
+        f"{comparison.min_n} paired queries are not tested. Δ is candidate − baseline over the paired queries.",
+        "",
+        "| " + " | ".join(md_escape(h) for h in head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for r in comparison.rows:
+        cells = [r.candidate, r.key, r.test, str(r.n), fmt_num(r.baseline_mean), fmt_num(r.candidate_mean)]
+        cells += [_interval(r.delta, r.delta_low, r.delta_high), _interval(r.d_z, r.d_low, r.d_high)]
+        cells += [fmt_num(r.rank_biserial), _p(r.p), _p(r.p_adjusted), r.verdict]
+        lines.append("| " + " | ".join(md_escape(c) for c in cells) + " |")
+    for name in comparison.candidates:
+        missing = comparison.only_in_baseline.get(name, 0), comparison.only_in_candidate.get(name, 0)
+        if any(missing):
+            lines.append(
+                f"\n{md_escape(name)}: {missing[0]} baseline queries missing, {missing[1]} queries not in the baseline"
+            )
+    worse = comparison.gate_failures
+    lines += ["", f"Gate: {len(worse)} metric(s) worse after correction" + (":" if worse else ".")]
+    lines += [
+        f"- {md_escape(r.candidate)} {md_escape(r.key)}: Δ {fmt_num(r.delta)} ({md_escape(r.test)})" for r in worse
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,741 @@
+"""The report's "Can the judge be trusted?" section, computed from a run folder in one streaming pass.
+
+For every LLM judge of the plan (a catalog evaluator that needs a deployment): its agreement with the human
+verdicts (``metrics.agreement.judge_trust``: κ on pass/fail, quadratic-weighted κ on the scale, Krippendorff's α
+among raters and with the judge as one more rater), its mean score and pass rate four ways (judge only, human
+only, PPI, PPI++: ``metrics.ppi.estimate_mean``), and, with no verdict yet, how few labels would help
+(``labels_for_half_width``: ±0.1 on a pass rate; ±0.25 on the mean score with the judge's own spread as the
+guess of the humans'). Then the retrieval judge against the qrels (``qrels_check``'s rule on each record, no
+human work), and the generated canaries (``canaries.score_canaries``). Each part says what it was computed from,
+and ``missing`` says in words what could not be computed and why.
+
+The pass reads ``plan.json`` without items, then ``records.jsonl`` (query ids, the qrels truth, canary cases),
+then ``results.jsonl`` into one score and one pass column per judge (NaN where unscored): memory grows with
+rows × judges floats, not with the rows' text. ``write_verdict_queue_for`` streams the folder again to write the
+rows to label next, texts read only for the rows picked.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from .._io import loads
+from ..canaries import RETRIEVAL, CanaryCase, CanaryScore, score_canaries
+from ..catalog import CATALOG
+from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, read_verdicts, write_verdict_queue
+from ..errors import DatasetError
+from ..metrics.agreement import (
+    agreement,
+    context_holds_relevant,
+    judge_noise,
+    judge_trust,
+    noise_band,
+    rater_mean,
+)
+from ..metrics.ppi import labelling_priority, labels_for_half_width
+from ..runfolder import RunFolder
+from ._format import fmt_num, md_escape
+
+__all__ = [
+    "PASS_RATE_HALF_WIDTH",
+    "SCORE_HALF_WIDTH",
+    "JudgeEntry",
+    "NoiseEntry",
+    "RetrievalCheck",
+    "TrustSection",
+    "TrustSource",
+    "noise_bands",
+    "render_trust_html",
+    "render_trust_markdown",
+    "trust_json",
+    "trust_section",
+    "write_verdict_queue_for",
+]
+
+PASS_RATE_HALF_WIDTH = 0.1  # "how few labels would help": a pass rate ± this by human labels alone
+SCORE_HALF_WIDTH = 0.25  # ... and a mean score on the judge's scale ± this
+
+
+def _nan_to_none(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+Num = Annotated[float | None, BeforeValidator(_nan_to_none)]  # an undefined statistic is null in JSON, never NaN
+
+
+class _Stat(BaseModel):
+    """The report's copy of a ``metrics`` result (read from its attributes; NaN → None, so the JSON round-trips)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class EstimateOut(_Stat):
+    """``metrics.ppi.Estimate``: a mean in [low, high] at ``confidence``, and the rows it used."""
+
+    method: str
+    mean: Num
+    low: Num
+    high: Num
+    n_labeled: int
+    n_unlabeled: int
+    confidence: float
+
+
+class MeanOut(_Stat):
+    """``metrics.ppi.MeanEstimates``: judge only, human only, PPI, PPI++, λ, labels to halve the interval."""
+
+    judge_only: EstimateOut
+    human_only: EstimateOut
+    ppi: EstimateOut | None
+    ppi_plus: EstimateOut | None
+    lam: Num
+    labels_to_halve: int | None
+    human_labels_to_halve: int | None
+
+
+class DisagreementOut(_Stat):
+    index: int
+    judge: float
+    human: float
+    gap: float
+
+
+class AgreementOut(_Stat):
+    """``metrics.agreement.Agreement``: κ, weighted κ, confusion (judge rows × reference columns), base rates."""
+
+    n: int
+    n_missing: int
+    observed: Num
+    kappa: Num
+    weighted_kappa: Num
+    categories: list[float]
+    confusion: list[list[int]]
+    judge_rates: list[Num]
+    reference_rates: list[Num]
+    disagreements: list[DisagreementOut]
+
+
+class JudgeTrustOut(_Stat):
+    """``metrics.agreement.JudgeTrust``."""
+
+    n_rows: int
+    n_labeled: int
+    raters: int
+    on_pass: AgreementOut | None
+    on_scale: AgreementOut | None
+    alpha_humans: Num
+    alpha_with_judge: Num
+    score_mean: MeanOut | None
+    pass_rate: MeanOut | None
+    missing: list[str]
+
+
+class JudgeNoiseOut(_Stat):
+    """``metrics.agreement.JudgeNoise``."""
+
+    repeats: int
+    rows: int
+    noise_sd: Num
+    flip_rate: Num
+    flaky: list[int]
+    alpha: Num
+    alpha_level: str
+
+
+class TrustSource(BaseModel):
+    """What the section was computed from."""
+
+    run_dir: str
+    rows: int
+    results_read: int
+    canary_rows: int = Field(0, description="generated canaries: scored as canaries, left out of agreement and means")
+    verdicts_path: str | None = None
+    verdicts: int = 0
+    verdicts_unmatched: int = Field(0, description="verdicts on a query the run does not have, or a judge it lacks")
+    verdicts_unfilled: int = Field(0, description="queue lines not filled in yet (no score, no passed)")
+    evaluators_without_judge: list[str] = Field(default_factory=list)
+
+
+class JudgeEntry(BaseModel):
+    """One judge criterion: its columns' counts, and the trust statistics (``metrics.agreement.JudgeTrust``)."""
+
+    criterion: str
+    evaluator: str
+    metric: str
+    threshold: float | None
+    higher_is_better: bool
+    scale: list[float] | None
+    rows_scored: int
+    rows_passed_known: int
+    trust: JudgeTrustOut
+    labels_for_pass_rate: int | None = Field(None, description=f"labels for a pass rate ±{PASS_RATE_HALF_WIDTH}")
+    labels_for_score: int | None = Field(None, description=f"labels for a mean score ±{SCORE_HALF_WIDTH}")
+    worst: list[dict[str, Any]] = Field(
+        default_factory=list, description="[{query_id, judge, human}], largest gap first"
+    )
+    missing: list[str] = Field(default_factory=list)
+
+
+class NoiseEntry(BaseModel):
+    """One judge against itself over repeat runs of the same rows (``metrics.agreement.judge_noise``), and the
+    bands inside which a difference of two runs' means is that noise alone (``noise_band``, one run on each side)."""
+
+    criterion: str
+    runs: int
+    noise: JudgeNoiseOut
+    flaky_queries: list[str]
+    score_band: float | None
+    pass_band: float | None
+
+
+class RetrievalCheck(BaseModel):
+    """The retrieval judge's pass/fail against "the context holds a document the qrels label relevant"."""
+
+    criterion: str | None
+    agreement: AgreementOut | None
+    rows_known: int = Field(description="rows whose context and labels say it (the rest are unknown)")
+    missing: list[str] = Field(default_factory=list)
+
+
+class TrustSection(BaseModel):
+    """The report's "Can the judge be trusted?" section."""
+
+    source: TrustSource
+    judges: list[JudgeEntry]
+    retrieval: RetrievalCheck
+    canaries: list[CanaryScore]
+    canary_cases: int
+    noise: list[NoiseEntry] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+
+    @property
+    def shown(self) -> bool:
+        """Worth a section in the report: the run has a judge or a generated canary (a ranking-only run has not)."""
+        return bool(self.judges or self.canaries)
+
+
+@dataclass
+class _Judge:
+    criterion: str
+    evaluator: str
+    metric: str
+    threshold: float | None
+    higher_is_better: bool
+    scale: list[float] | None
+    score: np.ndarray
+    passed: np.ndarray
+
+
+@dataclass
+class _Columns:
+    """The one pass over the folder: the run's query ids, the judges' columns, the qrels truth, canary cases."""
+
+    query_ids: list[str]
+    judges: dict[str, _Judge]  # criterion → columns
+    truth: np.ndarray  # context_holds_relevant as 1/0, NaN unknown
+    cases: list[CanaryCase]
+    canary: np.ndarray  # True on a generated canary row: left out of agreement, means and the queue
+    results_read: int
+
+    def real(self, column: np.ndarray) -> np.ndarray:
+        """``column`` with the canary rows blanked (NaN)."""
+        return np.where(self.canary, np.nan, column)
+
+
+def _judge_specs(folder: RunFolder) -> list[tuple[str, str, str, float | None, bool, list[float] | None]]:
+    """(criterion, evaluator, metric, threshold, higher is better, scale) of every judge criterion of the plan."""
+    from ..wire import resolve_threshold
+
+    out = []
+    for crit in folder.read_plan(items=False, records=False).criteria:
+        spec = CATALOG.get(crit.evaluator)
+        if spec is None or not spec.needs_deployment:
+            continue
+        metric = spec.metric(spec.primary_metric)
+        scale = None
+        if metric.kind == "ordinal" and metric.min_value is not None and metric.max_value is not None:
+            scale = [float(v) for v in range(int(metric.min_value), int(metric.max_value) + 1)]
+        threshold = resolve_threshold(metric, crit.init)
+        hib = metric.higher_is_better
+        out.append(
+            (crit.name, crit.evaluator, metric.name, None if threshold is None else float(threshold), hib, scale)
+        )
+    return out
+
+
+def _collect(folder: RunFolder) -> _Columns:
+    """Records then results, each streamed once."""
+    plan = folder.read_plan(items=False, records=False)
+    query_ids: list[str] = []
+    truth: list[float] = []
+    cases: list[CanaryCase] = []
+    canary: list[bool] = []
+    for rec in folder.iter_records(plan):
+        query_ids.append(rec.query_id)
+        holds = context_holds_relevant(rec)
+        truth.append(math.nan if holds is None else float(holds))
+        case = CanaryCase.from_record(rec)
+        canary.append(case is not None)
+        if case is not None:
+            cases.append(case)
+    n = len(query_ids)
+    judges = {
+        c: _Judge(c, e, m, t, h, s, np.full(n, np.nan), np.full(n, np.nan)) for c, e, m, t, h, s in _judge_specs(folder)
+    }
+    read = 0
+    for res in folder.iter_results():
+        read += 1
+        col = judges.get(res.criterion)
+        if col is None or res.metric != col.metric or not 0 <= res.row < n or res.error is not None:
+            continue
+        if res.score is not None:
+            col.score[res.row] = res.score
+        if res.passed is not None:
+            col.passed[res.row] = float(res.passed)
+    return _Columns(query_ids, judges, np.asarray(truth, dtype=np.float64), cases, np.asarray(canary, bool), read)
+
+
+def _check_scale(verdicts: Sequence[Verdict], judge: _Judge, source: str) -> None:
+    """A human score off the judge's scale is the file's mistake: named by line, before any statistic."""
+    if judge.scale is None:
+        return
+    lo, hi = judge.scale[0], judge.scale[-1]
+    for v in verdicts:
+        same = v.evaluator.removeprefix("builtin.") == judge.evaluator.removeprefix("builtin.")
+        if same and v.score is not None and (v.score not in judge.scale):
+            raise DatasetError(
+                f"score {v.score:g} on {v.evaluator!r} is not on the judge's scale {lo:g}–{hi:g} (whole numbers)",
+                file=source,
+                line=v.line,
+                field="score",
+                hint=f"give a whole number from {lo:g} to {hi:g}, or 'passed': true/false",
+            )
+
+
+def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) -> JudgeEntry:
+    rows, query_ids = (verdicts.verdicts if verdicts is not None else []), cols.query_ids
+    hs, _ = human_arrays(rows, judge.evaluator, query_ids)
+    hp, _ = human_arrays(rows, judge.evaluator, query_ids, what="passed")
+    score, passed = cols.real(judge.score), cols.real(judge.passed)
+    scale, off_scale = judge.scale, []
+    if judge.scale is not None and not np.isin(score[~np.isnan(score)], judge.scale).all():
+        lo, hi = judge.scale[0], judge.scale[-1]
+        scale, off_scale = None, [f"the judge gave scores off its {lo:g}–{hi:g} scale: κ on the values seen"]
+    trust = judge_trust(
+        score,
+        passed,
+        hs,
+        hp,
+        threshold=judge.threshold,
+        higher_is_better=judge.higher_is_better,
+        categories=scale,
+    )
+    scored = score[~np.isnan(score)]
+    missing = off_scale + list(trust.missing)
+    need_pass = need_score = None
+    if trust.n_labeled == 0:
+        need_pass = labels_for_half_width(PASS_RATE_HALF_WIDTH)
+        spread = float(scored.std()) if scored.size > 1 else 0.0
+        need_score = labels_for_half_width(SCORE_HALF_WIDTH, sd=spread) if spread > 0 else None
+        missing = [f"no human verdict on {judge.evaluator}: its numbers are uncorrected", *off_scale]
+    if not scored.size:
+        missing.append(f"{judge.criterion} scored no row")
+    return JudgeEntry(
+        criterion=judge.criterion,
+        evaluator=judge.evaluator,
+        metric=judge.metric,
+        threshold=judge.threshold,
+        higher_is_better=judge.higher_is_better,
+        scale=judge.scale,
+        rows_scored=int(scored.size),
+        rows_passed_known=int(np.count_nonzero(~np.isnan(passed))),
+        trust=JudgeTrustOut.model_validate(trust),
+        labels_for_pass_rate=need_pass,
+        labels_for_score=need_score,
+        worst=[
+            {"query_id": query_ids[d.index], "judge": d.judge, "human": d.human}
+            for d in (trust.on_scale.disagreements if trust.on_scale else [])
+        ],
+        missing=missing,
+    )
+
+
+def _retrieval(cols: _Columns) -> RetrievalCheck:
+    real = ~cols.canary  # a generated canary repeats its original's context: left out
+    known = int(np.count_nonzero(~np.isnan(cols.truth[real])))
+    judge = next((j for j in cols.judges.values() if j.evaluator == RETRIEVAL), None)
+    if judge is None:
+        return RetrievalCheck(
+            criterion=None, agreement=None, rows_known=known, missing=["no retrieval judge in the run"]
+        )
+    if known == 0:
+        why = "no row has both a context and qrels labels for its retrieved documents: nothing to check it against"
+        return RetrievalCheck(criterion=judge.criterion, agreement=None, rows_known=0, missing=[why])
+    return RetrievalCheck(
+        criterion=judge.criterion,
+        agreement=AgreementOut.model_validate(agreement(judge.passed[real], cols.truth[real], categories=(0.0, 1.0))),
+        rows_known=known,
+    )
+
+
+class _Verdicts(Mapping[tuple[str, str], bool | None]):
+    """(query id, evaluator) → the judge's pass verdict, looked up in the columns (no dict of every cell)."""
+
+    def __init__(self, cols: _Columns, ids: set[str]) -> None:
+        self._position = {q: i for i, q in enumerate(cols.query_ids) if q in ids}
+        self._by_evaluator: dict[str, _Judge] = {}
+        for j in cols.judges.values():
+            self._by_evaluator.setdefault(j.evaluator, j)  # the first criterion of an evaluator speaks for it
+
+    def __getitem__(self, key: tuple[str, str]) -> bool | None:
+        qid, evaluator = key
+        judge, i = self._by_evaluator.get(evaluator), self._position.get(qid)
+        if judge is None or i is None:
+            raise KeyError(key)
+        value = judge.passed[i]
+        return None if np.isnan(value) else bool(value)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return ((q, e) for e in self._by_evaluator for q in self._position)
+
+    def __len__(self) -> int:
+        return len(self._position) * len(self._by_evaluator)
+
+
+def _canaries(cols: _Columns, missing: list[str]) -> list[CanaryScore]:
+    if not cols.cases:
+        missing.append("no generated canary in the run (`foundry-bridge canaries DATA --out DATA2`, then run DATA2)")
+        return []
+    ids = {c.query_id for c in cols.cases} | {c.of for c in cols.cases}
+    return score_canaries(cols.cases, _Verdicts(cols, ids))
+
+
+def _unmatched(verdicts: VerdictFile, cols: _Columns) -> tuple[int, list[str]]:
+    """Verdicts the run cannot use (unknown query, or an evaluator with no judge here), and those evaluators."""
+    ids = set(cols.query_ids)
+    judged = {j.evaluator.removeprefix("builtin.") for j in cols.judges.values()}
+    orphans = sorted({v.evaluator for v in verdicts.verdicts if v.evaluator.removeprefix("builtin.") not in judged})
+    n = sum(1 for v in verdicts.verdicts if v.query_id not in ids or v.evaluator.removeprefix("builtin.") not in judged)
+    return n, orphans
+
+
+def trust_section(
+    run_dir: str | os.PathLike[str],
+    verdicts_path: str | os.PathLike[str] | None = None,
+    *,
+    questions: Mapping[str, str] | None = None,
+    repeats: Sequence[str | os.PathLike[str]] = (),
+) -> TrustSection:
+    """The trust section of the run in ``run_dir``, with the human verdicts of ``verdicts_path`` (JSONL or CSV,
+    ``dataset.verdicts.read_verdicts``; ``questions`` maps a template sheet's columns to evaluators) when given,
+    and the judges' noise when ``repeats`` names run folders of the same rows judged again."""
+    folder = RunFolder(run_dir)
+    folder.require_dir()
+    verdicts = read_verdicts(verdicts_path, questions=questions) if verdicts_path is not None else None
+    cols = _collect(folder)
+    source = TrustSource(
+        run_dir=str(run_dir), rows=len(cols.query_ids), results_read=cols.results_read, canary_rows=len(cols.cases)
+    )
+    missing: list[str] = []
+    if verdicts is None:
+        missing.append(
+            "no human verdicts given (--human-verdicts FILE): agreement and corrected means need a few labels; "
+            "--verdict-queue FILE writes the rows to label first"
+        )
+    else:
+        source.verdicts_path, source.verdicts, source.verdicts_unfilled = (
+            verdicts.source,
+            len(verdicts.verdicts),
+            verdicts.unfilled,
+        )
+        source.verdicts_unmatched, source.evaluators_without_judge = _unmatched(verdicts, cols)
+        for judge in cols.judges.values():
+            _check_scale(verdicts.verdicts, judge, verdicts.source)
+    if not cols.judges:
+        missing.append("the plan has no LLM judge: nothing to trust or distrust")
+    judges = [_judge_entry(j, verdicts, cols) for j in cols.judges.values()]
+    canaries = _canaries(cols, missing)
+    noise = _noise(cols, [_collect(RunFolder(r)) for r in repeats])
+    if not repeats:
+        missing.append("judge noise: one judgement per row in this run (repeats are needed to measure it)")
+    return TrustSection(
+        source=source,
+        judges=judges,
+        retrieval=_retrieval(cols),
+        canaries=canaries,
+        canary_cases=len(cols.cases),
+        noise=noise,
+        missing=missing,
+    )
+
+
+def noise_bands(section: TrustSection) -> dict[str, float]:
+    """``criterion:metric`` (score) and ``criterion:metric:pass`` → the judge-noise band, for
+    ``compare_family_runs(noise=...)``: a smaller difference is "within judge noise"."""
+    metric = {j.criterion: j.metric for j in section.judges}
+    out: dict[str, float] = {}
+    for n in section.noise:
+        key = f"{n.criterion}:{metric[n.criterion]}"
+        out |= {key: n.score_band} if n.score_band is not None else {}
+        out |= {key + ":pass": n.pass_band} if n.pass_band is not None else {}
+    return out
+
+
+def _noise(cols: _Columns, again: Sequence[_Columns]) -> list[NoiseEntry]:
+    """Each judge's repeats × rows matrices (the repeat runs aligned on this run's query ids), its noise and bands."""
+    if not again:
+        return []
+    out = []
+    for name, judge in cols.judges.items():
+        scores, passed = [cols.real(judge.score)], [cols.real(judge.passed)]
+        for other in again:
+            position = {q: i for i, q in enumerate(other.query_ids)}
+            index = np.array([position.get(q, -1) for q in cols.query_ids], dtype=np.int64)
+            same = other.judges.get(name)
+            for matrix, column in ((scores, "score"), (passed, "passed")):
+                values = np.full(index.size, np.nan)
+                if same is not None:
+                    values[index >= 0] = getattr(same, column)[index[index >= 0]]
+                matrix.append(cols.real(values))
+        noise = judge_noise(np.vstack(scores), np.vstack(passed), categories=judge.scale)
+        rows = noise.rows
+        pass_sd = judge_noise(np.vstack(passed)).noise_sd
+        out.append(
+            NoiseEntry(
+                criterion=name,
+                runs=len(scores),
+                noise=JudgeNoiseOut.model_validate(noise),
+                flaky_queries=[cols.query_ids[i] for i in noise.flaky],
+                score_band=_finite(noise_band(noise.noise_sd, rows)) if rows else None,
+                pass_band=_finite(noise_band(pass_sd, rows)) if rows else None,
+            )
+        )
+    return out
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _spread(cols: _Columns) -> np.ndarray:
+    """1 where the judges that scored a row disagree on pass/fail (two or more verdicts), else 0."""
+    if not cols.judges:
+        return np.zeros(len(cols.query_ids))
+    p = np.vstack([j.passed for j in cols.judges.values()])
+    seen = np.count_nonzero(~np.isnan(p), axis=0) >= 2
+    high = np.where(np.isnan(p), -np.inf, p).max(axis=0)
+    low = np.where(np.isnan(p), np.inf, p).min(axis=0)
+    return (seen & (high != low)).astype(float)
+
+
+def write_verdict_queue_for(
+    run_dir: str | os.PathLike[str],
+    section: TrustSection,
+    path: str | os.PathLike[str],
+    limit: int = 20,
+    *,
+    questions: Mapping[str, str] | None = None,
+) -> int:
+    """Write the ``limit`` (judge, row) pairs whose human label would most narrow the PPI intervals, as human-verdict
+    JSONL to fill in (``dataset.verdicts.write_verdict_queue``); returns the lines written. ``questions`` as given
+    to ``trust_section`` (a template sheet's columns → evaluators).
+
+    Each judge's queue is ``metrics.ppi.labelling_priority`` (its scores, the section's verdicts, spread = the judges
+    disagreeing on the row); the queues are interleaved by rank, so every judge gets its first rows."""
+    folder = RunFolder(run_dir)
+    cols = _collect(folder)
+    given = section.source.verdicts_path
+    verdicts = read_verdicts(given, questions=questions).verdicts if given else []
+    spread = _spread(cols)
+    per_judge = []
+    for judge in cols.judges.values():
+        hs, _ = human_arrays(verdicts, judge.evaluator, cols.query_ids)
+        picks = labelling_priority(cols.real(judge.score), rater_mean(hs), spread=spread, limit=limit)
+        per_judge.append((judge, picks))
+    picked = sorted(((p.rank, k, j, p) for k, (j, picks) in enumerate(per_judge) for p in picks), key=lambda t: t[:2])
+    chosen = picked[:limit]
+    wanted = {cols.query_ids[p.index] for *_, p in chosen}
+    texts = _texts(folder, wanted)
+    rows = [queue_rows([p], cols.query_ids, j.evaluator, texts)[0] for _, _, j, p in chosen]
+    return write_verdict_queue(rows, Path(path))
+
+
+def _texts(folder: RunFolder, wanted: set[str]) -> dict[str, dict[str, str | None]]:
+    """Query and response of the wanted rows only (the context is left out: long, and in the run folder)."""
+    plan = folder.read_plan(items=False, records=False)
+    return {
+        r.query_id: {"query": r.query, "response": r.response}
+        for r in folder.iter_records(plan)
+        if r.query_id in wanted
+    }
+
+
+# -- rendering ---------------------------------------------------------------------------------------------------
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt_num(value, digits)
+
+
+def _estimate(e: EstimateOut | None) -> str:
+    if e is None or e.mean is None:
+        return "–"
+    return f"{_num(e.mean)} [{_num(e.low)}, {_num(e.high)}]"
+
+
+def _means(m: MeanOut | None) -> tuple[str, str, str, str]:
+    if m is None:
+        return ("–",) * 4
+    return _estimate(m.judge_only), _estimate(m.human_only), _estimate(m.ppi), _estimate(m.ppi_plus)
+
+
+def _table_rows(section: TrustSection) -> tuple[list[str], list[list[str]]]:
+    """The judge table as text cells (escaped by the caller): one row per judge and quantity."""
+    head = ["judge", "rows scored", "labelled", "raters", "κ pass/fail", "weighted κ", "α humans", "α with judge"]
+    head += ["what", "judge only", "human only", "PPI", "PPI++"]
+    rows = []
+    for j in section.judges:
+        t = j.trust
+        kappa = _num(t.on_pass.kappa) if t.on_pass else "–"
+        wk = _num(t.on_scale.weighted_kappa) if t.on_scale else "–"
+        common = [j.criterion, str(j.rows_scored), str(t.n_labeled), str(t.raters), kappa, wk]
+        common += [_num(t.alpha_humans), _num(t.alpha_with_judge)]
+        rows.append([*common, "pass rate", *_means(t.pass_rate)])
+        rows.append([""] * len(common) + ["mean score", *_means(t.score_mean)])
+    return head, rows
+
+
+def _notes(section: TrustSection) -> list[str]:
+    """The sentences under the table: labels that would help, disagreements, and every missing piece."""
+    out = []
+    for j in section.judges:
+        if j.labels_for_pass_rate is not None:
+            more = f"; {j.labels_for_score} for its mean score ±{SCORE_HALF_WIDTH}" if j.labels_for_score else ""
+            out.append(
+                f"{j.criterion}: no human label yet — {j.labels_for_pass_rate} labelled rows give its pass rate "
+                f"±{PASS_RATE_HALF_WIDTH} by themselves{more}."
+            )
+        halve = j.trust.pass_rate.labels_to_halve if j.trust.pass_rate else None
+        if halve is not None:
+            out.append(f"{j.criterion}: {halve} more labels would halve the PPI++ interval of its pass rate.")
+        if j.worst:
+            worst = ", ".join(f"{w['query_id']} (judge {w['judge']:g}, human {w['human']:g})" for w in j.worst[:3])
+            out.append(f"{j.criterion}: largest judge–human gaps: {worst}.")
+        out.extend(f"{j.criterion}: {m}." for m in j.missing if "no human verdict on" not in m)
+    return out
+
+
+def _source_line(section: TrustSection) -> str:
+    s = section.source
+    line = f"Computed from {s.rows} rows and {s.results_read} result rows of {s.run_dir}"
+    if s.canary_rows:
+        line += f" ({s.canary_rows} generated canaries left out of agreement and means)"
+    if s.verdicts_path is None:
+        return line + "; no human-verdict file."
+    line += f", and {s.verdicts} human verdicts from {s.verdicts_path}"
+    extra = [f"{s.verdicts_unmatched} not matching this run"] if s.verdicts_unmatched else []
+    extra += [f"{s.verdicts_unfilled} queue lines not filled in"] if s.verdicts_unfilled else []
+    extra += [f"no judge for {', '.join(s.evaluators_without_judge)}"] if s.evaluators_without_judge else []
+    return line + (f" ({'; '.join(extra)})" if extra else "") + "."
+
+
+def _noise_lines(section: TrustSection) -> list[str]:
+    out = []
+    for n in section.noise:
+        flips = "–" if n.noise.flip_rate is None else f"{100 * n.noise.flip_rate:.0f} %"
+        flaky = f"; flaky: {', '.join(n.flaky_queries[:5])}" if n.flaky_queries else ""
+        out.append(
+            f"{n.criterion} against itself over {n.runs} runs of {n.noise.rows} rows: score noise sd "
+            f"{_num(n.noise.noise_sd)}, verdict flips on {flips} of rows, α {_num(n.noise.alpha)}{flaky}; a "
+            f"difference of two runs' means within ±{_num(n.score_band)} (pass rate ±{_num(n.pass_band)}) is noise."
+        )
+    return out
+
+
+def _retrieval_line(section: TrustSection) -> str:
+    r = section.retrieval
+    if r.agreement is None:
+        return "Retrieval judge vs qrels: " + "; ".join(r.missing) + "."
+    a = r.agreement
+    rates = f"judge passes {_num(a.judge_rates[1])}, qrels say relevant-in-context {_num(a.reference_rates[1])}"
+    return (
+        f"Retrieval judge ({r.criterion}) vs qrels (the context holds a document labelled relevant): agreement "
+        f"{_num(a.observed)}, κ {_num(a.kappa)} on {a.n} rows ({rates}; {a.n_missing} rows unknown)."
+    )
+
+
+def _canary_rows(section: TrustSection) -> list[list[str]]:
+    return [
+        [c.kind, c.evaluator, c.expect, str(c.caught), str(len(c.missed)), str(c.unscored), ", ".join(c.missed[:5])]
+        for c in section.canaries
+    ]
+
+
+_CANARY_HEAD = ["canary type", "judge", "must", "caught", "missed", "unscored", "missed ids (first 5)"]
+
+
+def render_trust_markdown(section: TrustSection) -> str:
+    """The section as Markdown (dataset text escaped), starting with its ``##`` heading."""
+
+    def table(head: list[str], rows: list[list[str]]) -> list[str]:
+        out = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
+        return out + ["| " + " | ".join(md_escape(c) if c else "" for c in r) + " |" for r in rows]
+
+    lines = ["## Can the judge be trusted?", "", md_escape(_source_line(section)), ""]
+    if section.judges:
+        head, rows = _table_rows(section)
+        lines += [*table(head, rows), "", "Intervals are 95 %. " + md_escape(_KAPPA_NOTE), ""]
+    lines += [f"- {md_escape(n)}" for n in _notes(section) + _noise_lines(section)]
+    lines += ["", md_escape(_retrieval_line(section)), ""]
+    if section.canaries:
+        lines += [f"Generated canaries: {section.canary_cases} cases.", "", *table(_CANARY_HEAD, _canary_rows(section))]
+        lines.append("")
+    lines += [f"- Missing: {md_escape(m)}" for m in section.missing]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_KAPPA_NOTE = (
+    "Read κ against the base rates: a judge that passes everything agrees often and has κ 0. PPI corrects the "
+    "judge's mean with the human labels; PPI++ leans on the judge only as far as it tracks the humans."
+)
+
+
+def render_trust_html(section: TrustSection) -> str:
+    """The section as an HTML fragment (``<section>``; every value escaped, no script, no style attribute)."""
+    e = html.escape
+
+    def table(head: list[str], rows: list[list[str]]) -> str:
+        th = "".join(f"<th>{e(h)}</th>" for h in head)
+        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+        return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+    parts = ['<section id="trust">', "<h2>Can the judge be trusted?</h2>", f"<p>{e(_source_line(section))}</p>"]
+    if section.judges:
+        parts += [table(*_table_rows(section)), f"<p>Intervals are 95 %. {e(_KAPPA_NOTE)}</p>"]
+    notes = _notes(section) + _noise_lines(section)
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
+    parts.append(f"<p>{e(_retrieval_line(section))}</p>")
+    if section.canaries:
+        parts += [
+            f"<p>Generated canaries: {section.canary_cases} cases.</p>",
+            table(_CANARY_HEAD, _canary_rows(section)),
+        ]
+    if section.missing:
+        parts.append('<ul class="missing">' + "".join(f"<li>Missing: {e(m)}</li>" for m in section.missing) + "</ul>")
+    parts.append("</section>")
+    return "\n".join(parts) + "\n"
+
+
+def trust_json(section: TrustSection) -> dict[str, Any]:
+    """The section as JSON-ready data (NaN → null): what the JSON report holds."""
+    return dict(loads(section.model_dump_json()))
