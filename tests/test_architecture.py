@@ -16,6 +16,7 @@ from foundry_bridge.cli import COMMANDS, cli
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "foundry_bridge"
 HEAVY = ("azure.ai.evaluation", "azure.identity", "pandas", "ranx", "pytrec_eval", "numba", "openai")
+HEAVY += ("pyarrow", "polars", "tiktoken", "datasets")  # the table readers and the cost preflight
 
 
 def _lines_matching(pattern: re.Pattern[str], *, outside: str) -> list[str]:
@@ -154,9 +155,10 @@ LAYERS: dict[str, set[str]] = {
     | {"foundry", "mock", "local"},
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries"},
     "canaries": BASE | {"dataset", "metrics"},
+    "estimate": BASE,
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "canaries"},
+    | {"foundry", "mock", "local", "report", "canaries", "estimate"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
 }

@@ -62,7 +62,7 @@ def test_wrong_value_type_is_located(tmp_path: Path) -> None:
     p = _write(tmp_path, "version: 1\ndataset:\n  format: csv\n")
     with pytest.raises(MappingError) as info:
         load_mapping(p)
-    assert str(info.value) == f"{p}:3: dataset.format: Input should be 'jsonl' or 'trec'"
+    assert str(info.value) == f"{p}:3: dataset.format: Input should be 'jsonl', 'trec' or 'beir'"
 
 
 def test_missing_required_key(tmp_path: Path) -> None:

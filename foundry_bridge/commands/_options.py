@@ -1,13 +1,16 @@
-"""Click parameter types shared by the commands: bounded, finite numbers."""
+"""Click parameter types and options shared by the commands: bounded, finite numbers; the cost preflight's options
+(``--estimate``: what it prints is in ``_estimate``)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
-__all__ = ["Finite"]
+__all__ = ["ESTIMATE_KEY", "RUN_ESTIMATE_KEY", "Finite", "estimate_options", "run_estimate_option"]
 
 
 class Finite(click.FloatRange):
@@ -21,3 +24,75 @@ class Finite(click.FloatRange):
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+ESTIMATE_KEY = "foundry_bridge.estimate"  # where the options are kept in the click context's meta
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    ctx.meta.setdefault(ESTIMATE_KEY, {})[param.name or ""] = value
+    return value
+
+
+def estimate_options(f: _F) -> _F:
+    """The options (not parameters of the command: ``show_estimate`` reads them from the context)."""
+    kept: dict[str, Any] = {"expose_value": False, "callback": _remember}
+    options = [
+        click.option(
+            "--estimate",
+            is_flag=True,
+            help="Print, per criterion, the judge calls and their input/output tokens (counted with tiktoken on "
+            "azure-ai-evaluation's shipped prompts) and, with prices, the cost; without --out, instead of the body.",
+            **kept,
+        ),
+        click.option("--encoding", default=None, help="tiktoken encoding for --estimate (default o200k_base).", **kept),
+        click.option(
+            "--prices",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            help="Price table (YAML/JSON): {currency: USD, models: {<deployment>|'*': {input: X, output: Y}}}, "
+            "per million tokens.",
+            **kept,
+        ),
+        click.option("--price-input", type=float, default=None, help="Input price per million tokens.", **kept),
+        click.option("--price-output", type=float, default=None, help="Output price per million tokens.", **kept),
+        click.option(
+            "--judge-endpoint",
+            default=None,
+            help="With --estimate: the local backend's judge (as for `run --backend local`), to count the calls its "
+            "response cache already answers.",
+            **kept,
+        ),
+        click.option("--judge-model", default=None, help="With --judge-endpoint: the judge model.", **kept),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="With --judge-endpoint: the response cache (default: the local backend's).",
+            **kept,
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+RUN_ESTIMATE_KEY = "foundry_bridge.run_estimate"
+
+
+def _remember_run(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    ctx.meta[RUN_ESTIMATE_KEY] = value
+    return value
+
+
+def run_estimate_option(f: _F) -> _F:
+    """``run --estimate``: the preflight printed before anything is sent (``show_run_estimate``)."""
+    return click.option(
+        "--estimate",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_run,
+        help="Print the cost preflight first (judge calls, tokens; local: how many the response cache answers). "
+        "$FOUNDRY_BRIDGE_ENCODING names the tiktoken encoding (default o200k_base).",
+    )(f)

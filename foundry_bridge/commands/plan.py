@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ._options import estimate_options
 from .validate import skip_validation_option
 
 __all__ = ["command"]
@@ -28,8 +29,17 @@ __all__ = ["command"]
     help="Write DIR/eval.json (eval-create body) and DIR/items.jsonl (run items) instead of printing the body.",
 )
 @click.option("--name", default=None, help="Evaluation name (default: the dataset file name without extension).")
+@click.option(
+    "--format",
+    "out_format",
+    type=click.Choice(["foundry", "azd"]),
+    default="foundry",
+    help="With --out: `foundry` writes eval.json + items.jsonl; `azd` writes evals/azure.eval.yaml and its dataset "
+    "for `azd ai eval` (the same criteria, explicit data mappings).",
+)
 @skip_validation_option
-def command(data: Path, mapping_path: Path | None, out: Path | None, name: str | None) -> None:
+@estimate_options
+def command(data: Path, mapping_path: Path | None, out: Path | None, name: str | None, out_format: str) -> None:
     """Build the Foundry eval-create body and run items for DATA (a JSONL file, or a TREC directory).
 
     Without --out, the eval-create body (`POST /openai/v1/evals`) is printed on standard output. With --out,
@@ -41,13 +51,22 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
     from .._io import dumps, write_json
     from ..mapping import build_plan, load_mapping
     from ..mapping.plan import write_rows
+    from ._estimate import show_estimate
     from .validate import records_through_gate
 
     mapping = load_mapping(mapping_path)
     records = records_through_gate(data, mapping_path, mapping, "plan")
     plan = build_plan(records, mapping, name=name, dataset_path=data, mapping_path=mapping_path)
+    if show_estimate(plan, out) and out is None:
+        return
     if out is None:
         click.echo(dumps(plan.eval_body, indent=True).decode("utf-8"))
+        return
+    if out_format == "azd":
+        from ..mapping.azd import azd_eval_file
+
+        written = azd_eval_file(plan, out)
+        click.echo(f"wrote {written[0]} ({len(plan.criteria)} criteria) and {written[1]}", err=True)
         return
     write_json(out / "eval.json", plan.eval_body)
     n = write_rows(out / "items.jsonl", plan.items)

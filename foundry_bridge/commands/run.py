@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ._options import Finite
+from ._options import Finite, run_estimate_option
 from .validate import skip_validation_option
 
 __all__ = ["command", "parse_faults", "progress_reporter"]
@@ -196,6 +196,7 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
     help="mock: inject a fault, e.g. rate_limit_every=3, server_error_every=5, failed_runs=0, errored_rows=1,4.",
 )
 @skip_validation_option
+@run_estimate_option
 def command(
     data: Path | None,
     mapping_path: Path | None,
@@ -222,6 +223,7 @@ def command(
     from ..errors import UsageError
     from ..runfolder import RunFolder
     from ..runner import choose_out, get_backend, prepare_run
+    from ._estimate import show_run_estimate
 
     with ExitStack() as owned:  # the run folder's lock, held from the first read of the folder to the end
         if resume_dir is not None:
@@ -236,6 +238,7 @@ def command(
         elif not force:
             _refuse_resume_elsewhere(folder, plan, runner_backend)
         decision = prepare_run(plan, runner_backend, folder.path, resume=resume_dir is not None, force=force)
+        show_run_estimate(plan, runner_backend)
         summary = _execute(decision, plan, runner_backend, quiet=quiet)
     click.echo(str(summary.run_dir))
     if not quiet:

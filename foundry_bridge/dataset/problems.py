@@ -14,7 +14,8 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True)
 class Problem:
-    """One finding: ``file:line: field: message (fix: hint)`` with a severity and a stable ``code``."""
+    """One finding: ``file:line: field: message (fix: hint)`` with a severity and a stable ``code``; in a table
+    (parquet, DataFrame...) ``row`` (0-based row index) replaces ``line``: ``file: row 3: column: message``."""
 
     severity: Severity
     code: str
@@ -23,13 +24,20 @@ class Problem:
     line: int | None = None
     field: str | None = None
     hint: str | None = None
+    row: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.row is None:
+            del out["row"]
+        return out
+
+    def _where(self) -> str | None:
+        return self.file if self.row is None else f"{self.file or 'table'}: row {self.row}"
 
     def __str__(self) -> str:
-        return located(self.message, file=self.file, line=self.line, field=self.field, hint=self.hint)
+        return located(self.message, file=self._where(), line=self.line, field=self.field, hint=self.hint)
 
     def to_error(self) -> DatasetError:
         """The ``DatasetError`` a reader raises for this problem."""
-        return DatasetError(self.message, file=self.file, line=self.line, field=self.field, hint=self.hint)
+        return DatasetError(self.message, file=self._where(), line=self.line, field=self.field, hint=self.hint)

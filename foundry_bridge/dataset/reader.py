@@ -1,15 +1,18 @@
-"""``read_records``: stream a dataset (JSONL or TREC) as canonical ``QueryRecord``s."""
+"""``read_records``: stream a dataset (JSONL, a table or DataFrame, TREC, BEIR) as canonical ``QueryRecord``s."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from ..errors import DatasetError
 from ._json import JsonLimitError, loads
+from .beir import read_beir
+from .frames import TableSource, is_table, relocate
 from .parse import ParsedRow, RowParser
 from .problems import Problem
 from .records import QueryRecord
@@ -59,25 +62,31 @@ def iter_jsonl(
             yield lineno, parser.parse(row, lineno)
 
 
-def read_records(
-    path: str | os.PathLike[str], mapping: DataSource, *, relevance_threshold: int | None = None
-) -> Iterator[QueryRecord]:
-    """Stream the records of a dataset, per ``mapping.dataset.format``.
+def read_records(path: Any, mapping: DataSource, *, relevance_threshold: int | None = None) -> Iterator[QueryRecord]:
+    """Stream the records of a dataset, per ``mapping.dataset.format`` and what ``path`` is.
 
-    JSONL: ``path`` is the file, read line by line. TREC: ``path`` is the directory holding the files named in
-    ``mapping.dataset.trec``. Raises ``DatasetError`` (file, line, field, hint) on the first unusable row; the
-    ``validate`` command reports every problem instead; a dataset with no rows is a ``DatasetError`` too.
+    JSONL: ``path`` is the file, read line by line — or a table of the same rows (``dataset.frames``): a parquet,
+    Arrow or Feather file, a Hugging Face ``save_to_disk`` folder, a pyarrow Table, a pandas or polars DataFrame,
+    located by row index and column. TREC and BEIR: ``path`` is the directory holding the files named in
+    ``mapping.dataset.trec`` / ``.beir``. Raises ``DatasetError`` (file, line or row, field, hint) on the first
+    unusable row; the ``validate`` command reports every problem instead; a dataset with no rows is a
+    ``DatasetError`` too.
     """
     rows = False
-    if mapping.dataset.format == "trec":
+    fmt = mapping.dataset.format
+    if fmt in ("trec", "beir"):
         base = Path(path)
         if not base.is_dir():
-            raise DatasetError("TREC input is a directory holding the qrels, run and queries files", file=str(path))
-        for record in read_trec(base, mapping, relevance_threshold=relevance_threshold):
+            raise DatasetError(f"{fmt.upper()} input is a directory holding its files", file=str(path))
+        reader = read_trec if fmt == "trec" else read_beir
+        for record in reader(base, mapping, relevance_threshold=relevance_threshold):
             yield record
             rows = True
         if not rows:
             raise empty_dataset(path)
+        return
+    if is_table(path):
+        yield from _table_records(TableSource(path), mapping, relevance_threshold)
         return
     for _lineno, parsed in iter_jsonl(path, mapping, relevance_threshold=relevance_threshold):
         if parsed.record is None:
@@ -86,6 +95,21 @@ def read_records(
         rows = True
     if not rows:
         raise empty_dataset(path)
+
+
+def _table_records(source: TableSource, mapping: DataSource, threshold: int | None) -> Iterator[QueryRecord]:
+    """The rows of a table through the JSONL row parser; the first problem raised at its row index and column."""
+    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold)
+    rows = False
+    for index, row in source.rows():
+        parsed = parser.parse(row, index)
+        if parsed.record is None:
+            raise relocate(parsed.problems[0], source.name).to_error()
+        parsed.record.line = None  # a table has rows, not lines
+        yield parsed.record
+        rows = True
+    if not rows:
+        raise empty_dataset(source.name)
 
 
 def empty_dataset(path: str | os.PathLike[str]) -> DatasetError:

@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "BeirFiles",
     "ContextSpec",
     "DataSource",
     "DatasetSpec",
@@ -78,10 +79,27 @@ class TrecFiles(_Strict):
     )
 
 
+class BeirFiles(_Strict):
+    """BEIR's layout, relative to the dataset directory given on the command line, plus a run file."""
+
+    corpus: str | None = Field("corpus.jsonl", description="`{_id, title, text}` lines; only retrieved ids are kept")
+    queries: str = Field("queries.jsonl", description="`{_id, text}` lines")
+    qrels: str | None = Field("qrels/test.tsv", description="`query-id<TAB>corpus-id<TAB>score` under a header")
+    run: str = Field("run.txt", description="TREC run `qid Q0 docid rank score tag`, or `.json`: {qid: {docid: score}}")
+    responses: str | None = Field(
+        None, description="optional JSONL with query_id, context, response, ground_truth, kind per query"
+    )
+
+
 class DatasetSpec(_Strict):
-    format: Literal["jsonl", "trec"] = "jsonl"
+    format: Literal["jsonl", "trec", "beir"] = Field(
+        "jsonl",
+        description="`jsonl`: rows, read from a JSONL file, a parquet/Arrow/Feather file, a Hugging Face dataset "
+        "saved to disk or a DataFrame (by what DATA is); `trec`: a TREC directory; `beir`: a BEIR directory",
+    )
     fields: FieldPaths = FieldPaths()
     trec: TrecFiles = TrecFiles()
+    beir: BeirFiles = BeirFiles()
 
 
 class ContextSpec(_Strict):

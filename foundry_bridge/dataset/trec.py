@@ -41,12 +41,12 @@ class Sink:
         self.problems.append(problem)
 
 
-def _open_lines(path: Path, sink: Sink, what: str) -> Iterator[tuple[int, str]]:
+def _open_lines(path: Path, sink: Sink, what: str, section: str = "trec") -> Iterator[tuple[int, str]]:
     """(line, text) of every non-blank line; a BOM or a line that is not UTF-8 is reported (located) and skipped."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
-        sink.error("missing_file", f"{what} file not found", str(path), None, "", f"set dataset.trec.{what}")
+        sink.error("missing_file", f"{what} file not found", str(path), None, "", f"set dataset.{section}.{what}")
         return
     with fh:
         for lineno, raw in enumerate(fh, 1):
@@ -105,12 +105,14 @@ def read_qrels(path: Path, sink: Sink) -> dict[str, list[GroundTruthLabel]]:
     return qrels
 
 
-def read_run(path: Path, sink: Sink) -> tuple[dict[str, list[tuple[float, str]]], dict[str, int]]:
+def read_run(
+    path: Path, sink: Sink, section: str = "trec"
+) -> tuple[dict[str, list[tuple[float, str]]], dict[str, int]]:
     """(query id → ``(score, docid)`` pairs in file order, query id → line of its first run line) from a run file
     (``qid Q0 docid rank score tag``; the rank column is ignored, as trec_eval does)."""
     runs: dict[str, list[tuple[float, str]]] = {}
     first_line: dict[str, int] = {}
-    for lineno, text in _open_lines(path, sink, "run"):
+    for lineno, text in _open_lines(path, sink, "run", section):
         parts = text.split()
         if len(parts) != 6:
             message = f"expected 6 columns `qid Q0 docid rank score tag`, got {len(parts)}"
@@ -200,7 +202,7 @@ def _read_queries(path: Path, sink: Sink) -> dict[str, str]:
     return queries
 
 
-def _read_responses(path: Path, mapping: DataSource, sink: Sink) -> dict[str, dict[str, Any]]:
+def _read_responses(path: Path, mapping: DataSource, sink: Sink, section: str = "trec") -> dict[str, dict[str, Any]]:
     """query id → {line, context, response, ground_truth, kind, query, extra} from a JSONL file.
 
     A ``kind`` other than positive/negative is reported (``bad_kind``) and left out, so kind is derived.
@@ -220,7 +222,7 @@ def _read_responses(path: Path, mapping: DataSource, sink: Sink) -> dict[str, di
     p_qid = compile_path(f.query_id)
     p_extra = {name: compile_path(p) for name, p in f.extra.items()}
     out: dict[str, dict[str, Any]] = {}
-    for lineno, text in _open_lines(path, sink, "responses"):
+    for lineno, text in _open_lines(path, sink, "responses", section):
         try:
             row = loads(text.encode())
         except JsonLimitError as limit:

@@ -34,9 +34,11 @@ from ._judges import (
     RequestLimits,
     build_evaluator,
     call_evaluator,
+    call_inputs,
     clean_output,
     describe_exception,
     evaluation_library_version,
+    judge_key_parts,
     judge_rows,
     looks_like_azure,
     output_failure,
@@ -390,7 +392,6 @@ class _JudgeRun:
             for r in range(len(items)):
                 self.batch.cells[r][ci] = self.rows(ci, r, None, f"UNSUPPORTED_LOCALLY: {redact(str(exc))}")
             return []
-        query_is_optional = "query" in spec.input_names and "query" not in spec.required_inputs
         tasks = []
         for r, item in enumerate(items):
             inputs = {k: v for k, v in render_mapping(crit.data_mapping, item).items() if k in spec.input_names}
@@ -398,20 +399,9 @@ class _JudgeRun:
             if missing:
                 self.batch.cells[r][ci] = self.rows(ci, r, None, missing)
                 continue
-            with_query = query_is_optional and is_present(inputs.get("query"))
-            if query_is_optional and not with_query:
-                inputs.pop("query", None)
+            inputs, with_query = call_inputs(spec, inputs)
             task = _JudgeTask(row=r, criterion=ci, inputs=inputs, with_query=with_query)
-            task.key_parts = {
-                "cache_format": CACHE_FORMAT,
-                "judge": self.judges[ci].identity(),
-                "evaluator": spec.name,
-                "sdk_class": spec.sdk_class,
-                "library": self.library,
-                "prompt_sha256": prompt,
-                "params": {"threshold": self.thresholds[ci]},
-                "inputs": inputs,
-            }
+            task.key_parts = judge_key_parts(self.judges[ci], spec, self.library, prompt, self.thresholds[ci], inputs)
             task.key = cache_key(task.key_parts)
             tasks.append(task)
         return tasks

@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 from ..catalog import EvaluatorSpec
 from ..errors import redact
 from ..results import ResultRow
-from ..wire import finite_number, read_metric, to_number
+from ..wire import finite_number, is_present, read_metric, to_number
+from ._cache import CACHE_FORMAT
 
 __all__ = [
     "JudgeConfig",
@@ -345,3 +346,29 @@ def judge_rows(
         fields = {"score": r.score, "label": r.label, "passed": r.passed, "reason": reason}
         rows.append(ResultRow(**base, **fields, properties=properties))
     return rows
+
+
+def call_inputs(spec: EvaluatorSpec, inputs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The inputs one judge call sends, and whether it is the with-query form: an optional ``query`` that is
+    absent is dropped (groundedness is then judged from context and response only, as the library does)."""
+    query_is_optional = "query" in spec.input_names and "query" not in spec.required_inputs
+    with_query = query_is_optional and is_present(inputs.get("query"))
+    if query_is_optional and not with_query:
+        inputs = {k: v for k, v in inputs.items() if k != "query"}
+    return inputs, with_query
+
+
+def judge_key_parts(
+    judge: JudgeConfig, spec: EvaluatorSpec, library: str, prompt: str, threshold: Any, inputs: dict[str, Any]
+) -> dict[str, Any]:
+    """Everything that decides a judge's answer, hashed into its response-cache key (``_cache.cache_key``)."""
+    return {
+        "cache_format": CACHE_FORMAT,
+        "judge": judge.identity(),
+        "evaluator": spec.name,
+        "sdk_class": spec.sdk_class,
+        "library": library,
+        "prompt_sha256": prompt,
+        "params": {"threshold": threshold},
+        "inputs": inputs,
+    }

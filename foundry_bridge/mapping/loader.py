@@ -50,6 +50,7 @@ def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
     """
     from .._yaml import load_bounded
     from ..dataset._json import line_and_offset, utf8_error
+    from .azd import is_azd_config, mapping_data_from_azd
 
     file = packaged_mapping_path() if path is None else Path(path)
     try:
@@ -68,6 +69,8 @@ def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
         data = {}
     if not isinstance(data, dict):
         raise MappingError("a mapping file must be a YAML mapping (key: value) at the top level", file=str(file))
+    if is_azd_config(data):  # azd ai eval's evals/azure.eval.yaml (mapping.azd)
+        data, node = mapping_data_from_azd(data, file=str(file), line_of=lambda loc: _line_of(node, loc)), None
     return mapping_from_dict(data, file=str(file), node=node)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from ..dataset.frames import Table
 from ..dataset.records import QueryRecord
 from ..errors import FoundryBridgeError
 from ._passes import checked_records
@@ -40,7 +41,7 @@ class ValidationFailed(FoundryBridgeError):
 
 
 def gate(
-    data: str | os.PathLike[str],
+    data: str | os.PathLike[str] | Table,
     mapping: str | os.PathLike[str] | None = None,
     *,
     command: str = "plan",
@@ -54,7 +55,7 @@ def gate(
 
 
 def gated_records(
-    data: str | os.PathLike[str],
+    data: str | os.PathLike[str] | Table,
     mapping: str | os.PathLike[str] | None = None,
     *,
     command: str = "plan",

@@ -14,9 +14,10 @@ from typing import Any
 import orjson
 
 from ..dataset._json import JsonLimitError, duplicate_keys, loads
+from ..dataset.frames import Table, TableSource, is_table, relocate
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
 from ..dataset.records import QueryRecord
-from ..errors import InputError
+from ..errors import DatasetError, InputError
 from ..mapping.loader import load_mapping, packaged_mapping_path
 from ..mapping.model import Mapping
 from ._criteria import Criterion, criteria_from_mapping, validate_criteria_file
@@ -31,7 +32,7 @@ _ALWAYS_READ = ("query", "response", "retrieval_ground_truth")  # for empty-text
 
 
 def validate(
-    data: str | os.PathLike[str],
+    data: str | os.PathLike[str] | Table,
     *,
     mapping: Mapping | str | os.PathLike[str] | None = None,
     criteria_file: str | os.PathLike[str] | None = None,
@@ -55,7 +56,7 @@ def validate(
 
 
 def checked_records(
-    data: str | os.PathLike[str],
+    data: str | os.PathLike[str] | Table,
     mapping: Mapping | str | os.PathLike[str] | None,
     report: ValidationReport,
     *,
@@ -83,7 +84,7 @@ def checked_records(
 
 
 def validate_dataset(
-    data: str | os.PathLike[str],
+    data: str | os.PathLike[str] | Table,
     criteria: list[Criterion],
     mapping: Mapping,
     report: ValidationReport,
@@ -101,7 +102,7 @@ def validate_dataset(
 
 
 def _pass(
-    data: str | os.PathLike[str],
+    data: str | os.PathLike[str] | Table,
     criteria: list[Criterion],
     mapping: Mapping,
     report: ValidationReport,
@@ -111,8 +112,11 @@ def _pass(
 ) -> Iterator[QueryRecord]:
     """The streaming pass (JSONL or TREC), yielding each usable row's record if ``records``."""
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
-    if mapping.dataset.format == "trec" and not raw_items:
+    if mapping.dataset.format in ("trec", "beir") and not raw_items:
         yield from _trec_pass(data, criteria, mapping, report, threshold, records)
+        return
+    if is_table(data):
+        yield from _table_pass(TableSource(data), criteria, mapping, report, raw_items, threshold, records)
         return
     source = str(data)
     try:
@@ -139,6 +143,55 @@ def _pass(
         {} if raw_items else _mapping_field_sources(mapping),
         lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates),
     )
+
+
+def _table_pass(
+    source: TableSource,
+    criteria: list[Criterion],
+    mapping: Mapping,
+    report: ValidationReport,
+    raw_items: bool,
+    threshold: int,
+    records: bool,
+) -> Iterator[QueryRecord]:
+    """The pass over a table's rows (``dataset.frames``): the JSONL checks, located by row index and column."""
+    checker = RowChecker(criteria, report, source.name, threshold)
+    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold, records=records)
+    needed = {f for c in criteria for f in c.fields.values()}
+    listed = len(report.problems)
+    try:
+        for index, row in source.rows():
+            report.rows += 1
+            if raw_items:
+                kind = row.get("kind")
+                checker.query_id(row.get("query_id"), index)
+                checker.row(row, index, declared_kind=kind if isinstance(kind, str) else None, raw_keys=row.keys())
+                continue
+            parsed = parser.parse(row, index)
+            _mapped_row(parsed, row, index, mapping, needed, checker)
+            if parsed.record is not None:
+                parsed.record.line = None
+                yield parsed.record
+        checker.finish(
+            {} if raw_items else _mapping_field_sources(mapping),
+            lambda _: _table_query_ids(source, mapping, raw_items, threshold),
+        )
+    except DatasetError as exc:
+        Context(report, exc.file).add("bad_table", message=exc.message, hint=exc.hint)
+    report.problems[listed:] = [relocate(p, source.name) for p in report.problems[listed:]]
+
+
+def _table_query_ids(
+    source: TableSource, mapping: Mapping, raw_items: bool, threshold: int
+) -> Iterator[tuple[Any, int]]:
+    """Pass 2 of duplicate detection over a table: (query id, row index), the id taken as pass 1 took it."""
+    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold, records=False)
+    for index, row in source.rows():
+        if raw_items:
+            yield row.get("query_id"), index
+            continue
+        full = parser.parse(row, index).item
+        yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), index
 
 
 def _json_rows(lines: Any, checker: RowChecker) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -257,6 +310,7 @@ def _trec_pass(
     records: bool,
 ) -> Iterator[QueryRecord]:
     """The pass over a TREC directory: one row per query, a missing responses field located in that file."""
+    from ..dataset.beir import read_beir
     from ..dataset.trec import read_trec
 
     base = Path(data)
@@ -264,13 +318,15 @@ def _trec_pass(
         report.add(Context(report, str(data)).problem("missing_file/trec"))
         return
     problems: list[Any] = []
-    files = mapping.dataset.trec
+    beir = mapping.dataset.format == "beir"
+    read = read_beir if beir else read_trec
+    files = mapping.dataset.beir if beir else mapping.dataset.trec
     checker = RowChecker(criteria, report, str(base / files.run), threshold)
     needed = {f for c in criteria for f in c.fields.values()}
     response_lines: dict[str, int] = {}
     current = {"qid": ""}
-    checker.locate = _trec_locator(checker.source, base, mapping, response_lines, current)
-    rows = read_trec(base, mapping, relevance_threshold=threshold, problems=problems, response_lines=response_lines)
+    checker.locate = _trec_locator(checker.source, base, files, response_lines, current)
+    rows = read(base, mapping, relevance_threshold=threshold, problems=problems, response_lines=response_lines)
     for rec in rows:
         report.rows += 1
         line = rec.line  # None for a query with no run line (only judged, or only in queries/responses)
@@ -285,17 +341,15 @@ def _trec_pass(
         report.add(p)
     checker.finish(
         {},
-        lambda _: (
-            (rec.query_id, rec.line) for rec in read_trec(base, mapping, relevance_threshold=threshold, problems=[])
-        ),
+        lambda _: ((rec.query_id, rec.line) for rec in read(base, mapping, relevance_threshold=threshold, problems=[])),
     )
 
 
 def _trec_locator(
-    run_file: str, base: Path, mapping: Mapping, response_lines: dict[str, int], current: dict[str, str]
+    run_file: str, base: Path, files: Any, response_lines: dict[str, int], current: dict[str, str]
 ) -> Any:
-    """Where a missing field is reported: a field only responses.jsonl can hold there; the rest at the run line."""
-    files = mapping.dataset.trec
+    """Where a missing field is reported: a field only responses.jsonl can hold there; the rest at the run line
+    (``files``: the mapping's ``TrecFiles`` or ``BeirFiles``)."""
     not_responses = {"query_id", "retrieved_documents", "retrieval_ground_truth"} | (
         {"query"} if files.queries else set()
     )

@@ -49,7 +49,7 @@ class ValidationReport:
         rank: dict[str | None, int] = {}
         for p in self.problems:
             rank.setdefault(p.file, len(rank))
-        self.problems.sort(key=lambda p: (rank[p.file], p.line or 0))
+        self.problems.sort(key=lambda p: (rank[p.file], p.line or p.row or 0))
 
     def to_dict(self) -> dict[str, Any]:
         return {

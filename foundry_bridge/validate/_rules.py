@@ -109,6 +109,7 @@ _TABLE = (
     _e("missing_file/trec", "TREC input is a directory holding the qrels, run and queries files"),
     _e("missing_file/reread", "dataset file could not be read again: {reason}"),
     _e("missing_file/criteria", "criteria file not found"),
+    _e("bad_table", "{message}"),
     _e("bad_json/criteria", "malformed JSON: {reason}"),
     _e("bad_json", "malformed JSON line: {reason}", "each line must be one complete JSON object"),
     # the input limits of every JSON reader (foundry_bridge.dataset._json): message and fix come from the reader

@@ -1,0 +1,68 @@
+"""What ``plan --estimate`` and ``run --estimate`` print (their options are in ``_options``, which command
+modules load at start-up): the cost preflight of ``foundry_bridge.estimate``, and ``estimate.json`` beside the plan
+files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._options import ESTIMATE_KEY, RUN_ESTIMATE_KEY
+
+__all__ = ["show_estimate", "show_run_estimate"]
+
+
+def show_estimate(plan: Any, out: Path | None) -> bool:
+    """Print the estimate when ``--estimate`` was given (and write ``out/estimate.json``); True if it was."""
+    opts = click.get_current_context().meta.get(ESTIMATE_KEY, {})
+    if not opts.get("estimate"):
+        return False
+    from .._io import write_json
+    from ..errors import UsageError
+    from ..estimate import DEFAULT_ENCODING, Price, PriceTable, estimate_plan, load_prices
+
+    prices = None
+    if opts.get("prices") is not None:
+        if opts.get("price_input") is not None or opts.get("price_output") is not None:
+            raise UsageError("give either --prices FILE or --price-input/--price-output, not both")
+        prices = load_prices(opts["prices"])
+    elif (opts.get("price_input") is None) != (opts.get("price_output") is None):
+        raise UsageError("--price-input and --price-output go together (prices per million tokens)")
+    elif opts.get("price_input") is not None:
+        if min(opts["price_input"], opts["price_output"]) < 0:
+            raise UsageError("prices cannot be negative")
+        prices = PriceTable({"*": Price(opts["price_input"], opts["price_output"])})
+    cached = None
+    if opts.get("judge_endpoint"):
+        from ..local import LocalBackend
+        from ..local._probe import cache_probe
+
+        backend = LocalBackend(opts["judge_endpoint"], opts.get("judge_model"), cache_dir=opts.get("cache_dir"))
+        cached = cache_probe(backend, plan.criteria)
+    encoding = opts.get("encoding") or DEFAULT_ENCODING
+    estimate = estimate_plan(plan.criteria, plan.items, encoding=encoding, prices=prices, cached=cached)
+    click.echo("\n".join(estimate.lines()))
+    if out is not None:
+        write_json(out / "estimate.json", estimate.to_dict())
+    return True
+
+
+def show_run_estimate(plan: Any, backend: Any) -> None:
+    """With ``run --estimate``: the estimate on stderr, the local backend's cache probed (what this run sends)."""
+    if not click.get_current_context().meta.get(RUN_ESTIMATE_KEY):
+        return
+    import os
+
+    from ..estimate import DEFAULT_ENCODING, estimate_plan
+    from ..local import LocalBackend
+
+    cached = None
+    if isinstance(backend, LocalBackend) and backend.use_cache:
+        from ..local._probe import cache_probe
+
+        cached = cache_probe(backend, plan.criteria)
+    encoding = os.environ.get("FOUNDRY_BRIDGE_ENCODING") or DEFAULT_ENCODING
+    estimate = estimate_plan(plan.criteria, plan.items, encoding=encoding, cached=cached)
+    click.echo("\n".join(estimate.lines()), err=True)

@@ -1,0 +1,188 @@
+"""The Azure Developer CLI's eval file (``evals/azure.eval.yaml``, read by ``azd ai eval`` of the
+``azure.ai.evaluations`` extension): written from a plan, and read as a mapping source.
+
+The format, as the extension's configuration types declare it (``EvalConfig``, ``DatasetDecl``, ``Eval``,
+``EvaluatorRef``; decoded strictly, unknown keys refused)::
+
+    datasets:   [{name, file?, version?}]                      # file: JSONL rows, relative to this file
+    evaluators: [{name, source? | definition?, version?}]      # custom rubrics only; builtins are not declared
+    evals:      [{name, id?, description?, dataset? | source?, evaluation_level? (turn | conversation),
+                  max_samples?, target? {type: agent | model, name},
+                  evaluators: [{evaluator: builtin.<x> | <catalog name>, name?, version?,
+                                initialization_parameters?, data_mapping? {input: "{{item.<column>}}"}}]}]
+
+Written: one dataset (the plan's items, one row per line, as the dataset azd uploads) and one eval whose
+evaluators are the plan's criteria with explicit ``data_mapping``s (the extension infers a mapping only when
+none is written). Read: the one eval of the file (or the one named), its builtin evaluators becoming the
+mapping's ``evaluators`` (``initialization_parameters`` → ``init``, ``data_mapping`` → ``inputs``; a column
+that is not a canonical field is carried as an ``extra`` item field), the dataset read with the default
+(Foundry) field names. A custom rubric, a ``{{sample.*}}`` binding (output of a target azd invokes) or a
+version other than the published one cannot be evaluated offline and is refused, located at its line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .._text import did_you_mean
+from ..catalog import CATALOG
+from ..errors import MappingError
+
+__all__ = ["AZD_KEYS", "azd_eval_file", "is_azd_config", "mapping_data_from_azd"]
+
+AZD_KEYS: dict[str, tuple[str, ...]] = {  # the extension's YAML keys, per level
+    "": ("datasets", "evaluators", "evals"),
+    "datasets[]": ("name", "file", "version"),
+    "evaluators[]": ("$ref", "name", "source", "version", "definition"),
+    "evals[]": (
+        "name",
+        "id",
+        "description",
+        "dataset",
+        "source",
+        "evaluation_level",
+        "max_samples",
+        "evaluators",
+        "target",
+    ),
+    "evals[].evaluators[]": ("evaluator", "name", "version", "initialization_parameters", "data_mapping"),
+}
+_ITEM = re.compile(r"^\{\{\s*item\.([A-Za-z_][\w.]*)\s*\}\}$")
+_CANONICAL = ("query_id", "query", "kind", "context", "response", "ground_truth")
+_DOC_LISTS = ("retrieved_documents", "retrieval_ground_truth")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def is_azd_config(data: dict[str, Any]) -> bool:
+    """A parsed YAML file in azd's eval format: an ``evals`` list and only azd's top-level keys."""
+    return isinstance(data.get("evals"), list) and set(data) <= set(AZD_KEYS[""])
+
+
+def azd_eval_file(plan: Any, out: Path) -> tuple[Path, Path]:
+    """Write ``out/evals/azure.eval.yaml`` and its dataset ``out/evals/datasets/<name>.jsonl`` (the plan's items);
+    returns both paths. The eval's evaluators are the plan's criteria, each with its explicit data mapping."""
+    import yaml
+
+    from .._io import atomic_open, write_jsonl
+
+    name = _SAFE_NAME.sub("-", plan.name).strip("-") or "foundry-bridge"
+    evals_dir = out / "evals"
+    dataset = evals_dir / "datasets" / f"{name}.jsonl"
+    write_jsonl(dataset, (it["item"] for it in plan.items))
+    evaluators = []
+    for crit in plan.criteria:
+        ref: dict[str, Any] = {"evaluator": crit.evaluator, "name": crit.name}
+        if crit.init:
+            ref["initialization_parameters"] = dict(crit.init)
+        ref["data_mapping"] = dict(crit.data_mapping)
+        evaluators.append(ref)
+    config = {
+        "datasets": [{"name": name, "file": f"./datasets/{dataset.name}"}],
+        "evals": [{"name": name, "dataset": name, "evaluation_level": "turn", "evaluators": evaluators}],
+    }
+    header = (
+        "# written by `foundry-bridge plan --format azd`: the same criteria as the plan, for `azd ai eval`.\n"
+        "# azure.yaml: services: {evals: {host: azure.ai.eval, uses: [<your ai project service>],\n"
+        "#                                $ref: ./evals/azure.eval.yaml}}\n"
+    )
+    path = evals_dir / "azure.eval.yaml"
+    with atomic_open(path) as fh:
+        fh.write((header + yaml.safe_dump(config, sort_keys=False, allow_unicode=True)).encode("utf-8"))
+    return path, dataset
+
+
+def mapping_data_from_azd(
+    data: dict[str, Any], *, file: str | None, line_of: Any, eval_name: str | None = None
+) -> dict[str, Any]:
+    """The mapping (as a dict for ``mapping_from_dict``) of one eval of an azd eval file; ``line_of(loc)`` gives
+    the file line of a key path. ``MappingError`` (file, line, field) for what cannot be read offline."""
+
+    def fail(message: str, loc: tuple[Any, ...], hint: str | None = None) -> MappingError:
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        return MappingError(message, file=file, line=line_of(loc), field=field or None, hint=hint)
+
+    _check_keys(data, "", (), fail)
+    evals = data["evals"]
+    names = [e.get("name") for e in evals if isinstance(e, dict)]
+    if eval_name is not None:
+        if eval_name not in names:
+            raise fail(f"no eval named {eval_name!r}", ("evals",), f"the file declares {', '.join(map(str, names))}")
+        index = names.index(eval_name)
+    elif len(evals) != 1:
+        raise fail(f"the file declares {len(evals)} evals", ("evals",), "keep one eval per file read by foundry-bridge")
+    else:
+        index = 0
+    entry = evals[index]
+    if not isinstance(entry, dict):
+        raise fail("an eval is a mapping", ("evals", index))
+    _check_keys(entry, "evals[]", ("evals", index), fail)
+    refs = entry.get("evaluators")
+    if not isinstance(refs, list) or not refs:
+        raise fail("an eval needs at least one evaluator", ("evals", index, "evaluators"))
+    evaluators: list[dict[str, Any]] = []
+    extra: dict[str, str] = {}
+    for j, ref in enumerate(refs):
+        loc = ("evals", index, "evaluators", j)
+        if not isinstance(ref, dict):
+            raise fail("an evaluator entry is a mapping with `evaluator:`", loc)
+        _check_keys(ref, "evals[].evaluators[]", loc, fail)
+        evaluators.append(_evaluator(ref, loc, fail, extra))
+    description = entry.get("description") or f"azd eval {entry.get('name')!r}"
+    return {"description": str(description), "dataset": {"fields": {"extra": extra}}, "evaluators": evaluators}
+
+
+def _check_keys(obj: dict[str, Any], level: str, loc: tuple[Any, ...], fail: Any) -> None:
+    known = AZD_KEYS[level]
+    for key in obj:
+        if key not in known:
+            guess = did_you_mean(str(key), list(known))
+            hint = f"did you mean {guess!r}?" if guess else f"azd ai eval knows: {', '.join(known)}"
+            raise fail(f"unknown key {key!r} (azd ai eval decodes strictly)", (*loc, key), hint)
+
+
+def _evaluator(ref: dict[str, Any], loc: tuple[Any, ...], fail: Any, extra: dict[str, str]) -> dict[str, Any]:
+    """One ``EvaluatorRef`` as a mapping ``evaluators`` entry; item columns beyond the canonical ones → ``extra``."""
+    name = ref.get("evaluator")
+    spec = CATALOG.get(name) if isinstance(name, str) else None
+    if spec is None:
+        hint = "foundry-bridge runs Foundry's builtin evaluators; a custom rubric runs through azd only"
+        if isinstance(name, str) and name.startswith("builtin."):
+            guess = did_you_mean(name, list(CATALOG))
+            hint = f"did you mean {guess!r}?" if guess else "see `foundry-bridge catalog`"
+        raise fail(f"evaluator {name!r} is not a builtin foundry-bridge knows", (*loc, "evaluator"), hint)
+    version = ref.get("version")
+    if version is not None and str(version) != spec.version:
+        raise fail(
+            f"pins version {version!r}; foundry-bridge evaluates {spec.name} version {spec.version}",
+            (*loc, "version"),
+            f"remove the pin or set it to {spec.version!r}",
+        )
+    out: dict[str, Any] = {"evaluator": spec.name}
+    if ref.get("name"):
+        out["name"] = str(ref["name"])
+    init = ref.get("initialization_parameters") or {}
+    if not isinstance(init, dict):
+        raise fail("initialization_parameters is a mapping", (*loc, "initialization_parameters"))
+    if init:
+        out["init"] = dict(init)
+    mapping = ref.get("data_mapping") or {}
+    if not isinstance(mapping, dict):
+        raise fail("data_mapping is a mapping of input → template", (*loc, "data_mapping"))
+    inputs = {}
+    for inp, template in mapping.items():
+        found = _ITEM.match(template) if isinstance(template, str) else None
+        if found is None:
+            raise fail(
+                f"{template!r} is not a dataset column binding",
+                (*loc, "data_mapping", inp),
+                'foundry-bridge evaluates saved rows: bind each input to "{{item.<column>}}"',
+            )
+        column = found.group(1)
+        inputs[str(inp)] = column
+        if column not in _CANONICAL and column not in _DOC_LISTS:
+            extra[column] = column
+    if inputs:
+        out["inputs"] = inputs
+    return out
