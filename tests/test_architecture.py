@@ -153,9 +153,10 @@ LAYERS: dict[str, set[str]] = {
     | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
     | {"foundry", "mock", "local"},
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
+    "integrations": BASE | {"report", "runfolder"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report"},
+    | {"foundry", "mock", "local", "report", "integrations"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
 }

@@ -38,7 +38,25 @@ __all__ = ["command"]
 @click.option(
     "--stage-k", type=click.IntRange(1, 1_000_000), default=None, help="Cutoff for stage attribution (default: max k)."
 )
-def command(run_dir: Path, fmt: str | None, out: Path | None, queue: Path | None, stage_k: int | None) -> None:
+@click.option(
+    "--otel",
+    type=click.Choice(["otlp", "console", "azure-monitor"]),
+    default=None,
+    help="Also emit one OpenTelemetry gen_ai.evaluation.result event per query × metric (pip install "
+    "'foundry-bridge[otel]'): OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables), the console (stderr), or Azure Monitor "
+    "(APPLICATIONINSIGHTS_CONNECTION_STRING). See docs/ci.md.",
+)
+@click.option("--otel-endpoint", default=None, help="OTLP logs URL (or Azure Monitor connection string) for --otel.")
+def command(
+    run_dir: Path,
+    fmt: str | None,
+    out: Path | None,
+    queue: Path | None,
+    stage_k: int | None,
+    otel: str | None,
+    otel_endpoint: str | None,
+) -> None:
+    from ..integrations.summary import publish_report
     from ..report import build_report, render, write_labelling_queue
 
     if fmt is None:
@@ -55,3 +73,4 @@ def command(run_dir: Path, fmt: str | None, out: Path | None, queue: Path | None
     if queue is not None:
         n = write_labelling_queue(report, queue)
         click.echo(f"wrote {queue}: {n} (query, document) pairs to label", err=True)
+    publish_report(report, otel=otel, otel_endpoint=otel_endpoint, echo=lambda m: click.echo(m, err=True))

@@ -1,0 +1,214 @@
+"""`report --otel` and `emit_evaluation_events`: gen_ai.evaluation.result events through the real OpenTelemetry SDK.
+
+The run folder's judge scores are hand-chosen (tests/report_helpers.JUDGE_SCORES): groundedness errored on q02,
+scored 2 on q03 (fail, threshold 3); relevance has no result for n03. Two receivers: the SDK's in-memory exporter,
+and an OTLP/HTTP receiver on 127.0.0.1 that decodes the protobuf export request (the `foundry-bridge` process
+exports to it with the standard OTLP exporter).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from report_helpers import write_run
+
+from foundry_bridge.integrations.otel import emit_evaluation_events, resource_attributes
+from foundry_bridge.report import build_report
+
+ROOT = Path(__file__).resolve().parent.parent
+N_QUERIES = 14  # the benefits sample
+FOUNDRY_KEYS = ("document_retrieval/ndcg@3", "retrieval", "groundedness", "relevance")
+LOCAL_KEYS = 14  # rr, recall, precision, hit, distracting, ndcg, ndcg_exp at k = 3 and 10
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_run(tmp_path_factory.mktemp("otel") / "run")
+
+
+def _emit(run_dir: Path, **kwargs: Any) -> tuple[list[Any], int]:
+    exporter = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=Resource.create(resource_attributes(build_report(run_dir))))
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    n = emit_evaluation_events(build_report(run_dir), logger_provider=provider, **kwargs)
+    return list(exporter.get_finished_logs()), n
+
+
+def _event(records: list[Any], query_id: str, name: str) -> dict[str, Any]:
+    (found,) = [
+        dict(r.log_record.attributes)
+        for r in records
+        if r.log_record.attributes["foundry_bridge.query_id"] == query_id
+        and r.log_record.attributes["gen_ai.evaluation.name"] == name
+    ]
+    return found
+
+
+def test_one_event_per_query_and_metric_named_by_the_semantic_conventions(run_dir: Path) -> None:
+    records, n = _emit(run_dir)
+    # 14 queries × 14 local metrics, and 4 Foundry metrics on every query but n03's missing relevance row, which
+    # still gets its event (missing is reported, not dropped)
+    assert n == len(records) == N_QUERIES * LOCAL_KEYS + N_QUERIES * len(FOUNDRY_KEYS)
+    assert {r.log_record.event_name for r in records} == {"gen_ai.evaluation.result"}
+    q03 = _event(records, "q03", "groundedness")
+    assert q03["gen_ai.evaluation.score.value"] == 2.0
+    assert q03["gen_ai.evaluation.score.label"] == "fail"
+    assert q03["gen_ai.evaluation.explanation"] == "hand-chosen 2"
+    assert q03["foundry_bridge.evaluator"] == "builtin.groundedness"
+    assert q03["foundry_bridge.query.kind"] == "positive"
+    assert "error.type" not in q03
+
+
+def test_errored_and_missing_scores_carry_error_type_and_no_value(run_dir: Path) -> None:
+    records, _ = _emit(run_dir)
+    q02 = _event(records, "q02", "groundedness")
+    assert q02["error.type"] == "FAILED_EXECUTION"
+    assert "gen_ai.evaluation.score.value" not in q02
+    assert q02["gen_ai.evaluation.explanation"] == "FAILED_EXECUTION: the judge's output could not be parsed"
+    n03 = _event(records, "n03", "relevance")
+    assert n03["error.type"] == "missing" and "gen_ai.evaluation.score.value" not in n03
+    assert n03["foundry_bridge.query.kind"] == "negative"
+
+
+def test_local_metrics_are_events_too_and_undefined_has_no_value(run_dir: Path) -> None:
+    records, _ = _emit(run_dir)
+    # q07: the relevant passage was never retrieved (samples/benefits/README.md): reciprocal rank 0 at 10
+    assert _event(records, "q07", "rr@10")["gen_ai.evaluation.score.value"] == 0.0
+    assert _event(records, "q01", "rr@10")["gen_ai.evaluation.score.value"] == 1.0
+    # a negative query has no relevant label: its rank metrics are undefined, sent without a value
+    n01 = _event(records, "n01", "rr@10")
+    assert "gen_ai.evaluation.score.value" not in n01 and n01["foundry_bridge.metric.source"] == "local"
+
+
+def test_sources_and_response_ids_select_and_correlate(run_dir: Path) -> None:
+    records, n = _emit(run_dir, sources=("foundry",), response_ids={"q01": "chatcmpl-abc"})
+    assert n == N_QUERIES * len(FOUNDRY_KEYS)
+    assert _event(records, "q01", "relevance")["gen_ai.response.id"] == "chatcmpl-abc"
+    assert "gen_ai.response.id" not in _event(records, "q03", "relevance")
+
+
+def test_the_run_ids_are_resource_attributes(run_dir: Path) -> None:
+    records, _ = _emit(run_dir)
+    resource = dict(records[0].resource.attributes)
+    assert resource["service.name"] == "foundry-bridge"
+    assert resource["foundry_bridge.eval.id"] == "eval_fixture"
+    assert tuple(resource["foundry_bridge.run.ids"]) == ("evalrun_fixture",)
+    assert resource["foundry_bridge.backend"] == "fixture"
+    assert "foundry_bridge.eval.id" not in records[0].log_record.attributes
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    requests: list[Any]
+
+    def do_POST(self) -> None:
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        request = ExportLogsServiceRequest()
+        request.ParseFromString(body)
+        type(self).requests.append((self.path, self.headers.get("Content-Type"), request))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def otlp_receiver() -> Iterator[tuple[str, list[Any]]]:
+    handler = type("Receiver", (_Receiver,), {"requests": []})
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler.requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _any_value(v: Any) -> Any:
+    return getattr(v, v.WhichOneof("value"))
+
+
+def test_report_otel_exports_over_otlp_http_to_a_local_receiver(
+    run_dir: Path, otlp_receiver: tuple[str, list[Any]], tmp_path: Path
+) -> None:
+    url, requests = otlp_receiver
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{url}/v1/logs"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    out = tmp_path / "r.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "foundry_bridge", "report", str(run_dir), "--out", str(out), "--otel", "otlp"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"emitted {N_QUERIES * (LOCAL_KEYS + len(FOUNDRY_KEYS))} gen_ai.evaluation.result events" in done.stderr
+    assert {(path, ctype) for path, ctype, _ in requests} == {("/v1/logs", "application/x-protobuf")}
+    events = []
+    for _, _, request in requests:
+        for rl in request.resource_logs:
+            resource = {a.key: _any_value(a.value) for a in rl.resource.attributes}
+            assert resource["foundry_bridge.eval.id"] == "eval_fixture"
+            for sl in rl.scope_logs:
+                assert sl.scope.name == "foundry_bridge"
+                events += [
+                    (lr.event_name, {a.key: _any_value(a.value) for a in lr.attributes}) for lr in sl.log_records
+                ]
+    assert len(events) == N_QUERIES * (LOCAL_KEYS + len(FOUNDRY_KEYS))
+    assert {name for name, _ in events} == {"gen_ai.evaluation.result"}
+    (q04,) = [
+        a for _, a in events if a["foundry_bridge.query_id"] == "q04" and a["gen_ai.evaluation.name"] == "groundedness"
+    ]
+    assert q04["gen_ai.evaluation.score.value"] == 1.0 and q04["gen_ai.evaluation.score.label"] == "fail"
+
+
+def test_report_otel_console_writes_events_to_stderr_not_into_the_report(run_dir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "foundry_bridge", "report", str(run_dir), "--otel", "console"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gen_ai.evaluation.result" not in done.stdout and done.stdout.startswith("#")
+    assert '"gen_ai.evaluation.name": "groundedness"' in done.stderr
+
+
+def test_azure_monitor_without_its_package_is_a_usage_error(run_dir: Path) -> None:
+    from foundry_bridge.errors import UsageError
+
+    try:
+        import azure.monitor.opentelemetry.exporter  # noqa: F401
+    except ImportError:
+        with pytest.raises(UsageError, match="azure-monitor-opentelemetry-exporter"):
+            emit_evaluation_events(build_report(run_dir), exporter="azure-monitor")
+    else:
+        pytest.skip("azure-monitor-opentelemetry-exporter is installed")
+
+
+def test_importing_the_cli_loads_no_opentelemetry() -> None:
+    code = "import foundry_bridge.cli, foundry_bridge.integrations.otel, sys; print(*sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert [m for m in out.split() if m.startswith("opentelemetry")] == []
