@@ -154,6 +154,7 @@ LAYERS: dict[str, set[str]] = {
     | {"foundry", "mock", "local"},
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder"},
     "integrations": BASE | {"report", "runfolder"},
+    "pytest_plugin": BASE | {"report", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
     | {"foundry", "mock", "local", "report", "integrations"},

@@ -127,4 +127,7 @@ def test_a_step_summary_above_githubs_limit_is_cut_at_a_line(tmp_path: Path) -> 
     assert data.endswith(b"the full text is in the job's output.\n")
     body = data.split(b"\n\n> foundry-bridge")[0].lstrip(b"\n")
     assert all(row == line.rstrip("\n").encode() for row in body.split(b"\n"))
+    # the file is full: a second text in the same step adds nothing rather than break GitHub's limit
+    append_step_summary("## more\n" * 1000, env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert summary.read_bytes() == data
     assert append_step_summary("x", env={}) is None

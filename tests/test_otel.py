@@ -11,9 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ pytest.importorskip("opentelemetry.sdk")
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
+from otlp_helpers import events, otlp_receiver
 from report_helpers import write_run
 
 from foundry_bridge.integrations.otel import emit_evaluation_events, resource_attributes
@@ -111,45 +110,16 @@ def test_the_run_ids_are_resource_attributes(run_dir: Path) -> None:
     assert "foundry_bridge.eval.id" not in records[0].log_record.attributes
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    requests: list[Any]
-
-    def do_POST(self) -> None:
-        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        request = ExportLogsServiceRequest()
-        request.ParseFromString(body)
-        type(self).requests.append((self.path, self.headers.get("Content-Type"), request))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def otlp_receiver() -> Iterator[tuple[str, list[Any]]]:
-    handler = type("Receiver", (_Receiver,), {"requests": []})
-    server = HTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler.requests
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _any_value(v: Any) -> Any:
-    return getattr(v, v.WhichOneof("value"))
+def receiver() -> Iterator[tuple[str, list[Any]]]:
+    with otlp_receiver() as got:
+        yield got
 
 
 def test_report_otel_exports_over_otlp_http_to_a_local_receiver(
-    run_dir: Path, otlp_receiver: tuple[str, list[Any]], tmp_path: Path
+    run_dir: Path, receiver: tuple[str, list[Any]], tmp_path: Path
 ) -> None:
-    url, requests = otlp_receiver
+    url, requests = receiver
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{url}/v1/logs"}
     env.pop("GITHUB_STEP_SUMMARY", None)
     out = tmp_path / "r.md"
@@ -163,20 +133,13 @@ def test_report_otel_exports_over_otlp_http_to_a_local_receiver(
     assert done.returncode == 0, done.stderr
     assert f"emitted {N_QUERIES * (LOCAL_KEYS + len(FOUNDRY_KEYS))} gen_ai.evaluation.result events" in done.stderr
     assert {(path, ctype) for path, ctype, _ in requests} == {("/v1/logs", "application/x-protobuf")}
-    events = []
-    for _, _, request in requests:
-        for rl in request.resource_logs:
-            resource = {a.key: _any_value(a.value) for a in rl.resource.attributes}
-            assert resource["foundry_bridge.eval.id"] == "eval_fixture"
-            for sl in rl.scope_logs:
-                assert sl.scope.name == "foundry_bridge"
-                events += [
-                    (lr.event_name, {a.key: _any_value(a.value) for a in lr.attributes}) for lr in sl.log_records
-                ]
-    assert len(events) == N_QUERIES * (LOCAL_KEYS + len(FOUNDRY_KEYS))
-    assert {name for name, _ in events} == {"gen_ai.evaluation.result"}
+    received = events(requests)
+    assert {resource["foundry_bridge.eval.id"] for resource, _, _ in received} == {"eval_fixture"}
+    events_ = [(name, attrs) for _, name, attrs in received]
+    assert len(events_) == N_QUERIES * (LOCAL_KEYS + len(FOUNDRY_KEYS))
+    assert {name for name, _ in events_} == {"gen_ai.evaluation.result"}
     (q04,) = [
-        a for _, a in events if a["foundry_bridge.query_id"] == "q04" and a["gen_ai.evaluation.name"] == "groundedness"
+        a for _, a in events_ if a["foundry_bridge.query_id"] == "q04" and a["gen_ai.evaluation.name"] == "groundedness"
     ]
     assert q04["gen_ai.evaluation.score.value"] == 1.0 and q04["gen_ai.evaluation.score.label"] == "fail"
 

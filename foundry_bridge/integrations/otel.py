@@ -51,13 +51,19 @@ _SKIPPED = {"n_rel"}  # a count of labels, not an evaluation
 
 
 def report_rows(report: Report) -> Iterator[QueryRow]:
-    """Every query row of ``report``: read back from the per-query JSONL file when the report wrote one and did
-    not keep every row in memory (``per_query.complete`` false), else ``report.queries``."""
+    """Every query row of ``report``: read back from the per-query JSONL file when the report did not keep every
+    row in memory (``per_query.complete`` false: a large run), else ``report.queries``. Written for the streaming
+    report (``per_query``) and the in-memory one alike."""
     from ..report import QueryRow
 
     per_query = getattr(report, "per_query", None)
     path = getattr(per_query, "path", None)
-    if per_query is not None and path and not getattr(per_query, "complete", True):
+    if per_query is not None and not getattr(per_query, "complete", True):
+        if not path:
+            raise UsageError(
+                "this report kept only some query rows in memory and wrote none: give report --out (or --queries) "
+                "so every row is written, and --otel reads them back"
+            )
         with Path(path).open("rb") as fh:
             for line in fh:
                 if line.strip():

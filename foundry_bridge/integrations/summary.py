@@ -2,8 +2,9 @@
 
 ``$GITHUB_STEP_SUMMARY`` names a Markdown file that GitHub Actions shows on the run's summary page; every step
 appends to it. When it is set, ``report`` appends the Markdown report and ``compare`` the comparison, whatever
-format they print (``FOUNDRY_BRIDGE_STEP_SUMMARY=0`` turns this off). GitHub refuses a step summary above 1 MiB,
-so a longer text is cut at a line boundary below that size, with a note saying where the rest is.
+format they print (``FOUNDRY_BRIDGE_STEP_SUMMARY=0`` turns this off). GitHub refuses a step's summary file above
+1 MiB (1024k, what is in the file already counted: one ``run:`` may call report and compare), so a text that would
+pass it is cut at a line boundary below it, with a note saying where the rest is.
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ _CUT_NOTE = "\n\n> foundry-bridge: cut here to fit GitHub's 1 MiB step summary; 
 
 
 def _fit(text: str, limit: int) -> bytes:
+    """``text`` in at most ``limit`` bytes: whole, or cut at a line with the note (nothing when even that won't
+    fit)."""
     data = text.encode("utf-8")
     if len(data) <= limit:
         return data
     note = _CUT_NOTE.encode("utf-8")
+    if limit < len(note) + 1:
+        return b""
     head = data[: limit - len(note)]
     cut = head.rfind(b"\n")
     return (head[:cut] if cut > 0 else head).decode("utf-8", "ignore").encode("utf-8") + note
@@ -41,8 +46,9 @@ def append_step_summary(markdown: str, *, env: Mapping[str, str] | None = None) 
     if not target or env.get("FOUNDRY_BRIDGE_STEP_SUMMARY", "1") == "0":
         return None
     path = Path(target)
+    used = path.stat().st_size if path.exists() else 0
     with path.open("ab") as fh:
-        fh.write(_fit("\n" + markdown.rstrip("\n") + "\n\n", STEP_SUMMARY_LIMIT))
+        fh.write(_fit("\n" + markdown.rstrip("\n") + "\n\n", STEP_SUMMARY_LIMIT - used))
     return path
 
 
