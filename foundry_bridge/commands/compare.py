@@ -8,6 +8,7 @@ import click
 
 from .._io import atomic_open
 from ..metrics.measures import measures_help
+from ._ci import compare_ci_options, publish_comparison
 from ._options import Finite
 
 __all__ = ["command"]
@@ -22,6 +23,7 @@ __all__ = ["command"]
     "significantly or a Foundry metric's coverage drops. See docs/report.md.",
 )
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@compare_ci_options
 @click.option(
     "--metric",
     "metrics",
@@ -52,11 +54,6 @@ __all__ = ["command"]
 @click.option("--resamples", type=click.IntRange(100, 1_000_000), default=10_000, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["json", "md"]), default="md", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
-@click.option(
-    "--junit",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the gate as JUnit XML: one test case per gated metric (delta, CI, p, Holm-corrected p).",
-)
 def command(
     runs: tuple[Path, ...],
     metrics: tuple[str, ...],
@@ -67,10 +64,8 @@ def command(
     resamples: int,
     fmt: str,
     out: Path | None,
-    junit: Path | None,
 ) -> None:
     from ..errors import UsageError
-    from ..integrations.summary import publish_comparison
     from ..report import CompareGateFailed, compare_runs, render_comparison_json, render_comparison_markdown
 
     if len(runs) < 2:
@@ -91,6 +86,6 @@ def command(
         with atomic_open(out) as fh:
             fh.write(text.encode("utf-8"))
         click.echo(f"wrote {out} ({fmt})", err=True)
-    publish_comparison(comparison, fail_on=fail_on, junit=junit, echo=lambda m: click.echo(m, err=True))
+    publish_comparison(comparison, fail_on)
     if comparison.gate.get("failed"):
         raise CompareGateFailed("compare gate failed: " + "; ".join(comparison.gate["reasons"]))

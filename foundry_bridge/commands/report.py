@@ -8,6 +8,7 @@ import click
 
 from .._io import atomic_open
 from ..metrics.measures import measures_labels
+from ._ci import publish_report, report_ci_options
 
 __all__ = ["command"]
 
@@ -20,6 +21,7 @@ __all__ = ["command"]
     "scores are counted, never averaged as 0. See docs/report.md.",
 )
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@report_ci_options
 @click.option(
     "--format",
     "fmt",
@@ -38,25 +40,7 @@ __all__ = ["command"]
 @click.option(
     "--stage-k", type=click.IntRange(1, 1_000_000), default=None, help="Cutoff for stage attribution (default: max k)."
 )
-@click.option(
-    "--otel",
-    type=click.Choice(["otlp", "console", "azure-monitor"]),
-    default=None,
-    help="Also emit one OpenTelemetry gen_ai.evaluation.result event per query × metric (pip install "
-    "'foundry-bridge[otel]'): OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables), the console (stderr), or Azure Monitor "
-    "(APPLICATIONINSIGHTS_CONNECTION_STRING). See docs/ci.md.",
-)
-@click.option("--otel-endpoint", default=None, help="OTLP logs URL (or Azure Monitor connection string) for --otel.")
-def command(
-    run_dir: Path,
-    fmt: str | None,
-    out: Path | None,
-    queue: Path | None,
-    stage_k: int | None,
-    otel: str | None,
-    otel_endpoint: str | None,
-) -> None:
-    from ..integrations.summary import publish_report
+def command(run_dir: Path, fmt: str | None, out: Path | None, queue: Path | None, stage_k: int | None) -> None:
     from ..report import build_report, render, write_labelling_queue
 
     if fmt is None:
@@ -73,4 +57,4 @@ def command(
     if queue is not None:
         n = write_labelling_queue(report, queue)
         click.echo(f"wrote {queue}: {n} (query, document) pairs to label", err=True)
-    publish_report(report, otel=otel, otel_endpoint=otel_endpoint, echo=lambda m: click.echo(m, err=True))
+    publish_report(report)
