@@ -175,3 +175,26 @@ def test_importing_the_cli_loads_no_opentelemetry() -> None:
     code = "import foundry_bridge.cli, foundry_bridge.integrations.otel, sys; print(*sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert [m for m in out.split() if m.startswith("opentelemetry")] == []
+
+
+def test_a_large_report_streams_its_rows_back_from_the_per_query_file(run_dir: Path, tmp_path: Path) -> None:
+    """A report that keeps only its worst rows in memory (more queries than ``table_rows``) sends the same events,
+    read back from its per-query JSONL; one that wrote no such file is refused rather than send a few rows."""
+    import inspect
+
+    from foundry_bridge.errors import UsageError
+
+    if "table_rows" not in inspect.signature(build_report).parameters:
+        pytest.skip("needs the streaming report (per-query JSONL beside it)")
+    everything, n = _emit(run_dir)
+    queries = tmp_path / "r.queries.jsonl"
+    large = build_report(run_dir, queries_out=queries, table_rows=3)
+    assert not large.per_query.complete  # type: ignore[attr-defined]
+    exporter = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=Resource.create(resource_attributes(large)))
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    assert emit_evaluation_events(large, logger_provider=provider) == n
+    streamed = [dict(r.log_record.attributes) for r in exporter.get_finished_logs()]
+    assert streamed == [dict(r.log_record.attributes) for r in everything]
+    with pytest.raises(UsageError, match="give report --out"):
+        emit_evaluation_events(build_report(run_dir, table_rows=3), logger_provider=provider)
