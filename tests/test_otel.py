@@ -22,7 +22,7 @@ pytest.importorskip("opentelemetry.sdk")
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
-from otlp_helpers import events, otlp_receiver
+from otlp_helpers import events, otlp_receiver, track_receiver
 from report_helpers import write_run
 
 from foundry_bridge.integrations.otel import emit_evaluation_events, resource_attributes
@@ -159,16 +159,53 @@ def test_report_otel_console_writes_events_to_stderr_not_into_the_report(run_dir
     assert '"gen_ai.evaluation.name": "groundedness"' in done.stderr
 
 
-def test_azure_monitor_without_its_package_is_a_usage_error(run_dir: Path) -> None:
+def test_azure_monitor_without_its_package_is_a_usage_error(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from foundry_bridge.errors import UsageError
 
-    try:
-        import azure.monitor.opentelemetry.exporter  # noqa: F401
-    except ImportError:
-        with pytest.raises(UsageError, match="azure-monitor-opentelemetry-exporter"):
-            emit_evaluation_events(build_report(run_dir), exporter="azure-monitor")
-    else:
-        pytest.skip("azure-monitor-opentelemetry-exporter is installed")
+    monkeypatch.setitem(sys.modules, "azure.monitor.opentelemetry.exporter", None)  # as if not installed
+    with pytest.raises(UsageError, match="azure-monitor-opentelemetry-exporter"):
+        emit_evaluation_events(build_report(run_dir), exporter="azure-monitor")
+
+
+def test_report_otel_azure_monitor_files_custom_events_at_a_local_ingestion_endpoint(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """Azure Monitor's own exporter, pointed by its connection string at an ingestion endpoint on 127.0.0.1
+    (statsbeat and offline retry storage off: nothing else is contacted)."""
+    pytest.importorskip("azure.monitor.opentelemetry.exporter")
+    with track_receiver() as (url, envelopes):
+        conn = f"InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint={url}"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "APPLICATIONINSIGHTS_CONNECTION_STRING": conn}
+        env.update(APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL="true", TMPDIR=str(tmp_path))
+        env.pop("GITHUB_STEP_SUMMARY", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "foundry_bridge", "report", str(run_dir), "--otel", "azure-monitor"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    n = N_QUERIES * (LOCAL_KEYS + len(FOUNDRY_KEYS))
+    assert f"emitted {n} gen_ai.evaluation.result events (azure-monitor)" in done.stderr
+    assert {path for path, _ in envelopes} == {"/v2.1/track"}
+    events = [e for _, e in envelopes if e["name"] == "Microsoft.ApplicationInsights.Event"]
+    assert len(events) == n  # customEvents, not traces (MessageData)
+    # besides them only the exporter's own usage metrics, sent to the same (local) endpoint
+    assert {e["name"] for _, e in envelopes} <= {
+        "Microsoft.ApplicationInsights.Event",
+        "Microsoft.ApplicationInsights.Metric",
+    }
+    data = [e["data"]["baseData"] for e in events]
+    assert {d["name"] for d in data} == {"gen_ai.evaluation.result"}
+    (q03,) = [
+        d["properties"]
+        for d in data
+        if d["properties"]["foundry_bridge.query_id"] == "q03"
+        and d["properties"]["gen_ai.evaluation.name"] == "groundedness"
+    ]
+    assert q03["gen_ai.evaluation.score.label"] == "fail" and q03["gen_ai.evaluation.explanation"] == "hand-chosen 2"
 
 
 def test_importing_the_cli_loads_no_opentelemetry() -> None:

@@ -12,7 +12,9 @@ of open-telemetry/semantic-conventions-genai, stability "development"):
 | ``gen_ai.response.id`` | when available | ``response_ids[query_id]`` when the caller gives it |
 | ``error.type`` | on error | the error code of an errored row (``CODE: message`` → ``CODE``); ``missing`` |
 
-Events are log records with ``event_name`` set (the Logs API: Azure Monitor files them under customEvents).
+Events are log records with ``event_name`` set (the Logs API). Azure Monitor's exporter reads not that but
+``microsoft.custom_event.name`` to file a record under customEvents (else it is a trace): that attribute is added,
+with the event's name, when the exporter is Azure Monitor.
 Beside them, namespaced ``foundry_bridge.*`` attributes say which query, kind, stage, criterion and evaluator;
 the run's ids travel once, as resource attributes (``foundry_bridge.eval.id``, ``foundry_bridge.run.ids``...).
 A score is never invented: an errored or missing judge score is an event without a value, with ``error.type``.
@@ -44,6 +46,7 @@ EVENT_NAME = "gen_ai.evaluation.result"
 NAME, VALUE, LABEL = "gen_ai.evaluation.name", "gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label"
 EXPLANATION, RESPONSE_ID, ERROR_TYPE = "gen_ai.evaluation.explanation", "gen_ai.response.id", "error.type"
 EXPORTERS = ("otlp", "console", "azure-monitor")
+AZURE_EVENT_NAME = "microsoft.custom_event.name"  # Azure Monitor files a log record under customEvents by it
 Exporter = Literal["otlp", "console", "azure-monitor"]
 Source = Literal["local", "foundry"]
 _FLUSH_EVERY = 4096  # events queued before a flush: the batch processor drops what overflows its queue
@@ -222,9 +225,11 @@ def emit_evaluation_events(
     from opentelemetry._logs import SeverityNumber
 
     logger = provider.get_logger("foundry_bridge", __version__)
+    marker = {AZURE_EVENT_NAME: EVENT_NAME} if own and exporter == "azure-monitor" else {}
     n = 0
     try:
         for attrs in evaluation_attributes(report, sources=sources, response_ids=response_ids):
+            attrs.update(marker)
             logger.emit(event_name=EVENT_NAME, severity_number=SeverityNumber.INFO, attributes=attrs)
             n += 1
             if n % _FLUSH_EVERY == 0:
