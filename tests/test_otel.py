@@ -93,6 +93,41 @@ def test_local_metrics_are_events_too_and_undefined_has_no_value(run_dir: Path) 
     assert "gen_ai.evaluation.score.value" not in n01 and n01["foundry_bridge.metric.source"] == "local"
 
 
+def test_the_label_is_the_verdict_read_for_the_query_kind(tmp_path: Path) -> None:
+    """quality_grader fails every abstention; on a negative query that abstained (n01) the report counts it as
+    passed (docs/report.md): the event says pass, and keeps the service's fail beside it. On q08, a positive query
+    that abstained, the fail stays a fail."""
+    import json
+
+    from foundry_bridge.catalog import get_evaluator
+    from foundry_bridge.results import RUN_FILES, ResultRow
+
+    run = write_run(tmp_path / "run")
+    grader = get_evaluator("quality_grader").name
+    rows = [
+        ResultRow(
+            row=i,
+            query_id=q,
+            criterion="quality_grader",
+            evaluator=grader,
+            metric="quality_grader",
+            score=0.0,
+            label="fail",
+            passed=False,
+            reason="judged",
+        )
+        for i, q in ((7, "q08"), (11, "n01"))
+    ]
+    with (run / RUN_FILES["results"]).open("a", encoding="utf-8") as f:
+        f.writelines(json.dumps(r.model_dump(mode="json")) + "\n" for r in rows)
+    records, _ = _emit(run, sources=("foundry",))
+    n01 = _event(records, "n01", "quality_grader")
+    assert n01["gen_ai.evaluation.score.label"] == "pass" and n01["foundry_bridge.service_label"] == "fail"
+    assert n01["gen_ai.evaluation.score.value"] == 0.0  # the score stays as the service gave it
+    q08 = _event(records, "q08", "quality_grader")
+    assert q08["gen_ai.evaluation.score.label"] == "fail" and "foundry_bridge.service_label" not in q08
+
+
 def test_sources_and_response_ids_select_and_correlate(run_dir: Path) -> None:
     records, n = _emit(run_dir, sources=("foundry",), response_ids={"q01": "chatcmpl-abc"})
     assert n == N_QUERIES * len(FOUNDRY_KEYS)

@@ -7,7 +7,7 @@ of open-telemetry/semantic-conventions-genai, stability "development"):
 |---|---|---|
 | ``gen_ai.evaluation.name`` | required | the report's metric key (``groundedness``, ``rr@10``) |
 | ``gen_ai.evaluation.score.value`` | if applicable | the score; absent when errored, missing or undefined |
-| ``gen_ai.evaluation.score.label`` | if applicable | the backend's label, else ``pass`` / ``fail`` from its verdict |
+| ``gen_ai.evaluation.score.label`` | if applicable | ``pass`` / ``fail`` as the report reads the verdict |
 | ``gen_ai.evaluation.explanation`` | recommended | the judge's reason (or why there is no score) |
 | ``gen_ai.response.id`` | when available | ``response_ids[query_id]`` when the caller gives it |
 | ``error.type`` | on error | the error code of an errored row (``CODE: message`` → ``CODE``); ``missing`` |
@@ -18,6 +18,9 @@ with the event's name, when the exporter is Azure Monitor.
 Beside them, namespaced ``foundry_bridge.*`` attributes say which query, kind, stage, criterion and evaluator;
 the run's ids travel once, as resource attributes (``foundry_bridge.eval.id``, ``foundry_bridge.run.ids``...).
 A score is never invented: an errored or missing judge score is an event without a value, with ``error.type``.
+The label is the verdict as the report reads it for the query's kind (a quality_grader fail on a negative query
+that abstained is a pass, docs/report.md); the service's own label then rides along as
+``foundry_bridge.service_label``.
 """
 
 from __future__ import annotations
@@ -106,9 +109,11 @@ def _foundry_attributes(score: Any) -> dict[str, Any]:
     if score.status == "scored":
         if score.score is not None and math.isfinite(score.score):
             attrs[VALUE] = float(score.score)
-        label = score.label or ({True: "pass", False: "fail"}.get(score.passed) if score.passed is not None else None)
+        label = score.label if score.passed is None else ("pass" if score.passed else "fail")
         if label:
             attrs[LABEL] = label
+        if score.label and score.label != label:  # the report read the verdict for the query's kind
+            attrs["foundry_bridge.service_label"] = score.label
         if score.reason:
             attrs[EXPLANATION] = score.reason
     elif score.status == "errored":
