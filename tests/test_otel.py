@@ -243,8 +243,17 @@ def test_report_otel_azure_monitor_files_custom_events_at_a_local_ingestion_endp
     assert q03["gen_ai.evaluation.score.label"] == "fail" and q03["gen_ai.evaluation.explanation"] == "hand-chosen 2"
 
 
+def test_the_package_exports_the_calls_lazily() -> None:
+    import foundry_bridge.integrations as integrations
+    from foundry_bridge.integrations import junit, otel
+
+    assert integrations.emit_evaluation_events is otel.emit_evaluation_events
+    assert integrations.write_junit is junit.write_junit
+
+
 def test_importing_the_cli_loads_no_opentelemetry() -> None:
-    code = "import foundry_bridge.cli, foundry_bridge.integrations.otel, sys; print(*sys.modules)"
+    code = "import foundry_bridge.cli, foundry_bridge.integrations.otel, foundry_bridge.commands._ci, sys\n"
+    code += "print(*sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert [m for m in out.split() if m.startswith("opentelemetry")] == []
 
