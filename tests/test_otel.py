@@ -192,6 +192,26 @@ def test_report_otel_console_writes_events_to_stderr_not_into_the_report(run_dir
     assert done.returncode == 0, done.stderr
     assert "gen_ai.evaluation.result" not in done.stdout and done.stdout.startswith("#")
     assert '"gen_ai.evaluation.name": "groundedness"' in done.stderr
+    assert f"emitted {N_QUERIES * (LOCAL_KEYS + len(FOUNDRY_KEYS))} gen_ai.evaluation.result events" in done.stderr
+    judges_only = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "foundry_bridge",
+            "report",
+            str(run_dir),
+            "--otel",
+            "console",
+            "--otel-metrics",
+            "foundry",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert f"emitted {N_QUERIES * len(FOUNDRY_KEYS)} gen_ai.evaluation.result events" in judges_only.stderr
+    assert '"gen_ai.evaluation.name": "rr@10"' not in judges_only.stderr
 
 
 def test_azure_monitor_without_its_package_is_a_usage_error(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

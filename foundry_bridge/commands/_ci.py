@@ -1,4 +1,5 @@
-"""The CI options of ``report`` and ``compare`` (``--otel``, ``--otel-endpoint``, ``--junit``) and their calls.
+"""The CI options of ``report`` and ``compare`` (``--otel``, ``--otel-endpoint``, ``--otel-metrics``,
+``--junit``) and their calls.
 
 The options are declared here and store their values in the click context (``expose_value=False``), so each
 command gains one decorator and one call, not parameters: the commands' own signatures stay as they are.
@@ -12,12 +13,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from ..integrations.otel import Source
     from ..report import Comparison, Report
 
 __all__ = ["compare_ci_options", "publish_comparison", "publish_report", "report_ci_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _KEY = "foundry_bridge.ci."
+_SOURCES: dict[str, tuple[Source, ...]] = {"all": ("foundry", "local"), "foundry": ("foundry",), "local": ("local",)}
 
 
 def _store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -30,6 +33,14 @@ def _get(name: str) -> Any:
 
 
 def report_ci_options(f: F) -> F:
+    f = click.option(
+        "--otel-metrics",
+        type=click.Choice(["all", "foundry", "local"]),
+        default="all",
+        expose_value=False,
+        callback=_store,
+        help="Which columns --otel sends: every metric (default), the Foundry/judge scores, or the local ones.",
+    )(f)
     f = click.option(
         "--otel-endpoint",
         expose_value=False,
@@ -66,7 +77,8 @@ def _echo(message: str) -> None:
 def publish_report(report: Report) -> None:
     from ..integrations.summary import publish_report as publish
 
-    publish(report, otel=_get("otel"), otel_endpoint=_get("otel_endpoint"), echo=_echo)
+    sources = _SOURCES[_get("otel_metrics") or "all"]
+    publish(report, otel=_get("otel"), otel_endpoint=_get("otel_endpoint"), otel_sources=sources, echo=_echo)
 
 
 def publish_comparison(comparison: Comparison, fail_on: tuple[str, ...]) -> None:

@@ -10,13 +10,13 @@ pass it is cut at a line boundary below it, with a note saying where the rest is
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from ..report import Comparison, Report
-    from .otel import Exporter
+    from .otel import Exporter, Source
 
 __all__ = ["STEP_SUMMARY_LIMIT", "append_step_summary", "publish_comparison", "publish_report"]
 
@@ -53,7 +53,12 @@ def append_step_summary(markdown: str, *, env: Mapping[str, str] | None = None) 
 
 
 def publish_report(
-    report: Report, *, otel: str | None = None, otel_endpoint: str | None = None, echo: Callable[[str], object]
+    report: Report,
+    *,
+    otel: str | None = None,
+    otel_endpoint: str | None = None,
+    otel_sources: Sequence[Source] = ("foundry", "local"),
+    echo: Callable[[str], object],
 ) -> None:
     """``report``'s CI side: the Markdown report to the step summary, and with ``otel`` the evaluation events."""
     from ..report import render_markdown
@@ -64,7 +69,9 @@ def publish_report(
     if otel is not None:
         from .otel import emit_evaluation_events
 
-        n = emit_evaluation_events(report, exporter=cast("Exporter", otel), endpoint=otel_endpoint)
+        n = emit_evaluation_events(
+            report, exporter=cast("Exporter", otel), endpoint=otel_endpoint, sources=otel_sources
+        )
         echo(f"emitted {n} gen_ai.evaluation.result events ({otel})")
 
 
