@@ -13,6 +13,7 @@ __all__ = ["any_value", "events", "otlp_receiver", "track_receiver"]
 
 class _Receiver(BaseHTTPRequestHandler):
     requests: list[Any]
+    status: int
 
     def do_POST(self) -> None:
         from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -21,8 +22,9 @@ class _Receiver(BaseHTTPRequestHandler):
         request = ExportLogsServiceRequest()
         request.ParseFromString(body)
         type(self).requests.append((self.path, self.headers.get("Content-Type"), request))
-        self.send_response(200)
+        self.send_response(self.status)
         self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
         self.end_headers()
 
     def log_message(self, *args: Any) -> None:
@@ -30,9 +32,10 @@ class _Receiver(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def otlp_receiver() -> Iterator[tuple[str, list[Any]]]:
-    """``(base URL, requests)``: every request as (path, content type, ExportLogsServiceRequest)."""
-    handler = type("Receiver", (_Receiver,), {"requests": []})
+def otlp_receiver(status: int = 200) -> Iterator[tuple[str, list[Any]]]:
+    """``(base URL, requests)``: every request as (path, content type, ExportLogsServiceRequest); answered with
+    ``status`` (400: the collector refuses them)."""
+    handler = type("Receiver", (_Receiver,), {"requests": [], "status": status})
     server = HTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

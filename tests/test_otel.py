@@ -179,6 +179,24 @@ def test_report_otel_exports_over_otlp_http_to_a_local_receiver(
     assert q04["gen_ai.evaluation.score.value"] == 1.0 and q04["gen_ai.evaluation.score.label"] == "fail"
 
 
+def test_events_the_collector_refuses_are_an_error_not_a_silent_loss(run_dir: Path) -> None:
+    with otlp_receiver(status=400) as (url, requests):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{url}/v1/logs"}
+        env.pop("GITHUB_STEP_SUMMARY", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "foundry_bridge", "report", str(run_dir), "--otel", "otlp"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+    n = N_QUERIES * (LOCAL_KEYS + len(FOUNDRY_KEYS))
+    assert requests and done.returncode == 1
+    assert f"Error: {n} of {n} gen_ai.evaluation.result events could not be exported (otlp)" in done.stderr
+    assert done.stdout.startswith("## foundry-bridge report")  # the report itself was printed first
+
+
 def test_report_otel_console_writes_events_to_stderr_not_into_the_report(run_dir: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GITHUB_STEP_SUMMARY", None)

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import UsageError
+from ..errors import BackendError, UsageError
 
 if TYPE_CHECKING:
     from ..report import QueryRow, Report
@@ -193,7 +193,31 @@ def _exporter(kind: Exporter, endpoint: str | None) -> Any:
     return AzureMonitorLogExporter(connection_string=conn)
 
 
-def _provider(report: Report, exporter: Exporter, endpoint: str | None) -> Any:
+def _counting(inner: Any) -> Any:
+    """``inner`` wrapped to count the records its exports failed on (the batch processor only logs them)."""
+    from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+
+    class Counting(LogRecordExporter):
+        failed = 0
+
+        def export(self, batch: Any) -> Any:
+            result = inner.export(batch)
+            if result != LogRecordExportResult.SUCCESS:
+                self.failed += len(batch)
+            return result
+
+        def shutdown(self) -> None:
+            inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            return bool(inner.force_flush(timeout_millis))
+
+    return Counting()
+
+
+def _provider(report: Report, exporter: Exporter, endpoint: str | None) -> tuple[Any, Any]:
+    """A logger provider with the run's resource attributes and a batch processor on ``exporter``, and the
+    counting wrapper of that exporter."""
     try:
         from opentelemetry.sdk._logs import LoggerProvider
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
@@ -201,10 +225,9 @@ def _provider(report: Report, exporter: Exporter, endpoint: str | None) -> Any:
     except ImportError as exc:
         raise UsageError("--otel needs the OpenTelemetry SDK: pip install 'foundry-bridge[otel]'") from exc
     provider = LoggerProvider(resource=Resource.create(resource_attributes(report)))
-    provider.add_log_record_processor(
-        BatchLogRecordProcessor(_exporter(exporter, endpoint), max_queue_size=2 * _FLUSH_EVERY)
-    )
-    return provider
+    counted = _counting(_exporter(exporter, endpoint))
+    provider.add_log_record_processor(BatchLogRecordProcessor(counted, max_queue_size=2 * _FLUSH_EVERY))
+    return provider, counted
 
 
 def emit_evaluation_events(
@@ -221,12 +244,13 @@ def emit_evaluation_events(
     With ``logger_provider`` (an SDK ``LoggerProvider`` the caller configured, e.g. with an in-memory exporter)
     the events go there and the provider is flushed, not shut down; otherwise a provider with the run's resource
     attributes and ``exporter`` is made, flushed every few thousand events (the batch queue never overflows) and
-    shut down. The events' timestamps are the emission time.
+    shut down; if its exporter failed on any event, a ``BackendError`` says how many (nothing is lost silently).
+    The events' timestamps are the emission time.
     """
     from .. import __version__
 
     own = logger_provider is None
-    provider = _provider(report, exporter, endpoint) if own else logger_provider
+    provider, counted = _provider(report, exporter, endpoint) if own else (logger_provider, None)
     from opentelemetry._logs import SeverityNumber
 
     logger = provider.get_logger("foundry_bridge", __version__)
@@ -243,4 +267,9 @@ def emit_evaluation_events(
     finally:
         if own:
             provider.shutdown()
+    if counted is not None and counted.failed:
+        raise BackendError(
+            f"{counted.failed} of {n} gen_ai.evaluation.result events could not be exported ({exporter}); "
+            "check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, --otel-endpoint) and the collector's log"
+        )
     return n
