@@ -61,10 +61,10 @@ def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.4g}"
 
 
-def _metric_details(mc: MetricComparison, tol: float) -> str:
+def _metric_details(mc: MetricComparison, tol: float, confidence: float) -> str:
     return (
         f"{mc.section} {mc.metric}: baseline {_fmt(mc.baseline_mean)}, candidate {_fmt(mc.candidate_mean)}, "
-        f"delta {_fmt(mc.delta)} (95% CI {_fmt(mc.ci_low)} to {_fmt(mc.ci_high)}), p = {_fmt(mc.p_value)} "
+        f"delta {_fmt(mc.delta)} ({confidence:.0%} CI {_fmt(mc.ci_low)} to {_fmt(mc.ci_high)}), p = {_fmt(mc.p_value)} "
         f"({mc.test}), verdict {mc.verdict}, {mc.n_paired} paired, {mc.n_excluded} excluded, tolerated drop {tol:g}"
     )
 
@@ -94,7 +94,7 @@ def _metric_cases(comparison: Comparison, fail_on: Sequence[str], reasons: list[
                     name=f"{section} {mc.metric}",
                     failed=reason is not None,
                     message=reason or f"{section} {mc.metric}: {mc.verdict}",
-                    details=_metric_details(mc, tol),
+                    details=_metric_details(mc, tol, comparison.confidence),
                     p_value=mc.p_value,
                 )
             )
