@@ -156,9 +156,11 @@ LAYERS: dict[str, set[str]] = {
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries"},
     "canaries": BASE | {"dataset", "metrics"},
     "estimate": BASE,
+    "integrations": BASE | {"report", "runfolder"},
+    "pytest_plugin": BASE | {"report", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "canaries", "estimate"},
+    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
 }

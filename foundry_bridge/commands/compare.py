@@ -8,6 +8,7 @@ import click
 
 from .._io import atomic_open
 from ..metrics.measures import measures_help
+from ._ci import compare_ci_options, publish_comparison
 from ._options import Finite
 
 __all__ = ["command"]
@@ -22,6 +23,7 @@ __all__ = ["command"]
     "significantly or a Foundry metric's coverage drops. See docs/report.md.",
 )
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@compare_ci_options
 @click.option(
     "--metric",
     "metrics",
@@ -84,5 +86,6 @@ def command(
         with atomic_open(out) as fh:
             fh.write(text.encode("utf-8"))
         click.echo(f"wrote {out} ({fmt})", err=True)
+    publish_comparison(comparison, fail_on)
     if comparison.gate.get("failed"):
         raise CompareGateFailed("compare gate failed: " + "; ".join(comparison.gate["reasons"]))

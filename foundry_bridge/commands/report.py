@@ -8,6 +8,7 @@ import click
 
 from .._io import atomic_open
 from ..metrics.measures import measures_labels
+from ._ci import publish_report, report_ci_options
 
 __all__ = ["command"]
 
@@ -22,6 +23,7 @@ __all__ = ["command"]
     "of each stage. See docs/report.md.",
 )
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@report_ci_options
 @click.option(
     "--format",
     "fmt",
@@ -83,3 +85,4 @@ def command(
     if queue is not None:
         n = write_labelling_queue(report, queue)
         click.echo(f"wrote {queue}: {n} (query, document) pairs to label", err=True)
+    publish_report(report)

@@ -1,0 +1,275 @@
+"""OpenTelemetry: one ``gen_ai.evaluation.result`` event per query × metric of a report.
+
+The event and its attributes follow the OpenTelemetry GenAI semantic conventions (``model/gen-ai/events.yaml``
+of open-telemetry/semantic-conventions-genai, stability "development"):
+
+| attribute | requirement | from |
+|---|---|---|
+| ``gen_ai.evaluation.name`` | required | the report's metric key (``groundedness``, ``rr@10``) |
+| ``gen_ai.evaluation.score.value`` | if applicable | the score; absent when errored, missing or undefined |
+| ``gen_ai.evaluation.score.label`` | if applicable | ``pass`` / ``fail`` as the report reads the verdict |
+| ``gen_ai.evaluation.explanation`` | recommended | the judge's reason (or why there is no score) |
+| ``gen_ai.response.id`` | when available | ``response_ids[query_id]`` when the caller gives it |
+| ``error.type`` | on error | the error code of an errored row (``CODE: message`` → ``CODE``); ``missing`` |
+
+Events are log records with ``event_name`` set (the Logs API). Azure Monitor's exporter reads not that but
+``microsoft.custom_event.name`` to file a record under customEvents (else it is a trace): that attribute is added,
+with the event's name, when the exporter is Azure Monitor.
+Beside them, namespaced ``foundry_bridge.*`` attributes say which query, kind, stage, criterion and evaluator;
+the run's ids travel once, as resource attributes (``foundry_bridge.eval.id``, ``foundry_bridge.run.ids``...).
+A score is never invented: an errored or missing judge score is an event without a value, with ``error.type``.
+The label is the verdict as the report reads it for the query's kind (a quality_grader fail on a negative query
+that abstained is a pass, docs/report.md); the service's own label then rides along as
+``foundry_bridge.service_label``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import BackendError, UsageError
+
+if TYPE_CHECKING:
+    from ..report import QueryRow, Report
+
+__all__ = [
+    "EVENT_NAME",
+    "EXPORTERS",
+    "emit_evaluation_events",
+    "evaluation_attributes",
+    "report_rows",
+    "resource_attributes",
+]
+
+EVENT_NAME = "gen_ai.evaluation.result"
+NAME, VALUE, LABEL = "gen_ai.evaluation.name", "gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label"
+EXPLANATION, RESPONSE_ID, ERROR_TYPE = "gen_ai.evaluation.explanation", "gen_ai.response.id", "error.type"
+EXPORTERS = ("otlp", "console", "azure-monitor")
+AZURE_EVENT_NAME = "microsoft.custom_event.name"  # Azure Monitor files a log record under customEvents by it
+Exporter = Literal["otlp", "console", "azure-monitor"]
+Source = Literal["local", "foundry"]
+_FLUSH_EVERY = 4096  # events queued before a flush: the batch processor drops what overflows its queue
+_SKIPPED = {"n_rel"}  # a count of labels, not an evaluation
+
+
+def report_rows(report: Report) -> Iterator[QueryRow]:
+    """Every query row of ``report``: read back from the per-query JSONL file when the report did not keep every
+    row in memory (``per_query.complete`` false: a large run), else ``report.queries``. Written for the streaming
+    report (``per_query``) and the in-memory one alike."""
+    from ..report import QueryRow
+
+    per_query = getattr(report, "per_query", None)
+    path = getattr(per_query, "path", None)
+    if per_query is not None and not getattr(per_query, "complete", True):
+        if not path:
+            raise UsageError(
+                "this report kept only some query rows in memory and wrote none: give report --out (or --queries) "
+                "so every row is written, and --otel reads them back"
+            )
+        with Path(path).open("rb") as fh:
+            for line in fh:
+                if line.strip():
+                    yield QueryRow.model_validate_json(line)
+        return
+    yield from report.queries
+
+
+def resource_attributes(report: Report) -> dict[str, Any]:
+    """The run's identity as resource attributes: set once per export, not on every event. ``service.name`` is
+    ``foundry-bridge`` unless ``OTEL_SERVICE_NAME`` says otherwise."""
+    p = report.provenance
+    attrs: dict[str, Any] = {"service.version": p.tool_version, "foundry_bridge.run.dir": p.run_dir}
+    if not os.environ.get("OTEL_SERVICE_NAME"):
+        attrs["service.name"] = "foundry-bridge"
+    optional = {
+        "foundry_bridge.backend": p.backend,
+        "foundry_bridge.eval.id": p.eval_id,
+        "foundry_bridge.run.ids": list(p.run_ids) or None,
+        "foundry_bridge.report_url": p.report_url,
+        "foundry_bridge.dataset.sha256": p.dataset_sha256,
+        "foundry_bridge.plan.fingerprint": p.plan_fingerprint,
+        "foundry_bridge.run.status": p.run_status,
+    }
+    attrs.update({k: v for k, v in optional.items() if v is not None})
+    return attrs
+
+
+def _error_type(error: str | None) -> str:
+    """``"CODE: message"`` → ``CODE``; anything else → ``_OTHER`` (the semantic conventions' fallback)."""
+    head = (error or "").split(":", 1)[0].strip()
+    return head if head and " " not in head and len(head) <= 64 else "_OTHER"
+
+
+def _foundry_attributes(score: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    if score.status == "scored":
+        if score.score is not None and math.isfinite(score.score):
+            attrs[VALUE] = float(score.score)
+        label = score.label if score.passed is None else ("pass" if score.passed else "fail")
+        if label:
+            attrs[LABEL] = label
+        if score.label and score.label != label:  # the report read the verdict for the query's kind
+            attrs["foundry_bridge.service_label"] = score.label
+        if score.reason:
+            attrs[EXPLANATION] = score.reason
+    elif score.status == "errored":
+        attrs[ERROR_TYPE] = _error_type(score.error)
+        attrs[EXPLANATION] = score.error or "the evaluator failed on this row"
+    else:
+        attrs[ERROR_TYPE] = "missing"
+        attrs[EXPLANATION] = "no result for this row (or a null score without an error)"
+    return attrs
+
+
+def evaluation_attributes(
+    report: Report,
+    *,
+    rows: Iterable[QueryRow] | None = None,
+    sources: Sequence[Source] = ("foundry", "local"),
+    response_ids: Mapping[str, str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The attributes of every ``gen_ai.evaluation.result`` event: one per query × metric of ``sources``, in query
+    order then the report's metric order. Pure: no OpenTelemetry import (the events' content, testable alone)."""
+    infos = [m for m in report.metrics if m.source in sources and m.key not in _SKIPPED]
+    for row in report_rows(report) if rows is None else rows:
+        common: dict[str, Any] = {
+            "foundry_bridge.query_id": row.query_id,
+            "foundry_bridge.query.kind": row.kind,
+            "foundry_bridge.stage": row.stage,
+        }
+        if response_ids and row.query_id in response_ids:
+            common[RESPONSE_ID] = response_ids[row.query_id]
+        for info in infos:
+            attrs: dict[str, Any] = {NAME: info.key, **common, "foundry_bridge.metric.source": info.source}
+            if info.source == "foundry":
+                score = row.foundry.get(info.key)
+                if score is None:
+                    continue  # the criterion does not apply to this row's shape: nothing was expected
+                attrs.update({"foundry_bridge.criterion": info.criterion, "foundry_bridge.evaluator": info.evaluator})
+                attrs.update(_foundry_attributes(score))
+            else:
+                value = row.local.get(info.key)
+                if value is not None and math.isfinite(value):
+                    attrs[VALUE] = float(value)
+                else:
+                    attrs[EXPLANATION] = "undefined: no label reaches the relevance threshold"
+            yield {k: v for k, v in attrs.items() if v is not None}
+
+
+def _exporter(kind: Exporter, endpoint: str | None) -> Any:
+    """A standard SDK log exporter. OTLP over HTTP/protobuf reads the usual ``OTEL_EXPORTER_OTLP_*`` variables
+    when ``endpoint`` is None; Azure Monitor reads ``APPLICATIONINSIGHTS_CONNECTION_STRING``."""
+    if kind == "console":
+        import sys
+
+        from opentelemetry.sdk._logs.export import ConsoleLogRecordExporter
+
+        return ConsoleLogRecordExporter(out=sys.stderr)
+    if kind == "otlp":
+        try:
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        except ImportError as exc:
+            raise UsageError(
+                "--otel otlp needs the OTLP exporter: pip install 'foundry-bridge[otel]' "
+                "(opentelemetry-exporter-otlp-proto-http)"
+            ) from exc
+        return OTLPLogExporter(endpoint=endpoint) if endpoint else OTLPLogExporter()
+    try:
+        from azure.monitor.opentelemetry.exporter import AzureMonitorLogExporter
+    except ImportError as exc:
+        raise UsageError(
+            "--otel azure-monitor needs Azure Monitor's exporter: pip install azure-monitor-opentelemetry-exporter"
+        ) from exc
+    conn = endpoint or os.environ.get("APPLICATIONINSIGHTS_CONNECTION_STRING")
+    if not conn:
+        raise UsageError(
+            "--otel azure-monitor needs the Application Insights connection string: set "
+            "APPLICATIONINSIGHTS_CONNECTION_STRING (or pass it as --otel-endpoint)"
+        )
+    return AzureMonitorLogExporter(connection_string=conn)
+
+
+def _counting(inner: Any) -> Any:
+    """``inner`` wrapped to count the records its exports failed on (the batch processor only logs them)."""
+    from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+
+    class Counting(LogRecordExporter):
+        failed = 0
+
+        def export(self, batch: Any) -> Any:
+            result = inner.export(batch)
+            if result != LogRecordExportResult.SUCCESS:
+                self.failed += len(batch)
+            return result
+
+        def shutdown(self) -> None:
+            inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            return bool(inner.force_flush(timeout_millis))
+
+    return Counting()
+
+
+def _provider(report: Report, exporter: Exporter, endpoint: str | None) -> tuple[Any, Any]:
+    """A logger provider with the run's resource attributes and a batch processor on ``exporter``, and the
+    counting wrapper of that exporter."""
+    try:
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+        from opentelemetry.sdk.resources import Resource
+    except ImportError as exc:
+        raise UsageError("--otel needs the OpenTelemetry SDK: pip install 'foundry-bridge[otel]'") from exc
+    provider = LoggerProvider(resource=Resource.create(resource_attributes(report)))
+    counted = _counting(_exporter(exporter, endpoint))
+    provider.add_log_record_processor(BatchLogRecordProcessor(counted, max_queue_size=2 * _FLUSH_EVERY))
+    return provider, counted
+
+
+def emit_evaluation_events(
+    report: Report,
+    *,
+    exporter: Exporter = "otlp",
+    endpoint: str | None = None,
+    logger_provider: Any = None,
+    sources: Sequence[Source] = ("foundry", "local"),
+    response_ids: Mapping[str, str] | None = None,
+) -> int:
+    """Emit one ``gen_ai.evaluation.result`` event per query × metric; return how many were emitted.
+
+    With ``logger_provider`` (an SDK ``LoggerProvider`` the caller configured, e.g. with an in-memory exporter)
+    the events go there and the provider is flushed, not shut down; otherwise a provider with the run's resource
+    attributes and ``exporter`` is made, flushed every few thousand events (the batch queue never overflows) and
+    shut down; if its exporter failed on any event, a ``BackendError`` says how many (nothing is lost silently).
+    The events' timestamps are the emission time.
+    """
+    from .. import __version__
+
+    own = logger_provider is None
+    provider, counted = _provider(report, exporter, endpoint) if own else (logger_provider, None)
+    from opentelemetry._logs import SeverityNumber
+
+    logger = provider.get_logger("foundry_bridge", __version__)
+    marker = {AZURE_EVENT_NAME: EVENT_NAME} if own and exporter == "azure-monitor" else {}
+    n = 0
+    try:
+        for attrs in evaluation_attributes(report, sources=sources, response_ids=response_ids):
+            attrs.update(marker)
+            logger.emit(event_name=EVENT_NAME, severity_number=SeverityNumber.INFO, attributes=attrs)
+            n += 1
+            if n % _FLUSH_EVERY == 0:
+                provider.force_flush()
+        provider.force_flush()
+    finally:
+        if own:
+            provider.shutdown()
+    if counted is not None and counted.failed:
+        raise BackendError(
+            f"{counted.failed} of {n} gen_ai.evaluation.result events could not be exported ({exporter}); "
+            "check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, --otel-endpoint) and the collector's log"
+        )
+    return n

@@ -1,0 +1,159 @@
+"""A pytest plugin: gate a pull request on a RAG comparison inside the test suite a team already runs.
+
+Installed with the package (entry point ``pytest11``; or ``-p foundry_bridge.pytest_plugin``). Two ways in:
+
+- ``pytest --foundry-bridge-gate BASELINE CANDIDATE --foundry-bridge-fail-on rr@10 ...`` adds one test item per
+  gated check — the same cases as ``compare --junit`` (each ``--fail-on`` metric per section, and the Foundry
+  metrics' coverage) — so ``-k``, ``--junitxml`` and the usual report apply to them. The options have ini
+  twins (``foundry_bridge_fail_on``, ``foundry_bridge_coverage_drop``, ``foundry_bridge_resamples``...) for
+  ``[tool.pytest.ini_options]``.
+- the ``foundry_bridge_gate`` fixture: ``foundry_bridge_gate(BASELINE, CANDIDATE, fail_on=[...])`` compares the
+  runs and fails the calling test with the gate's reasons; it returns the ``Comparison`` otherwise.
+
+This module is imported by every pytest session where the package is installed: it imports nothing but pytest
+at the top; the report code is imported when a gate is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .integrations.junit import GateCase
+    from .report import Comparison
+
+__all__ = ["GateItem", "foundry_bridge_gate"]
+
+_INI: dict[str, tuple[str, str, Any]] = {
+    "fail_on": ("linelist", "metrics to gate on, [negative:]METRIC[:DELTA], one a line", []),
+    "coverage_drop": ("string", "tolerated drop of a Foundry metric's coverage (0–1)", ""),
+    "resamples": ("string", "resamples of the sign-flip test and the bootstrap (default 10000)", "10000"),
+    "seed": ("string", "seed of the comparison's random generator (default 42)", "42"),
+    "alpha": ("string", "significance level (default 0.05)", "0.05"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("foundry-bridge", "gate on a foundry-bridge comparison of two run folders")
+    group.addoption(
+        "--foundry-bridge-gate",
+        nargs=2,
+        metavar=("BASELINE", "CANDIDATE"),
+        default=None,
+        help="compare two run folders and add one test per gated check (see docs/ci.md)",
+    )
+    group.addoption("--foundry-bridge-fail-on", action="append", default=None, metavar="[negative:]METRIC[:DELTA]")
+    for name in ("coverage_drop", "resamples", "seed", "alpha"):
+        group.addoption(f"--foundry-bridge-{name.replace('_', '-')}", default=None, help=_INI[name][1])
+    for name, (kind, help_, default) in _INI.items():
+        parser.addini(f"foundry_bridge_{name}", help_, type=kind, default=default)  # type: ignore[arg-type]
+
+
+def _setting(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(f"--foundry-bridge-{name.replace('_', '-')}")
+    return config.getini(f"foundry_bridge_{name}") if value is None else value
+
+
+def _number(config: pytest.Config, name: str, kind: Callable[[str], Any]) -> Any:
+    raw = _setting(config, name)
+    if raw in ("", None):
+        return None
+    try:
+        return kind(str(raw))
+    except ValueError:
+        raise pytest.UsageError(f"foundry-bridge: {name.replace('_', '-')} must be a number, got {raw!r}") from None
+
+
+def _compare(
+    baseline: str,
+    candidate: str,
+    *,
+    fail_on: Sequence[str],
+    coverage_drop: float | None,
+    seed: int = 42,
+    resamples: int = 10_000,
+    alpha: float = 0.05,
+) -> Comparison:
+    from .report import compare_runs
+
+    return compare_runs(
+        [baseline, candidate],
+        fail_on=list(fail_on),
+        coverage_drop=coverage_drop,
+        seed=seed,
+        n_resamples=resamples,
+        alpha=alpha,
+    )
+
+
+class GateItem(pytest.Item):
+    """One gated check of the comparison, run as a test."""
+
+    def __init__(self, *, case: GateCase, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+
+    def runtest(self) -> None:
+        if self.case.failed:
+            raise _GateFailure(self.case)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, _GateFailure):
+            return f"{self.case.message}\n{self.case.details}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"foundry-bridge gate: {self.case.candidate} {self.case.name}"
+
+
+class _GateFailure(Exception):
+    def __init__(self, case: GateCase) -> None:
+        super().__init__(case.message)
+
+
+def _gate_items(session: pytest.Session, config: pytest.Config) -> list[GateItem]:
+    from .errors import FoundryBridgeError
+    from .integrations.junit import gate_cases
+
+    baseline, candidate = config.getoption("--foundry-bridge-gate")
+    fail_on = list(_setting(config, "fail_on") or [])
+    try:
+        comparison = _compare(
+            baseline,
+            candidate,
+            fail_on=fail_on,
+            coverage_drop=_number(config, "coverage_drop", float),
+            seed=_number(config, "seed", int),
+            resamples=_number(config, "resamples", int),
+            alpha=_number(config, "alpha", float),
+        )
+    except FoundryBridgeError as exc:
+        raise pytest.UsageError(f"foundry-bridge gate: {exc}") from None
+    cases = gate_cases(comparison, fail_on=fail_on)
+    names = [f"foundry-bridge::{c.candidate}::{c.name}" for c in cases]
+    return [GateItem.from_parent(session, name=n, nodeid=n, case=c) for n, c in zip(names, cases, strict=True)]
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so they apply to the gate's items too
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--foundry-bridge-gate"):
+        items.extend(_gate_items(session, config))
+
+
+@pytest.fixture
+def foundry_bridge_gate() -> Callable[..., Comparison]:
+    """``foundry_bridge_gate(baseline, candidate, fail_on=[...], coverage_drop=None, seed=42, resamples=10000,
+    alpha=0.05)``: compare two run folders; fail the test with the gate's reasons, else return the comparison."""
+
+    def gate(baseline: str, candidate: str, *, fail_on: Sequence[str] = (), **kwargs: Any) -> Comparison:
+        comparison = _compare(
+            str(baseline), str(candidate), fail_on=fail_on, coverage_drop=kwargs.pop("coverage_drop", None), **kwargs
+        )
+        if comparison.gate.get("failed"):
+            pytest.fail("foundry-bridge gate failed:\n" + "\n".join(comparison.gate["reasons"]), pytrace=False)
+        return comparison
+
+    return gate

@@ -1,0 +1,133 @@
+"""`compare --junit FILE` read back with junitparser, and the GitHub step summary of `report` and `compare`.
+
+The runs differ on hand-chosen judge scores (tests/report_helpers): the baseline's relevance is 5 on seven
+positive queries where the candidate's is 3, so relevance regresses by 14/11 with exact sign-flip p = 2/2^7; rr@10
+is the same in both (p = 1). Holm over those two gated tests: 2 × 2/128 = 1/32, then max(1/32, 1) = 1.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from junitparser import Failure, JUnitXml
+from report_helpers import ERROR, JUDGE_SCORES, write_run
+from statsmodels.stats.multitest import multipletests
+
+from foundry_bridge.cli import cli
+from foundry_bridge.errors import FoundryBridgeError
+from foundry_bridge.integrations.junit import holm
+from foundry_bridge.integrations.summary import STEP_SUMMARY_LIMIT, append_step_summary
+
+IMPROVED = ["q01", "q03", "q04", "q06", "q07", "q09", "q10"]
+
+
+def _scores(relevance: float, **edits: dict[str, object]) -> dict:
+    scores = copy.deepcopy(JUDGE_SCORES)
+    for q in IMPROVED:
+        scores["relevance"][q] = relevance
+    for criterion, per_query in edits.items():
+        scores[criterion].update(per_query)
+    return scores
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("junit")
+    return {
+        "base": write_run(root / "base", scores=_scores(5)),
+        "cand": write_run(root / "cand", scores=_scores(3)),
+        "lost": write_run(root / "lost", scores=_scores(5, groundedness={"q01": ERROR})),
+    }
+
+
+def _compare(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["compare", *args, "--resamples", "1000"], env=env or {"GITHUB_STEP_SUMMARY": ""})
+    gate = isinstance(result.exception, FoundryBridgeError)  # the console script's exit code (cli.main)
+    return (result.exception.exit_code if gate else result.exit_code), result.output  # type: ignore[union-attr]
+
+
+def _cases(path: Path) -> dict[str, object]:
+    xml = JUnitXml.fromfile(str(path))
+    return {case.name: case for suite in xml for case in suite}
+
+
+def test_one_case_per_gated_metric_the_regression_fails_with_delta_ci_and_corrected_p(runs, tmp_path: Path) -> None:
+    out = tmp_path / "junit.xml"
+    code, output = _compare(
+        str(runs["base"]), str(runs["cand"]), "--fail-on", "relevance", "--fail-on", "rr@10", "--junit", str(out)
+    )
+    assert code == 3, output
+    cases = _cases(out)
+    coverage = [f"coverage {k}" for k in ("document_retrieval/ndcg@3", "retrieval", "groundedness", "relevance")]
+    assert sorted(cases) == sorted(["positive relevance", "positive rr@10", *coverage])
+    rel = cases["positive relevance"]
+    (failure,) = rel.result
+    assert isinstance(failure, Failure)
+    assert failure.message.startswith("cand: positive relevance regressed by 1.273")  # 14/11
+    assert "delta -1.273" in failure.text and "95% CI" in failure.text
+    assert "p = 0.01562" in failure.text  # 2 / 2^7, exact
+    assert "Holm-corrected p = 0.03125 over 2 gated test(s)" in failure.text
+    assert cases["positive rr@10"].is_passed and all(cases[c].is_passed for c in coverage)
+    xml = JUnitXml.fromfile(str(out))
+    assert (xml.tests, xml.failures) == (6, 1)
+    assert "1 failed (JUnit XML)" in output
+
+
+def test_a_coverage_drop_is_its_own_failed_case(runs, tmp_path: Path) -> None:
+    out = tmp_path / "junit.xml"
+    code, _ = _compare(str(runs["base"]), str(runs["lost"]), "--coverage-drop", "0", "--junit", str(out))
+    assert code == 3
+    cases = _cases(out)
+    (failure,) = cases["coverage groundedness"].result
+    assert failure.message == "lost: coverage of groundedness dropped from 92.9% to 85.7%"  # 13/14 → 12/14
+    assert cases["coverage relevance"].is_passed
+
+
+def test_nothing_gated_is_one_passing_case(runs, tmp_path: Path) -> None:
+    out = tmp_path / "junit.xml"
+    code, _ = _compare(str(runs["base"]), str(runs["cand"]), "--junit", str(out))
+    assert code == 0
+    assert [c.is_passed for c in _cases(out).values()] == [True]
+
+
+def test_holm_matches_statsmodels() -> None:
+    import numpy as np
+
+    p = [*np.random.default_rng(7).uniform(0, 0.2, size=12).tolist(), 0.0, 1.0, 0.03, 0.03]
+    assert holm(p) == pytest.approx(multipletests(p, method="holm")[1].tolist())
+
+
+def test_report_and_compare_append_markdown_to_the_step_summary(runs, tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("# earlier step\n")
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    report = CliRunner().invoke(cli, ["report", str(runs["cand"]), "--format", "json"], env=env)
+    assert report.exit_code == 0, report.output
+    code, output = _compare(str(runs["base"]), str(runs["cand"]), env=env)
+    assert code == 0 and f"appended the comparison to {summary}" in output
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n")  # appended, never overwritten
+    # the Markdown report (even though it printed JSON), then the comparison, each once
+    assert text.count("## foundry-bridge report\n") == 1 and text.count("## foundry-bridge compare\n") == 1
+    assert text.index("## foundry-bridge report") < text.index("## foundry-bridge compare")
+    assert "| cand | 54/56 |" in text and "3.273 (-1.273 ▼)" in text  # relevance 36/11 vs 50/11
+    off = CliRunner().invoke(cli, ["report", str(runs["cand"])], env={**env, "FOUNDRY_BRIDGE_STEP_SUMMARY": "0"})
+    assert off.exit_code == 0 and summary.read_text() == text
+
+
+def test_a_step_summary_above_githubs_limit_is_cut_at_a_line(tmp_path: Path) -> None:
+    summary = tmp_path / "s.md"
+    line = "| q | " + "x" * 90 + " |\n"
+    append_step_summary(line * (2 * STEP_SUMMARY_LIMIT // len(line)), env={"GITHUB_STEP_SUMMARY": str(summary)})
+    data = summary.read_bytes()
+    assert len(data) <= STEP_SUMMARY_LIMIT
+    assert data.endswith(b"the full text is in the job's output.\n")
+    body = data.split(b"\n\n> foundry-bridge")[0].lstrip(b"\n")
+    assert all(row == line.rstrip("\n").encode() for row in body.split(b"\n"))
+    # the file is full: a second text in the same step adds nothing rather than break GitHub's limit
+    append_step_summary("## more\n" * 1000, env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert summary.read_bytes() == data
+    assert append_step_summary("x", env={}) is None
