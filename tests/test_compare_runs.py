@@ -38,7 +38,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_a_candidate_better_on_a_subset_is_significantly_better(runs) -> None:
-    cmp = compare_runs([runs["base"], runs["better"]])
+    cmp = compare_runs([runs["base"], runs["better"]], correction="none")  # the raw test's decision
     rel = cmp.get("better", "relevance")
     # differences: +2 on 7 queries, 0 on 4 → exact sign-flip p = 2 / 2^7 (all-plus and all-minus)
     assert rel.n_paired == 11 and (rel.wins, rel.ties, rel.losses) == (7, 4, 0)
@@ -54,8 +54,37 @@ def test_a_candidate_better_on_a_subset_is_significantly_better(runs) -> None:
     assert cmp.gate == {"checked": False, "failed": False, "reasons": []}
 
 
+@pytest.mark.parametrize(("correction", "method"), [("holm", "holm"), ("bh", "fdr_bh")])
+def test_the_family_is_corrected_as_statsmodels_does_and_the_gate_reads_the_corrected_p(runs, correction, method):
+    from statsmodels.stats.multitest import multipletests
+
+    cmp = compare_runs([runs["base"], runs["same"], runs["better"]], correction=correction, fail_on=["relevance"])
+    ran = [m for m in cmp.metrics if m.p_value is not None and m.n_paired >= 10]
+    gate = [m for m in ran if (m.section, m.metric) == ("positive", "relevance")]
+    rest = [m for m in ran if m not in gate]
+    assert len(gate) == 2 and len(rest) > 10  # the gate's hypotheses (2 candidates), then every other test
+    for family in (gate, rest):
+        expected = multipletests([m.p_value for m in family], alpha=0.05, method=method)
+        assert [m.p_adjusted for m in family] == pytest.approx(list(expected[1]))
+        assert [m.significant for m in family] == [
+            bool(r) and m.delta != 0 for r, m in zip(expected[0], family, strict=True)
+        ]
+    rel = cmp.get("better", "relevance")
+    assert rel.p_value == pytest.approx(2 / 128) and rel.p_adjusted == pytest.approx(2 * 2 / 128)  # (1/32 both)
+    assert rel.verdict == "better"
+    # without a gate every test is one family: the raw p is under α, the corrected one is not
+    loose = compare_runs([runs["base"], runs["same"], runs["better"]], correction=correction).get("better", "relevance")
+    assert loose.p_value == pytest.approx(2 / 128) and loose.p_adjusted > 0.05
+    assert loose.verdict == "no significant change"
+    # the gate decides on the corrected p: relevance regressed, and so does the exit
+    back = compare_runs([runs["better"], runs["base"]], correction=correction, fail_on=["relevance"], coverage_drop=1.0)
+    assert back.gate["failed"] and "corrected p = 0.01562 < 0.05" in back.gate["reasons"][0]
+    small = [m for m in cmp.metrics if 0 < m.n_paired < 10]
+    assert small and all(m.verdict == "too few paired queries" and m.p_adjusted is None for m in small)
+
+
 def test_the_reverse_direction_is_worse_and_lists_the_queries(runs) -> None:
-    cmp = compare_runs([runs["better"], runs["base"]], fail_on=["relevance"])
+    cmp = compare_runs([runs["better"], runs["base"]], fail_on=["relevance"], correction="none")
     rel = cmp.get("base", "relevance")
     assert rel.verdict == "worse" and rel.delta == pytest.approx(-14 / 11)
     assert sorted(g["query_id"] for g in rel.got_worse) == sorted(IMPROVED)
@@ -69,7 +98,7 @@ def test_identical_runs_show_no_difference(runs) -> None:
     cmp = compare_runs([runs["base"], runs["same"]], fail_on=["relevance", "rr@10"])
     assert cmp.metrics
     for m in cmp.metrics:
-        assert m.verdict in ("no significant change", "not comparable"), m
+        assert m.verdict in ("no significant change", "too few paired queries", "not comparable"), m
         assert m.losses == 0 and m.wins == 0
         if m.n_paired:
             assert m.p_value == 1.0 and m.delta == 0
@@ -109,7 +138,7 @@ def test_errored_scores_are_excluded_from_pairs_and_coverage_drop_fails_the_gate
 
 
 def test_sweep_table_for_several_candidates(runs) -> None:
-    cmp = compare_runs([runs["base"], runs["same"], runs["better"]])
+    cmp = compare_runs([runs["base"], runs["same"], runs["better"]], correction="none")
     md = render_comparison_markdown(cmp)
     sweep = md.split("### Sweep")[1].split("\n\n")[1].splitlines()
     assert [row.split("|")[1].strip() for row in sweep[2:]] == ["base", "same", "better"]
@@ -127,7 +156,13 @@ def test_compare_cli_exit_codes(runs) -> None:
     data = json.loads(ok.output)
     assert data["test"].startswith("paired sign-flip randomization") and data["seed"] == 42
     with pytest.raises(SystemExit) as exc:
-        main(["compare", str(runs["better"]), str(runs["base"]), "--fail-on", "relevance"])
+        main(["compare", str(runs["better"]), str(runs["base"]), "--fail-on", "relevance", "--correction", "none"])
+    assert exc.value.code == 3
+    with pytest.raises(SystemExit) as exc:  # one metric compared: a family of one, Holm's p is the raw p
+        main(["compare", str(runs["better"]), str(runs["base"]), "--metric", "relevance", "--fail-on", "relevance"])
+    assert exc.value.code == 3
+    with pytest.raises(SystemExit) as exc:  # every metric compared: the gate's family is relevance alone
+        main(["compare", str(runs["better"]), str(runs["base"]), "--fail-on", "relevance", "--coverage-drop", "1"])
     assert exc.value.code == 3
     with pytest.raises(SystemExit) as exc:
         main(["compare", str(runs["base"]), str(runs["better"]), "--fail-on", "relevance"])

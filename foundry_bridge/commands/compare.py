@@ -49,6 +49,21 @@ __all__ = ["command"]
 )
 @click.option("--alpha", type=Finite(min=0, max=1, min_open=True), default=0.05, show_default=True)
 @click.option(
+    "--correction",
+    type=click.Choice(["holm", "bh", "none"]),
+    default="holm",
+    show_default=True,
+    help="Multiplicity control: Holm, Benjamini–Hochberg, or none. The gate's tests (candidates × --fail-on "
+    "metrics) are one family and decide on their corrected p; the other tests are a second family.",
+)
+@click.option(
+    "--min-paired",
+    type=click.IntRange(1, 10**9),
+    default=10,
+    show_default=True,
+    help="Fewer paired queries than this: 'too few paired queries', no decision.",
+)
+@click.option(
     "--seed", type=click.IntRange(0, 2**63 - 1), default=42, show_default=True, help="Seed of the numpy Generator."
 )
 @click.option("--resamples", type=click.IntRange(100, 1_000_000), default=10_000, show_default=True)
@@ -60,6 +75,8 @@ def command(
     fail_on: tuple[str, ...],
     coverage_drop: float | None,
     alpha: float,
+    correction: str,
+    min_paired: int,
     seed: int,
     resamples: int,
     fmt: str,
@@ -78,6 +95,8 @@ def command(
         alpha=alpha,
         fail_on=list(fail_on),
         coverage_drop=coverage_drop,
+        correction=correction,  # type: ignore[arg-type]  # click.Choice above
+        min_paired=min_paired,
     )
     text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
     if out is None:

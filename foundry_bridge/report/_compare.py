@@ -38,7 +38,9 @@ __all__ = [
 ]
 
 Section_ = Literal["positive", "negative"]
-Verdict = Literal["better", "worse", "changed", "no significant change", "not comparable"]
+Verdict = Literal["better", "worse", "changed", "no significant change", "too few paired queries", "not comparable"]
+Correction = Literal["holm", "bh", "none"]
+MIN_PAIRED = 10  # fewer paired queries than this: "too few paired queries", no decision
 _SECTIONS: tuple[Section_, ...] = ("positive", "negative")
 _HEADLINE = ("rr", "recall", "ndcg")  # the local measures of the sweep table, at the stage k
 
@@ -82,8 +84,11 @@ class MetricComparison(_Model):
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
+    p_adjusted: float | None = Field(
+        None, description="p corrected over every test of this comparison (candidates × metrics × sections)"
+    )
     test: str
-    significant: bool
+    significant: bool = Field(description="p_adjusted < alpha (the corrected decision the gate reads)")
     verdict: Verdict
     wins: int
     ties: int
@@ -120,6 +125,8 @@ class Comparison(_Model):
     n_resamples: int
     alpha: float
     confidence: float
+    correction: Correction = Field("holm", description="multiplicity control across the family (none: raw p)")
+    min_paired: int = MIN_PAIRED
     runs: list[RunSummaryRow]
     metrics: list[MetricComparison]
     coverage: list[CoverageChange]
@@ -438,7 +445,7 @@ def _gate(
                 if mc.delta is not None and abs(mc.delta) > tol:
                     reasons.append(
                         f"{mc.candidate}: {section} {metric} regressed by {abs(mc.delta):.4g} "
-                        f"(p = {mc.p_value:.4g} < {alpha}; tolerated {tol:g})"
+                        f"(corrected p = {mc.p_adjusted:.4g} < {alpha}; tolerated {tol:g})"
                     )
         for cc in coverage:
             if cc.drop > tolerated + 1e-12:
@@ -447,6 +454,38 @@ def _gate(
                     f"{(cc.candidate_coverage or 0):.1%}"
                 )
     return {"checked": checked, "failed": bool(reasons), "reasons": reasons}
+
+
+def _correct(
+    comparisons: list[MetricComparison],
+    correction: Correction,
+    alpha: float,
+    min_paired: int,
+    gated: set[tuple[str, str]],
+) -> None:
+    """The family's decision, in place. Every test that ran on at least ``min_paired`` queries is a hypothesis;
+    with a gate (``--fail-on``), the gate's hypotheses (candidates × gated section:metric) are one family and the
+    other tests a second, exploratory one, so the gate is corrected over exactly what it decides; without a gate,
+    every test is one family. Each family's p is corrected by ``metrics.significance.adjust_pvalues`` (Holm
+    step-down, or Benjamini–Hochberg) and ``significant`` = p_adjusted < alpha and a non-zero delta. Fewer paired
+    queries: "too few paired queries", no decision."""
+    from ..metrics.significance import adjust_pvalues
+
+    ran = [mc for mc in comparisons if mc.p_value is not None and mc.n_paired >= min_paired]
+    families = [
+        [mc for mc in ran if (mc.section, mc.metric) in gated],
+        [mc for mc in ran if (mc.section, mc.metric) not in gated],
+    ]
+    for family in families:
+        raw = [mc.p_value for mc in family if mc.p_value is not None]
+        adjusted = raw if correction == "none" else adjust_pvalues(raw, correction)
+        for mc, p in zip(family, adjusted, strict=True):
+            mc.p_adjusted = p
+            mc.significant = p < alpha and mc.delta != 0
+            mc.verdict = _verdict(mc.n_paired, mc.significant, mc.delta, mc.higher_is_better)
+    for mc in comparisons:
+        if 0 < mc.n_paired < min_paired:
+            mc.significant, mc.verdict = False, "too few paired queries"
 
 
 def _summary_row(rep: Report, name: str, chosen: list[str]) -> RunSummaryRow:
@@ -503,14 +542,17 @@ def compare_runs(
     fail_on: Sequence[str] = (),
     coverage_drop: float | None = None,
     labels: Sequence[str] | None = None,
+    correction: Correction = "holm",
+    min_paired: int = MIN_PAIRED,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
 
     ``metrics`` and ``fail_on`` name report keys: a Foundry key as written, or a local measure in any
-    ``parse_measure`` spelling (``MRR@10`` = ``rr@10``; ``ndcg`` alone = ndcg at every k of the runs). Steps: build
-    the reports → select the metrics → per candidate: pair the queries, compare each metric, coverage → gate →
-    summaries.
+    ``parse_measure`` spelling (``MRR@10`` = ``rr@10``; ``ndcg`` alone = ndcg at every k of the runs).
+    ``correction``: multiplicity control over every test of the comparison (``_correct``); the gate reads the
+    corrected decision. Steps: build the reports → select the metrics → per candidate: pair the queries, compare
+    each metric, coverage → correct the family → gate → summaries.
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
@@ -529,6 +571,7 @@ def compare_runs(
         queries.append(pairing.queries)
         comparisons += _compare_candidate(base_run, cand_run, name, pairing, sel, settings)
         coverage += _coverage_changes(base_run, cand_run, name, base_scored)
+    _correct(comparisons, correction, alpha, min_paired, {(sec, key) for sec, key, _ in sel.gate_specs})
     return Comparison(
         headline=_headline(reports[0], metrics, sel.chosen),
         baseline=names[0],
@@ -537,6 +580,8 @@ def compare_runs(
         n_resamples=n_resamples,
         alpha=alpha,
         confidence=confidence,
+        correction=correction,
+        min_paired=min_paired,
         runs=[_summary_row(rep, name, sel.chosen) for rep, name in zip(reports, names, strict=True)],
         metrics=comparisons,
         coverage=coverage,

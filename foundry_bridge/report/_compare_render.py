@@ -35,7 +35,7 @@ def _sweep(comparison: Comparison) -> list[str]:
         "",
         f"Baseline `{md_escape(comparison.baseline)}`; {comparison.test}, {comparison.n_resamples} resamples "
         f"(exact when fewer assignments exist), seed {comparison.seed}; {comparison.confidence:.0%} CI: "
-        f"{comparison.ci}; significant ⇔ p < {comparison.alpha}. ▲ better, ▼ worse (significant).",
+        f"{comparison.ci}; {_decision(comparison)} ▲ better, ▼ worse (significant).",
         "",
         "### Sweep (positive queries, mean and Δ vs baseline)",
         "",
@@ -68,25 +68,39 @@ def _gate_and_warnings(comparison: Comparison) -> list[str]:
     return out
 
 
+def _decision(comparison: Comparison) -> str:
+    """The method line's decision rule: which p, corrected how, decides."""
+    fewer = f"fewer than {comparison.min_paired} paired queries: no decision."
+    if comparison.correction == "none":
+        return f"significant ⇔ p < {comparison.alpha} (uncorrected); {fewer}"
+    name = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[comparison.correction]
+    return (
+        f"significant ⇔ {name}-corrected p < {comparison.alpha}, one family being the gate's tests (candidates × "
+        f"--fail-on metrics) and another the rest; {fewer}"
+    )
+
+
 def _metric_table(rows: list[MetricComparison]) -> list[str]:
-    """The metrics that changed on some query (with n, means, Δ, CI, p, verdict), then the unchanged ones."""
-    out = ["| section | metric | n | baseline | candidate | Δ | CI | p | verdict | W/T/L |"]
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    """The metrics that changed on some query (with n, means, Δ, CI, p, corrected p, verdict), then the unchanged
+    ones."""
+    out = ["| section | metric | n | baseline | candidate | Δ | CI | p | p corr. | verdict | W/T/L |"]
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     shown = [m for m in rows if m.wins or m.losses or m.significant]
     unchanged = [f"{m.section} {m.metric}" for m in rows if m.n_paired and m not in shown]
     uncomparable = [f"{m.section} {m.metric}" for m in rows if not m.n_paired]
     for m in shown:
         ci = f"[{fmt_num(m.ci_low)}, {fmt_num(m.ci_high)}]" if m.ci_low is not None else "–"
         p = f"{m.p_value:.4g}" if m.p_value is not None else "–"
+        p_adj = f"{m.p_adjusted:.4g}" if m.p_adjusted is not None else "–"
         n = f"{m.n_paired}" + (f" (+{m.n_excluded} undefined)" if m.n_excluded else "")
         verdict = f"**{m.verdict}**" if m.verdict in ("better", "worse") else m.verdict
         out.append(
             f"| {m.section} | {md_escape(m.metric)} | {n} | {fmt_num(m.baseline_mean)} | "
-            f"{fmt_num(m.candidate_mean)} | {fmt_num(m.delta)} | {ci} | {p} | {verdict} | "
+            f"{fmt_num(m.candidate_mean)} | {fmt_num(m.delta)} | {ci} | {p} | {p_adj} | {verdict} | "
             f"{m.wins}/{m.ties}/{m.losses} |"
         )
     if not shown:
-        out.append("| – | no metric changed on any query | | | | | | | | |")
+        out.append("| – | no metric changed on any query | | | | | | | | | |")
     out.append("")
     if unchanged:
         out.append(f"Identical on every paired query: {md_escape(', '.join(unchanged))}")
