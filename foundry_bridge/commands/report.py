@@ -56,6 +56,25 @@ __all__ = ["command"]
     show_default=True,
     help="Worst queries shown per stage (most failed answer judges, then the lowest scores).",
 )
+@click.option(
+    "--human-verdicts",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Human verdicts (JSONL {query_id, evaluator, score | passed, rater?}, or a template CSV): agreement, "
+    "PPI-corrected means in 'Can the judge be trusted?'. See docs/trust.md.",
+)
+@click.option(
+    "--repeat-run",
+    "repeats",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A run folder of the same rows judged again (repeatable): the judges' noise and flaky rows.",
+)
+@click.option(
+    "--verdict-queue",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the judge verdicts to label next (human-verdict JSONL, blanks to fill), most useful first.",
+)
+@click.option("--verdict-queue-size", type=click.IntRange(1, 1_000_000), default=20, show_default=True)
 def command(
     run_dir: Path,
     fmt: str | None,
@@ -64,15 +83,21 @@ def command(
     stage_k: int | None,
     queries_out: Path | None,
     worst: int,
+    human_verdicts: Path | None,
+    repeats: tuple[Path, ...],
+    verdict_queue: Path | None,
+    verdict_queue_size: int,
 ) -> None:
-    from ..report import build_report, render, write_labelling_queue
+    from ..report import build_report, render, write_labelling_queue, write_verdict_queue_for
 
     if fmt is None:
         suffix = out.suffix.lower() if out else ""
         fmt = {".json": "json", ".html": "html", ".htm": "html"}.get(suffix, "md")
     if queries_out is None and out is not None:
         queries_out = out.with_name(out.stem + ".queries.jsonl")
-    report = build_report(run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst)
+    report = build_report(
+        run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst, human_verdicts=human_verdicts, repeats=repeats
+    )
     if queries_out is not None:
         click.echo(f"wrote {queries_out} ({report.per_query.rows} queries, JSON lines)", err=True)
     text = render(report, fmt)
@@ -85,4 +110,7 @@ def command(
     if queue is not None:
         n = write_labelling_queue(report, queue)
         click.echo(f"wrote {queue}: {n} (query, document) pairs to label", err=True)
+    if verdict_queue is not None and report.trust is not None:
+        n = write_verdict_queue_for(run_dir, report.trust, verdict_queue, verdict_queue_size)
+        click.echo(f"wrote {verdict_queue}: {n} judge verdicts to label", err=True)
     publish_report(report)

@@ -25,6 +25,7 @@ from ._common import _BLOB_HOST, _BLOB_PATH, _OPENAI, _PREFIX, PROJECT_ENDPOINT,
 from ._datasets import DatasetRoutes
 from ._evals import EvalRoutes
 from ._faults import FaultConfig, FaultInjector
+from ._insights import InsightRoutes
 from ._items import ItemRoutes
 from ._runs import RunRoutes
 from ._scoring import DocretShape
@@ -34,7 +35,7 @@ __all__ = ["PROJECT_ENDPOINT", "FoundryEmulator", "Store"]
 log = logging.getLogger("foundry_bridge.mock")
 
 
-class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogRoutes):
+class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogRoutes, InsightRoutes):
     """Foundry's evaluation API in memory, served in-process (``transport()``) or on loopback (``serve``).
 
     ``polls_to_complete``: a run answers ``in_progress`` to its first N GETs and has finished on GET N+1
@@ -173,6 +174,7 @@ class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogR
             ("GET", ds, self._list_dataset_versions),
             ("GET", r"/datasets", self._list_datasets),
             *self._catalog_routes(),
+            *self._insight_routes(),
         ]
         for method, pattern, fn in table:
             self._add(method, pattern, fn)

@@ -2,7 +2,9 @@
 
 - ``build_report(run_dir) -> Report`` reads a run folder; ``render_json`` / ``render_markdown`` /
   ``render_html`` are pure functions of the report; ``write_labelling_queue`` writes the holes to label next.
-- ``compare_runs([run_a, run_b, ...]) -> Comparison`` pairs queries across runs and tests the differences.
+- ``compare_runs([run_a, run_b, ...]) -> Comparison`` pairs queries across runs and tests the differences;
+  ``compare_family_runs`` adds McNemar (pass/fail) and Wilcoxon (ordinal) rows with effect sizes.
+- ``trust_section(run_dir, verdicts)`` is the report's "Can the judge be trusted?" section (docs/trust.md).
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from __future__ import annotations
 from ._build import ReportError, build_report, foundry_key, load_run
 from ._compare import CompareGateFailed, Comparison, MetricComparison, compare_runs, parse_fail_on
 from ._compare_render import render_comparison_json, render_comparison_markdown
+from ._family import compare_family_runs, render_family_markdown
 from ._html import render_html
 from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
 from ._queue import write_labelling_queue
 from ._render import FORMATS, render, render_json
 from ._stages import STAGE_RULES, attribute_stage
+from ._trust import render_trust_html, render_trust_markdown, trust_section, write_verdict_queue_for
 
 __all__ = [
     "FORMATS",
@@ -29,6 +33,7 @@ __all__ = [
     "ReportError",
     "attribute_stage",
     "build_report",
+    "compare_family_runs",
     "compare_runs",
     "foundry_key",
     "load_run",
@@ -36,9 +41,14 @@ __all__ = [
     "render",
     "render_comparison_json",
     "render_comparison_markdown",
+    "render_family_markdown",
     "render_html",
     "render_json",
     "render_markdown",
+    "render_trust_html",
+    "render_trust_markdown",
     "report_json_schema",
+    "trust_section",
     "write_labelling_queue",
+    "write_verdict_queue_for",
 ]

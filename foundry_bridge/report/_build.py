@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -52,6 +52,7 @@ from ._model import (
 )
 from ._rows import Judge, RowInputs, RowsOut, stream_rows
 from ._stages import STAGE_RULES
+from ._trust import trust_section
 
 __all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key", "load_run"]
 
@@ -494,14 +495,18 @@ def build_report(
     queries_out: str | os.PathLike[str] | None = None,
     worst: int = DEFAULT_WORST,
     table_rows: int = TABLE_ROWS,
+    human_verdicts: str | os.PathLike[str] | None = None,
+    repeats: Sequence[str | os.PathLike[str]] = (),
 ) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
     ``queries_out``: write every per-query row there (JSONL, one ``QueryRow`` per line, in dataset order) as it is
     made; the report references it (``per_query.path``). ``worst``: the worst queries kept per stage
     (``stages.worst``). Runs of at most ``table_rows`` queries keep every row in ``report.queries``; larger ones
-    keep only the worst rows. Steps: read (plan → records → results → local metrics → columns) → rows →
-    sections, coverage, distributions, labelling queue and provenance.
+    keep only the worst rows. ``human_verdicts`` (JSONL or CSV) and ``repeats`` (run folders of the same rows
+    judged again) feed the "Can the judge be trusted?" section (``report._trust``; it says what is missing without
+    them). Steps: read (plan → records → results → local metrics → columns) → rows → sections, coverage,
+    distributions, labelling queue, trust and provenance.
     """
     b, specs = _read(run_dir, stage_k)
     n_rows = b.rec.arrays.n_queries
@@ -515,6 +520,7 @@ def build_report(
             path=None if queries_out is None else str(queries_out), rows=n_rows, complete=keep, worst_per_stage=worst
         ),
     )
+    report.trust = trust_section(run_dir, human_verdicts, repeats=repeats)
     shown = rows.kept if rows.kept is not None else _worst_rows(rows)
     report._queries = _adapter(QueryRow).validate_python(shown)
     report._columns = Columns(b.rec.arrays.query_ids, b.rec.arrays.kinds, b.local.columns, b.scores)

@@ -16,6 +16,7 @@ from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
 from ._markdown import canary_note, negative_rows, per_query_note, worst_rows
 from ._model import STAGES, Distribution, QueryRow, Report, Section
+from ._trust import render_trust_html
 
 __all__ = ["histogram_svg", "render_html"]
 
@@ -411,6 +412,7 @@ def render_html(report: Report) -> str:
     parts.append("<h2>Score distributions</h2>")
     parts.append(_charts(report))
     parts.extend([*_stages(report), *_negatives(report), *_canaries(report)])
+    parts.extend([render_trust_html(report.trust)] if report.trust and report.trust.shown else [])
     parts.extend(_per_query(report))
     parts.extend(_holes(report))
     parts.append(f"</main><script>{_JS}</script></body></html>")

@@ -9,6 +9,7 @@ from ..metrics.measures import measure_for_key
 from ._aggregate import summary_infos
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, QueryRow, Report, Section
+from ._trust import render_trust_markdown
 
 __all__ = ["negative_rows", "per_query_note", "render_markdown", "summary_metric_keys", "worst_rows"]
 
@@ -354,6 +355,7 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
         *_stages(report),
         *_negatives(report, max_queries),
         *_canaries(report),
+        *([render_trust_markdown(report.trust)] if report.trust and report.trust.shown else []),
         *_worst(report, max_queries),
         *_label_next(report, max_holes),
     ]

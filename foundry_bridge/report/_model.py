@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from ._trust import TrustSection
+
 __all__ = [
     "LIST_CAP",
     "REPORT_SCHEMA_VERSION",
@@ -262,6 +264,7 @@ class Report(_Model):
         default_factory=list, description="the LIST_CAP most urgent documents (each with its first LIST_CAP queries)"
     )
     distributions: list[Distribution] = Field(default_factory=list)
+    trust: TrustSection | None = Field(None, description="Can the judge be trusted? (docs/trust.md)")
     per_query: PerQuery
     warnings: list[str] = Field(default_factory=list)
     _queries: list[QueryRow] = PrivateAttr(default_factory=list)
