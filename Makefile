@@ -13,11 +13,12 @@ $(BIN)/foundry-bridge: pyproject.toml
 
 setup: $(BIN)/foundry-bridge
 
-## Validate the bundled sample, run it on the offline Foundry emulator, and print the merged report.
+## Validate the bundled sample, run it on the offline Foundry emulator, and print the merged report (with the
+## judge-trust section read against the sample's human verdicts).
 demo: setup
 	$(BIN)/foundry-bridge validate samples/benefits/rag_eval.jsonl
 	$(BIN)/foundry-bridge run samples/benefits/rag_eval.jsonl --backend mock --out runs/demo --force --quiet
-	$(BIN)/foundry-bridge report runs/demo --format md
+	$(BIN)/foundry-bridge report runs/demo --format md --human-verdicts samples/benefits/human_verdicts.jsonl
 
 ## Lint, type-check and run the whole test suite (offline; two worker processes).
 test: setup
