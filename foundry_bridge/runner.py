@@ -447,6 +447,7 @@ _LOCAL_OPTIONS = {
     "judge_timeout",
     "judge_retries",
     "give_up_after",
+    "repeat",
 }
 
 

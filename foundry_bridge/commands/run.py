@@ -195,6 +195,15 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
     metavar="KEY=VALUE",
     help="mock: inject a fault, e.g. rate_limit_every=3, server_error_every=5, failed_runs=0, errored_rows=1,4.",
 )
+@click.option(
+    "--repeats",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="local: judge every row K times (the repeat index is part of the response-cache key, so a cached re-run "
+    "is free): OUT, then OUT.repeat2 … OUT.repeatK; `report OUT --repeat-run OUT.repeat2 …` shows the judges' "
+    "noise.",
+)
 @skip_validation_option
 @run_estimate_option
 def command(
@@ -207,6 +216,7 @@ def command(
     force: bool,
     quiet: bool,
     mock_faults: tuple[str, ...],
+    repeats: int,
     **tuning: Any,
 ) -> None:
     """Run the evaluation of DATA (a JSONL file or a TREC directory) on a backend and write a run folder.
@@ -231,6 +241,8 @@ def command(
         name, plan, out, endpoint = _inputs(data, mapping_path, backend, out, endpoint, resume_dir, force)
         if mock_faults and name != "mock":
             raise UsageError("--mock-fault only applies to --backend mock")
+        if repeats > 1 and (name != "local" or resume_dir is not None):
+            raise UsageError("--repeats applies to a new --backend local run (judges here, answers cached)")
         runner_backend = get_backend(name, **_backend_options(name, endpoint, parse_faults(mock_faults), tuning))
         folder = choose_out(plan, runner_backend, out, force=force, dataset=data)
         if resume_dir is None:
@@ -245,6 +257,29 @@ def command(
         click.echo(summary.text(), err=True)
     for warning in summary.warnings:
         click.secho(f"WARNING: {warning}", fg="red", bold=True, err=True)
+    if repeats > 1:
+        _repeat_runs(plan, Path(summary.run_dir), repeats, tuning, force=force, quiet=quiet)
+
+
+def _repeat_runs(plan: Any, run_dir: Path, repeats: int, tuning: dict[str, Any], *, force: bool, quiet: bool) -> None:
+    """Repeats 2..K of a local run, each its own run folder beside the first (``RUN.repeatI``), judged with the
+    repeat index in the cache key; prints the report command that reads them."""
+    from ..runfolder import RunFolder
+    from ..runner import get_backend, prepare_run
+
+    folders = []
+    for i in range(2, repeats + 1):
+        backend = get_backend("local", **_backend_options("local", None, None, tuning), repeat=i)
+        folder = RunFolder(run_dir.with_name(f"{run_dir.name}.repeat{i}"))
+        with folder.lock():
+            decision = prepare_run(plan, backend, folder.path, resume=False, force=force)
+            summary = _execute(decision, plan, backend, quiet=quiet)
+        click.echo(str(summary.run_dir))
+        folders.append(str(summary.run_dir))
+    click.echo(
+        "judge noise: foundry-bridge report " + " ".join([str(run_dir), *(f"--repeat-run {f}" for f in folders)]),
+        err=True,
+    )
 
 
 def _inputs(

@@ -51,6 +51,7 @@ _LOCAL_METRICS_CLASS = "DocumentRetrievalEvaluator"
 DEFAULT_LIMITS = RequestLimits()
 MAX_JUDGE_TIMEOUT = 3600.0  # seconds per request
 MAX_JUDGE_RETRIES = 20
+MAX_REPEATS = 100  # run --repeats K: judgements of each row
 _HEARTBEAT = 1.0  # seconds between progress reports while judge calls are in flight
 _TRANSIENT = ("JUDGE_TIMEOUT", "JUDGE_UNREACHABLE", "JUDGE_HTTP_ERROR: HTTP 408", "JUDGE_HTTP_ERROR: HTTP 429")
 
@@ -113,6 +114,7 @@ class LocalBackend:
         judge_timeout: float = DEFAULT_LIMITS.timeout,
         judge_retries: int = DEFAULT_LIMITS.retries,
         give_up_after: int | None = 10,
+        repeat: int = 1,
     ) -> None:
         if concurrency < 1:
             raise UsageError("concurrency must be at least 1")
@@ -127,6 +129,8 @@ class LocalBackend:
         problem = userinfo_problem(judge_endpoint, "the judge endpoint") if judge_endpoint else None
         if problem:
             raise UsageError(problem)
+        if isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEATS:
+            raise UsageError(f"repeat must be between 1 and {MAX_REPEATS}")
         if cache_ttl is not None and cache_ttl <= 0:
             raise UsageError("cache TTL must be a positive number of seconds")
         self.judge_endpoint = judge_endpoint.rstrip("/") if judge_endpoint else None
@@ -141,6 +145,7 @@ class LocalBackend:
         self.timeout = timeout
         self.limits = RequestLimits(timeout=float(judge_timeout), retries=int(judge_retries))
         self.give_up_after = give_up_after
+        self.repeat = repeat
         self.credential = credential
         self.stats: dict[str, int] = {}
         self._docret_impl: str | None = None
@@ -159,7 +164,7 @@ class LocalBackend:
             "judge_model": self.judge_model,
             "azure": self.azure,
             "api_version": self.api_version,
-        }
+        } | ({"repeat": self.repeat} if self.repeat > 1 else {})
 
     @property
     def capabilities(self) -> Capabilities:
@@ -401,7 +406,9 @@ class _JudgeRun:
                 continue
             inputs, with_query = call_inputs(spec, inputs)
             task = _JudgeTask(row=r, criterion=ci, inputs=inputs, with_query=with_query)
-            task.key_parts = judge_key_parts(self.judges[ci], spec, self.library, prompt, self.thresholds[ci], inputs)
+            task.key_parts = judge_key_parts(
+                self.judges[ci], spec, self.library, prompt, self.thresholds[ci], inputs, self.backend.repeat
+            )
             task.key = cache_key(task.key_parts)
             tasks.append(task)
         return tasks

@@ -359,10 +359,20 @@ def call_inputs(spec: EvaluatorSpec, inputs: dict[str, Any]) -> tuple[dict[str, 
 
 
 def judge_key_parts(
-    judge: JudgeConfig, spec: EvaluatorSpec, library: str, prompt: str, threshold: Any, inputs: dict[str, Any]
+    judge: JudgeConfig,
+    spec: EvaluatorSpec,
+    library: str,
+    prompt: str,
+    threshold: Any,
+    inputs: dict[str, Any],
+    repeat: int = 1,
 ) -> dict[str, Any]:
-    """Everything that decides a judge's answer, hashed into its response-cache key (``_cache.cache_key``)."""
-    return {
+    """Everything that decides a judge's answer, hashed into its response-cache key (``_cache.cache_key``).
+
+    ``repeat`` (``run --repeats K``: the K-th time the same row is judged) is part of the key from 2 on, so each
+    repeat is its own answer and a cached re-run of all K is still free; repeat 1 keeps the plain key (caches made
+    before repeats existed still answer it)."""
+    parts = {
         "cache_format": CACHE_FORMAT,
         "judge": judge.identity(),
         "evaluator": spec.name,
@@ -372,3 +382,6 @@ def judge_key_parts(
         "params": {"threshold": threshold},
         "inputs": inputs,
     }
+    if repeat > 1:
+        parts["repeat"] = repeat
+    return parts
