@@ -22,17 +22,18 @@ MAPPING = ROOT / "mappings" / "default.yaml"
 
 
 class Alternating:
-    """The n-th time a request's text is seen: 5 when n is odd, 3 when even."""
+    """The n-th time a request's text is seen: ``high`` (5) when n is odd, ``low`` (3) when even."""
 
-    def __init__(self) -> None:
+    def __init__(self, high: int = 5, low: int = 3) -> None:
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
+        self.high, self.low = high, low
 
     def __call__(self, request: JudgeRequest) -> FakeAnswer:
         with self.lock:
             self.seen[request.data] += 1
             n = self.seen[request.data]
-        return score_answer(5 if n % 2 else 3)
+        return score_answer(self.high if n % 2 else self.low)
 
 
 def test_repeats_judge_each_row_k_times_cache_by_repeat_and_feed_the_noise(tmp_path: Path) -> None:
@@ -65,3 +66,29 @@ def test_repeats_judge_each_row_k_times_cache_by_repeat_and_feed_the_noise(tmp_p
         assert entry["runs"] == 3 and entry["noise"]["rows"] == 3
         assert abs(entry["noise"]["noise_sd"] - expected_sd) < 1e-9
         assert entry["noise"]["flip_rate"] == 0 and entry["flaky_queries"] == []  # 3 passes at threshold 3
+
+
+def test_compare_calls_a_difference_inside_the_judges_noise_no_change(tmp_path: Path) -> None:
+    """Baseline judged 3 times by a judge answering 5, 1, 5 (noise sd 2.31); the candidate's judge answers 4 on
+    every row: Δ = −1 on every scored row, significant on its own, but inside the baseline judge's noise band."""
+
+    def run(judge: FakeJudgeServer, out: Path, *extra: str) -> None:
+        args = ["run", str(BENEFITS), "--mapping", str(MAPPING), "--backend", "local", "--judge-endpoint"]
+        args += [judge.base_url, "--judge-model", "m", "--no-cache", "--out", str(out), "--quiet", *extra]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+
+    with FakeJudgeServer(Alternating(5, 1)) as judge:
+        run(judge, tmp_path / "base", "--repeats", "3")
+    with FakeJudgeServer(lambda request: score_answer(4)) as judge:
+        run(judge, tmp_path / "cand")
+    args = ["compare", str(tmp_path / "base"), str(tmp_path / "cand"), "--format", "json", "--metric", "groundedness"]
+    plain = json.loads(CliRunner().invoke(cli, args).output)
+    rel = next(m for m in plain["metrics"] if m["section"] == "positive")
+    assert rel["delta"] == -1 and rel["verdict"] == "worse"  # on its own: a significant regression
+    noisy = CliRunner().invoke(
+        cli, [*args, f"--repeat-run={tmp_path / 'base.repeat2'}", "--repeat-run", str(tmp_path / "base.repeat3")]
+    )
+    assert noisy.exit_code == 0, noisy.output
+    held = next(m for m in json.loads(noisy.output)["metrics"] if m["section"] == "positive")
+    assert held["delta"] == -1 and held["verdict"] == "within judge noise" and not held["significant"]

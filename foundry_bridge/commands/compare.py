@@ -57,6 +57,14 @@ __all__ = ["command"]
     "metrics) are one family and decide on their corrected p; the other tests are a second family.",
 )
 @click.option(
+    "--repeat-run",
+    "repeats",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A repeat of the baseline run (run --repeats): a judge-metric difference inside the judge's own noise "
+    "band is 'within judge noise', not a change (repeatable).",
+)
+@click.option(
     "--min-paired",
     type=click.IntRange(1, 10**9),
     default=10,
@@ -77,13 +85,21 @@ def command(
     alpha: float,
     correction: str,
     min_paired: int,
+    repeats: tuple[Path, ...],
     seed: int,
     resamples: int,
     fmt: str,
     out: Path | None,
 ) -> None:
     from ..errors import UsageError
-    from ..report import CompareGateFailed, compare_runs, render_comparison_json, render_comparison_markdown
+    from ..report import (
+        CompareGateFailed,
+        compare_runs,
+        noise_bands_by_key,
+        render_comparison_json,
+        render_comparison_markdown,
+        trust_section,
+    )
 
     if len(runs) < 2:
         raise UsageError("compare needs at least two run folders: RUN_A RUN_B [RUN_C ...]")
@@ -97,6 +113,7 @@ def command(
         coverage_drop=coverage_drop,
         correction=correction,  # type: ignore[arg-type]  # click.Choice above
         min_paired=min_paired,
+        noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
     )
     text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
     if out is None:

@@ -10,7 +10,14 @@
 from __future__ import annotations
 
 from ._build import ReportError, build_report, foundry_key, load_run
-from ._compare import CompareGateFailed, Comparison, MetricComparison, compare_runs, parse_fail_on
+from ._compare import (
+    CompareGateFailed,
+    Comparison,
+    MetricComparison,
+    compare_runs,
+    noise_bands_by_key,
+    parse_fail_on,
+)
 from ._compare_render import render_comparison_json, render_comparison_markdown
 from ._family import compare_family_runs, render_family_markdown
 from ._html import render_html
@@ -37,6 +44,7 @@ __all__ = [
     "compare_runs",
     "foundry_key",
     "load_run",
+    "noise_bands_by_key",
     "parse_fail_on",
     "render",
     "render_comparison_json",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -21,9 +21,10 @@ from .._io import gc_paused
 from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
-from ._build import build_report
+from ._build import build_report, foundry_key
 from ._columns import SCORED, Columns
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
+from ._trust import TrustSection
 
 __all__ = [
     "CompareGateFailed",
@@ -38,7 +39,15 @@ __all__ = [
 ]
 
 Section_ = Literal["positive", "negative"]
-Verdict = Literal["better", "worse", "changed", "no significant change", "too few paired queries", "not comparable"]
+Verdict = Literal[
+    "better",
+    "worse",
+    "changed",
+    "no significant change",
+    "too few paired queries",
+    "within judge noise",
+    "not comparable",
+]
 Correction = Literal["holm", "bh", "none"]
 MIN_PAIRED = 10  # fewer paired queries than this: "too few paired queries", no decision
 _SECTIONS: tuple[Section_, ...] = ("positive", "negative")
@@ -462,13 +471,15 @@ def _correct(
     alpha: float,
     min_paired: int,
     gated: set[tuple[str, str]],
+    noise: Mapping[str, float],
 ) -> None:
     """The family's decision, in place. Every test that ran on at least ``min_paired`` queries is a hypothesis;
     with a gate (``--fail-on``), the gate's hypotheses (candidates × gated section:metric) are one family and the
     other tests a second, exploratory one, so the gate is corrected over exactly what it decides; without a gate,
     every test is one family. Each family's p is corrected by ``metrics.significance.adjust_pvalues`` (Holm
     step-down, or Benjamini–Hochberg) and ``significant`` = p_adjusted < alpha and a non-zero delta. Fewer paired
-    queries: "too few paired queries", no decision."""
+    queries: "too few paired queries", no decision. A significant change no larger than the judge's own noise band
+    (``noise``: metric key → band, from repeat runs of the baseline) is "within judge noise", not a change."""
     from ..metrics.significance import adjust_pvalues
 
     ran = [mc for mc in comparisons if mc.p_value is not None and mc.n_paired >= min_paired]
@@ -483,9 +494,24 @@ def _correct(
             mc.p_adjusted = p
             mc.significant = p < alpha and mc.delta != 0
             mc.verdict = _verdict(mc.n_paired, mc.significant, mc.delta, mc.higher_is_better)
+    for mc in ran:
+        band = noise.get(mc.metric)
+        if mc.significant and band is not None and mc.delta is not None and abs(mc.delta) <= band:
+            mc.significant, mc.verdict = False, "within judge noise"
     for mc in comparisons:
         if 0 < mc.n_paired < min_paired:
             mc.significant, mc.verdict = False, "too few paired queries"
+
+
+def noise_bands_by_key(section: TrustSection) -> dict[str, float]:
+    """Each judge's score-noise band (``report._trust``: from repeat runs) under its report metric key, as
+    ``compare_runs(noise=...)`` reads it."""
+    metric = {j.criterion: j.metric for j in section.judges}
+    return {
+        foundry_key(n.criterion, metric[n.criterion]): n.score_band
+        for n in section.noise
+        if n.score_band is not None and n.criterion in metric
+    }
 
 
 def _summary_row(rep: Report, name: str, chosen: list[str]) -> RunSummaryRow:
@@ -544,6 +570,7 @@ def compare_runs(
     labels: Sequence[str] | None = None,
     correction: Correction = "holm",
     min_paired: int = MIN_PAIRED,
+    noise: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
@@ -551,7 +578,8 @@ def compare_runs(
     ``metrics`` and ``fail_on`` name report keys: a Foundry key as written, or a local measure in any
     ``parse_measure`` spelling (``MRR@10`` = ``rr@10``; ``ndcg`` alone = ndcg at every k of the runs).
     ``correction``: multiplicity control over every test of the comparison (``_correct``); the gate reads the
-    corrected decision. Steps: build the reports → select the metrics → per candidate: pair the queries, compare
+    corrected decision. ``noise``: report metric key → the judge-noise band (``noise_bands_by_key``); a difference
+    inside it is not a change. Steps: build the reports → select the metrics → per candidate: pair the queries, compare
     each metric, coverage → correct the family → gate → summaries.
     """
     if len(runs) < 2:
@@ -571,7 +599,8 @@ def compare_runs(
         queries.append(pairing.queries)
         comparisons += _compare_candidate(base_run, cand_run, name, pairing, sel, settings)
         coverage += _coverage_changes(base_run, cand_run, name, base_scored)
-    _correct(comparisons, correction, alpha, min_paired, {(sec, key) for sec, key, _ in sel.gate_specs})
+    gated = {(sec, key) for sec, key, _ in sel.gate_specs}
+    _correct(comparisons, correction, alpha, min_paired, gated, noise or {})
     return Comparison(
         headline=_headline(reports[0], metrics, sel.chosen),
         baseline=names[0],
