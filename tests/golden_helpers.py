@@ -24,7 +24,10 @@ GOLDEN = REPO / "tests" / "data" / "golden"
 
 def _scrub(text: str, root: Path) -> str:
     """Paths, the build time and the plan fingerprint (it hashes the dataset path) replaced by placeholders."""
-    text = text.replace(str(root.resolve()), "<ROOT>").replace(str(REPO), "<REPO>")
+    from foundry_bridge.report._format import md_escape
+
+    for path, name in ((str(root.resolve()), "<ROOT>"), (str(REPO), "<REPO>")):
+        text = text.replace(path, name).replace(md_escape(path), name)  # Markdown escapes a path's underscores
     text = re.sub(r'"created_at": ?"[^"]*"', '"created_at": "<TIME>"', text)
     text = re.sub(r"built \d{4}-\d\d-\d\dT[\d:+]+", "built <TIME>", text)
     return re.sub(r'"plan_fingerprint": ?"[0-9a-f]*"', '"plan_fingerprint": "<SHA>"', text)

@@ -223,3 +223,19 @@ def test_bootstrap_ci_brackets_the_mean() -> None:
     lo, hi = bootstrap_ci(d, rng=paired_generator(42, "b"))
     assert lo < d.mean() < hi and lo >= 0 and hi <= 3
     assert bootstrap_ci(np.zeros(5), rng=paired_generator(42, "b")) == (0.0, 0.0)
+
+
+def test_judge_metrics_are_also_tested_by_their_kind(runs) -> None:
+    """The McNemar / Wilcoxon family (report._family, checked against statsmodels and scipy in
+    test_compare_family.py) rides along in compare: pass/fail rows by McNemar, scores by Wilcoxon, named."""
+    from scipy.stats import wilcoxon
+
+    cmp = compare_runs([runs["base"], runs["better"]])
+    assert cmp.judge_tests is not None
+    relevance = {r.test.split()[0]: r for r in cmp.judge_tests.rows if r.metric == "relevance"}
+    assert set(relevance) == {"Wilcoxon", "McNemar"}  # the score, and the pass/fail verdict
+    # relevance +2 on 7 of 11 positive queries, 0 on 4: scipy's Wilcoxon on the same differences
+    expected = wilcoxon([2] * 7 + [0] * 4, zero_method="wilcox").pvalue
+    assert relevance["Wilcoxon"].p == pytest.approx(expected) and relevance["Wilcoxon"].n == 11
+    assert "Judge metrics by their kind's test" in render_comparison_markdown(cmp)
+    assert compare_runs([runs["base"], runs["better"]], judge_tests=False).judge_tests is None

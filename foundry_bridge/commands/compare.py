@@ -57,6 +57,13 @@ __all__ = ["command"]
     "metrics) are one family and decide on their corrected p; the other tests are a second family.",
 )
 @click.option(
+    "--judge-tests/--no-judge-tests",
+    default=True,
+    show_default=True,
+    help="Also test Foundry metrics by their kind: McNemar on pass/fail, Wilcoxon signed-rank on scores, with "
+    "effect sizes (one more pass over each run folder).",
+)
+@click.option(
     "--repeat-run",
     "repeats",
     multiple=True,
@@ -86,6 +93,7 @@ def command(
     correction: str,
     min_paired: int,
     repeats: tuple[Path, ...],
+    judge_tests: bool,
     seed: int,
     resamples: int,
     fmt: str,
@@ -114,6 +122,7 @@ def command(
         correction=correction,  # type: ignore[arg-type]  # click.Choice above
         min_paired=min_paired,
         noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
+        judge_tests=judge_tests,
     )
     text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
     if out is None:

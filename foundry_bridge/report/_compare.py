@@ -23,6 +23,7 @@ from ..errors import FoundryBridgeError, UsageError
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ._build import build_report, foundry_key
 from ._columns import SCORED, Columns
+from ._family import FamilyComparison, compare_family_runs
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
 from ._trust import TrustSection
 
@@ -142,6 +143,11 @@ class Comparison(_Model):
     queries: list[CandidateQueries]
     headline: list[str] = Field(default_factory=list, description="metrics of the one-screen sweep table")
     gate: dict[str, Any] = Field(default_factory=dict, description="{checked, failed, reasons}")
+    judge_tests: FamilyComparison | None = Field(
+        None,
+        description="Foundry metrics on positive queries by their kind's test: McNemar on pass/fail, Wilcoxon "
+        "signed-rank on scores, effect sizes with intervals, corrected over their own family (report._family)",
+    )
     warnings: list[str] = Field(default_factory=list)
 
     def get(self, candidate: str, metric: str, section: str = "positive") -> MetricComparison:
@@ -503,6 +509,12 @@ def _correct(
             mc.significant, mc.verdict = False, "too few paired queries"
 
 
+def _family_key(report_key: str) -> str:
+    """A report metric key (``criterion`` or ``criterion/metric``) as ``report._family`` spells it."""
+    criterion, _, metric = report_key.partition("/")
+    return f"{criterion}:{metric or criterion}"
+
+
 def noise_bands_by_key(section: TrustSection) -> dict[str, float]:
     """Each judge's score-noise band (``report._trust``: from repeat runs) under its report metric key, as
     ``compare_runs(noise=...)`` reads it."""
@@ -571,6 +583,7 @@ def compare_runs(
     correction: Correction = "holm",
     min_paired: int = MIN_PAIRED,
     noise: Mapping[str, float] | None = None,
+    judge_tests: bool = True,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
@@ -579,7 +592,8 @@ def compare_runs(
     ``parse_measure`` spelling (``MRR@10`` = ``rr@10``; ``ndcg`` alone = ndcg at every k of the runs).
     ``correction``: multiplicity control over every test of the comparison (``_correct``); the gate reads the
     corrected decision. ``noise``: report metric key → the judge-noise band (``noise_bands_by_key``); a difference
-    inside it is not a change. Steps: build the reports → select the metrics → per candidate: pair the queries, compare
+    inside it is not a change. ``judge_tests`` (run folders only): add the McNemar / Wilcoxon family
+    (``judge_tests``). Steps: build the reports → select the metrics → per candidate: pair the queries, compare
     each metric, coverage → correct the family → gate → summaries.
     """
     if len(runs) < 2:
@@ -600,6 +614,18 @@ def compare_runs(
         comparisons += _compare_candidate(base_run, cand_run, name, pairing, sel, settings)
         coverage += _coverage_changes(base_run, cand_run, name, base_scored)
     gated = {(sec, key) for sec, key, _ in sel.gate_specs}
+    family = None
+    if judge_tests and not any(isinstance(r, Report) for r in runs):
+        family = compare_family_runs(
+            runs[0],  # type: ignore[arg-type]  # run folders (checked above)
+            list(runs[1:]),  # type: ignore[arg-type]
+            method="bh" if correction == "bh" else "holm",
+            min_n=min_paired,
+            alpha=alpha,
+            labels=names,
+            noise={_family_key(k): v for k, v in (noise or {}).items()},
+            kind="positive",
+        )
     _correct(comparisons, correction, alpha, min_paired, gated, noise or {})
     return Comparison(
         headline=_headline(reports[0], metrics, sel.chosen),
@@ -616,5 +642,6 @@ def compare_runs(
         coverage=coverage,
         queries=queries,
         gate=_gate(sel, coverage_drop, comparisons, coverage, alpha),
+        judge_tests=family,
         warnings=warnings,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._compare import Comparison, MetricComparison
+from ._family import render_family_markdown
 from ._format import fmt_num, md_escape
 from ._model import STAGES
 
@@ -154,4 +155,10 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
         out += [f"### {md_escape(cand)} vs {md_escape(comparison.baseline)}", ""]
         rows = [m for m in comparison.metrics if m.candidate == cand]
         out += [*_metric_table(rows), *_got_worse(rows, max_worse), *_query_changes(comparison, cand)]
+    if comparison.judge_tests is not None and comparison.judge_tests.rows:
+        out += [
+            "### Judge metrics by their kind's test (positive queries)",
+            "",
+            render_family_markdown(comparison.judge_tests),
+        ]
     return "\n".join(out).rstrip() + "\n"
