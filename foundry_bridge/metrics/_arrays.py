@@ -11,10 +11,11 @@ before the arrays are shaped (``build_parts``). Then every metric is plain numpy
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -26,10 +27,12 @@ __all__ = [
     "NO_LABEL",
     "AddQuery",
     "ArraysBuilder",
+    "Codes",
     "FlatPart",
     "LabelRangeError",
     "QueryArrays",
     "RecordLike",
+    "Texts",
     "build_parts",
     "check_threshold",
     "from_records",
@@ -47,6 +50,139 @@ def check_threshold(relevance_threshold: int) -> int:
 
 class LabelRangeError(DatasetError):
     """A label the int64 arrays cannot hold exactly (the readers report it with its file and line first)."""
+
+
+class Texts(Sequence[str]):
+    """Strings (or None) as UTF-8 in one buffer with int64 end offsets: 8 bytes plus the text per string, not a
+    Python object each (a million query ids: ~20 MB, not ~90). Reading one decodes it."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.ends = array("q")
+        self.none: array[int] | None = None  # 1 where the value is None (made at the first None)
+
+    def append(self, text: str | None) -> None:
+        if text is None:
+            if self.none is None:
+                self.none = array("b", bytes(len(self.ends)))
+            self.none.append(1)
+        else:
+            self.buf += text.encode("utf-8", "surrogatepass")
+            if self.none is not None:
+                self.none.append(0)
+        self.ends.append(len(self.buf))
+
+    def extend(self, other: Texts) -> None:
+        """Append every string of ``other``."""
+        base = len(self.buf)
+        if other.none is not None or self.none is not None:
+            if self.none is None:
+                self.none = array("b", bytes(len(self.ends)))
+            self.none.extend(other.none if other.none is not None else array("b", bytes(len(other.ends))))
+        self.buf += other.buf
+        self.ends.extend((np.frombuffer(other.ends, np.int64) + base).tolist() if base else other.ends)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def _at(self, i: int) -> str | None:
+        if self.none is not None and self.none[i]:
+            return None
+        start = self.ends[i - 1] if i else 0
+        return self.buf[start : self.ends[i]].decode("utf-8", "surrogatepass")
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(*i.indices(len(self)))]
+        n = len(self.ends)
+        if not -n <= i < n:
+            raise IndexError(i)
+        return self._at(i + n if i < 0 else i)
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self._at(i) for i in range(len(self.ends)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Texts):
+            return self.buf == other.buf and self.ends == other.ends and self.none == other.none
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def sort_keys(self) -> np.ndarray:
+        """The strings as fixed-width bytes (``S`` dtype): sorting them sorts by code point, as ``str`` does."""
+        n = len(self.ends)
+        ends = np.frombuffer(self.ends, np.int64) if n else np.zeros(0, np.int64)
+        starts = np.concatenate(([0], ends[:-1])) if n else ends
+        width = max(int((ends - starts).max()) if n else 0, 1)
+        out = np.zeros((n, width), np.uint8)
+        data = np.frombuffer(bytes(self.buf), np.uint8)
+        for lo in range(0, n, 65_536):  # the scatter's index arrays a block of strings at a time
+            s, e = starts[lo : lo + 65_536], ends[lo : lo + 65_536]
+            lengths = e - s
+            rows = np.repeat(np.arange(lo, lo + len(s)), lengths)
+            cols = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            out[rows, cols] = data[int(s[0]) if len(s) else 0 : int(e[-1]) if len(e) else 0]
+        return out.view(f"S{width}").ravel()
+
+
+class Codes(Sequence[str]):
+    """Strings from a handful of values (a query's kind, its kind's source) as int8 codes into ``names``."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.code: dict[str, int] = {}
+        self.codes = array("b")
+
+    def append(self, name: str) -> None:
+        code = self.code.get(name)
+        if code is None:
+            code = self.code[name] = len(self.names)
+            self.names.append(name)
+        self.codes.append(code)
+
+    def extend(self, other: Codes) -> None:
+        remap = np.array([self.code.get(n, -1) for n in other.names] or [0], np.int8)
+        for k, name in enumerate(other.names):
+            if remap[k] < 0:
+                remap[k] = self.code[name] = len(self.names)
+                self.names.append(name)
+        if len(other.codes):
+            self.codes.frombytes(remap[np.frombuffer(other.codes, np.int8)].tobytes())
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self.names[c] for c in self.codes[i]]
+        return self.names[self.codes[i]]
+
+    def __iter__(self) -> Iterator[str]:
+        names = self.names
+        return (names[c] for c in self.codes)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def mask(self, name: str) -> np.ndarray:
+        """Boolean array: where the value is ``name``."""
+        codes = np.frombuffer(self.codes, np.int8) if len(self.codes) else np.zeros(0, np.int8)
+        return codes == self.code[name] if name in self.code else np.zeros(len(codes), bool)
 
 
 class RecordLike(Protocol):
@@ -82,9 +218,9 @@ class QueryArrays:
 
     depth: int
     relevance_threshold: int
-    query_ids: list[str]
-    kinds: list[str]
-    kind_sources: list[str]
+    query_ids: Sequence[str]  # a Texts from the builders
+    kinds: Sequence[str]  # Codes from the builders
+    kind_sources: Sequence[str]
     labels: np.ndarray
     judged: np.ndarray
     length: np.ndarray
@@ -100,43 +236,61 @@ class QueryArrays:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
+    def drop_documents(self) -> None:
+        """Free the ``(queries × depth)`` arrays (labels, judged, scores, ideal) and the negatives' top ids once the
+        metrics are computed: they become zero-width; the per-query facts (ids, kinds, counts, abstains) stay."""
+        nq = self.n_queries
+        self.labels, self.judged = np.zeros((nq, 0), np.int64), np.zeros((nq, 0), bool)
+        self.scores, self.ideal = np.zeros((nq, 0)), np.zeros((nq, 0), np.int64)
+        self.top_ids = {}
+
     @property
     def negative(self) -> np.ndarray:
         """Boolean mask of negative queries."""
+        if isinstance(self.kinds, Codes):
+            return self.kinds.mask("negative")
         return np.fromiter((k == "negative" for k in self.kinds), dtype=bool, count=len(self.kinds))
 
 
 #: ``add(query_id, kind, kind_source, top_ids, top_scores, qrels, n_ret, abstains)``: one query into a builder.
 AddQuery = Callable[[str, str, str, Sequence[str], Sequence[Any], "dict[str, int] | None", int, int], None]
 
-_Row = tuple[str, str, str, int, int, int, bool, int]
-
 
 @dataclass
 class FlatPart:
-    """A builder's queries as flat columns (made in a reader's worker process, joined in file order)."""
+    """A builder's queries as flat columns (made in a reader's worker process, joined in file order): per query its
+    id, kind, kind source and counts; the top documents' labels (int64, NO_LABEL where unlabelled) and scores, and
+    the qrels labels, of every query one after the other."""
 
-    rows: list[_Row]
-    labels: np.ndarray  # int64, NO_LABEL where unlabelled, the top documents of every query one after the other
+    ids: Texts
+    kinds: Codes
+    sources: Codes
+    counts: np.ndarray  # int64 (queries × 3): length, n_ret, number of qrels
+    flags: np.ndarray  # int8 (queries × 2): abstains, has_labels
+    labels: np.ndarray
     scores: np.ndarray
-    qrels: np.ndarray  # int64, every query's qrels labels one after the other
+    qrels: np.ndarray
     top_ids: dict[int, list[str]]
 
 
 class ArraysBuilder:
-    """Accumulates queries into flat Python lists; ``build()`` turns them into a ``QueryArrays`` in one go."""
+    """Accumulates queries into flat compact columns; ``build()`` turns them into a ``QueryArrays`` in one go."""
 
     def __init__(self, depth: int, relevance_threshold: int) -> None:
         if depth < 0:
             raise ValueError("depth must be >= 0")
         self.depth = depth
         self.threshold = check_threshold(relevance_threshold)
-        # per query: (query_id, kind, kind_source, length, n_ret, abstains, has_labels, number of qrels)
-        self._rows: list[_Row] = []
+        self._ids, self._kinds, self._sources = Texts(), Codes(), Codes()
+        self._counts = array("q")  # per query: length, n_ret, number of qrels
+        self._flags = array("b")  # per query: abstains, has_labels
         self._labels: list[int] = []
         self._scores: list[float] = []
         self._qrels_label: list[int] = []
         self.top_ids: dict[int, list[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._ids)
 
     def adder(self) -> AddQuery:
         """The one way a query enters the arrays: ``add(query_id, kind, kind_source, top_ids, top_scores, qrels,
@@ -145,7 +299,9 @@ class ArraysBuilder:
         ``qrels``: document id → label (``None``: no labels); ``n_ret``: distinct documents retrieved (-1: not
         counted); ``abstains``: -1 (no response), 0 or 1."""
         labels_extend, scores_extend = self._labels.extend, self._scores.extend
-        qrels_extend, rows_append, rows, top = self._qrels_label.extend, self._rows.append, self._rows, self.top_ids
+        qrels_extend, top, ids = self._qrels_label.extend, self.top_ids, self._ids
+        id_add, kind_add, source_add = ids.append, self._kinds.append, self._sources.append
+        counts_extend, flags_extend = self._counts.extend, self._flags.extend
         no_label, nan = NO_LABEL, np.nan
 
         def add(
@@ -171,16 +327,26 @@ class ArraysBuilder:
             else:
                 scores_extend(top_scores)
             if kind == "negative":
-                top[len(rows)] = list(top_ids)
-            rows_append((query_id, kind, kind_source, n, n_ret, abstains, qrels is not None, n_qrels))
+                top[len(ids)] = list(top_ids)
+            id_add(query_id)
+            kind_add(kind)
+            source_add(kind_source)
+            counts_extend((n, n_ret, n_qrels))
+            flags_extend((abstains, qrels is not None))
 
         return add
 
     def flat(self) -> FlatPart:
         """The queries added so far as flat columns; ``LabelRangeError`` for a label int64 cannot hold."""
-        qrels = _int64(self._qrels_label, self._rows)
+        counts = np.frombuffer(self._counts, np.int64).reshape(-1, 3) if self._counts else np.zeros((0, 3), np.int64)
+        flags = np.frombuffer(self._flags, np.int8).reshape(-1, 2) if self._flags else np.zeros((0, 2), np.int8)
+        qrels = _int64(self._qrels_label, self._ids, counts[:, 2])
         return FlatPart(
-            self._rows,
+            self._ids,
+            self._kinds,
+            self._sources,
+            counts.copy(),
+            flags.copy(),
             np.array(self._labels, dtype=np.int64),  # every value is a qrels label or NO_LABEL: checked above
             np.array(self._scores, dtype=np.float64),
             qrels,
@@ -191,7 +357,7 @@ class ArraysBuilder:
         return build_parts([self.flat()], self.depth, self.threshold)
 
 
-def _int64(labels: list[int], rows: list[_Row]) -> np.ndarray:
+def _int64(labels: list[int], ids: Texts, n_qrels: np.ndarray) -> np.ndarray:
     """``labels`` as int64, or ``LabelRangeError`` naming the first query with a label outside the range."""
     try:
         arr = np.array(labels, dtype=np.int64)
@@ -200,37 +366,49 @@ def _int64(labels: list[int], rows: list[_Row]) -> np.ndarray:
     except OverflowError:
         pass
     at = 0
-    for row in rows:
-        for value in labels[at : at + row[7]]:
+    for q, count in enumerate(n_qrels.tolist()):
+        for value in labels[at : at + count]:
             message = label_range_message(value)
             if message is not None:
                 raise LabelRangeError(
                     message,
-                    field=f"query {row[0]!r}: retrieval_ground_truth[].query_relevance_label",
+                    field=f"query {ids[q]!r}: retrieval_ground_truth[].query_relevance_label",
                     hint=f"use labels between {LABEL_MIN} and {LABEL_MAX} (relevance grades are small integers)",
                 )
-        at += row[7]
+        at += count
     raise LabelRangeError("a label is outside the int64 range")  # unreachable: some value failed above
 
 
+def _join(parts: Sequence[FlatPart]) -> tuple[Texts, Codes, Codes, dict[int, list[str]]]:
+    """The parts' ids, kinds, kind sources and negative queries' top ids, one part after the other."""
+    ids, kinds, sources = parts[0].ids, parts[0].kinds, parts[0].sources
+    top_ids = dict(parts[0].top_ids)
+    offset = len(ids)
+    for p in parts[1:]:
+        top_ids.update({q + offset: v for q, v in p.top_ids.items()})
+        ids.extend(p.ids)
+        kinds.extend(p.kinds)
+        sources.extend(p.sources)
+        offset += len(p.ids)
+        p.ids = Texts()  # its text is in ``ids`` now
+    return ids, kinds, sources, top_ids
+
+
 def build_parts(parts: Sequence[FlatPart], depth: int, relevance_threshold: int) -> QueryArrays:
-    """The arrays of the queries of ``parts``, one part after the other."""
+    """The arrays of the queries of ``parts``, one part after the other (the first part's columns take the
+    others' in)."""
     t = check_threshold(relevance_threshold)
-    rows = [r for p in parts for r in p.rows] if len(parts) > 1 else parts[0].rows
     flat = np.concatenate([p.labels for p in parts])
     flat_scores = np.concatenate([p.scores for p in parts])
     ql = np.concatenate([p.qrels for p in parts])
-    top_ids: dict[int, list[str]] = {}
-    offset = 0
-    for p in parts:
-        top_ids.update({q + offset: ids for q, ids in p.top_ids.items()} if offset else p.top_ids)
-        offset += len(p.rows)
-    nq = len(rows)
-    columns = list(zip(*rows, strict=True)) or [()] * 8
-    qids, kinds, sources, lengths, n_ret, abstains, has_labels, n_qrels = (list(c) for c in columns)
-    length = np.array(lengths, dtype=np.int64)
+    counts = np.concatenate([p.counts for p in parts])
+    flags = np.concatenate([p.flags for p in parts])
+    qids, kinds, sources, top_ids = _join(parts)
+    nq = len(qids)
+    length = counts[:, 0].copy()
     labels, judged, scores = _shape(flat, flat_scores, length)
-    qq = np.repeat(np.arange(nq), np.array(n_qrels, dtype=np.int64))
+    del flat, flat_scores
+    qq = np.repeat(np.arange(nq), counts[:, 2])
     n_rel = np.bincount(qq[ql >= t], minlength=nq).astype(np.int64)
     keep = ql > 0
     return QueryArrays(
@@ -242,12 +420,12 @@ def build_parts(parts: Sequence[FlatPart], depth: int, relevance_threshold: int)
         labels=labels,
         judged=judged,
         length=length,
-        n_ret=np.array(n_ret, dtype=np.int64),
+        n_ret=counts[:, 1].copy(),
         scores=scores,
         n_rel=n_rel,
-        has_labels=np.array(has_labels, dtype=bool),
+        has_labels=flags[:, 1].astype(bool),
         ideal=_ideal(qq[keep], ql[keep], nq, depth),
-        abstains=np.array(abstains, dtype=np.int8),
+        abstains=flags[:, 0].copy(),
         top_ids=top_ids,
     )
 
@@ -318,7 +496,7 @@ def from_records(
     add = builder.adder()
     parts: list[FlatPart] = []
     for rec in records:
-        if chunk and len(builder._rows) >= chunk:
+        if chunk and len(builder) >= chunk:
             parts.append(builder.flat())
             builder = ArraysBuilder(depth, relevance_threshold)
             add = builder.adder()

@@ -169,9 +169,9 @@ class RankingResult:
     keys (``metrics --measure``); ``None``: every measure at every k.
     """
 
-    query_ids: list[str]
-    kinds: list[str]
-    kind_sources: list[str]
+    query_ids: Sequence[str]
+    kinds: Sequence[str]
+    kind_sources: Sequence[str]
     columns: dict[str, np.ndarray]
     summary: dict[str, dict[str, Any]]
     params: dict[str, Any] = field(default_factory=dict)

@@ -280,7 +280,7 @@ def _local_columns(rec: RecordRead, params: Params, surface_threshold: float | N
 
     arrays = rec.arrays
     ranking = ranking_from_arrays(arrays, ks=tuple(params.k), nan_policy="propagate")
-    if list(ranking.query_ids) != arrays.query_ids:
+    if ranking.query_ids is not arrays.query_ids and list(ranking.query_ids) != list(arrays.query_ids):
         raise RuntimeError("internal: local metrics are not aligned with the records (query ids differ)")
     negative: dict[str, Any] = {}
     if bool(arrays.negative.any()):
@@ -309,7 +309,7 @@ def _negative_lists(neg_report: dict[str, Any]) -> dict[str, list[str]]:
     return out
 
 
-def _ids(query_ids: list[str], mask: np.ndarray, limit: int = LIST_CAP) -> list[str]:
+def _ids(query_ids: Sequence[str], mask: np.ndarray, limit: int = LIST_CAP) -> list[str]:
     """The first ``limit`` query ids where ``mask`` holds, in dataset order."""
     return [query_ids[i] for i in np.flatnonzero(mask)[:limit].tolist()]
 
@@ -359,7 +359,7 @@ def _section(
     return Section(kind=kind, queries=int(mask.sum()), kind_sources=dict(sources), metrics=agg, stages=stages)
 
 
-def _stage_section(query_ids: list[str], rows: RowsOut) -> StageSection:
+def _stage_section(query_ids: Sequence[str], rows: RowsOut) -> StageSection:
     return StageSection(
         counts={s: int(np.count_nonzero(rows.stage == k)) for k, s in enumerate(STAGES)},
         queries={s: _ids(query_ids, rows.stage == k) for k, s in enumerate(STAGES)},
@@ -371,7 +371,7 @@ def _stage_section(query_ids: list[str], rows: RowsOut) -> StageSection:
 def _coverage(
     per_metric: dict[str, dict[str, int]],
     found: FoundryRead,
-    kind_sources: list[str],
+    kind_sources: Sequence[str],
     positive: Section,
     negative: Section,
     manifest: dict[str, Any],
@@ -461,11 +461,12 @@ def _read(run_dir: str | os.PathLike[str], stage_k: int | None) -> tuple[_Built,
         phrases=ms.abstention_phrases,
     )
     n_rows = rec.arrays.n_queries
+    local = _local_columns(rec, params, ms.surface_threshold)
+    rec.arrays.drop_documents()  # not read again: freed before the results are
     evaluators = {c.name: c.evaluator for c in run.plan.criteria}
     found = read_results(run.folder, evaluators, n_rows, warnings)
     run.folder.check_consistent(results=found.n_results, rows=n_rows)
     expected = _expected(run.plan, specs, found)
-    local = _local_columns(rec, params, ms.surface_threshold)
     infos = _metric_infos(local.keys, expected, found, params)
     scores = _score_columns(expected, found, n_rows)
     _read_for_kind(scores, found, rec)

@@ -14,7 +14,7 @@ import itertools
 import tempfile
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from .._io import dumps, loads
 from ..dataset.records import QueryRecord
-from ..metrics._arrays import QueryArrays
+from ..metrics._arrays import QueryArrays, Texts
 from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
 from ._queue import Holes
@@ -106,6 +106,8 @@ def read_records(
             "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
         )
     arrays = from_records(itertools.chain((first,), it), depth, rt, abstention_phrases=phrases, chunk=_CHUNK_RECORDS)
+    if isinstance(arrays.query_ids, Texts):
+        holes.query_ids = arrays.query_ids  # the same ids, held once
     return RecordRead(arrays, holes, facts)
 
 
@@ -284,8 +286,8 @@ def _score(status: str, **fields: Any) -> dict[str, Any]:
 class Columns:
     """What ``compare`` reads of a report: each query's id and kind, local values, Foundry statuses and scores."""
 
-    query_ids: list[str]
-    kinds: list[str]
+    query_ids: Sequence[str]  # metrics._arrays.Texts from build_report
+    kinds: Sequence[str]  # metrics._arrays.Codes from build_report
     local: dict[str, np.ndarray]
     foundry: dict[str, ScoreColumn]
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._io import gc_paused
 from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
+from ..metrics._arrays import Texts
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ._build import build_report, foundry_key
 from ._columns import SCORED, Columns
@@ -158,17 +159,54 @@ class Comparison(_Model):
 
 
 class _Run:
-    """One run's queries for pairing: the row of each query id (its last row, as a dict lookup would give) and
-    each metric's values (the report's columns: NaN where undefined, errored or missing)."""
+    """One run's queries for pairing, as arrays: its distinct query ids sorted (``keys``), each one's first and
+    last row (the last one is paired, as a dict lookup would give) and kind code there (into ``kind_names``), the
+    distinct id of every row; and each metric's values (the report's columns: NaN where undefined, errored or
+    missing). Nothing per query is a Python object."""
 
     def __init__(self, report: Report) -> None:
+        import numpy as np
+
         columns: Columns | None = report._columns
         if columns is None:
             raise UsageError("compare needs reports built by build_report (a report read from JSON has no columns)")
         self.report = report
         self.columns = columns
-        self.kind = dict(zip(columns.query_ids, columns.kinds, strict=True))
-        self.row = {q: i for i, q in enumerate(columns.query_ids)}
+        ids = columns.query_ids
+        keys = (
+            ids.sort_keys()
+            if isinstance(ids, Texts)
+            else np.array([q.encode("utf-8", "surrogatepass") for q in ids], "S")
+        )
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        new = np.ones(len(order), bool)
+        new[1:] = ordered[1:] != ordered[:-1]
+        starts = np.flatnonzero(new)
+        ends = np.append(starts[1:], len(order))
+        self.keys = ordered[starts]
+        self.first, self.last = order[starts], order[ends - 1]
+        self.unique_of = np.empty(len(order), np.int64)
+        self.unique_of[order] = np.cumsum(new) - 1
+        self.kind_names = sorted(set(columns.kinds))
+        code = {k: i for i, k in enumerate(self.kind_names)}
+        kinds = np.fromiter((code[k] for k in columns.kinds), np.int8, len(order))
+        self.kind = kinds[self.last]
+
+    def locate(self, keys: Any) -> tuple[Any, Any]:
+        """For each of ``keys``: whether this run has it, and its distinct id's index here (0 where not)."""
+        import numpy as np
+
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        found = (self.keys[at] == keys) if len(self.keys) else np.zeros(len(keys), bool)
+        return found, np.where(found, at, 0)
+
+    def ids(self, unique: Any) -> list[str]:
+        """The query ids of distinct ids ``unique``, in the order of their first rows."""
+        import numpy as np
+
+        rows = np.sort(self.first[unique]) if len(unique) else unique
+        return [self.columns.query_ids[r] for r in rows.tolist()]
 
     def values(self, key: str, source: str) -> Any:
         return self.columns.values(key, source)
@@ -274,19 +312,22 @@ class _Settings:
 
 @dataclass
 class _Pairing:
-    """A candidate's queries against the baseline's: per section, the paired ids (baseline order) and their rows."""
+    """A candidate's queries against the baseline's: per section, the paired rows of each run (baseline order)."""
 
     queries: CandidateQueries
-    ids: dict[str, list[str]]
     rows: dict[str, tuple[Any, Any]]
 
 
 def _pair(base: _Run, cand: _Run, name: str, base_name: str, warnings: list[str]) -> _Pairing:
     import numpy as np
 
-    only_base = [q for q in base.kind if q not in cand.kind]
-    only_cand = [q for q in cand.kind if q not in base.kind]
-    changed = [q for q in base.kind if q in cand.kind and cand.kind[q] != base.kind[q]]
+    in_cand, at = cand.locate(base.keys)
+    in_base, _ = base.locate(cand.keys)
+    to_base = np.array([base.kind_names.index(k) if k in base.kind_names else -1 for k in cand.kind_names] or [0])
+    cand_kind = to_base[cand.kind[at]] if len(at) else np.zeros(0, np.int64)
+    differ = in_cand & (cand_kind != base.kind)
+    only_base, only_cand = base.ids(np.flatnonzero(~in_cand)), cand.ids(np.flatnonzero(~in_base))
+    changed = base.ids(np.flatnonzero(differ))
     if only_base or only_cand:
         warnings.append(
             f"{name}: {len(only_base)} query(ies) only in {base_name}, {len(only_cand)} only in {name}: "
@@ -294,18 +335,16 @@ def _pair(base: _Run, cand: _Run, name: str, base_name: str, warnings: list[str]
         )
     if changed:
         warnings.append(f"{name}: {len(changed)} query(ies) changed kind: compared under the baseline's kind")
-    ids: dict[str, list[str]] = {}
     rows: dict[str, tuple[Any, Any]] = {}
     for section in ("positive", "negative"):
-        ids[section] = [q for q, k in base.kind.items() if k == section and q in cand.kind]
-        rows[section] = (
-            np.array([base.row[q] for q in ids[section]], dtype=np.int64),
-            np.array([cand.row[q] for q in ids[section]], dtype=np.int64),
-        )
+        code = base.kind_names.index(section) if section in base.kind_names else -1
+        paired = np.flatnonzero(in_cand & (base.kind == code))
+        paired = paired[np.argsort(base.first[paired], kind="stable")]  # the baseline's order
+        rows[section] = (base.last[paired], cand.last[at[paired]])
     queries = CandidateQueries(
         candidate=name, only_in_baseline=only_base, only_in_candidate=only_cand, kind_changed=changed
     )
-    return _Pairing(queries, ids, rows)
+    return _Pairing(queries, rows)
 
 
 def _verdict(n_paired: int, significant: bool, delta: float | None, hib: bool | None) -> Verdict:
@@ -342,7 +381,7 @@ def paired_test(baseline: Any, candidate: Any, settings: _Settings, key: str) ->
     return PairedTest(p, method, lo, hi)
 
 
-def _got_worse(ids: list[str], where: Any, b: Any, c: Any, worse: Any) -> list[dict[str, Any]]:
+def _got_worse(ids: Sequence[str], where: Any, b: Any, c: Any, worse: Any) -> list[dict[str, Any]]:
     """The LIST_CAP queries that got worse by the most, largest change first (ties in dataset order)."""
     import numpy as np
 
@@ -355,7 +394,7 @@ def _got_worse(ids: list[str], where: Any, b: Any, c: Any, worse: Any) -> list[d
 
 
 def _compare_one(
-    name: str, section: Section_, info: MetricInfo, b_all: Any, c_all: Any, ids: list[str], settings: _Settings
+    name: str, section: Section_, info: MetricInfo, b_all: Any, c_all: Any, ids: Sequence[str], settings: _Settings
 ) -> MetricComparison:
     """One metric of one section, candidate vs baseline, over the queries defined in both."""
     import numpy as np
@@ -396,6 +435,19 @@ def _compare_one(
     )
 
 
+class _RowIds(Sequence[str]):
+    """The query ids of some rows of a run (read one at a time: only the listed ones are)."""
+
+    def __init__(self, ids: Sequence[str], rows: Any) -> None:
+        self.ids, self.rows = ids, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.ids[int(self.rows[i])]
+
+
 def _compare_candidate(
     base: _Run, cand: _Run, name: str, pairing: _Pairing, sel: _Selection, settings: _Settings
 ) -> list[MetricComparison]:
@@ -404,9 +456,9 @@ def _compare_candidate(
         info = sel.infos[key]
         bv, cv = base.values(key, info.source), cand.values(key, info.source)
         for section in _SECTIONS:
-            ids = pairing.ids[section]
-            if ids:
-                b_rows, c_rows = pairing.rows[section]
+            b_rows, c_rows = pairing.rows[section]
+            if len(b_rows):
+                ids = _RowIds(base.columns.query_ids, b_rows)
                 out.append(_compare_one(name, section, info, bv[b_rows], cv[c_rows], ids, settings))
     return out
 
@@ -415,10 +467,10 @@ def _coverage_changes(base: _Run, cand: _Run, name: str, base_scored: dict[str, 
     """Coverage over the baseline's queries: a query the candidate lost counts as not scored."""
     import numpy as np
 
-    ids = base.columns.query_ids
-    n = len(ids)
-    at = np.array([cand.row.get(q, -1) for q in ids], dtype=np.int64)
-    found = at >= 0
+    n = len(base.columns.query_ids)
+    in_cand, where = cand.locate(base.keys)
+    found = in_cand[base.unique_of]
+    at = cand.last[where[base.unique_of]]
     out: list[CoverageChange] = []
     for key in base.report.coverage.get("per_metric", {}):
         if key not in base_scored:

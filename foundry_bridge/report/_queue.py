@@ -16,6 +16,7 @@ from typing import Any
 
 from .._io import atomic_open, dumps
 from ..errors import InputError
+from ..metrics._arrays import Texts
 from ._model import LIST_CAP, Report
 
 __all__ = ["LABEL_PLACEHOLDER", "Holes", "write_labelling_queue"]
@@ -32,8 +33,8 @@ class Holes:
     docs: array[int] = field(default_factory=lambda: array("i"))  # int32: 12 bytes a hole
     ranks: array[int] = field(default_factory=lambda: array("i"))
     rows: array[int] = field(default_factory=lambda: array("i"))
-    query_ids: list[str] = field(default_factory=list)
-    query_text: list[str | None] = field(default_factory=list)
+    query_ids: Texts = field(default_factory=Texts)
+    query_text: Texts = field(default_factory=Texts)
 
     def add(self, row: int, query_id: str, query: str | None, holes: list[tuple[int, str]]) -> None:
         """One query's holes as ``(rank, document id)``; called once per query, in row order."""
@@ -78,7 +79,7 @@ class Holes:
         ids = np.array(self.doc_ids, dtype=str)
         order = np.lexsort((ids, best, -count, -priority))
         by_id = np.empty(len(self.query_ids), dtype=np.int32)  # each query's place in query-id order
-        by_id[np.argsort(np.array(self.query_ids, dtype=str), kind="stable")] = np.arange(len(self.query_ids))
+        by_id[np.argsort(self.query_ids.sort_keys(), kind="stable")] = np.arange(len(self.query_ids))
         rows = np.frombuffer(self.rows, dtype=np.int32) if self.rows else np.zeros(0, np.int32)
         pairs = np.lexsort((by_id[rows], ranks, docs))
         stats = {"count": count, "best": best, "rank_sum": rank_sum, "priority": priority}
