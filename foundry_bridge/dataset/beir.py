@@ -22,9 +22,9 @@ import orjson
 from ..metrics._limits import label_range_message
 from ._json import JsonLimitError, loads
 from .problems import Problem
-from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind
+from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
 from .spec import DataSource
-from .trec import Sink, _open_lines, _read_responses, read_run, trec_order
+from .trec import Sink, _open_lines, _read_responses, read_run, run_record, trec_order
 
 __all__ = ["is_beir", "read_beir"]
 
@@ -72,28 +72,14 @@ def read_beir(
             docs.append(RetrievedDocument(document_id=d, relevance_score=score, content=text, title=title))
         labels = qrels.get(qid) if files.qrels else None
         resp = responses.get(qid, {})
-        values = None if labels is None else (g.query_relevance_label for g in labels)
-        kind, kind_source = derive_kind(resp.get("kind"), values, threshold)
         extra: dict[str, Any] = dict(resp.get("extra", {}))
         context = resp.get("context")
         if mapping.context.source == "rebuilt_from_documents":
             chosen = docs[: mapping.context.top_k] if mapping.context.top_k else docs
             context = mapping.context.separator.join(d.content for d in chosen if d.content)
             extra["context_source"] = "rebuilt_from_documents"
-        yield QueryRecord(
-            query_id=qid,
-            query=queries.get(qid, (None, resp.get("query")))[1],
-            kind=kind,
-            kind_source=kind_source,
-            retrieved_documents=docs,
-            retrieval_ground_truth=labels,
-            context=context,
-            response=resp.get("response"),
-            ground_truth=resp.get("ground_truth"),
-            extra=extra,
-            source=str(run_path),
-            line=first_line.get(qid),
-        )
+        query = queries.get(qid, (None, resp.get("query")))[1]
+        yield run_record(qid, resp, docs, labels, threshold, query, context, extra, run_path, first_line.get(qid))
 
 
 def _read_json_run(path: Path, sink: Sink) -> dict[str, list[tuple[float, str]]]:

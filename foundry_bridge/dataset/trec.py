@@ -169,26 +169,44 @@ def read_trec(
         labels = qrels.get(qid) if files.qrels else None
         resp = responses.get(qid, {})
         extra: dict[str, Any] = dict(resp.get("extra", {}))
-        values = None if labels is None else (g.query_relevance_label for g in labels)
-        kind, kind_source = derive_kind(resp.get("kind"), values, threshold)
         context = resp.get("context")
         if rebuild:
             context = None  # TREC runs carry no document text to rebuild from
             extra["context_source"] = "rebuilt_from_documents"
-        yield QueryRecord(
-            query_id=qid,
-            query=queries.get(qid, resp.get("query")),
-            kind=kind,
-            kind_source=kind_source,
-            retrieved_documents=docs,
-            retrieval_ground_truth=labels,
-            context=context,
-            response=resp.get("response"),
-            ground_truth=resp.get("ground_truth"),
-            extra=extra,
-            source=str(run_path),
-            line=first_line.get(qid),
-        )
+        query = queries.get(qid, resp.get("query"))
+        yield run_record(qid, resp, docs, labels, threshold, query, context, extra, run_path, first_line.get(qid))
+
+
+def run_record(
+    qid: str,
+    resp: dict[str, Any],
+    docs: list[RetrievedDocument],
+    labels: list[GroundTruthLabel] | None,
+    threshold: int,
+    query: str | None,
+    context: str | None,
+    extra: dict[str, Any],
+    run_path: Path,
+    line: int | None,
+) -> QueryRecord:
+    """One query's record from a run file's ranking, its labels and its responses-file entry (TREC and BEIR): the
+    kind from the entry's declared kind or the labels (``derive_kind``), the response fields from the entry."""
+    values = None if labels is None else (g.query_relevance_label for g in labels)
+    kind, kind_source = derive_kind(resp.get("kind"), values, threshold)
+    return QueryRecord(
+        query_id=qid,
+        query=query,
+        kind=kind,
+        kind_source=kind_source,
+        retrieved_documents=docs,
+        retrieval_ground_truth=labels,
+        context=context,
+        response=resp.get("response"),
+        ground_truth=resp.get("ground_truth"),
+        extra=extra,
+        source=str(run_path),
+        line=line,
+    )
 
 
 def _read_queries(path: Path, sink: Sink) -> dict[str, str]:
