@@ -242,11 +242,12 @@ def _read_for_kind(scores: dict[str, ScoreColumn], found: FoundryRead, rec: Reco
         spec = CATALOG.get(found.evaluator_of.get(key.split("/", 1)[0]) or "")  # key: criterion[/metric]
         if spec is None or not spec.abstention_correct_on_negative:
             continue
+        passed, note = passed_for_kind(spec, False, kind="negative", abstained=True)  # a fail, read for the kind
+        if note is None or passed is None:
+            continue
         for i in np.flatnonzero(kinds & (col.status == SCORED) & (col.passed == 0)):
-            passed, note = passed_for_kind(spec, False, kind="negative", abstained=True)
-            if note is not None and passed is not None:
-                col.passed[i] = int(passed)
-                col.cells.reason.set(int(i), f"{note}. {col.cells.reason.get(int(i)) or ''}".strip())
+            col.passed[i] = int(passed)
+            col.cells.reason.set(int(i), f"{note}. {col.cells.reason.get(int(i)) or ''}".strip())
 
 
 def _answer_judges(
