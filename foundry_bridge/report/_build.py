@@ -540,7 +540,7 @@ def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
     positive = _section("positive", b.rec, b.local, b.scores, b.infos, rows.stage, nan_policy)
     negative = _section("negative", b.rec, b.local, b.scores, b.infos, rows.stage, nan_policy)
     per_metric = per_metric_coverage(b.scores, arrays.n_queries)
-    n_holes = (len(b.rec.holes.doc_ids), len(b.rec.holes.docs))
+    n_holes = (b.rec.holes.n_docs, b.rec.holes.n_holes)
     coverage = _coverage(
         per_metric, b.found, arrays.kind_sources, positive, negative, b.run.manifest, b.warnings, n_holes
     )

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._io import dumps, loads
 from ..dataset.records import QueryRecord
-from ..metrics._arrays import QueryArrays, Texts
+from ..metrics._arrays import QueryArrays
 from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
 from ._queue import Holes
@@ -93,7 +93,7 @@ def read_records(
     def stream() -> Iterator[QueryRecord]:
         for rec in records:
             found = _holes(rec, k_stage)
-            holes.add(len(holes.query_ids), rec.query_id, rec.query, found)
+            holes.add(len(holes.query_text), rec.query, found)
             asm = assembly_check((rec,), k=k_stage, relevance_threshold=rt)[0]
             facts.write(dumps(_fact(rec, asm, found)) + b"\n")
             yield rec
@@ -106,8 +106,7 @@ def read_records(
             "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
         )
     arrays = from_records(itertools.chain((first,), it), depth, rt, abstention_phrases=phrases, chunk=_CHUNK_RECORDS)
-    if isinstance(arrays.query_ids, Texts):
-        holes.query_ids = arrays.query_ids  # the same ids, held once
+    holes.query_ids = arrays.query_ids  # type: ignore[assignment]  # the same ids, held once (a Texts)
     return RecordRead(arrays, holes, facts)
 
 

@@ -1,125 +1,242 @@
-"""The labelling queue: holes collected as compact arrays while the records stream by, ranked, and written.
+"""The labelling queue: holes spilled to disk while the records stream by, ranked, and written.
 
 A hole is a retrieved document in a query's top K without any label for that query (repeated ids count once, at
 their first position). Documents are ranked by priority = Σ 1/rank over their appearances (summed in dataset order),
 then by count, best rank, id; a document's queries by (rank, query id).
+
+Memory: the holes go to ``_PARTS`` temporary files, a document always to the same one (by its hash), so each file
+can be ranked alone: the report holds one partition's holes at a time (1/16 of them) and the best ``LIST_CAP``
+documents of each, never every distinct document id. Only writing the whole queue (``iter_pairs``) reads every
+partition at once.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_open, dumps
+import numpy as np
+
+from .._io import atomic_open, dumps, loads
 from ..errors import InputError
 from ..metrics._arrays import Texts
 from ._model import LIST_CAP, Report
 
-__all__ = ["LABEL_PLACEHOLDER", "Holes", "write_labelling_queue"]
+__all__ = ["LABEL_PLACEHOLDER", "Holes", "SpilledTexts", "write_labelling_queue"]
 
 LABEL_PLACEHOLDER = "?"
+_PARTS = 16  # partition files of the holes
+_FLUSH = 65_536  # holes buffered per partition before they are written
+
+
+class SpilledTexts:
+    """Strings (or None) appended to a temporary file, 8 bytes of offset each in memory; read back one at a time."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the object)
+        self._ends = array("q")
+        self._none = array("b")
+        self._size = 0
+
+    def append(self, text: str | None) -> None:
+        if text is not None:
+            data = text.encode("utf-8", "surrogatepass")
+            self._file.write(data)
+            self._size += len(data)
+        self._none.append(text is None)
+        self._ends.append(self._size)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, i: int) -> str | None:
+        if self._none[i]:
+            return None
+        start = self._ends[i - 1] if i else 0
+        self._file.flush()
+        return os.pread(self._file.fileno(), self._ends[i] - start, start).decode("utf-8", "surrogatepass")
 
 
 @dataclass
+class _Part:
+    """One partition's holes: documents coded in order of first appearance, with rank and query row per hole."""
+
+    doc_ids: list[str]
+    docs: np.ndarray  # int32 codes into doc_ids
+    ranks: np.ndarray
+    rows: np.ndarray
+
+    def stats(self) -> dict[str, np.ndarray]:
+        """Per document: count, best rank, rank sum and priority (Σ 1/rank, added in dataset order)."""
+        n = len(self.doc_ids)
+        best = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(best, self.docs, self.ranks)
+        priority = np.zeros(n, dtype=np.float64)
+        np.add.at(priority, self.docs, 1.0 / self.ranks)  # unbuffered, in dataset order: the same sum as Python's
+        return {
+            "count": np.bincount(self.docs, minlength=n),
+            "best": best,
+            "rank_sum": np.bincount(self.docs, weights=self.ranks.astype(np.float64), minlength=n),
+            "priority": priority,
+        }
+
+
+def _queue_order(ids: list[str], stats: dict[str, np.ndarray]) -> np.ndarray:
+    """Documents by priority (desc), count (desc), best rank, id."""
+    return np.lexsort((np.array(ids, dtype=str), stats["best"], -stats["count"], -stats["priority"]))
+
+
+@dataclass
+class _Doc:
+    """A ranked document: its statistics and its holes as (rank, query row), in (rank, query id) order."""
+
+    doc_id: str
+    count: int
+    best: int
+    rank_sum: float
+    priority: float
+    holes: list[tuple[int, int]]
+
+
 class Holes:
-    """Every (document, rank, query row) hole as three arrays, documents coded in order of first appearance."""
+    """Every (document, rank, query row) hole, spilled in partitions by document; ``query_ids`` (every query, in
+    row order) is set by the reader, ``query_text`` holds each query's text on disk."""
 
-    doc_ids: list[str] = field(default_factory=list)
-    code: dict[str, int] = field(default_factory=dict)
-    docs: array[int] = field(default_factory=lambda: array("i"))  # int32: 12 bytes a hole
-    ranks: array[int] = field(default_factory=lambda: array("i"))
-    rows: array[int] = field(default_factory=lambda: array("i"))
-    query_ids: Texts = field(default_factory=Texts)
-    query_text: Texts = field(default_factory=Texts)
+    def __init__(self) -> None:
+        self.query_ids: Texts = Texts()
+        self.query_text = SpilledTexts()
+        self.n_holes = 0
+        self._files = [tempfile.TemporaryFile() for _ in range(_PARTS)]  # noqa: SIM115
+        self._buffers: list[tuple[list[str], array[int], array[int]]] = [
+            ([], array("i"), array("i")) for _ in range(_PARTS)
+        ]
+        self._summary: tuple[int, int, list[_Doc]] | None = None
 
-    def add(self, row: int, query_id: str, query: str | None, holes: list[tuple[int, str]]) -> None:
+    def add(self, row: int, query: str | None, holes: list[tuple[int, str]]) -> None:
         """One query's holes as ``(rank, document id)``; called once per query, in row order."""
-        self.query_ids.append(query_id)
         self.query_text.append(query)
+        self.n_holes += len(holes)
         for rank, doc in holes:
-            c = self.code.get(doc)
-            if c is None:
-                c = self.code[doc] = len(self.doc_ids)
-                self.doc_ids.append(doc)
-            self.docs.append(c)
-            self.ranks.append(rank)
-            self.rows.append(row)
+            p = hash(doc) % _PARTS
+            docs, ranks, rows = self._buffers[p]
+            docs.append(doc)
+            ranks.append(rank)
+            rows.append(row)
+            if len(docs) >= _FLUSH:
+                self._flush(p)
+
+    def _flush(self, p: int) -> None:
+        docs, ranks, rows = self._buffers[p]
+        if docs:
+            self._files[p].write(dumps([docs, ranks.tobytes().hex(), rows.tobytes().hex()]) + b"\n")
+            self._buffers[p] = ([], array("i"), array("i"))
+
+    def _part(self, p: int) -> _Part:
+        """Partition ``p`` read back, in dataset order."""
+        self._flush(p)
+        f = self._files[p]
+        f.seek(0)
+        code: dict[str, int] = {}
+        doc_ids: list[str] = []
+        docs, ranks, rows = array("i"), array("i"), array("i")
+        for line in f:
+            names, r, q = loads(line)
+            for d in names:
+                c = code.get(d)
+                if c is None:
+                    c = code[d] = len(doc_ids)
+                    doc_ids.append(d)
+                docs.append(c)
+            ranks.frombytes(bytes.fromhex(r))
+            rows.frombytes(bytes.fromhex(q))
+        f.seek(0, os.SEEK_END)
+        as_np = [np.frombuffer(a, np.int32) if len(a) else np.zeros(0, np.int32) for a in (docs, ranks, rows)]
+        return _Part(doc_ids, *as_np)
+
+    def _key(self, rank: int, row: int) -> tuple[int, bytes, int]:
+        return rank, self.query_ids[row].encode("utf-8", "surrogatepass"), row
+
+    def _docs(self, part: _Part, stats: dict[str, np.ndarray], chosen: list[int], limit: int | None) -> list[_Doc]:
+        """The ``chosen`` documents of a partition, each with its first ``limit`` holes (all: None)."""
+        wanted = {c: i for i, c in enumerate(chosen)}
+        holes: list[list[tuple[int, int]]] = [[] for _ in chosen]
+        for d, rank, row in zip(part.docs.tolist(), part.ranks.tolist(), part.rows.tolist(), strict=True):
+            i = wanted.get(d)
+            if i is not None:
+                holes[i].append((rank, row))
+        out = []
+        for c, hs in zip(chosen, holes, strict=True):
+            hs.sort(key=lambda h: self._key(*h))
+            out.append(
+                _Doc(
+                    part.doc_ids[c],
+                    int(stats["count"][c]),
+                    int(stats["best"][c]),
+                    float(stats["rank_sum"][c]),
+                    float(stats["priority"][c]),
+                    hs if limit is None else hs[:limit],
+                )
+            )
+        return out
+
+    def summary(self, limit: int = LIST_CAP) -> tuple[int, int, list[_Doc]]:
+        """``(distinct documents, most holes of one document, the ``limit`` most urgent documents)``: each partition
+        ranked alone, its best ``limit`` kept, then those merged in queue order."""
+        if self._summary is None or len(self._summary[2]) < min(limit, self._summary[0]):
+            n_docs, most = 0, 0
+            best: list[_Doc] = []
+            for p in range(_PARTS):
+                part = self._part(p)
+                if not part.doc_ids:
+                    continue
+                stats = part.stats()
+                n_docs += len(part.doc_ids)
+                most = max(most, int(stats["count"].max()))
+                best += self._docs(part, stats, _queue_order(part.doc_ids, stats)[:limit].tolist(), limit)
+            best.sort(key=lambda d: (-d.priority, -d.count, d.best, d.doc_id))
+            self._summary = (n_docs, most, best[:limit])
+        return self._summary
+
+    @property
+    def n_docs(self) -> int:
+        return self.summary()[0]
 
     def truncated(self, limit: int = LIST_CAP) -> bool:
         """Does the report's list (``limit`` documents, ``limit`` queries each) leave holes out?"""
-        if len(self.doc_ids) > limit:
-            return True
-        counts: dict[int, int] = {}
-        for d in self.docs:
-            counts[d] = counts.get(d, 0) + 1
-        return any(c > limit for c in counts.values())
-
-    def texts(self, query_ids: set[str]) -> dict[str, str | None]:
-        """The query text of each of ``query_ids``."""
-        return {q: t for q, t in zip(self.query_ids, self.query_text, strict=True) if q in query_ids}
-
-    def ranked(self) -> tuple[Any, dict[str, Any], Any]:
-        """``(documents in queue order, per-document count/best/sum/priority arrays, pair order)``; the pair order
-        sorts every hole by document code, then rank, then query id."""
-        import numpy as np
-
-        n_docs = len(self.doc_ids)
-        docs = np.frombuffer(self.docs, dtype=np.int32) if self.docs else np.zeros(0, np.int64)
-        ranks = np.frombuffer(self.ranks, dtype=np.int32) if self.ranks else np.zeros(0, np.int64)
-        count = np.bincount(docs, minlength=n_docs)
-        best = np.full(n_docs, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(best, docs, ranks)
-        rank_sum = np.bincount(docs, weights=ranks.astype(np.float64), minlength=n_docs)
-        priority = np.zeros(n_docs, dtype=np.float64)
-        np.add.at(priority, docs, 1.0 / ranks)  # unbuffered, in dataset order: the same sum as Python's
-        ids = np.array(self.doc_ids, dtype=str)
-        order = np.lexsort((ids, best, -count, -priority))
-        by_id = np.empty(len(self.query_ids), dtype=np.int32)  # each query's place in query-id order
-        by_id[np.argsort(self.query_ids.sort_keys(), kind="stable")] = np.arange(len(self.query_ids))
-        rows = np.frombuffer(self.rows, dtype=np.int32) if self.rows else np.zeros(0, np.int32)
-        pairs = np.lexsort((by_id[rows], ranks, docs))
-        stats = {"count": count, "best": best, "rank_sum": rank_sum, "priority": priority}
-        return order, stats, pairs
+        n_docs, most, _ = self.summary(limit)
+        return n_docs > limit or most > limit
 
     def iter_pairs(self) -> Iterator[tuple[str, str, int, float, int]]:
-        """Every hole in queue order: ``(document id, query id, rank, priority, row)``."""
-        import numpy as np
-
-        order, stats, pairs = self.ranked()
-        docs = np.frombuffer(self.docs, dtype=np.int32)[pairs] if self.docs else np.zeros(0, np.int64)
-        starts = np.searchsorted(docs, np.arange(len(self.doc_ids)))
-        ends = np.searchsorted(docs, np.arange(len(self.doc_ids)), side="right")
-        for d in order.tolist():
-            for p in pairs[starts[d] : ends[d]].tolist():
-                row = self.rows[p]
-                yield self.doc_ids[d], self.query_ids[row], self.ranks[p], float(stats["priority"][d]), row
+        """Every hole in queue order: ``(document id, query id, rank, priority, row)`` (every partition read)."""
+        docs: list[_Doc] = []
+        for p in range(_PARTS):
+            part = self._part(p)
+            if part.doc_ids:
+                stats = part.stats()
+                docs += self._docs(part, stats, list(range(len(part.doc_ids))), None)
+        docs.sort(key=lambda d: (-d.priority, -d.count, d.best, d.doc_id))
+        for d in docs:
+            for rank, row in d.holes:
+                yield d.doc_id, self.query_ids[row], rank, d.priority, row
 
     def entries(self, limit: int = LIST_CAP) -> list[dict[str, Any]]:
         """The ``limit`` most urgent documents as ``HoleEntry`` fields, each with its first ``limit`` queries."""
-        import numpy as np
-
-        order, stats, pairs = self.ranked()
-        docs = np.frombuffer(self.docs, dtype=np.int32)[pairs] if self.docs else np.zeros(0, np.int64)
-        out: list[dict[str, Any]] = []
-        for d in order[:limit].tolist():
-            start, end = np.searchsorted(docs, [d, d + 1]).tolist()
-            where = pairs[start : min(end, start + limit)].tolist()
-            count = int(stats["count"][d])
-            out.append(
-                {
-                    "document_id": self.doc_ids[d],
-                    "count": count,
-                    "best_rank": int(stats["best"][d]),
-                    "mean_rank": float(stats["rank_sum"][d]) / count,
-                    "priority": float(stats["priority"][d]),
-                    "queries": [{"query_id": self.query_ids[self.rows[p]], "rank": self.ranks[p]} for p in where],
-                }
-            )
-        return out
+        return [
+            {
+                "document_id": d.doc_id,
+                "count": d.count,
+                "best_rank": d.best,
+                "mean_rank": d.rank_sum / d.count,
+                "priority": d.priority,
+                "queries": [{"query_id": self.query_ids[row], "rank": rank} for rank, row in d.holes],
+            }
+            for d in self.summary(limit)[2][:limit]
+        ]
 
 
 def _pairs(report: Report) -> Iterator[tuple[str, str, int, float, str | None]]:
@@ -130,8 +247,10 @@ def _pairs(report: Report) -> Iterator[tuple[str, str, int, float, str | None]]:
         for doc, qid, rank, priority, row in holes.iter_pairs():
             yield doc, qid, rank, priority, holes.query_text[row]
         return
-    wanted = {str(w["query_id"]) for h in report.labelling_queue for w in h.queries}
-    text = holes.texts(wanted) if holes is not None else {q.query_id: q.query for q in report.queries}
+    if holes is not None:
+        text = {holes.query_ids[row]: holes.query_text[row] for d in holes.summary()[2] for _, row in d.holes}
+    else:
+        text = {q.query_id: q.query for q in report.queries}
     for hole in report.labelling_queue:
         for where in hole.queries:
             qid = str(where["query_id"])
