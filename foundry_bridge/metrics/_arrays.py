@@ -236,14 +236,6 @@ class QueryArrays:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
-    def drop_documents(self) -> None:
-        """Free the ``(queries × depth)`` arrays (labels, judged, scores, ideal) and the negatives' top ids once the
-        metrics are computed: they become zero-width; the per-query facts (ids, kinds, counts, abstains) stay."""
-        nq = self.n_queries
-        self.labels, self.judged = np.zeros((nq, 0), np.int64), np.zeros((nq, 0), bool)
-        self.scores, self.ideal = np.zeros((nq, 0)), np.zeros((nq, 0), np.int64)
-        self.top_ids = {}
-
     @property
     def negative(self) -> np.ndarray:
         """Boolean mask of negative queries."""
@@ -483,23 +475,16 @@ def from_records(
     *,
     abstention_phrases: Sequence[str] | None = None,
     on_record: Callable[[Any, list[str], dict[str, int] | None], None] | None = None,
-    chunk: int | None = None,
 ) -> QueryArrays:
     """Build the arrays from canonical records (one Python step per retrieved document: the library path).
 
     ``on_record(record, top_ids, qrels)`` is called for each record after it is added (top_ids: its first
     ``depth`` distinct document ids; qrels: id → label, or None), so a caller can compute per-query extras
-    in the same pass. ``chunk``: turn the labels and scores into arrays every ``chunk`` records (the same arrays;
-    the Python lists of a million queries' documents are never held at once).
+    in the same pass (``report`` builds the arrays a block of records at a time instead).
     """
     builder = ArraysBuilder(depth, relevance_threshold)
     add = builder.adder()
-    parts: list[FlatPart] = []
     for rec in records:
-        if chunk and len(builder) >= chunk:
-            parts.append(builder.flat())
-            builder = ArraysBuilder(depth, relevance_threshold)
-            add = builder.adder()
         seen: dict[str, float | None] = {}
         for doc in rec.retrieved_documents:
             if doc.document_id not in seen:
@@ -512,4 +497,4 @@ def from_records(
         add(rec.query_id, rec.kind, rec.kind_source, ids, [seen[i] for i in ids], qrels, len(seen), abst)
         if on_record is not None:
             on_record(rec, ids, qrels)
-    return build_parts([*parts, builder.flat()], depth, relevance_threshold) if parts else builder.build()
+    return builder.build()

@@ -28,6 +28,7 @@ from .abstention import DEFAULT_ABSTENTION_PHRASES, is_abstention
 
 __all__ = [
     "DEFAULT_ABSTENTION_PHRASES",
+    "NegativeParts",
     "is_abstention",
     "negative_query_report",
     "negative_report_from_arrays",
@@ -128,59 +129,128 @@ def _mean_or_none(values: np.ndarray) -> float | None:
     return _none(float(values.mean())) if len(values) else None
 
 
-def _abstentions(arrays: QueryArrays, negative: np.ndarray) -> dict[str, Any]:
-    """Abstention counts of the negatives, and the positive queries that abstained (the heuristic's verdicts)."""
-    with_response = arrays.abstains[negative] >= 0
-    abstained = arrays.abstains[negative] == 1
-    positive = ~negative
-    pos_abst = np.flatnonzero(positive & (arrays.abstains == 1))
-    pos_with_response = int((positive & (arrays.abstains >= 0)).sum())
-    return {
-        "with_response": int(with_response.sum()),
-        "abstained": int(abstained.sum()),
-        "abstention_rate": float(abstained.sum() / with_response.sum()) if with_response.any() else None,
-        "positive_abstentions": [arrays.query_ids[q] for q in pos_abst.tolist()],
-        "positive_abstention_rate": (len(pos_abst) / pos_with_response) if pos_with_response else None,
-    }
+class NegativeParts:
+    """The report built a block of queries at a time: ``add`` each block's arrays in dataset order, then ``report``.
 
+    Per query it keeps the top score, the surfaced count, the kind and the abstention (18 bytes); per negative
+    query its row, or only the first ``keep`` rows (the counts stay exact). One block gives the numbers of the whole
+    arrays: the aggregates are computed on the joined per-query columns."""
 
-def _aggregate(
-    arrays: QueryArrays,
-    tk: _TopK,
-    negative: np.ndarray,
-    per_query: list[dict[str, Any]],
-    thresholds: Sequence[float] | None,
-    surface: float | None,
-) -> dict[str, Any]:
-    """Counts over the negatives, the abstention counts, the top-score separation (means, ROC AUC) and the
-    suppressed/lost table (``thresholds``; default ``_default_thresholds``)."""
-    n_neg = len(per_query)
-    declared = sum(1 for row in per_query if row["kind_source"] == "declared")
-    labels = sum(1 for row in per_query if row["kind_source"] == "labels")
-    surfaced = None if tk.surfaced is None or n_neg == 0 else tk.surfaced[negative] > 0
-    scored = ~np.isnan(tk.top)  # some top-k document has a score
-    pos_top, neg_top = tk.top[~negative & scored], tk.top[negative & scored]
-    table = [
-        {
-            "threshold": float(thr),
-            "negatives_suppressed": _share_below(neg_top, thr),
-            "positives_lost": _share_below(pos_top, thr),
+    def __init__(self, k: int, surface_threshold: float | None = None, keep: int | None = None) -> None:
+        self.k, self.surface_threshold, self.keep = k, surface_threshold, keep
+        self.rows: list[dict[str, Any]] = []
+        self.n_neg = self.declared = self.labels = 0
+        self.surfaced_ids: list[str] = []  # negatives with surfaced evidence (the first ``keep``), and their count
+        self.contradiction_ids: list[str] = []  # negatives with a relevant-labelled top-k document (first ``keep``)
+        self.n_surfaced = self.n_contradictions = 0
+        self.positive_abstentions: list[str] = []
+        self.relevance_threshold = 1
+        self._top: list[np.ndarray] = []
+        self._surfaced: list[np.ndarray] = []
+        self._negative: list[np.ndarray] = []
+        self._abstains: list[np.ndarray] = []
+        self._contradiction: list[np.ndarray] = []
+
+    def add(self, arrays: QueryArrays) -> None:
+        if self.k < 1 or self.k > arrays.depth:
+            raise ValueError(f"k must be between 1 and the arrays' depth {arrays.depth}, got {self.k}")
+        tk = _top_k(arrays, self.k, self.surface_threshold)
+        negative = arrays.negative
+        rows = _per_query(arrays, tk, negative)
+        self.relevance_threshold = arrays.relevance_threshold
+        self.n_neg += len(rows)
+        self.declared += sum(1 for row in rows if row["kind_source"] == "declared")
+        self.labels += sum(1 for row in rows if row["kind_source"] == "labels")
+        room = None if self.keep is None else max(self.keep - len(self.rows), 0)
+        self.rows.extend(rows if room is None else rows[:room])
+        contradiction = np.zeros(len(negative), bool)
+        for q, row in zip(np.flatnonzero(negative).tolist(), rows, strict=True):
+            if row["relevant_labelled_in_top_k"]:
+                contradiction[q] = True
+                self.n_contradictions += 1
+                self._capped(self.contradiction_ids, row["query_id"])
+            if row["surfaced"]:
+                self.n_surfaced += 1
+                self._capped(self.surfaced_ids, row["query_id"])
+        pos_abst = np.flatnonzero(~negative & (arrays.abstains == 1))
+        self.positive_abstentions += [arrays.query_ids[q] for q in pos_abst.tolist()]
+        self._top.append(tk.top)
+        if tk.surfaced is not None:
+            self._surfaced.append(tk.surfaced)
+        self._negative.append(negative)
+        self._abstains.append(np.asarray(arrays.abstains))
+        self._contradiction.append(contradiction)
+
+    def _capped(self, ids: list[str], query_id: str) -> None:
+        if self.keep is None or len(ids) < self.keep:
+            ids.append(query_id)
+
+    def contradiction(self) -> np.ndarray:
+        """Per query (every block): a negative query with a relevant-labelled top-k document."""
+        return np.concatenate(self._contradiction) if self._contradiction else np.zeros(0, bool)
+
+    def report(self, thresholds: Sequence[float] | None = None) -> dict[str, Any]:
+        """``{"params", "per_query", "aggregate"}`` (see ``negative_query_report``)."""
+        return {
+            "params": {
+                "k": self.k,
+                "relevance_threshold": self.relevance_threshold,
+                "surface_threshold": self.surface_threshold,
+                "top_score": "highest relevance_score among the top-k documents",
+                "suppressed": "top score < threshold (the query would be answered with an abstention)",
+                "abstention": "heuristic: response contains one of the abstention phrases",
+            },
+            "per_query": self.rows,
+            "aggregate": self._aggregate(thresholds),
         }
-        for thr in (_default_thresholds(neg_top, surface) if thresholds is None else thresholds)
-    ]
-    return {
-        "negatives": n_neg,
-        "by_rule": {"declared": declared, "labels": labels},
-        "surfaced_evidence": None if surfaced is None else int(surfaced.sum()),
-        "surfaced_share": None if surfaced is None else float(surfaced.mean()),
-        "labelling_contradictions": sum(1 for row in per_query if row["relevant_labelled_in_top_k"]),
-        **_abstentions(arrays, negative),
-        "mean_top_score_negative": _mean_or_none(neg_top),
-        "mean_top_score_positive": _mean_or_none(pos_top),
-        "top_score_auc": _none(roc_auc(pos_top, neg_top)),
-        "auc_queries": {"positive": len(pos_top), "negative": len(neg_top)},
-        "thresholds": table,
-    }
+
+    def _abstentions(self, negative: np.ndarray) -> dict[str, Any]:
+        """Abstention counts of the negatives, and the positive queries that abstained (the heuristic's verdicts)."""
+        abstains = np.concatenate(self._abstains) if self._abstains else np.zeros(0, np.int8)
+        with_response = abstains[negative] >= 0
+        abstained = abstains[negative] == 1
+        pos_with_response = int((~negative & (abstains >= 0)).sum())
+        n_pos_abst = len(self.positive_abstentions)
+        return {
+            "with_response": int(with_response.sum()),
+            "abstained": int(abstained.sum()),
+            "abstention_rate": float(abstained.sum() / with_response.sum()) if with_response.any() else None,
+            "positive_abstentions": self.positive_abstentions,
+            "positive_abstention_rate": (n_pos_abst / pos_with_response) if pos_with_response else None,
+        }
+
+    def _aggregate(self, thresholds: Sequence[float] | None) -> dict[str, Any]:
+        """Counts over the negatives, the abstention counts, the top-score separation (means, ROC AUC) and the
+        suppressed/lost table (``thresholds``; default ``_default_thresholds``)."""
+        n_neg = self.n_neg
+        negative = np.concatenate(self._negative) if self._negative else np.zeros(0, bool)
+        top = np.concatenate(self._top) if self._top else np.zeros(0)
+        surfaced = None
+        if self.surface_threshold is not None and n_neg:
+            surfaced = np.concatenate(self._surfaced)[negative] > 0
+        scored = ~np.isnan(top)  # some top-k document has a score
+        pos_top, neg_top = top[~negative & scored], top[negative & scored]
+        table = [
+            {
+                "threshold": float(thr),
+                "negatives_suppressed": _share_below(neg_top, thr),
+                "positives_lost": _share_below(pos_top, thr),
+            }
+            for thr in (_default_thresholds(neg_top, self.surface_threshold) if thresholds is None else thresholds)
+        ]
+        return {
+            "negatives": n_neg,
+            "by_rule": {"declared": self.declared, "labels": self.labels},
+            "surfaced_evidence": None if surfaced is None else int(surfaced.sum()),
+            "surfaced_share": None if surfaced is None else float(surfaced.mean()),
+            "labelling_contradictions": self.n_contradictions,
+            **self._abstentions(negative),
+            "mean_top_score_negative": _mean_or_none(neg_top),
+            "mean_top_score_positive": _mean_or_none(pos_top),
+            "top_score_auc": _none(roc_auc(pos_top, neg_top)),
+            "auc_queries": {"positive": len(pos_top), "negative": len(neg_top)},
+            "thresholds": table,
+        }
 
 
 def negative_report_from_arrays(
@@ -191,23 +261,9 @@ def negative_report_from_arrays(
     thresholds: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """The report on prebuilt arrays (the ``metrics`` command's fast path). See ``negative_query_report``."""
-    if k < 1 or k > arrays.depth:
-        raise ValueError(f"k must be between 1 and the arrays' depth {arrays.depth}, got {k}")
-    tk = _top_k(arrays, k, surface_threshold)
-    negative = arrays.negative
-    per_query = _per_query(arrays, tk, negative)
-    return {
-        "params": {
-            "k": k,
-            "relevance_threshold": arrays.relevance_threshold,
-            "surface_threshold": surface_threshold,
-            "top_score": "highest relevance_score among the top-k documents",
-            "suppressed": "top score < threshold (the query would be answered with an abstention)",
-            "abstention": "heuristic: response contains one of the abstention phrases",
-        },
-        "per_query": per_query,
-        "aggregate": _aggregate(arrays, tk, negative, per_query, thresholds, surface_threshold),
-    }
+    parts = NegativeParts(k, surface_threshold)
+    parts.add(arrays)
+    return parts.report(thresholds)
 
 
 def negative_query_report(

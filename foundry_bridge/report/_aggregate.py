@@ -40,7 +40,7 @@ def _extremes(values: np.ndarray) -> dict[str, float | None]:
 
 def aggregate_foundry(col: ScoreColumn, mask: np.ndarray) -> MetricAggregate:
     """A Foundry metric over the queries of ``mask``: coverage counts, the scored values' statistics, pass rate."""
-    status, score, passed = col.status[mask], col.score[mask], col.passed[mask]
+    status, score, passed = col.status()[mask], col.score()[mask], col.passed()[mask]
     scored = status == SCORED
     values = score[scored & ~np.isnan(score)]
     n_pass = int(np.count_nonzero(scored & (passed == 1)))
@@ -88,7 +88,7 @@ def per_metric_coverage(scores: dict[str, ScoreColumn], n_rows: int) -> dict[str
     """Each Foundry metric's expected / scored / errored / missing counts over every query."""
     out: dict[str, dict[str, int]] = {}
     for key, col in scores.items():
-        counts = Counter(col.status.tolist())
+        counts = Counter(col.status().tolist())
         out[key] = {
             "expected": n_rows,
             "scored": counts[SCORED],

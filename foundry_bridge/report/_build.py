@@ -32,9 +32,19 @@ from ..mapping.plan import Plan
 from ..metrics.measures import measure_for_key
 from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
-from ..wire import finite_number, passed_for_kind, resolve_threshold
+from ..wire import passed_for_kind, resolve_threshold
 from ._aggregate import aggregate_foundry, aggregate_local, defined, distribution, per_metric_coverage, summary_infos
-from ._columns import SCORED, Columns, FoundryRead, RecordRead, ScoreColumn, read_records, read_results
+from ._columns import (
+    SCORED,
+    Cells,
+    Columns,
+    FoundryRead,
+    LocalColumns,
+    RecordRead,
+    ScoreColumn,
+    read_records,
+    read_results,
+)
 from ._model import (
     LIST_CAP,
     STAGES,
@@ -51,6 +61,7 @@ from ._model import (
     StageSection,
 )
 from ._rows import Judge, RowInputs, RowsOut, stream_rows
+from ._spill import Spill, blocks
 from ._stages import STAGE_RULES
 from ._trust import trust_section
 
@@ -224,12 +235,15 @@ def _metric_infos(
     ]
 
 
-def _score_columns(expected: list[tuple[str, str]], found: FoundryRead, n_rows: int) -> dict[str, ScoreColumn]:
-    """Every Foundry metric as a ``ScoreColumn`` (statuses derived for every query at once)."""
+def _score_columns(
+    expected: list[tuple[str, str]], found: FoundryRead, n_rows: int, spill: Spill
+) -> dict[str, ScoreColumn]:
+    """Every Foundry metric as a ``ScoreColumn`` (statuses derived block by block; a metric no row has gets an
+    empty column)."""
     out: dict[str, ScoreColumn] = {}
     for crit_name, metric in expected:
         boolean = _metric_kind(found.evaluator_of.get(crit_name), metric) == "boolean"
-        cells = found.cells.get((crit_name, metric))
+        cells = found.cells.get((crit_name, metric)) or Cells(spill, f"{crit_name}\0{metric}", n_rows)
         out[foundry_key(crit_name, metric)] = ScoreColumn(cells, found.errors.get(crit_name, {}), n_rows, boolean)
     return out
 
@@ -237,7 +251,7 @@ def _score_columns(expected: list[tuple[str, str]], found: FoundryRead, n_rows: 
 def _read_for_kind(scores: dict[str, ScoreColumn], found: FoundryRead, rec: RecordRead) -> None:
     """Foundry verdicts read for the query's kind (``wire.passed_for_kind``): a quality_grader fail on a negative
     query that abstained is the correct outcome, so it reads as passed and its reason says so. In place."""
-    kinds = np.array([k == "negative" for k in rec.arrays.kinds], dtype=bool) & (rec.arrays.abstains == 1)
+    kinds = rec.arrays.negative & (rec.arrays.abstains == 1)
     for key, col in scores.items():
         spec = CATALOG.get(found.evaluator_of.get(key.split("/", 1)[0]) or "")  # key: criterion[/metric]
         if spec is None or not spec.abstention_correct_on_negative:
@@ -245,9 +259,15 @@ def _read_for_kind(scores: dict[str, ScoreColumn], found: FoundryRead, rec: Reco
         passed, note = passed_for_kind(spec, False, kind="negative", abstained=True)  # a fail, read for the kind
         if note is None or passed is None:
             continue
-        for i in np.flatnonzero(kinds & (col.status == SCORED) & (col.passed == 0)):
-            col.passed[i] = int(passed)
-            col.cells.reason.set(int(i), f"{note}. {col.cells.reason.get(int(i)) or ''}".strip())
+        for lo, hi in blocks(col.n):
+            codes = col.passed(lo, hi)
+            flip = np.flatnonzero(kinds[lo:hi] & (col.status(lo, hi) == SCORED) & (codes == 0))
+            if not flip.size:
+                continue
+            codes[flip] = int(passed)
+            col.cells.write("passed", lo, codes)
+            for i in (flip + lo).tolist():
+                col.cells.reason.set(i, f"{note}. {col.cells.reason.get(i) or ''}".strip())
 
 
 def _answer_judges(
@@ -267,47 +287,36 @@ def _answer_judges(
 
 @dataclass
 class _Local:
-    """The local metrics on every query (NaN: undefined) and the negative-query report."""
+    """The local metrics on every query (on disk; NaN: undefined) and the negative-query report."""
 
     keys: list[str]
-    columns: dict[str, np.ndarray]  # the metric keys, then n_rel when present
+    columns: LocalColumns  # the metric keys, then n_rel when present
     negative: dict[str, Any]
+    parts: Any  # metrics.negative.NegativeParts: the negative queries' lists and contradiction flags
 
 
-def _local_columns(rec: RecordRead, params: Params, surface_threshold: float | None) -> _Local:
-    """The ranking metrics at every k and the negative-query report, computed on the records' arrays."""
-    from ..metrics.negative import negative_report_from_arrays
-    from ..metrics.ranking import ranking_from_arrays
+class _LocalBlocks:
+    """The ranking metrics at every k and the negative-query report, computed a block of records at a time
+    (``read_records``' ``on_block``): the metric columns written to the spill, the report's parts accumulated."""
 
-    arrays = rec.arrays
-    ranking = ranking_from_arrays(arrays, ks=tuple(params.k), nan_policy="propagate")
-    if ranking.query_ids is not arrays.query_ids and list(ranking.query_ids) != list(arrays.query_ids):
-        raise RuntimeError("internal: local metrics are not aligned with the records (query ids differ)")
-    negative: dict[str, Any] = {}
-    if bool(arrays.negative.any()):
-        negative = dict(negative_report_from_arrays(arrays, k=params.stage_k, surface_threshold=surface_threshold))
-    keys = [k for k in ranking.metric_keys if k not in _NOT_METRICS]
-    columns = {k: np.asarray(ranking.columns[k], dtype=np.float64) for k in keys}
-    if "n_rel" in ranking.columns:
-        columns["n_rel"] = np.asarray(ranking.columns["n_rel"], dtype=np.float64)
-    return _Local(keys, columns, negative)
+    def __init__(self, params: Params, surface_threshold: float | None, spill: Spill) -> None:
+        from ..metrics.negative import NegativeParts
+        from ..metrics.ranking import METRIC_NAMES
 
+        self.ks = tuple(params.k)
+        self.keys = [f"{m}@{k}" for k in self.ks for m in METRIC_NAMES]
+        self.columns = LocalColumns(spill, [*self.keys, "n_rel"])
+        self.parts = NegativeParts(params.stage_k, surface_threshold, keep=LIST_CAP)
 
-def _negative_lists(neg_report: dict[str, Any]) -> dict[str, list[str]]:
-    """Query lists from the local negative-query report (tolerant of its per-query key names)."""
-    out: dict[str, list[str]] = {"surfaced": [], "contradiction": []}
-    for entry in neg_report.get("per_query", []) or []:
-        qid = str(entry.get("query_id"))
-        surfaced = entry.get("surfaced", entry.get("surfaced_evidence"))
-        surfaced_flag = (
-            surfaced if isinstance(surfaced, bool) else bool(finite_number(surfaced) or entry.get("n_surfaced") or 0)
-        )
-        if surfaced_flag:
-            out["surfaced"].append(qid)
-        contra = entry.get("relevant_labelled_in_top_k", entry.get("label_contradiction"))
-        if contra:
-            out["contradiction"].append(qid)
-    return out
+    def add(self, arrays: Any, lo: int) -> None:
+        from ..metrics.ranking import compute
+
+        self.columns.write(lo, compute(arrays, self.ks))
+        self.parts.add(arrays)
+
+    def done(self) -> _Local:
+        negative = self.parts.report() if self.parts.n_neg else {}
+        return _Local(self.keys, self.columns, negative, self.parts)
 
 
 def _ids(query_ids: Sequence[str], mask: np.ndarray, limit: int = LIST_CAP) -> list[str]:
@@ -315,26 +324,25 @@ def _ids(query_ids: Sequence[str], mask: np.ndarray, limit: int = LIST_CAP) -> l
     return [query_ids[i] for i in np.flatnonzero(mask)[:limit].tolist()]
 
 
-def _negative_section(rec: RecordRead, neg_lists: dict[str, list[str]], local: dict[str, Any]) -> NegativeSection:
-    arrays = rec.arrays
-    negative = np.array([k == "negative" for k in arrays.kinds], dtype=bool)
+def _negative_section(rec: RecordRead, local: _Local) -> NegativeSection:
+    arrays, parts = rec.arrays, local.parts
+    negative = arrays.negative
     answered, abstained = negative & (arrays.abstains == 0), negative & (arrays.abstains == 1)
     lists = {
         "queries": _ids(arrays.query_ids, negative),
-        "surfaced_evidence": neg_lists["surfaced"][:LIST_CAP],
+        "surfaced_evidence": parts.surfaced_ids[:LIST_CAP],
         "answered": _ids(arrays.query_ids, answered),
         "abstained": _ids(arrays.query_ids, abstained),
-        "label_contradictions": neg_lists["contradiction"][:LIST_CAP],
+        "label_contradictions": parts.contradiction_ids[:LIST_CAP],
     }
     counts = {
         "queries": int(negative.sum()),
-        "surfaced_evidence": len(neg_lists["surfaced"]),
+        "surfaced_evidence": parts.n_surfaced,
         "answered": int(answered.sum()),
         "abstained": int(abstained.sum()),
-        "label_contradictions": len(neg_lists["contradiction"]),
+        "label_contradictions": parts.n_contradictions,
     }
-    shown = {**local, "per_query": list(local.get("per_query", []) or [])[:LIST_CAP]} if local else local
-    return NegativeSection(**lists, counts=counts, local=shown)
+    return NegativeSection(**lists, counts=counts, local=local.negative)
 
 
 def _section(
@@ -348,7 +356,7 @@ def _section(
 ) -> Section:
     """The aggregates of one query kind: every metric, the kind sources and the stage counts."""
     arrays = rec.arrays
-    mask = np.array([k == kind for k in arrays.kinds], dtype=bool)
+    mask = arrays.kinds.mask(kind)
     sources = Counter(s for s, k in zip(arrays.kind_sources, arrays.kinds, strict=True) if k == kind)
     agg = {}
     for info in infos:
@@ -416,7 +424,7 @@ def _coverage(
 
 def _distributions(infos: list[MetricInfo], rec: RecordRead, local: _Local, scores: dict[str, ScoreColumn]) -> list:
     """The histogram of every summary metric, positive and negative queries on the same bins."""
-    negative = np.array([k == "negative" for k in rec.arrays.kinds], dtype=bool)
+    negative = rec.arrays.negative
     out = []
     for info in summary_infos(infos):
         values = local.columns[info.key] if info.source == "local" else scores[info.key].values()
@@ -452,32 +460,32 @@ def _read(run_dir: str | os.PathLike[str], stage_k: int | None) -> tuple[_Built,
     params, specs = _params(run.plan, stage_k)
     warnings: list[str] = []
     ms = run.plan.mapping.metrics
-    records = run.folder.iter_records(run.plan)
+    spill = Spill()
+    blocks_ = _LocalBlocks(params, ms.surface_threshold, spill)
     rec = read_records(
         run.folder,
-        records,
+        run.folder.iter_records(run.plan),
         k_stage=params.stage_k,
         depth=params.k[-1],
         rt=params.relevance_threshold,
         phrases=ms.abstention_phrases,
+        on_block=blocks_.add,
     )
     n_rows = rec.arrays.n_queries
-    local = _local_columns(rec, params, ms.surface_threshold)
-    rec.arrays.drop_documents()  # not read again: freed before the results are
+    local = blocks_.done()
     evaluators = {c.name: c.evaluator for c in run.plan.criteria}
-    found = read_results(run.folder, evaluators, n_rows, warnings)
+    found = read_results(run.folder, evaluators, n_rows, warnings, spill)
     run.folder.check_consistent(results=found.n_results, rows=n_rows)
     expected = _expected(run.plan, specs, found)
     infos = _metric_infos(local.keys, expected, found, params)
-    scores = _score_columns(expected, found, n_rows)
+    scores = _score_columns(expected, found, n_rows, spill)
     _read_for_kind(scores, found, rec)
     found.cells = {}
     return _Built(run, params, rec, found, infos, scores, local, warnings), specs
 
 
 def _rows(b: _Built, specs: dict[str, EvaluatorSpec | None], out: IO[bytes] | None, worst: int, keep: bool) -> RowsOut:
-    contradiction_ids = set(_negative_lists(b.local.negative)["contradiction"])
-    contradiction = np.array([q in contradiction_ids for q in b.rec.arrays.query_ids], dtype=bool)
+    contradiction = b.local.parts.contradiction()
     inp = RowInputs(
         b.rec,
         b.local.columns,
@@ -554,7 +562,7 @@ def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
         coverage=coverage,
         positive=positive,
         negative=negative,
-        negative_queries=_negative_section(b.rec, _negative_lists(b.local.negative), b.local.negative),
+        negative_queries=_negative_section(b.rec, b.local),
         stages=_stage_section(arrays.query_ids, rows),
         canaries=rows.canaries,
         canary_counts=rows.canary_counts,

@@ -1,11 +1,15 @@
-"""The run folder read once into columns: the records into the metrics' arrays, the result rows into numpy columns.
+"""The run folder read once into columns on disk: the records a block at a time, the result rows into columns.
 
-``read_records`` streams ``records.jsonl``: each record is added to the local metrics' arrays, its holes to the
-labelling queue's arrays, and what a per-query row needs of its text (query, response, canary, dropped relevant
-documents, holes) is written to a temporary file, read back in order when the rows are produced: document text is
-never held. ``read_results`` streams ``results.jsonl`` into one column per (criterion, metric): score, passed and
-threshold as numpy arrays, the label, reason and error strings only where a row has them. ``ScoreColumn`` derives
-each query's status (scored / errored / missing) from those, for every query at once.
+``read_records`` streams ``records.jsonl`` in blocks of ``_CHUNK_RECORDS``: each block becomes the metrics' arrays
+(handed to ``on_block``, which computes the local metrics and spills them, then dropped), each record's holes go to
+the labelling queue's partition files, and what a per-query row needs of its text (query, response, canary,
+dropped relevant documents, holes) is written to a temporary file, read back in order when the rows are produced.
+What stays in memory per query is its id, kind, kind source and abstention (``QueryIndex``, ~20 bytes).
+``read_results`` streams ``results.jsonl`` into one ``Cells`` per (criterion, metric): score, passed, threshold,
+label code and presence in ``Spill`` files, one block of rows in memory (result rows come in row order, so each
+block is written once), the reason and error strings only where a row has them. ``ScoreColumn`` derives each
+query's status (scored / errored / missing) block by block and spills it too; its columns are read back whole, one
+at a time (aggregates, distributions, pairing), or a block of rows at a time (the per-query rows).
 """
 
 from __future__ import annotations
@@ -14,31 +18,51 @@ import itertools
 import tempfile
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 import numpy as np
 
 from .._io import dumps, loads
 from ..dataset.records import QueryRecord
-from ..metrics._arrays import QueryArrays
+from ..metrics._arrays import Codes, QueryArrays, Texts
 from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
+from . import _spill
 from ._queue import Holes
+from ._spill import Spill, blocks
 
-__all__ = ["SCORED", "STATUSES", "Cells", "Columns", "FoundryRead", "RecordRead", "ScoreColumn"]
+__all__ = ["SCORED", "STATUSES", "Cells", "Columns", "FoundryRead", "QueryIndex", "RecordRead", "ScoreColumn"]
 
 STATUSES = ("scored", "errored", "missing")
-_CHUNK_RECORDS = 65_536  # records whose labels and scores become arrays at once
+_CHUNK_RECORDS = 65_536  # records whose metric arrays are built at once (a block)
 SCORED, ERRORED, MISSING = 0, 1, 2
 
 
 @dataclass
-class RecordRead:
-    """One pass over the records: the metrics' arrays, the holes, and the rows' text facts in a temporary file."""
+class QueryIndex:
+    """What the report keeps of every query in memory: id, kind, kind source (codes) and abstention (-1, 0, 1)."""
 
-    arrays: QueryArrays
+    query_ids: Texts
+    kinds: Codes
+    kind_sources: Codes
+    abstains: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def negative(self) -> np.ndarray:
+        return self.kinds.mask("negative")
+
+
+@dataclass
+class RecordRead:
+    """One pass over the records: the queries' index, the holes, and the rows' text facts in a temporary file."""
+
+    arrays: QueryIndex
     holes: Holes
     facts: IO[bytes]  # one JSON line per query: [query, response, canary, dropped_relevant, checked, holes]
 
@@ -81,9 +105,18 @@ def _fact(rec: QueryRecord, asm: dict[str, Any], holes: list[tuple[int, str]]) -
 
 
 def read_records(
-    folder: RunFolder, records: Iterator[QueryRecord], *, k_stage: int, depth: int, rt: int, phrases: Any
+    folder: RunFolder,
+    records: Iterator[QueryRecord],
+    *,
+    k_stage: int,
+    depth: int,
+    rt: int,
+    phrases: Any,
+    on_block: Callable[[QueryArrays, int], None],
+    block: int | None = None,
 ) -> RecordRead:
-    """Records, read once: the local metrics' arrays, the holes at ``k_stage``, the text facts spilled to disk."""
+    """Records, read once, a block at a time: ``on_block(arrays, first_row)`` sees each block's metric arrays; the
+    holes at ``k_stage`` and the text facts are spilled to disk."""
     from ..metrics import assembly_check
     from ..metrics._arrays import from_records
 
@@ -98,16 +131,31 @@ def read_records(
             facts.write(dumps(_fact(rec, asm, found)) + b"\n")
             yield rec
 
+    index = QueryIndex(Texts(), Codes(), Codes(), np.zeros(0, np.int8))
+    abstains: list[np.ndarray] = []
     it = stream()
-    first = next(it, None)
-    if first is None:
+    try:
+        while True:
+            size = block or _CHUNK_RECORDS
+            arrays = from_records(itertools.islice(it, size), depth, rt, abstention_phrases=phrases)
+            if not arrays.n_queries:
+                break
+            on_block(arrays, index.n_queries)
+            index.query_ids.extend(arrays.query_ids)  # type: ignore[arg-type]  # from_records makes Texts
+            index.kinds.extend(arrays.kinds)  # type: ignore[arg-type]  # and Codes
+            index.kind_sources.extend(arrays.kind_sources)  # type: ignore[arg-type]
+            abstains.append(np.asarray(arrays.abstains, np.int8))
+    except BaseException:
+        facts.close()
+        raise
+    if not index.n_queries:
         facts.close()
         raise RunFolderError(
             "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
         )
-    arrays = from_records(itertools.chain((first,), it), depth, rt, abstention_phrases=phrases, chunk=_CHUNK_RECORDS)
-    holes.query_ids = arrays.query_ids  # type: ignore[assignment]  # the same ids, held once (a Texts)
-    return RecordRead(arrays, holes, facts)
+    index.abstains = np.concatenate(abstains)
+    holes.query_ids = index.query_ids  # the same ids, held once
+    return RecordRead(index, holes, facts)
 
 
 class SparseText:
@@ -146,34 +194,61 @@ class SparseText:
         self.at, self.buf, self.bounds = None, bytearray(), array("q")
 
 
-@dataclass
+_FIELDS: tuple[tuple[str, str, float], ...] = (
+    ("present", "bool", False),
+    ("score", "float64", np.nan),
+    ("passed", "int8", -1),  # -1 none, 0 false, 1 true
+    ("threshold", "float64", np.nan),
+    ("label", "int32", -1),  # index into labels, -1 none
+)
+
+
 class Cells:
-    """One (criterion, metric) column as results.jsonl holds it; NaN / -1 where a row has no value. Labels are coded
-    (a metric has a handful: pass, fail...); reasons and errors are kept only for the rows that have one."""
+    """One (criterion, metric) column as results.jsonl holds it, in ``Spill`` files (NaN / -1 where a row has no
+    value), one block of rows in memory while it is written. Labels are coded (a metric has a handful: pass,
+    fail...); reasons and errors are kept only for the rows that have one."""
 
-    present: np.ndarray
-    score: np.ndarray
-    passed: np.ndarray  # int8: -1 none, 0 false, 1 true
-    threshold: np.ndarray
-    label: np.ndarray  # int32 index into labels, -1 none
-    reason: SparseText
-    error: SparseText
-    labels: dict[str, int] = field(default_factory=dict)
+    def __init__(self, spill: Spill, key: str, n: int) -> None:
+        self.spill, self.key, self.n = spill, key, n
+        self.reason, self.error = SparseText(n), SparseText(n)
+        self.labels: dict[str, int] = {}
+        for name, dtype, fill in _FIELDS:
+            spill.create(f"{key}:{name}", n, dtype, fill)
+        self._lo = -1
+        self._block: dict[str, np.ndarray] = {}
 
-    @classmethod
-    def empty(cls, n: int) -> Cells:
-        nan = np.full(n, np.nan)
-        none = np.full(n, -1, np.int8)
-        return cls(np.zeros(n, bool), nan, none, nan.copy(), np.full(n, -1, np.int32), SparseText(n), SparseText(n))
+    def _at(self, i: int) -> int:
+        lo = i - i % _spill.BLOCK
+        if lo != self._lo:
+            self.flush()
+            self._block = {name: self.read(name, lo, lo + _spill.BLOCK) for name, _, _ in _FIELDS}
+            self._lo = lo
+        return i - lo
+
+    def flush(self) -> None:
+        """Write the block in memory back (the next read sees every cell set)."""
+        if self._lo >= 0:
+            for name, values in self._block.items():
+                self.spill.write(f"{self.key}:{name}", self._lo, values)
+            self._lo, self._block = -1, {}
+
+    def read(self, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Rows ``lo`` to ``hi`` of one field (present, score, passed, threshold, label)."""
+        return self.spill.read(f"{self.key}:{name}", lo, hi)
+
+    def write(self, name: str, lo: int, values: np.ndarray) -> None:
+        self.flush()
+        self.spill.write(f"{self.key}:{name}", lo, values)
 
     def set(self, i: int, res: ResultRow) -> bool:
         """Row ``i``'s cell (the last one wins); returns whether the row already had one."""
-        duplicate = bool(self.present[i])
-        self.present[i] = True
-        self.score[i] = np.nan if res.score is None else res.score
-        self.passed[i] = -1 if res.passed is None else int(res.passed)
-        self.threshold[i] = np.nan if res.threshold is None else res.threshold
-        self.label[i] = -1 if res.label is None else self.labels.setdefault(res.label, len(self.labels))
+        j, b = self._at(i), self._block
+        duplicate = bool(b["present"][j])
+        b["present"][j] = True
+        b["score"][j] = np.nan if res.score is None else res.score
+        b["passed"][j] = -1 if res.passed is None else int(res.passed)
+        b["threshold"][j] = np.nan if res.threshold is None else res.threshold
+        b["label"][j] = -1 if res.label is None else self.labels.setdefault(res.label, len(self.labels))
         self.reason.set(i, res.reason)
         self.error.set(i, res.error)
         return duplicate
@@ -191,8 +266,10 @@ class FoundryRead:
     errored_rows: int = 0
 
 
-def read_results(folder: RunFolder, evaluators: dict[str, str], n_rows: int, warnings: list[str]) -> FoundryRead:
-    """Foundry results, read once into columns; out-of-range rows and duplicates warned."""
+def read_results(
+    folder: RunFolder, evaluators: dict[str, str], n_rows: int, warnings: list[str], spill: Spill
+) -> FoundryRead:
+    """Foundry results, read once into columns on disk; out-of-range rows and duplicates warned."""
     out = FoundryRead({}, defaultdict(dict), defaultdict(list), dict(evaluators))
     duplicates = out_of_range = 0
     for res in folder.iter_results():
@@ -205,11 +282,13 @@ def read_results(folder: RunFolder, evaluators: dict[str, str], n_rows: int, war
         out.evaluator_of.setdefault(res.criterion, res.evaluator)
         column = out.cells.get((res.criterion, res.metric))
         if column is None:
-            column = out.cells[(res.criterion, res.metric)] = Cells.empty(n_rows)
+            column = out.cells[(res.criterion, res.metric)] = Cells(spill, f"{res.criterion}\0{res.metric}", n_rows)
             out.observed[res.criterion].append(res.metric)
         duplicates += column.set(res.row, res)
         if res.error is not None:
             out.errors[res.criterion].setdefault(res.row, res.error)
+    for column in out.cells.values():
+        column.flush()
     if out_of_range:
         warnings.append(f"{out_of_range} result row(s) point at a dataset row that does not exist: ignored")
     if duplicates:
@@ -222,53 +301,77 @@ def _opt(x: float) -> float | None:
 
 
 class ScoreColumn:
-    """One Foundry metric on every query: ``status`` (SCORED, ERRORED, MISSING), score and passed arrays.
+    """One Foundry metric on every query: its cells and ``status`` (SCORED, ERRORED, MISSING), on disk.
 
     A cell with an error is errored; a cell with a score (or, for a boolean metric, a verdict) is scored; any other
     cell is missing. A query without a cell is errored when its criterion errored on that row, else missing."""
 
-    def __init__(self, cells: Cells | None, crit_errors: dict[int, str], n: int, boolean: bool) -> None:
-        self.cells = cells if cells is not None else Cells.empty(n)
-        self.crit_errors = crit_errors
-        c = self.cells
-        self.label_names = list(c.labels)
-        err_cell = c.error.mask()
-        crit_err = np.zeros(n, bool)
-        crit_err[list(crit_errors)] = True
-        has_value = ~np.isnan(c.score) | (boolean & (c.passed >= 0))
-        self.status = np.full(n, MISSING, np.int8)
-        self.status[c.present & ~err_cell & has_value] = SCORED
-        self.status[(c.present & err_cell) | (~c.present & crit_err)] = ERRORED
+    def __init__(self, cells: Cells, crit_errors: dict[int, str], n: int, boolean: bool) -> None:
+        self.cells, self.crit_errors, self.n = cells, crit_errors, n
+        self.label_names = list(cells.labels)
+        err_rows = np.array(sorted(crit_errors), np.int64)
+        for lo, hi in blocks(n):
+            present, score, passed = (cells.read(f, lo, hi) for f in ("present", "score", "passed"))
+            err_cell = cells.error.mask()[lo:hi]
+            crit_err = np.zeros(hi - lo, bool)
+            crit_err[err_rows[(err_rows >= lo) & (err_rows < hi)] - lo] = True
+            has_value = ~np.isnan(score) | (boolean & (passed >= 0))
+            status = np.full(hi - lo, MISSING, np.int8)
+            status[present & ~err_cell & has_value] = SCORED
+            status[(present & err_cell) | (~present & crit_err)] = ERRORED
+            cells.spill.write(f"{cells.key}:status", lo, status)
 
-    @property
-    def score(self) -> np.ndarray:
-        return self.cells.score
+    def status(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        return self.cells.read("status", lo, hi)
 
-    @property
-    def passed(self) -> np.ndarray:
-        return self.cells.passed
+    def score(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        return self.cells.read("score", lo, hi)
+
+    def passed(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        return self.cells.read("passed", lo, hi)
 
     def values(self) -> np.ndarray:
         """The score where scored, NaN elsewhere (what compare pairs)."""
-        return np.where(self.status == SCORED, self.cells.score, np.nan)
+        return np.where(self.status() == SCORED, self.score(), np.nan)
+
+    def block(self, lo: int, hi: int) -> ScoreBlock:
+        """Rows ``lo`` to ``hi`` of every field, for the per-query rows."""
+        fields = {name: self.cells.read(name, lo, hi) for name in ("status", *(f for f, _, _ in _FIELDS))}
+        return ScoreBlock(self, lo, fields)
+
+
+@dataclass
+class ScoreBlock:
+    """A block of a ``ScoreColumn``'s rows in memory; ``row(i)`` takes the query's index in the whole run."""
+
+    column: ScoreColumn
+    lo: int
+    fields: dict[str, np.ndarray]
+
+    def verdict(self, i: int) -> tuple[int, int, float]:
+        """Query ``i``'s (status, passed code, score)."""
+        j = i - self.lo
+        f = self.fields
+        return int(f["status"][j]), int(f["passed"][j]), float(f["score"][j])
 
     def row(self, i: int) -> dict[str, Any]:
         """Query ``i``'s ``FoundryScore`` fields, as the report's per-query row holds them."""
-        c = self.cells
-        if not c.present[i]:
-            error = self.crit_errors.get(i)
+        col, f, j = self.column, self.fields, i - self.lo
+        c = col.cells
+        if not f["present"][j]:
+            error = col.crit_errors.get(i)
             return _score("missing") if error is None else _score("errored", error=error)
-        code = int(c.label[i])
-        label = self.label_names[code] if code >= 0 else None
+        code = int(f["label"][j])
+        label = col.label_names[code] if code >= 0 else None
         reason, error = c.reason.get(i), c.error.get(i)  # (error.get: a cell's own error, not the criterion's)
-        threshold = _opt(c.threshold[i])
+        threshold = _opt(f["threshold"][j])
         if error is not None:
             return _score("errored", threshold=threshold, reason=reason, error=error)
-        if self.status[i] == SCORED:
-            p = int(c.passed[i])
+        if f["status"][j] == SCORED:
+            p = int(f["passed"][j])
             passed = None if p < 0 else bool(p)
             return _score(
-                "scored", score=_opt(c.score[i]), passed=passed, label=label, threshold=threshold, reason=reason
+                "scored", score=_opt(f["score"][j]), passed=passed, label=label, threshold=threshold, reason=reason
             )
         return _score("missing", threshold=threshold, reason=reason or "null score and no error")
 
@@ -287,9 +390,34 @@ class Columns:
 
     query_ids: Sequence[str]  # metrics._arrays.Texts from build_report
     kinds: Sequence[str]  # metrics._arrays.Codes from build_report
-    local: dict[str, np.ndarray]
+    local: LocalColumns
     foundry: dict[str, ScoreColumn]
 
     def values(self, key: str, source: str) -> np.ndarray:
         """``key``'s value on every query (NaN: undefined, errored or missing)."""
         return self.local[key] if source == "local" else self.foundry[key].values()
+
+
+class LocalColumns(Mapping[str, np.ndarray]):
+    """The local metric columns (and n_rel) on disk: ``columns[key]`` reads one whole, ``block`` a range of all."""
+
+    def __init__(self, spill: Spill, keys: list[str]) -> None:
+        self.spill, self.keys_ = spill, keys
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self.keys_:
+            raise KeyError(key)
+        return self.spill.read(f"local:{key}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys_)
+
+    def __len__(self) -> int:
+        return len(self.keys_)
+
+    def write(self, lo: int, columns: Mapping[str, np.ndarray]) -> None:
+        for key in self.keys_:
+            self.spill.write(f"local:{key}", lo, np.asarray(columns[key], np.float64))
+
+    def block(self, lo: int, hi: int) -> dict[str, np.ndarray]:
+        return {key: self.spill.read(f"local:{key}", lo, hi) for key in self.keys_}

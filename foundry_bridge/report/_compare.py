@@ -475,9 +475,9 @@ def _coverage_changes(base: _Run, cand: _Run, name: str, base_scored: dict[str, 
     for key in base.report.coverage.get("per_metric", {}):
         if key not in base_scored:
             col = base.columns.foundry.get(key)
-            base_scored[key] = 0 if col is None else int(np.count_nonzero(col.status == SCORED))
+            base_scored[key] = 0 if col is None else int(np.count_nonzero(col.status() == SCORED))
         c_col = cand.columns.foundry.get(key)
-        c_scored = 0 if c_col is None else int(np.count_nonzero(c_col.status[at[found]] == SCORED))
+        c_scored = 0 if c_col is None else int(np.count_nonzero(c_col.status()[at[found]] == SCORED))
         b_rate = base_scored[key] / n if n else None
         c_rate = c_scored / n if n else None
         out.append(

@@ -31,7 +31,7 @@ __all__ = ["LABEL_PLACEHOLDER", "Holes", "SpilledTexts", "write_labelling_queue"
 
 LABEL_PLACEHOLDER = "?"
 _PARTS = 16  # partition files of the holes
-_FLUSH = 65_536  # holes buffered per partition before they are written
+_FLUSH = 4_096  # holes buffered per partition before they are written (64k in all)
 
 
 class SpilledTexts:

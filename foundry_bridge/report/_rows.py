@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._io import dumps
-from ._columns import SCORED, STATUSES, RecordRead, ScoreColumn
+from ._columns import SCORED, STATUSES, LocalColumns, RecordRead, ScoreBlock, ScoreColumn
 from ._model import LIST_CAP, STAGES, CanaryFlag
 from ._stages import JudgeVerdict, Verdict, attribute_stage
 
@@ -43,7 +43,7 @@ class RowInputs:
     """What the rows are made of."""
 
     records: RecordRead
-    local: dict[str, np.ndarray]  # every local metric column (n_rel included when present)
+    local: LocalColumns  # every local metric column (n_rel included)
     scores: dict[str, ScoreColumn]
     judges: list[Judge]
     contradiction: np.ndarray  # bool per query: a negative query with a relevant-labelled top-k document
@@ -61,20 +61,22 @@ class RowsOut:
     kept: list[dict[str, Any]] | None = None
 
 
-def _verdicts(judges: list[Judge], i: int) -> tuple[list[JudgeVerdict], tuple[int, float]]:
-    """The answer judges on query ``i`` and its badness key (failed judges, mean scaled primary score)."""
+def _verdicts(
+    judges: list[Judge], blocks: list[ScoreBlock | None], i: int
+) -> tuple[list[JudgeVerdict], tuple[int, float]]:
+    """The answer judges on query ``i`` (their columns' blocks) and its badness key (failed judges, mean scaled
+    primary score)."""
     out: list[JudgeVerdict] = []
     failed, scaled = 0, []
-    for j in judges:
-        if j.column is None:
+    for j, block in zip(judges, blocks, strict=True):
+        if block is None:
             out.append(JudgeVerdict(j.criterion, Verdict("missing", None)))
             continue
-        status, p = int(j.column.status[i]), int(j.column.passed[i])
+        status, p, score = block.verdict(i)
         passed = None if p < 0 else bool(p)
         out.append(JudgeVerdict(j.criterion, Verdict(STATUSES[status], passed)))
         if status == SCORED:
             failed += passed is False
-            score = float(j.column.score[i])
             if score == score and j.hi > j.lo:
                 scaled.append((score - j.lo) / (j.hi - j.lo))
     return out, (failed, sum(scaled) / len(scaled) if scaled else 1.0)
@@ -91,17 +93,35 @@ def _canary(query_id: str, canary: str, judges: list[JudgeVerdict]) -> CanaryFla
     )
 
 
-def _local_chunks(local: dict[str, np.ndarray], n: int) -> Iterator[list[dict[str, float | None]]]:
-    """The local metrics of ``_CHUNK`` queries at a time, as one ``{key: value}`` per query (NaN → None)."""
-    for start in range(0, n, _CHUNK):
-        cols = {k: v[start : start + _CHUNK].tolist() for k, v in local.items()}
-        size = min(_CHUNK, n - start)
-        yield [{k: (None if (x := c[j]) != x else x) for k, c in cols.items()} for j in range(size)]
+@dataclass
+class _Block:
+    """``_CHUNK`` queries' inputs: the local metrics as one ``{key: value}`` per query (NaN → None), every Foundry
+    column's block and the answer judges' blocks."""
+
+    lo: int
+    local: list[dict[str, float | None]]
+    scores: dict[str, ScoreBlock]
+    judges: list[ScoreBlock | None]
 
 
-def _local_values(inp: RowInputs) -> Iterator[dict[str, float | None]]:
-    for chunk in _local_chunks(inp.local, inp.records.arrays.n_queries):
-        yield from chunk
+def _blocks(inp: RowInputs) -> Iterator[_Block]:
+    n = inp.records.arrays.n_queries
+    for lo in range(0, n, _CHUNK):
+        hi = min(n, lo + _CHUNK)
+        cols = {k: v.tolist() for k, v in inp.local.block(lo, hi).items()}
+        local = [{k: (None if (x := c[j]) != x else x) for k, c in cols.items()} for j in range(hi - lo)]
+        scores = {key: col.block(lo, hi) for key, col in inp.scores.items()}
+        by_column = {id(col): scores[key] for key, col in inp.scores.items()}
+        judges = [
+            None if j.column is None else by_column.get(id(j.column)) or j.column.block(lo, hi) for j in inp.judges
+        ]
+        yield _Block(lo, local, scores, judges)
+
+
+def _indexed(inp: RowInputs) -> Iterator[tuple[int, dict[str, float | None], _Block]]:
+    for block in _blocks(inp):
+        for j, local in enumerate(block.local):
+            yield block.lo + j, local, block
 
 
 def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: int, keep_all: bool) -> RowsOut:
@@ -114,11 +134,11 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
     abstains = arrays.abstains.tolist()
     facts = inp.records.iter_facts()
     canaries = _Canaries()
-    for i, local in enumerate(_local_values(inp)):
+    for i, local, block in _indexed(inp):
         query, response, canary, dropped, checked, holes = next(facts)
         query_id, kind = arrays.query_ids[i], arrays.kinds[i]
         abstained = None if abstains[i] < 0 else bool(abstains[i])
-        judges, (failed, scaled) = _verdicts(inp.judges, i)
+        judges, (failed, scaled) = _verdicts(inp.judges, block.judges, i)
         stage, reason = attribute_stage(
             kind=kind,
             hit=local.get(inp.hit_key),
@@ -138,7 +158,7 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
             "response": response,
             "canary": canary,
             "local": local,
-            "foundry": {key: col.row(i) for key, col in inp.scores.items()},
+            "foundry": {key: b.row(i) for key, b in block.scores.items()},
             "abstained": abstained,
             "dropped_relevant": dropped,
             "holes": holes,
