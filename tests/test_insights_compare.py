@@ -167,7 +167,8 @@ def test_runs_foundry_cannot_compare_are_refused_with_the_fix(
     err = refused(a, other)
     assert f"in eval {_eval_id(other)}" in err and f"re-run the candidate with `--eval-id {eval_a}`" in err
 
-    split = _run(cli, server, worse, tmp_path / "split", "--eval-id", eval_a, "--max-rows-per-run", "7")
+    split = _run(cli, server, worse, tmp_path / "split", "--eval-id", a, "--max-rows-per-run", "7")  # A's eval
+    assert _eval_id(split) == eval_a
     err = refused(a, split)
     assert "2 service runs" in err and "--max-rows-per-run 14" in err
 

@@ -183,10 +183,9 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
 @click.option(
     "--eval-id",
     default=None,
-    metavar="EVAL_ID",
-    help="cloud/mock: add the run to this existing eval (its testing criteria must be this mapping's) instead of "
-    "creating one, so `compare --foundry` can compare it with that eval's runs (a run folder's manifest.json has "
-    "its eval_id).",
+    metavar="EVAL_ID|RUN_DIR",
+    help="cloud/mock: add the run to this existing eval, or to a run folder's eval (its testing criteria must be "
+    "this mapping's) instead of creating one, so `compare --foundry` can compare it with that eval's runs.",
 )
 @click.option("--judge-endpoint", default=None, help="local: OpenAI-compatible judge endpoint.")
 @click.option("--judge-model", default=None, help="local: judge model / deployment name.")
@@ -323,13 +322,19 @@ def _inputs(
 
 
 def _eval_id(backend: str, given: str | None, resume_dir: Path | None) -> str | None:
-    """``--eval-id`` for the backend: cloud and mock only; on ``--resume``, the one the run was started with (so the
-    backend's identity matches and no new eval is created), which a different ``--eval-id`` may not change."""
+    """``--eval-id`` for the backend: cloud and mock only; a run folder stands for its eval; on ``--resume``, the one
+    the run was started with (so the backend's identity matches and no new eval is created), which a different
+    ``--eval-id`` may not change."""
     from ..errors import UsageError
     from ..runfolder import RunFolder
 
     if given and backend == "local":
         raise UsageError("--eval-id applies to --backend cloud or mock (the local backend has no evals)")
+    if given and Path(given).is_dir():  # a run folder: its eval
+        made = RunFolder(given).read_state()
+        if made is None or not made.eval_id:
+            raise UsageError(f"--eval-id {given}: that run folder has no eval (state.json names none)")
+        given = made.eval_id
     if resume_dir is None:
         return given
     state = RunFolder(resume_dir).read_state()
