@@ -40,12 +40,12 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[MockServer]:
+def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[MockServer]:
     """The emulator on 127.0.0.1, as `foundry-bridge mock-server` serves it; the credential chain gives a token."""
     import foundry_bridge.foundry as foundry
 
     monkeypatch.setattr(foundry, "default_credential", lambda **_: StaticTokenCredential("loopback-token"))
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(tmp_path)  # nothing lands in the checkout
     with serve(FoundryEmulator(polls_to_complete=0), "127.0.0.1", 0) as running:
         yield running
 

@@ -650,10 +650,10 @@ def compare_runs(
     ``correction``: multiplicity control over every test of the comparison (``_correct``); the gate reads the
     corrected decision. ``noise``: report metric key → the judge-noise band (``noise_bands_by_key``); a difference
     inside it is not a change. ``judge_tests`` (run folders only): add the McNemar / Wilcoxon family
-    (``judge_tests``). ``foundry``: ask Foundry for its own comparison of the run folders (called with them before
-    anything else: ``foundry._insights.request_comparison``), shown beside the judge tests, never gated. Steps: build
-    the reports → select the metrics → per candidate: pair the queries, compare
+    (``judge_tests``). Steps: build the reports → select the metrics → per candidate: pair the queries, compare
     each metric, coverage → correct the family → gate → summaries.
+    ``foundry``: ask Foundry for its own comparison of the run folders (called with them before anything else,
+    e.g. ``foundry._insights.request_comparison``), shown beside the judge tests, never gated.
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
