@@ -126,6 +126,18 @@ def test_compare_foundry_puts_the_emulators_welch_test_beside_the_local_rows(
     assert ground["local_verdict"] == family[("b", "groundedness:groundedness")]["verdict"]
     assert fc["disagreements"] == sum(1 for r in fc["rows"] if r["agree"] is False)
 
+    c = _run(cli, server, SAMPLE, tmp_path / "c", "--eval-id", a)  # the baseline's rows again: a second treatment
+    code, out, err = cli("compare", a, b, c, "--foundry", "--format", "json")
+    assert code == 0, err
+    three = json.loads(out)["foundry_comparison"]
+    assert set(three["run_ids"]) == {"a", "b", "c"}
+    same = [r for r in three["rows"] if r["candidate"] == "c" and r["foundry_effect"] is not None]
+    assert same and all(r["foundry_delta"] == 0 and r["foundry_p"] == 1 for r in same)  # the same scores
+    assert {r["foundry_effect"] for r in same} == {"Inconclusive"}
+    foundry_side = ("criterion", "metric", "foundry_effect", "foundry_p", "foundry_delta")
+    alone = [[r[k] for k in foundry_side] for r in fc["rows"]]
+    assert [[r[k] for k in foundry_side] for r in three["rows"] if r["candidate"] == "b"] == alone  # as alone
+
     code, plain, _ = cli("compare", a, b, "--format", "json")
     without = json.loads(plain)
     assert code == 0 and "foundry_comparison" not in without
