@@ -237,3 +237,30 @@ def test_a_comparison_the_service_fails_leaves_the_local_one_standing(
     fc = json.loads(out)["foundry_comparison"]
     assert fc["rows"] == [] and "ended 'Failed'" in fc["error"] and "the local comparison stands alone" in fc["error"]
     assert json.loads(out)["judge_tests"]["rows"]
+
+
+def _folder(tmp_path: Path, name: str, **state: Any) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    body = {"backend": "cloud", "plan_sha256": "x", "status": "completed", "eval_id": "eval_1"}
+    body |= {"endpoint": "https://a.services.ai.azure.com/api/projects/p"}
+    body |= {"runs": [{"offset": 0, "count": 14, "run_id": f"run_{name}"}], **state}
+    (folder / "state.json").write_text(json.dumps(body))
+    return folder
+
+
+def test_runs_of_another_project_or_judged_locally_are_refused_before_any_request(tmp_path: Path) -> None:
+    from foundry_bridge.errors import UsageError
+    from foundry_bridge.foundry._insights import request_comparison
+
+    class NoRequest:
+        def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+            raise AssertionError("no request may be made")
+
+    base = _folder(tmp_path, "a")
+    elsewhere = _folder(tmp_path, "b", endpoint="https://b.services.ai.azure.com/api/projects/p")
+    with pytest.raises(UsageError, match="Foundry compares one project"):
+        request_comparison([base, elsewhere], credential=NoRequest())
+    local = _folder(tmp_path, "c", backend="local")
+    with pytest.raises(UsageError, match=r"judged here \(--backend local\)"):
+        request_comparison([base, local], credential=NoRequest())

@@ -173,13 +173,10 @@ def run_of(run_dir: str | os.PathLike[str]) -> tuple[str, str]:
     ids = state.run_ids if state is not None else []
     if state is None or not state.eval_id or len(ids) != 1:
         why = "it has no service run" if not ids else f"it was run as {len(ids)} service runs"
-        fix = "" if not ids else f"; run it again as one run with --max-rows-per-run {_rows(state)} or more"
+        rows = sum(p.count for p in state.runs or []) if state is not None else 0
+        fix = "" if not ids else f"; run it again as one run with --max-rows-per-run {rows} or more"
         raise UsageError(f"{run_dir}: Foundry cannot compare this run folder: {why} (one eval run is needed{fix})")
     return state.eval_id, ids[0]
-
-
-def _rows(state: Any) -> int:
-    return sum(p.count for p in state.runs or [])
 
 
 _IN_PROCESS = (
