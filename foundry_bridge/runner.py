@@ -430,7 +430,7 @@ def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-_FOUNDRY_OPTIONS = {"inline_max_bytes", "max_rows_per_run", "page_size", "run_timeout"}
+_FOUNDRY_OPTIONS = {"inline_max_bytes", "max_rows_per_run", "page_size", "run_timeout", "eval_id"}
 _CLIENT_OPTIONS = {"api_version", "max_retries", "sleep", "poll_interval", "max_poll_interval", "retry_policy"}
 _LOCAL_OPTIONS = {
     "judge_endpoint",
@@ -492,7 +492,8 @@ def get_backend(name: str, **options: Any) -> Backend:
 
     * ``cloud``: ``endpoint`` (else ``$AZURE_AI_PROJECT_ENDPOINT``), ``credential`` (else
       ``DefaultAzureCredential``), client options (``api_version``, ``max_retries``, ``poll_interval``, ...) and
-      backend options (``inline_max_bytes``, ``max_rows_per_run``, ``page_size``, ``run_timeout``).
+      backend options (``inline_max_bytes``, ``max_rows_per_run``, ``page_size``, ``run_timeout``, ``eval_id``: add
+      the runs to that existing eval, whose testing criteria must be the plan's, instead of creating one).
     * ``mock``: the same, over ``FoundryEmulator(...).transport()`` with a static fake token; pass
       ``emulator=`` to reuse one (its store lives in memory), or ``faults=`` / ``polls_to_complete=`` /
       ``docret_shape=`` to build one. Waits are capped at 50 ms unless ``sleep=`` is given.

@@ -25,10 +25,10 @@ from foundry_bridge.foundry._insights import (
     beside_local,
     compare_on_foundry,
     generate_comparison,
-    render_beside_markdown,
 )
 from foundry_bridge.mock import PROJECT_ENDPOINT, FoundryEmulator
 from foundry_bridge.mock._insights import METHOD, MIN_SAMPLES, InsightRoutes
+from foundry_bridge.report._foundry import FoundryComparison, render_foundry_markdown
 
 sm_weightstats = pytest.importorskip("statsmodels.stats.weightstats")
 
@@ -201,8 +201,10 @@ def test_foundry_beside_the_local_verdicts_flags_disagreements(runs: Runs) -> No
     assert retrieval.agree is False and retrieval.note == "one side had too few samples to test"
     assert rows[("mystery", "score")].agree is None and rows[("mystery", "score")].foundry_effect is None
     assert all(r.candidate == "v2" for r in rows.values())
-    text = render_beside_markdown(list(rows.values()), insight.result.method)  # type: ignore[union-attr]
     flagged = sum(1 for r in rows.values() if r.agree is False)
+    side = {"endpoint": PROJECT_ENDPOINT, "eval_id": runs.eval_id, "insight_id": insight.id, "run_ids": {}}
+    side |= {"method": insight.result.method, "rows": list(rows.values()), "disagreements": flagged, "error": None}  # type: ignore[union-attr]
+    text = render_foundry_markdown(FoundryComparison.model_validate(side))
     assert text.count("⚠") == flagged and f"{flagged} disagreement(s)." in text
 
 

@@ -82,6 +82,13 @@ __all__ = ["command"]
     "--seed", type=click.IntRange(0, 2**63 - 1), default=42, show_default=True, help="Seed of the numpy Generator."
 )
 @click.option("--resamples", type=click.IntRange(100, 1_000_000), default=10_000, show_default=True)
+@click.option(
+    "--foundry",
+    is_flag=True,
+    help="Also ask Foundry's Insights API for its own comparison of the same runs (run folders made with --backend "
+    "cloud, one service run each, all in the baseline's eval: run the candidates with --eval-id) and show it beside "
+    "the judge tests, disagreements flagged; never part of the gate. See docs/trust.md.",
+)
 @click.option("--format", "fmt", type=click.Choice(["json", "md"]), default="md", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
 def command(
@@ -96,6 +103,7 @@ def command(
     judge_tests: bool,
     seed: int,
     resamples: int,
+    foundry: bool,
     fmt: str,
     out: Path | None,
 ) -> None:
@@ -111,6 +119,8 @@ def command(
 
     if len(runs) < 2:
         raise UsageError("compare needs at least two run folders: RUN_A RUN_B [RUN_C ...]")
+    from ..foundry._insights import request_comparison
+
     comparison = compare_runs(
         list(runs),
         metrics=list(metrics) or None,
@@ -123,6 +133,7 @@ def command(
         min_paired=min_paired,
         noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
         judge_tests=judge_tests,
+        foundry=request_comparison if foundry else None,
     )
     text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
     if out is None:

@@ -180,6 +180,13 @@ def _coerce(hint: Any, raw: str, spec: str) -> Any:
     default=None,
     help="Rows up to this many JSON bytes go inline; larger runs are uploaded as a dataset.",
 )
+@click.option(
+    "--eval-id",
+    default=None,
+    metavar="EVAL_ID|RUN_DIR",
+    help="cloud/mock: add the run to this existing eval, or to a run folder's eval (its testing criteria must be "
+    "this mapping's) instead of creating one, so `compare --foundry` can compare it with that eval's runs.",
+)
 @click.option("--judge-endpoint", default=None, help="local: OpenAI-compatible judge endpoint.")
 @click.option("--judge-model", default=None, help="local: judge model / deployment name.")
 @click.option("--no-cache", is_flag=True, help="local: do not read or write the judge response cache.")
@@ -243,6 +250,7 @@ def command(
             raise UsageError("--mock-fault only applies to --backend mock")
         if repeats > 1 and (name != "local" or resume_dir is not None):
             raise UsageError("--repeats applies to a new --backend local run (judges here, answers cached)")
+        tuning["eval_id"] = _eval_id(name, tuning["eval_id"], resume_dir)
         runner_backend = get_backend(name, **_backend_options(name, endpoint, parse_faults(mock_faults), tuning))
         folder = choose_out(plan, runner_backend, out, force=force, dataset=data)
         if resume_dir is None:
@@ -313,6 +321,30 @@ def _inputs(
     return name, plan, resume_dir, endpoint
 
 
+def _eval_id(backend: str, given: str | None, resume_dir: Path | None) -> str | None:
+    """``--eval-id`` for the backend: cloud and mock only; a run folder stands for its eval; on ``--resume``, the one
+    the run was started with (so the backend's identity matches and no new eval is created), which a different
+    ``--eval-id`` may not change."""
+    from ..errors import UsageError
+    from ..runfolder import RunFolder
+
+    if given and backend == "local":
+        raise UsageError("--eval-id applies to --backend cloud or mock (the local backend has no evals)")
+    if given and Path(given).is_dir():  # a run folder: its eval
+        made = RunFolder(given).read_state()
+        if made is None or not made.eval_id:
+            raise UsageError(f"--eval-id {given}: that run folder has no eval (state.json names none)")
+        given = made.eval_id
+    if resume_dir is None:
+        return given
+    state = RunFolder(resume_dir).read_state()
+    recorded = state.backend_identity.get("eval_id") if state is not None else None
+    if given and given != recorded:
+        started = f"with --eval-id {recorded}" if recorded else "without --eval-id"
+        raise UsageError(f"{resume_dir} was started {started}: --resume continues it there; drop --eval-id")
+    return recorded if isinstance(recorded, str) else None
+
+
 def _refuse_resume_elsewhere(folder: Any, plan: Any, backend: Any) -> None:
     """A run whose service state lived in the memory of another process (the emulator) cannot be resumed here: say
     so, rather than call it a run of another plan when only the emulator's setup (its faults) differs. (With the
@@ -347,7 +379,7 @@ def _backend_options(backend: str, endpoint: str | None, faults: Any, tuning: di
     """The command-line options that apply to ``backend``, as ``get_backend`` keywords."""
     if backend == "local":
         return {**{k: tuning[k] for k in _LOCAL_TUNING}, "use_cache": False if tuning["no_cache"] else None}
-    options = {k: tuning[k] for k in ("max_rows_per_run", "inline_max_bytes")}
+    options = {k: tuning[k] for k in ("max_rows_per_run", "inline_max_bytes", "eval_id")}
     options["endpoint"] = endpoint
     if backend == "mock":
         options["faults"] = faults

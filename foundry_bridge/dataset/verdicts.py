@@ -15,12 +15,18 @@ counted in ``unfilled`` and skipped; anything else wrong is a ``DatasetError`` n
 
 CSV: the same columns (``query_id, evaluator, score, passed, rater``), or the wide sheet a human-evaluation
 template yields — one row per reviewed response, an id column, a reviewer column and one column per template
-question. Foundry's portal lets reviewers fill a template per agent response and download the results; its
-column layout is not in the public documentation we could find, so the wide reader assumes: id in ``query_id``
-(or ``item_id``, ``response_id``, ``id``), reviewer in ``rater`` (or ``reviewer``, ``annotator``, ``user``),
-and questions mapped to evaluators by ``questions={"column header": "groundedness"}`` (a header that
-already names an evaluator, e.g. ``groundedness``, needs no entry). A cell is a number (score), a yes/no answer
-(``yes``/``no``, ``pass``/``fail``, ``true``/``false``, ``thumbs up``/``thumbs down``, 👍/👎: passed), or empty.
+question. Foundry's portal lets reviewers fill a template per agent response and download the results: its
+documentation (*Set up human evaluation for your agents*, preview) says the CSV has one row per evaluation
+instance with the fields of its JSON view — timestamp, user prompt, agent response, the template's questions and
+the reviewer's answers — but names no id or reviewer field and does not show the header spelling. So the wide
+reader assumes: id in ``query_id`` (or ``item_id``, ``response_id``, ``id``), reviewer in ``rater`` (or
+``reviewer``, ``annotator``, ``user``), and questions mapped to evaluators by ``questions={"column header":
+"groundedness"}`` (a header that already names an evaluator, e.g. ``groundedness``, needs no entry); the
+export's own fields (timestamp, user prompt, agent response) are ignored like any column nobody mapped. A sheet
+keyed only by its user prompt (``PROMPT_COLUMNS``, any case) is refused with the fix: add the dataset's
+``query_id`` of each prompt. A cell is a number (score),
+a yes/no answer (``yes``/``no``, ``pass``/``fail``, ``true``/``false``, ``thumbs up``/``thumbs down``, 👍/👎:
+passed), or empty.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ __all__ = [
 
 ID_COLUMNS = ("query_id", "item_id", "response_id", "id")
 RATER_COLUMNS = ("rater", "reviewer", "annotator", "user")
+PROMPT_COLUMNS = ("user prompt", "user_prompt", "userprompt", "prompt")  # the portal export's key (any case)
 _YES = {"yes", "y", "pass", "passed", "true", "thumbs up", "thumbsup", "👍", "good"}
 _NO = {"no", "n", "fail", "failed", "false", "thumbs down", "thumbsdown", "👎", "bad"}
 _HINT = 'each line: {"query_id": ..., "evaluator": ..., "score": <number> or "passed": true/false, "rater"?: ...}'
@@ -204,6 +211,7 @@ def _csv_rows(path: Path, questions: Mapping[str, str]) -> Iterator[Verdict | No
             for lineno, row in enumerate(reader, 2):
                 yield _verdict(row, str(path), lineno)
             return
+        _refuse_prompt_only(header, path)
         id_col = _pick(header, ID_COLUMNS, path, "id column")
         rater_col = next((c for c in RATER_COLUMNS if c in header), None)
         asked = _question_columns(header, questions, path, skip={id_col, rater_col})
@@ -217,6 +225,20 @@ def _csv_rows(path: Path, questions: Mapping[str, str]) -> Iterator[Verdict | No
                 except DatasetError as exc:  # name the sheet's column, not the field it feeds
                     raise DatasetError(exc.message, file=exc.file, line=exc.line, field=column, hint=exc.hint) from None
                 yield verdict
+
+
+def _refuse_prompt_only(header: Sequence[str], path: Path) -> None:
+    """The portal's download names a response by its user prompt, not an id: say what to add."""
+    prompt = next((h for h in header if h.lower() in PROMPT_COLUMNS), None)
+    if prompt is None or any(name in header for name in ID_COLUMNS):
+        return
+    raise DatasetError(
+        f"the CSV has no id column (one of {', '.join(ID_COLUMNS)}): its rows are keyed by {prompt!r}, as Foundry's "
+        "human-evaluation download is, and a prompt is not a query id",
+        file=str(path),
+        line=1,
+        hint="add a query_id column giving the dataset's query_id of each row's prompt (the other columns stay)",
+    )
 
 
 def _pick(header: Sequence[str], names: Sequence[str], path: Path, what: str) -> str:

@@ -1,6 +1,7 @@
 """``FoundryBackend``: execute a plan through a ``FoundryClient`` (cloud and emulator alike).
 
-Flow: create the eval (once) → split the items into runs of at most ``max_rows_per_run`` rows → for each run,
+Flow: create the eval (once; or, with ``eval_id``, check that the existing eval's testing criteria are the
+plan's: ``criteria_differences``) → split the items into runs of at most ``max_rows_per_run`` rows → for each run,
 send the rows inline (``file_content``) when they serialize to at most ``inline_max_bytes``, else upload them as a
 dataset and reference its id (``file_id``) → create every run → poll each to a terminal status → page through
 every output item, normalizing each page as it comes and yielding the rows in row order (the runner appends
@@ -16,18 +17,20 @@ import time
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
+from azure.core.exceptions import ResourceNotFoundError
+
 from .._io import dumps
-from ..errors import BackendError
+from ..errors import BackendError, UsageError
 from ..mapping.plan import CriterionPlan, Plan
 from ..results import ResultRow
 from ..runfolder import FAILED_STATUSES, RunPart
 from ..runner_protocol import Capabilities, RunContext, utc_now
 from ._client import FoundryClient
 from ._exceptions import RunFailedError
-from ._models import EvalRun
+from ._models import Eval, EvalRun, TestingCriterion
 from ._normalize import missing_rows, normalize_item
 
-__all__ = ["INLINE_MAX_BYTES", "MAX_ROWS_PER_RUN", "FoundryBackend", "chunk_ranges"]
+__all__ = ["INLINE_MAX_BYTES", "MAX_ROWS_PER_RUN", "FoundryBackend", "chunk_ranges", "criteria_differences"]
 
 # Rows sent inline in the run-create body, at most this many bytes of serialized JSON (per run). The service
 # echoes the whole inline content back on every GET of the run (seen in the recordings), so an inline payload
@@ -49,7 +52,8 @@ def chunk_ranges(n: int, size: int) -> list[tuple[int, int]]:
 
 class FoundryBackend:
     """Runs a plan on Foundry, or on the emulator: the same code over another transport (``setup`` names what the
-    transport is, for the reuse identity; ``capabilities`` says what a resume can expect)."""
+    transport is, for the reuse identity; ``capabilities`` says what a resume can expect). ``eval_id``: add the
+    runs to that existing eval (so Foundry can compare them with its other runs) instead of creating one."""
 
     def __init__(
         self,
@@ -62,8 +66,11 @@ class FoundryBackend:
         run_timeout: float | None = None,
         setup: dict[str, Any] | None = None,
         capabilities: Capabilities | None = None,
+        eval_id: str | None = None,
     ) -> None:
         self.client = client
+        self.eval_id = eval_id  # an existing eval to add the runs to (its criteria must be the plan's)
+        self._checked: dict[bytes, Eval] = {}  # that eval, by the plan criteria it was found fit for
         self.name = name
         self.inline_max_bytes = inline_max_bytes
         # None: the default for a new run, and on resume whatever split state.json records
@@ -81,16 +88,20 @@ class FoundryBackend:
     def identity(self) -> dict[str, Any]:
         """The project the run goes to, and the transport's ``setup`` (the emulator's faults and shapes): part of
         the run-reuse check."""
-        return {"endpoint": self.client.endpoint, **self._setup}
+        chosen = {"eval_id": self.eval_id} if self.eval_id else {}
+        return {"endpoint": self.client.endpoint, **self._setup, **chosen}
 
     @property
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
     def preflight(self, plan: Plan) -> None:
-        """A plan without rows cannot be submitted."""
+        """A plan without rows cannot be submitted; a given ``eval_id`` must name an eval with the plan's criteria
+        (checked once, before the runner writes anything)."""
         if not plan.items:
             raise BackendError("the plan has no rows to evaluate")
+        if self.eval_id:
+            self._existing_eval(plan)
 
     # ------------------------------------------------------------------------------------------------------------
     def execute(self, ctx: RunContext) -> Iterator[ResultRow]:
@@ -139,11 +150,15 @@ class FoundryBackend:
         )
 
     def _ensure_eval(self, ctx: RunContext) -> str:
-        """The eval's id: created once, saved in ``state.json`` the moment it exists."""
+        """The eval's id: created once (or the given one, checked), saved in ``state.json`` the moment it is known."""
         state = ctx.run_state
         if state.eval_id:
             return state.eval_id
-        ev = self.client.create_eval(ctx.plan.eval_body)
+        if self.eval_id:
+            ev = self._existing_eval(ctx.plan)
+            ctx.manifest["eval_given"] = True
+        else:
+            ev = self.client.create_eval(ctx.plan.eval_body)
         state.eval_id = ev.id
         state.evaluators = [
             {"name": c.name, "evaluator_name": c.evaluator_name, "evaluator_version": c.evaluator_version, "id": c.id}
@@ -151,9 +166,42 @@ class FoundryBackend:
         ]
         state.status = "eval_created"
         ctx.manifest.setdefault("timings", {})["eval_created_at"] = utc_now()
-        ctx.announce("eval", ev.id)
+        if not self.eval_id:
+            ctx.announce("eval", ev.id)
         ctx.save_state()
         return ev.id
+
+    def _existing_eval(self, plan: Plan) -> Eval:
+        """The eval ``eval_id`` names (``GET``), refused unless its testing criteria are the plan's: a run is
+        scored by its eval's criteria, so a mismatch would not run the plan. Nothing is sent after a refusal."""
+        assert self.eval_id is not None
+        planned = plan.eval_body.get("testing_criteria") or []
+        key = dumps(planned)
+        if key in self._checked:
+            return self._checked[key]
+        where = f"eval {self.eval_id} on {self.client.endpoint}"
+        try:
+            ev = self.client.get_eval(self.eval_id)
+        except ResourceNotFoundError as exc:
+            hint = (
+                " (the --backend mock emulator starts empty in every process: serve one with `foundry-bridge "
+                "mock-server` and run with --backend cloud --endpoint http://127.0.0.1:PORT/api/projects/mock-project)"
+                if not self.capabilities.resume_elsewhere
+                else ""
+            )
+            raise UsageError(
+                f"--eval-id: {where} does not exist{hint}; pass the eval_id of a run folder's manifest.json made on "
+                "this endpoint, or drop --eval-id to create a new eval"
+            ) from exc
+        differences = criteria_differences(planned, ev.testing_criteria)
+        if differences:
+            raise UsageError(
+                f"--eval-id: {where} has other testing criteria than this plan ({'; '.join(differences)}); runs of "
+                "one eval are scored by its criteria, so run with the mapping that made that eval, or drop "
+                "--eval-id to create a new eval"
+            )
+        self._checked[key] = ev
+        return ev
 
     def _parts(self, ctx: RunContext) -> list[RunPart]:
         """The split of the rows into runs: on resume the recorded split wins; only an explicitly different
@@ -264,6 +312,32 @@ class FoundryBackend:
                     ctx.progress("collecting", done, total)
                 yield from ordered.rest()
         return done
+
+
+def criteria_differences(planned: Sequence[dict[str, Any]], echoed: Sequence[TestingCriterion]) -> list[str]:
+    """How an eval's testing criteria (as the service echoes them) differ from the plan's: names missing on either
+    side, and per shared name the evaluator, its pinned version, data mapping and initialization parameters —
+    each compared only where the service echoes it (``evaluator_version`` ``""`` means unpinned)."""
+    theirs = {c.name: c for c in echoed}
+    ours = {str(c.get("name")): c for c in planned}
+    out = [f"criterion {n!r} is not in the eval" for n in ours if n not in theirs]
+    out += [f"the eval has criterion {n!r}, the plan does not" for n in theirs if n not in ours]
+    for name, c in ours.items():
+        ev = theirs.get(name)
+        if ev is None:
+            continue
+        pairs = [
+            ("evaluator", c.get("evaluator_name"), ev.evaluator_name),
+            ("version", c.get("evaluator_version") or None, ev.evaluator_version or None),
+            ("data_mapping", c.get("data_mapping") or {}, ev.data_mapping),
+            ("initialization_parameters", c.get("initialization_parameters") or {}, ev.initialization_parameters),
+        ]
+        out += [
+            f"{name}: {what} {mine!r} in the plan, {echo!r} in the eval"
+            for what, mine, echo in pairs
+            if echo is not None and mine != echo and not (what == "version" and mine is None)
+        ]
+    return out
 
 
 class _QueryIds(Sequence["str | None"]):

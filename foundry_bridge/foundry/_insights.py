@@ -33,6 +33,8 @@ __all__ = [
     "INSIGHTS_FEATURE",
     "CompareItem",
     "ComparisonResult",
+    "FoundryRuns",
+    "FoundrySide",
     "Insight",
     "LocalRow",
     "MetricComparison",
@@ -42,7 +44,7 @@ __all__ = [
     "compare_on_foundry",
     "generate_comparison",
     "get_insight",
-    "render_beside_markdown",
+    "request_comparison",
     "run_of",
 ]
 
@@ -164,13 +166,125 @@ def compare_on_foundry(
 
 def run_of(run_dir: str | os.PathLike[str]) -> tuple[str, str]:
     """``(eval id, run id)`` of a run folder made on Foundry (or the emulator): what the comparison names. A folder
-    split over several service runs, or without ids, cannot be compared by Foundry (``UsageError``)."""
+    split over several service runs, or without ids, cannot be compared by Foundry (``UsageError``): the request
+    takes one baseline run and treatment runs that are each compared with it, so the parts of a split run would be
+    compared one by one, never as the one sample they are."""
     state = RunFolder(run_dir).read_state()
     ids = state.run_ids if state is not None else []
     if state is None or not state.eval_id or len(ids) != 1:
         why = "it has no service run" if not ids else f"it was run as {len(ids)} service runs"
-        raise UsageError(f"{run_dir}: Foundry cannot compare this run folder: {why} (one eval run is needed)")
+        rows = sum(p.count for p in state.runs or []) if state is not None else 0
+        fix = "" if not ids else f"; run it again as one run with --max-rows-per-run {rows} or more"
+        raise UsageError(f"{run_dir}: Foundry cannot compare this run folder: {why} (one eval run is needed{fix})")
     return state.eval_id, ids[0]
+
+
+_IN_PROCESS = (
+    "was run on the in-process emulator (--backend mock), whose evals and runs ended with that process, so nothing "
+    "can compare them any more; serve the emulator with `foundry-bridge mock-server` and run with --backend cloud "
+    "--endpoint http://127.0.0.1:PORT/api/projects/mock-project (the candidates with --eval-id of the baseline's "
+    "eval)"
+)
+
+
+@dataclass(frozen=True)
+class FoundryRuns:
+    """The runs ``compare --foundry`` asks Foundry about, and its answer: ``insight`` when the comparison
+    succeeded, else ``error`` (the service's own failure: the local comparison stands alone)."""
+
+    endpoint: str
+    eval_id: str
+    run_ids: list[str]  # per run folder, the baseline first
+    insight: Insight | None
+    error: str | None = None
+
+    def beside(self, labels: Sequence[str], local_rows: Iterable[LocalRow]) -> FoundrySide:
+        """The answer beside the local rows (``beside_local``); ``labels`` name the run folders in order."""
+        ids = dict(zip(labels, self.run_ids, strict=True))
+        insight, result = self.insight, self.insight.result if self.insight is not None else None
+        rows = beside_local(insight, local_rows, ids) if insight is not None and result is not None else []
+        return FoundrySide(
+            endpoint=self.endpoint,
+            eval_id=self.eval_id,
+            insight_id=insight.id if insight is not None else None,
+            method=result.method if result is not None else None,
+            run_ids=ids,
+            rows=rows,
+            disagreements=sum(1 for r in rows if r.agree is False),
+            error=self.error,
+        )
+
+
+@dataclass(frozen=True)
+class FoundrySide:
+    """What ``compare`` shows of Foundry's comparison (``report.FoundryComparison`` reads it)."""
+
+    endpoint: str
+    eval_id: str
+    insight_id: str | None
+    method: str | None
+    run_ids: dict[str, str]  # local label → Foundry run id
+    rows: list[SideBySide]
+    disagreements: int
+    error: str | None
+
+
+def _foundry_run(run: object) -> tuple[str, str, str]:
+    """``(endpoint, eval id, run id)`` of a run folder Foundry can compare, or a ``UsageError`` saying why not."""
+    if not isinstance(run, str | os.PathLike):
+        raise UsageError("--foundry compares run folders (a built report has no service runs)")
+    state = RunFolder(run).read_state()
+    backend = state.backend if state is not None else None
+    if backend == "mock":
+        raise UsageError(f"{run} {_IN_PROCESS}")
+    if backend == "local":
+        raise UsageError(f"{run} was judged here (--backend local): Foundry has no run of it; use --backend cloud")
+    eval_id, run_id = run_of(run)
+    endpoint = state.endpoint if state is not None else None
+    if not endpoint:
+        raise UsageError(f"{run}: state.json records no Foundry endpoint, so Foundry cannot be asked about it")
+    return endpoint, eval_id, run_id
+
+
+def request_comparison(
+    runs: Sequence[object], *, credential: Any = None, transport: Any = None, max_polls: int = 120
+) -> FoundryRuns:
+    """Ask Foundry (or a loopback emulator) to compare run folders: the first is the baseline, the others the
+    treatments. Refused (``UsageError``, before any request) unless every folder is one service run of the same
+    eval on the same endpoint. ``credential``: default ``DefaultAzureCredential``. A comparison the service fails
+    or does not finish is returned with ``error`` set; an unreachable endpoint or a refused request is a
+    ``BackendError``."""
+    from azure.core.exceptions import AzureError, ClientAuthenticationError
+
+    from . import default_credential  # the package's name: what a test or an embedding application replaces
+    from ._client import FoundryClient, validate_endpoint
+
+    found = [_foundry_run(r) for r in runs]
+    (endpoint, eval_id, base), treatments = found[0], [run_id for _e, _v, run_id in found[1:]]
+    _same_eval(runs, found)
+    try:
+        with FoundryClient(validate_endpoint(endpoint), credential or default_credential(), transport=transport) as c:
+            insight = compare_on_foundry(c, eval_id, base, treatments, max_polls=max_polls)
+    except BackendError as exc:
+        return FoundryRuns(endpoint, eval_id, [base, *treatments], None, str(exc))
+    except ClientAuthenticationError as exc:
+        raise BackendError(f"Foundry's comparison: no credentials for {endpoint} ({exc}); sign in (az login)") from exc
+    except AzureError as exc:
+        raise BackendError(f"Foundry's comparison could not be requested: {exc}") from exc
+    return FoundryRuns(endpoint, eval_id, [base, *treatments], insight)
+
+
+def _same_eval(runs: Sequence[object], found: Sequence[tuple[str, str, str]]) -> None:
+    """Foundry compares the runs of one eval on one project."""
+    endpoint, eval_id, _ = found[0]
+    for run, (other_endpoint, other_eval, _r) in zip(runs[1:], found[1:], strict=True):
+        if other_endpoint != endpoint:
+            raise UsageError(f"{run} ran on {other_endpoint}, {runs[0]} on {endpoint}: Foundry compares one project")
+        if other_eval != eval_id:
+            raise UsageError(
+                f"{run} is in eval {other_eval}, the baseline {runs[0]} in eval {eval_id}: Foundry compares runs of "
+                f"one eval; re-run the candidate with `--eval-id {eval_id}`"
+            )
 
 
 # -- beside the local comparison -----------------------------------------------------------------------------------
@@ -305,26 +419,3 @@ def _foundry_only(label: str, comp: MetricComparison, item: CompareItem) -> Side
         None,
         "not compared locally",
     )
-
-
-def render_beside_markdown(rows: Sequence[SideBySide], method: str | None = None) -> str:
-    """The side-by-side table, disagreements marked ⚠ and counted."""
-
-    def num(v: float | None) -> str:
-        return "–" if v is None else f"{v:.3g}"
-
-    lines = ["## Foundry's comparison beside the local one", ""]
-    if method:
-        lines += [f"Foundry's method: {method}.", ""]
-    lines += [
-        "| candidate | metric | Foundry | p | Δ | local | adjusted p | Δ | agree |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        mark = "–" if r.agree is None else ("yes" if r.agree else f"⚠ no: {r.note}")
-        cells = [r.candidate, f"{r.criterion}:{r.metric}", r.foundry_effect or "–", num(r.foundry_p)]
-        cells += [num(r.foundry_delta), r.local_verdict or "–", num(r.local_p_adjusted), num(r.local_delta), mark]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    flagged = sum(1 for r in rows if r.agree is False)
-    lines += ["", f"{flagged} disagreement(s)."]
-    return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ._build import build_report, foundry_key
 from ._columns import SCORED, Columns
 from ._family import FamilyComparison, compare_family_runs
+from ._foundry import FoundryComparison, FoundryRequest, beside_foundry
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
 from ._trust import TrustSection
 
@@ -150,6 +151,9 @@ class Comparison(_Model):
         "signed-rank on scores, effect sizes with intervals, corrected over their own family (report._family)",
     )
     warnings: list[str] = Field(default_factory=list)
+    foundry_comparison: FoundryComparison | None = Field(
+        None, description="Foundry's own comparison of the same runs beside the judge tests (--foundry; not gated)"
+    )
 
     def get(self, candidate: str, metric: str, section: str = "positive") -> MetricComparison:
         for m in self.metrics:
@@ -636,6 +640,7 @@ def compare_runs(
     min_paired: int = MIN_PAIRED,
     noise: Mapping[str, float] | None = None,
     judge_tests: bool = True,
+    foundry: FoundryRequest | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
@@ -647,9 +652,12 @@ def compare_runs(
     inside it is not a change. ``judge_tests`` (run folders only): add the McNemar / Wilcoxon family
     (``judge_tests``). Steps: build the reports → select the metrics → per candidate: pair the queries, compare
     each metric, coverage → correct the family → gate → summaries.
+    ``foundry``: ask Foundry for its own comparison of the run folders (called with them before anything else,
+    e.g. ``foundry._insights.request_comparison``), shown beside the judge tests, never gated.
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
+    answer = foundry(runs) if foundry is not None else None
     reports = [r if isinstance(r, Report) else _lean_report(r) for r in runs]
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
     warnings: list[str] = []
@@ -696,4 +704,5 @@ def compare_runs(
         gate=_gate(sel, coverage_drop, comparisons, coverage, alpha),
         judge_tests=family,
         warnings=warnings,
+        foundry_comparison=beside_foundry(answer, names, family),
     )

@@ -5,14 +5,16 @@ from __future__ import annotations
 from ._compare import Comparison, MetricComparison
 from ._family import render_family_markdown
 from ._format import fmt_num, md_escape
+from ._foundry import render_foundry_markdown
 from ._model import STAGES
 
 __all__ = ["render_comparison_json", "render_comparison_markdown"]
 
 
 def render_comparison_json(comparison: Comparison) -> str:
-    """The comparison model as indented JSON."""
-    return comparison.model_dump_json(indent=2) + "\n"
+    """The comparison model as indented JSON (``foundry_comparison`` only when asked for: ``--foundry``)."""
+    unasked = {"foundry_comparison"} if comparison.foundry_comparison is None else None
+    return comparison.model_dump_json(indent=2, exclude=unasked) + "\n"
 
 
 def _headline(comparison: Comparison, limit: int = 10) -> list[str]:
@@ -161,4 +163,6 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
             "",
             render_family_markdown(comparison.judge_tests),
         ]
+    if comparison.foundry_comparison is not None:
+        out.append(render_foundry_markdown(comparison.foundry_comparison))
     return "\n".join(out).rstrip() + "\n"
