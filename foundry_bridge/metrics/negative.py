@@ -132,9 +132,9 @@ def _mean_or_none(values: np.ndarray) -> float | None:
 class NegativeParts:
     """The report built a block of queries at a time: ``add`` each block's arrays in dataset order, then ``report``.
 
-    Per query it keeps the top score, the surfaced count, the kind and the abstention (18 bytes); per negative
-    query its row, or only the first ``keep`` rows (the counts stay exact). One block gives the numbers of the whole
-    arrays: the aggregates are computed on the joined per-query columns."""
+    Per query it keeps the top score, the kind, the abstention and the contradiction flag (11 bytes), per negative
+    query the surfaced count and its row, or only the first ``keep`` rows (the counts stay exact). One block gives
+    the numbers of the whole arrays: the aggregates are computed on the joined per-query columns."""
 
     def __init__(self, k: int, surface_threshold: float | None = None, keep: int | None = None) -> None:
         self.k, self.surface_threshold, self.keep = k, surface_threshold, keep
@@ -176,7 +176,7 @@ class NegativeParts:
         self.positive_abstentions += [arrays.query_ids[q] for q in pos_abst.tolist()]
         self._top.append(tk.top)
         if tk.surfaced is not None:
-            self._surfaced.append(tk.surfaced)
+            self._surfaced.append(tk.surfaced[negative])
         self._negative.append(negative)
         self._abstains.append(np.asarray(arrays.abstains))
         self._contradiction.append(contradiction)
@@ -227,7 +227,7 @@ class NegativeParts:
         top = np.concatenate(self._top) if self._top else np.zeros(0)
         surfaced = None
         if self.surface_threshold is not None and n_neg:
-            surfaced = np.concatenate(self._surfaced)[negative] > 0
+            surfaced = np.concatenate(self._surfaced) > 0
         scored = ~np.isnan(top)  # some top-k document has a score
         pos_top, neg_top = top[~negative & scored], top[negative & scored]
         table = [

@@ -1,8 +1,8 @@
 """Aggregates on columns: every metric per section (positive, negative), coverage counts and score distributions.
 
-The arithmetic is that of the per-object code it replaced, so the numbers do not move: a mean is Python's ``sum``
-(left to right, in dataset order) divided by the count, a median is the middle of the sorted values (the mean of
-the two middle ones for an even count).
+The arithmetic is that of the per-object code it replaced, so the numbers do not move: a mean is the sum left to
+right, in dataset order (what Python's ``sum`` of the values gave), divided by the count, a median is the middle
+of the sorted values (the mean of the two middle ones for an even count).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ __all__ = ["aggregate_foundry", "aggregate_local", "bins", "distribution", "per_
 
 
 def _mean(values: np.ndarray) -> float | None:
-    return float(sum(values.tolist()) / values.size) if values.size else None
+    """The left-to-right sum (``np.cumsum`` adds in order: Python's ``sum`` of the values, without a float object
+    per value) over the count."""
+    return float((np.cumsum(values)[-1] + 0.0) / values.size) if values.size else None
 
 
 def _median(values: np.ndarray) -> float | None:

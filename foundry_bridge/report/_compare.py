@@ -182,19 +182,23 @@ class _Run:
             if isinstance(ids, Texts)
             else np.array([q.encode("utf-8", "surrogatepass") for q in ids], "S")
         )
-        order = np.argsort(keys, kind="stable")
+        index = np.int32 if len(keys) < 2**31 else np.int64  # row numbers: 4 bytes each below 2^31 rows
+        order = np.argsort(keys, kind="stable").astype(index)
         ordered = keys[order]
         new = np.ones(len(order), bool)
         new[1:] = ordered[1:] != ordered[:-1]
+        del ordered
         starts = np.flatnonzero(new)
         ends = np.append(starts[1:], len(order))
-        self.keys = ordered[starts]
+        self.keys = keys[order[starts]]
+        del keys
         self.first, self.last = order[starts], order[ends - 1]
-        self.unique_of = np.empty(len(order), np.int64)
-        self.unique_of[order] = np.cumsum(new) - 1
+        self.unique_of = np.empty(len(order), index)
+        self.unique_of[order] = np.cumsum(new, dtype=index) - 1
+        del order, starts, ends, new
         self.kind_names = sorted(set(columns.kinds))
         code = {k: i for i, k in enumerate(self.kind_names)}
-        kinds = np.fromiter((code[k] for k in columns.kinds), np.int8, len(order))
+        kinds = np.fromiter((code[k] for k in columns.kinds), np.int8, len(self.unique_of))
         self.kind = kinds[self.last]
 
     def locate(self, keys: Any) -> tuple[Any, Any]:

@@ -5,7 +5,7 @@ their first position). Documents are ranked by priority = Σ 1/rank over their a
 then by count, best rank, id; a document's queries by (rank, query id).
 
 Memory: the holes go to ``_PARTS`` temporary files, a document always to the same one (by its hash), so each file
-can be ranked alone: the report holds one partition's holes at a time (1/16 of them) and the best ``LIST_CAP``
+can be ranked alone: the report holds one partition's holes at a time (1/64 of them) and the best ``LIST_CAP``
 documents of each, never every distinct document id. Only writing the whole queue (``iter_pairs``) reads every
 partition at once.
 """
@@ -30,8 +30,8 @@ from ._model import LIST_CAP, Report
 __all__ = ["LABEL_PLACEHOLDER", "Holes", "SpilledTexts", "write_labelling_queue"]
 
 LABEL_PLACEHOLDER = "?"
-_PARTS = 16  # partition files of the holes
-_FLUSH = 4_096  # holes buffered per partition before they are written (64k in all)
+_PARTS = 64  # partition files of the holes
+_FLUSH = 1_024  # holes buffered per partition before they are written (64k in all)
 
 
 class SpilledTexts:
@@ -165,10 +165,9 @@ class Holes:
         """The ``chosen`` documents of a partition, each with its first ``limit`` holes (all: None)."""
         wanted = {c: i for i, c in enumerate(chosen)}
         holes: list[list[tuple[int, int]]] = [[] for _ in chosen]
-        for d, rank, row in zip(part.docs.tolist(), part.ranks.tolist(), part.rows.tolist(), strict=True):
-            i = wanted.get(d)
-            if i is not None:
-                holes[i].append((rank, row))
+        mine = np.flatnonzero(np.isin(part.docs, np.array(chosen, np.int32)))
+        for d, rank, row in zip(*(a[mine].tolist() for a in (part.docs, part.ranks, part.rows)), strict=True):
+            holes[wanted[d]].append((rank, row))
         out = []
         for c, hs in zip(chosen, holes, strict=True):
             hs.sort(key=lambda h: self._key(*h))

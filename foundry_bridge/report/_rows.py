@@ -131,13 +131,13 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
     out = RowsOut(np.zeros(n, np.int8), kept=[] if keep_all else None)
     heaps: dict[str, list[tuple[tuple[int, float, int], dict[str, Any]]]] = {s: [] for s in STAGES}
     stage_index = {s: k for k, s in enumerate(STAGES)}
-    abstains = arrays.abstains.tolist()
+    abstains = arrays.abstains
     facts = inp.records.iter_facts()
     canaries = _Canaries()
     for i, local, block in _indexed(inp):
         query, response, canary, dropped, checked, holes = next(facts)
         query_id, kind = arrays.query_ids[i], arrays.kinds[i]
-        abstained = None if abstains[i] < 0 else bool(abstains[i])
+        abstained = None if abstains[i] < 0 else bool(abstains[i] == 1)
         judges, (failed, scaled) = _verdicts(inp.judges, block.judges, i)
         stage, reason = attribute_stage(
             kind=kind,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 import math
 import os
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from ..canaries import RETRIEVAL, CanaryCase, CanaryScore, score_canaries
 from ..catalog import CATALOG
 from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, read_verdicts, write_verdict_queue
 from ..errors import DatasetError
+from ..metrics._arrays import Texts
 from ..metrics.agreement import (
     agreement,
     context_holds_relevant,
@@ -239,7 +241,7 @@ class _Judge:
 class _Columns:
     """The one pass over the folder: the run's query ids, the judges' columns, the qrels truth, canary cases."""
 
-    query_ids: list[str]
+    query_ids: Sequence[str]  # metrics._arrays.Texts
     judges: dict[str, _Judge]  # criterion → columns
     truth: np.ndarray  # context_holds_relevant as 1/0, NaN unknown
     cases: list[CanaryCase]
@@ -275,10 +277,10 @@ def _judge_specs(folder: RunFolder) -> list[tuple[str, str, str, float | None, b
 def _collect(folder: RunFolder) -> _Columns:
     """Records then results, each streamed once."""
     plan = folder.read_plan(items=False, records=False)
-    query_ids: list[str] = []
-    truth: list[float] = []
+    query_ids = Texts()  # one buffer, not a str object per query
+    truth = array("d")
     cases: list[CanaryCase] = []
-    canary: list[bool] = []
+    canary = array("b")
     for rec in folder.iter_records(plan):
         query_ids.append(rec.query_id)
         holds = context_holds_relevant(rec)
@@ -301,7 +303,9 @@ def _collect(folder: RunFolder) -> _Columns:
             col.score[res.row] = res.score
         if res.passed is not None:
             col.passed[res.row] = float(res.passed)
-    return _Columns(query_ids, judges, np.asarray(truth, dtype=np.float64), cases, np.asarray(canary, bool), read)
+    truth_ = np.frombuffer(truth, np.float64) if n else np.zeros(0)
+    canary_ = np.frombuffer(canary, np.int8).astype(bool) if n else np.zeros(0, bool)
+    return _Columns(query_ids, judges, truth_, cases, canary_, read)
 
 
 def _check_scale(verdicts: Sequence[Verdict], judge: _Judge, source: str) -> None:
