@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from .. import __version__
-from .._io import atomic_open, gc_paused
+from .._io import atomic_open, free_large_blocks, gc_paused
 from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset.records import QueryRecord
 from ..mapping.plan import Plan
@@ -456,6 +456,7 @@ class _Built:
 
 def _read(run_dir: str | os.PathLike[str], stage_k: int | None) -> tuple[_Built, dict[str, EvaluatorSpec | None]]:
     """The one pass over the run folder: plan, records into arrays, results into columns, the local metrics."""
+    free_large_blocks()  # the blocks of arrays below are freed back to the system, not kept in the heap
     run = _open_run(run_dir)
     params, specs = _params(run.plan, stage_k)
     warnings: list[str] = []

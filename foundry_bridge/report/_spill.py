@@ -64,8 +64,11 @@ class Spill:
         fd, dtype = self._fd(key, values.dtype)
         data = np.ascontiguousarray(values, dtype).tobytes()
         offset, done = lo * dtype.itemsize, 0
-        while done < len(data):
-            done += os.pwrite(fd, data[done:], offset + done)
+        try:
+            while done < len(data):
+                done += os.pwrite(fd, data[done:], offset + done)
+        except OSError as exc:  # a full temporary disk: say which folder (TMPDIR moves it)
+            raise OSError(exc.errno, f"{exc.strerror} (the report's temporary columns; set TMPDIR)", self.dir) from exc
         self._rows[key] = max(self._rows[key], lo + len(values))
 
     def read(self, key: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
