@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -24,9 +25,11 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..catalog import CATALOG
+from ..metrics._arrays import Texts
 from ..metrics.significance import DEFAULT_MIN_N, Correction, FamilyRow, compare_family
 from ..runfolder import RunFolder
 from ._format import fmt_num, md_escape
+from ._spill import CellColumns
 
 __all__ = ["FamilyComparison", "FamilyLine", "compare_family_runs", "render_family_markdown"]
 
@@ -91,8 +94,8 @@ class FamilyComparison(BaseModel):
 @dataclass
 class _RunColumns:
     label: str
-    query_ids: list[str]
-    columns: dict[str, np.ndarray]
+    query_ids: Texts
+    columns: Mapping[str, np.ndarray]  # _spill.CellColumns: on disk, read one column at a time
     kinds: dict[str, Kind]
     direction: dict[str, bool | None]
 
@@ -119,17 +122,16 @@ def _read_run(
     folder = RunFolder(run_dir)
     folder.require_dir()
     plan = folder.read_plan(items=False, records=False)
-    query_ids, other_kind = [], set()
-    for i, rec in enumerate(folder.iter_records(plan)):
+    query_ids, other = Texts(), array("b")
+    for rec in folder.iter_records(plan):
         query_ids.append(rec.query_id)
-        if kind is not None and rec.kind != kind:
-            other_kind.add(i)
+        other.append(kind is not None and rec.kind != kind)
     n = len(query_ids)
-    cols: dict[str, np.ndarray] = {}
+    cols = CellColumns(n)
     kinds: dict[str, Kind] = {}
     direction: dict[str, bool | None] = {}
     for res in folder.iter_results():
-        if res.error is not None or not 0 <= res.row < n or res.row in other_kind:
+        if res.error is not None or not 0 <= res.row < n or other[res.row]:
             continue
         metric_kind, hib, judge = _metric_kind(res.evaluator, res.metric)
         base = f"{res.criterion}:{res.metric}"
@@ -141,9 +143,10 @@ def _read_run(
         for key, k, value in cells:
             if value is None or (wanted is not None and not _selected(key, wanted)):
                 continue
-            if key not in cols:
-                cols[key], kinds[key], direction[key] = np.full(n, np.nan), k, hib
-            cols[key][res.row] = float(value)
+            if key not in kinds:
+                kinds[key], direction[key] = k, hib
+            cols.set(key, res.row, float(value))
+    cols.flush()
     return _RunColumns(label, query_ids, cols, kinds, direction)
 
 
@@ -153,19 +156,42 @@ def _selected(key: str, wanted: Sequence[str]) -> bool:
     return key in wanted or base in wanted or base.split(":", 1)[0] in wanted
 
 
-def _aligned(base: _RunColumns, cand: _RunColumns) -> tuple[dict[str, np.ndarray], int, int]:
-    """The candidate's columns in the baseline's query order (NaN where it lacks the query); the counts of
-    queries only in one of them."""
+class _Aligned(Mapping[str, np.ndarray]):
+    """The candidate's columns in the baseline's query order (NaN where it lacks the query), one at a time."""
+
+    def __init__(self, columns: Mapping[str, np.ndarray], index: np.ndarray | None, n: int) -> None:
+        self.columns, self.index, self.n = columns, index, n
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        col = self.columns[key]
+        if self.index is None:  # the same queries in the same order
+            return col
+        present = self.index >= 0
+        values = np.full(self.n, np.nan)
+        values[present] = col[self.index[present]]
+        return values
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.columns
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+
+def _aligned(base: _RunColumns, cand: _RunColumns) -> tuple[Mapping[str, np.ndarray], int, int]:
+    """The candidate's columns in the baseline's query order; the counts of queries only in one of them. Runs of
+    the same distinct query ids in the same order pair row by row (no index at all)."""
+    n = len(base.query_ids)
+    if base.query_ids == cand.query_ids and len(np.unique(base.query_ids.sort_keys())) == n:
+        return _Aligned(cand.columns, None, n), 0, 0
     position = {q: i for i, q in enumerate(cand.query_ids)}
     index = np.array([position.get(q, -1) for q in base.query_ids], dtype=np.int64)
-    present = index >= 0
-    out = {}
-    for key, col in cand.columns.items():
-        values = np.full(len(base.query_ids), np.nan)
-        values[present] = col[index[present]]
-        out[key] = values
-    only_base = int(np.count_nonzero(~present))
-    return out, only_base, len(cand.query_ids) - int(np.count_nonzero(present))
+    del position
+    found = int(np.count_nonzero(index >= 0))
+    return _Aligned(cand.columns, index, n), n - found, len(cand.query_ids) - found
 
 
 def _finite(value: float | None) -> float | None:
@@ -243,7 +269,7 @@ def compare_family_runs(
     if len(names) != len(dirs) or len(set(names)) != len(names):
         names = [f"{i}:{n}" for i, n in enumerate(names)] if len(names) == len(dirs) else [str(d) for d in dirs]
     base = _read_run(baseline_dir, names[0], metrics, kind)
-    candidates: dict[str, dict[str, np.ndarray]] = {}
+    candidates: dict[str, Mapping[str, np.ndarray]] = {}
     only_base, only_cand = {}, {}
     for label, path in zip(names[1:], candidate_dirs, strict=True):
         cand = _read_run(path, label, metrics, kind)

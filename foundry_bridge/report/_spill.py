@@ -2,7 +2,8 @@
 
 A report on a million queries has dozens of per-query columns (every local metric, and score / passed / threshold
 / label / status per Foundry metric); held in memory they are what grows with the dataset. ``Spill`` keeps each
-column in its own temporary file (positional reads and writes, no shared file offset); a step reads one column
+column in its own temporary file, opened for each read or write (a compare of many runs holds hundreds of columns:
+no file descriptor stays open, positional reads and writes, no shared offset); a step reads one column
 whole (a mean, a median, a histogram, a pairing: 8 bytes a query for the one column) or a block of rows of every
 column (the per-query rows). The files go when the ``Spill`` is closed or collected.
 """
@@ -13,11 +14,11 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-__all__ = ["BLOCK", "Spill", "blocks"]
+__all__ = ["BLOCK", "CellColumns", "Spill", "blocks"]
 
 BLOCK = 65_536  # rows read or written at once by the report's block-wise steps
 
@@ -35,62 +36,107 @@ class Spill:
 
     def __init__(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="foundry-bridge-columns-")
-        self._fds: dict[str, tuple[int, np.dtype]] = {}
+        self._columns: dict[str, tuple[str, np.dtype]] = {}
         self._rows: dict[str, int] = {}
-        self._finalizer = weakref.finalize(self, _remove, self.dir, self._fds)
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self.dir, ignore_errors=True)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._fds
+        return key in self._columns
 
     def rows(self, key: str) -> int:
         return self._rows[key]
 
-    def _fd(self, key: str, dtype: np.dtype | type | str) -> tuple[int, np.dtype]:
-        if key not in self._fds:
-            path = os.path.join(self.dir, f"{len(self._fds)}.col")
-            self._fds[key] = (os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600), np.dtype(dtype))
+    def _column(self, key: str, dtype: np.dtype | type | str) -> tuple[str, np.dtype]:
+        if key not in self._columns:
+            self._columns[key] = (os.path.join(self.dir, f"{len(self._columns)}.col"), np.dtype(dtype))
             self._rows[key] = 0
-        return self._fds[key]
+        return self._columns[key]
 
     def create(self, key: str, n: int, dtype: np.dtype | type | str, fill: float | int | bool) -> None:
         """An ``n``-row column of ``fill``."""
-        self._fd(key, dtype)
+        self._column(key, dtype)
         for lo, hi in blocks(n):
             self.write(key, lo, np.full(hi - lo, fill, dtype))
         self._rows[key] = n
 
     def write(self, key: str, lo: int, values: np.ndarray) -> None:
         """``values`` at rows ``lo ..``; a new key makes a column of ``values``' dtype."""
-        fd, dtype = self._fd(key, values.dtype)
+        path, dtype = self._column(key, values.dtype)
         data = np.ascontiguousarray(values, dtype).tobytes()
         offset, done = lo * dtype.itemsize, 0
         try:
-            while done < len(data):
-                done += os.pwrite(fd, data[done:], offset + done)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                while done < len(data):
+                    done += os.pwrite(fd, data[done:], offset + done)
+            finally:
+                os.close(fd)
         except OSError as exc:  # a full temporary disk: say which folder (TMPDIR moves it)
             raise OSError(exc.errno, f"{exc.strerror} (the report's temporary columns; set TMPDIR)", self.dir) from exc
         self._rows[key] = max(self._rows[key], lo + len(values))
 
     def read(self, key: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Rows ``lo`` to ``hi`` (default: the end) of a column, as a writable array."""
-        fd, dtype = self._fds[key]
+        path, dtype = self._columns[key]
         hi = self._rows[key] if hi is None else min(hi, self._rows[key])
         size = max(hi - lo, 0) * dtype.itemsize
         out = bytearray(size)
         view, done = memoryview(out), 0
-        while done < size:
-            got = os.preadv(fd, [view[done:]], lo * dtype.itemsize + done)
-            if got <= 0:
-                raise OSError(f"column file of {key!r} is shorter than its rows")
-            done += got
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            while done < size:
+                got = os.preadv(fd, [view[done:]], lo * dtype.itemsize + done)
+                if got <= 0:
+                    raise OSError(0, "a column file is shorter than its rows", path)
+                done += got
+        finally:
+            os.close(fd)
         return np.frombuffer(out, dtype)
 
     def close(self) -> None:
         self._finalizer()
 
 
-def _remove(path: str, fds: dict[str, tuple[int, np.dtype]]) -> None:
-    for fd, _ in fds.values():
-        os.close(fd)
-    fds.clear()
-    shutil.rmtree(path, ignore_errors=True)
+class CellColumns(Mapping[str, np.ndarray]):
+    """Float64 columns of ``n`` rows (NaN where unset), set cell by cell with one block of rows in memory (cells that
+    come in row order write each block once; others cost a block read and write), read back one whole column at a
+    time: ``columns[key]``."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.spill = n, Spill()
+        self._keys: list[str] = []
+        self._lo = -1
+        self._block: dict[str, np.ndarray] = {}
+
+    def set(self, key: str, row: int, value: float) -> None:
+        lo = row - row % BLOCK
+        if lo != self._lo:
+            self.flush()
+            self._lo = lo
+        block = self._block.get(key)
+        if block is None:
+            if key not in self.spill:
+                self.spill.create(key, self.n, "float64", np.nan)
+                self._keys.append(key)
+            block = self._block[key] = self.spill.read(key, lo, lo + BLOCK)
+        block[row - lo] = value
+
+    def flush(self) -> None:
+        for key, values in self._block.items():
+            self.spill.write(key, self._lo, values)
+        self._block, self._lo = {}, -1
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self.spill:
+            raise KeyError(key)
+        self.flush()
+        return self.spill.read(key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self.spill
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
