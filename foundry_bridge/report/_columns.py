@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .._io import dumps, loads
+from .._io import dumps, loads, trim_heap
 from ..dataset.records import QueryRecord
 from ..metrics._arrays import Codes, QueryArrays, Texts
 from ..results import ResultRow
@@ -145,6 +145,8 @@ def read_records(
             index.kinds.extend(arrays.kinds)  # type: ignore[arg-type]  # and Codes
             index.kind_sources.extend(arrays.kind_sources)  # type: ignore[arg-type]
             abstains.append(np.asarray(arrays.abstains, np.int8))
+            del arrays
+            trim_heap()  # the block's arrays and records are freed: their pages go back
     except BaseException:
         facts.close()
         raise
