@@ -312,9 +312,10 @@ class ScoreColumn:
         self.cells, self.crit_errors, self.n = cells, crit_errors, n
         self.label_names = list(cells.labels)
         err_rows = np.array(sorted(crit_errors), np.int64)
+        err_cells = cells.error.mask()  # once, not once per block
         for lo, hi in blocks(n):
             present, score, passed = (cells.read(f, lo, hi) for f in ("present", "score", "passed"))
-            err_cell = cells.error.mask()[lo:hi]
+            err_cell = err_cells[lo:hi]
             crit_err = np.zeros(hi - lo, bool)
             crit_err[err_rows[(err_rows >= lo) & (err_rows < hi)] - lo] = True
             has_value = ~np.isnan(score) | (boolean & (passed >= 0))
