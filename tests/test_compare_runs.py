@@ -124,6 +124,34 @@ def test_a_query_in_one_run_only_is_reported(runs, tmp_path: Path) -> None:
     assert not compare_runs([runs["base"], runs["same"]], coverage_drop=0.0).gate["failed"]
 
 
+def test_a_candidate_in_another_order_pairs_by_query_id(runs, tmp_path: Path) -> None:
+    """The same queries in reverse order (paired by id, not row by row) give the aligned candidate's numbers."""
+    reordered = write_run(tmp_path / "reordered", scores=_scores(5), edit_records=lambda rs: rs[::-1])
+    aligned = compare_runs([runs["base"], runs["better"]], labels=["base", "cand"])
+    shuffled = compare_runs([runs["base"], reordered], labels=["base", "cand"])
+    assert len(aligned.metrics) == len(shuffled.metrics) > 10
+    for a, b in zip(aligned.metrics, shuffled.metrics, strict=True):
+        assert a.model_dump() == b.model_dump(), a.metric
+    assert [c.model_dump() for c in shuffled.coverage] == [c.model_dump() for c in aligned.coverage]
+    assert shuffled.queries[0].only_in_baseline == shuffled.queries[0].only_in_candidate == []
+    assert aligned.judge_tests is not None and shuffled.judge_tests is not None
+    assert shuffled.judge_tests.rows == aligned.judge_tests.rows
+
+
+def test_a_repeated_query_id_pairs_by_its_last_row(runs, tmp_path: Path) -> None:
+    """A candidate holding one query twice is paired on its last copy, as a dict built in row order would be."""
+
+    def repeat_q01(rs: list) -> list:
+        first = next(r for r in rs if r.query_id == "q01")
+        return [first.model_copy(update={"response": "an older answer"}), *rs]
+
+    twice = write_run(tmp_path / "twice", scores=_scores(5), edit_records=repeat_q01)
+    once = compare_runs([runs["base"], runs["better"]], labels=["base", "cand"])
+    repeated = compare_runs([runs["base"], twice], labels=["base", "cand"])
+    for a, b in zip(once.metrics, repeated.metrics, strict=True):
+        assert (a.n_paired, a.delta, a.p_value, a.wins, a.losses) == (b.n_paired, b.delta, b.p_value, b.wins, b.losses)
+
+
 def test_errored_scores_are_excluded_from_pairs_and_coverage_drop_fails_the_gate(runs, tmp_path: Path) -> None:
     scores = _scores(3)
     scores["relevance"]["q01"] = ERROR

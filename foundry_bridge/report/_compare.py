@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._io import gc_paused
 from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
-from ..metrics._arrays import Texts
+from ..metrics._arrays import Codes, IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ._build import build_report, foundry_key
 from ._columns import SCORED, Columns
@@ -163,10 +163,8 @@ class Comparison(_Model):
 
 
 class _Run:
-    """One run's queries for pairing, as arrays: its distinct query ids sorted (``keys``), each one's first and
-    last row (the last one is paired, as a dict lookup would give) and kind code there (into ``kind_names``), the
-    distinct id of every row; and each metric's values (the report's columns: NaN where undefined, errored or
-    missing). Nothing per query is a Python object."""
+    """One run's queries for pairing: its report's columns, each row's kind code (into ``kind_names``) and, made
+    only when a pairing needs it, its ids by value (``index``). Nothing per query is a Python object."""
 
     def __init__(self, report: Report) -> None:
         import numpy as np
@@ -176,45 +174,28 @@ class _Run:
             raise UsageError("compare needs reports built by build_report (a report read from JSON has no columns)")
         self.report = report
         self.columns = columns
-        ids = columns.query_ids
-        keys = (
-            ids.sort_keys()
-            if isinstance(ids, Texts)
-            else np.array([q.encode("utf-8", "surrogatepass") for q in ids], "S")
-        )
-        index = np.int32 if len(keys) < 2**31 else np.int64  # row numbers: 4 bytes each below 2^31 rows
-        order = np.argsort(keys, kind="stable").astype(index)
-        ordered = keys[order]
-        new = np.ones(len(order), bool)
-        new[1:] = ordered[1:] != ordered[:-1]
-        del ordered
-        starts = np.flatnonzero(new)
-        ends = np.append(starts[1:], len(order))
-        self.keys = keys[order[starts]]
-        del keys
-        self.first, self.last = order[starts], order[ends - 1]
-        self.unique_of = np.empty(len(order), index)
-        self.unique_of[order] = np.cumsum(new, dtype=index) - 1
-        del order, starts, ends, new
-        self.kind_names = sorted(set(columns.kinds))
-        code = {k: i for i, k in enumerate(self.kind_names)}
-        kinds = np.fromiter((code[k] for k in columns.kinds), np.int8, len(self.unique_of))
-        self.kind = kinds[self.last]
+        kinds = columns.kinds
+        if isinstance(kinds, Codes):
+            self.kind_names = sorted(kinds.names)
+            self.row_kind = kinds.coded(self.kind_names)
+        else:
+            self.kind_names = sorted(set(kinds))
+            code = {k: i for i, k in enumerate(self.kind_names)}
+            self.row_kind = np.fromiter((code[k] for k in kinds), np.int8, len(kinds))
+        self._index: IdIndex | None = None
 
-    def locate(self, keys: Any) -> tuple[Any, Any]:
-        """For each of ``keys``: whether this run has it, and its distinct id's index here (0 where not)."""
+    @property
+    def index(self) -> IdIndex:
+        """The query ids by value (made at the first pairing that needs it, then kept for the next candidate)."""
+        if self._index is None:
+            self._index = IdIndex(self.columns.query_ids)
+        return self._index
+
+    def ids(self, rows: Any) -> list[str]:
+        """The query ids of ``rows``, in row order."""
         import numpy as np
 
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        found = (self.keys[at] == keys) if len(self.keys) else np.zeros(len(keys), bool)
-        return found, np.where(found, at, 0)
-
-    def ids(self, unique: Any) -> list[str]:
-        """The query ids of distinct ids ``unique``, in the order of their first rows."""
-        import numpy as np
-
-        rows = np.sort(self.first[unique]) if len(unique) else unique
-        return [self.columns.query_ids[r] for r in rows.tolist()]
+        return [self.columns.query_ids[r] for r in np.sort(rows).tolist()]
 
     def values(self, key: str, source: str) -> Any:
         return self.columns.values(key, source)
@@ -320,22 +301,41 @@ class _Settings:
 
 @dataclass
 class _Pairing:
-    """A candidate's queries against the baseline's: per section, the paired rows of each run (baseline order)."""
+    """A candidate's queries against the baseline's: per section, the paired rows of each run (baseline order),
+    and each baseline row's row in the candidate (-1: the candidate lacks it; None: the same rows)."""
 
     queries: CandidateQueries
     rows: dict[str, tuple[Any, Any]]
+    cand_row: Any | None
 
 
 def _pair(base: _Run, cand: _Run, name: str, base_name: str, warnings: list[str]) -> _Pairing:
+    """Runs with the same distinct query ids in the same order pair row by row (no index is made); otherwise by
+    their ids by value (``metrics._arrays.IdIndex``), a repeated id's last row standing for it."""
     import numpy as np
 
-    in_cand, at = cand.locate(base.keys)
-    in_base, _ = base.locate(cand.keys)
     to_base = np.array([base.kind_names.index(k) if k in base.kind_names else -1 for k in cand.kind_names] or [0])
-    cand_kind = to_base[cand.kind[at]] if len(at) else np.zeros(0, np.int64)
-    differ = in_cand & (cand_kind != base.kind)
-    only_base, only_cand = base.ids(np.flatnonzero(~in_cand)), cand.ids(np.flatnonzero(~in_base))
-    changed = base.ids(np.flatnonzero(differ))
+    base_kind: Any  # per baseline query (a row here, a distinct id below): its kind code,
+    rows_of: Any  # its first row (the order it is listed and paired in), its paired row in each run,
+    base_rows: Any  # whether the candidate has it and its kind code there (in the baseline's codes)
+    cand_rows: Any
+    cand_row: Any | None  # per baseline row: the candidate's row of its id (-1: none); None: the same rows
+    if same_distinct(base.columns.query_ids, cand.columns.query_ids):
+        base_kind, rows_of = base.row_kind, np.arange(len(base.row_kind), dtype=np.int32)
+        in_cand = np.ones(len(base_kind), bool)
+        cand_kind, base_rows, cand_rows, cand_row = to_base[cand.row_kind], rows_of, rows_of, None
+        only_base: list[str] = []
+        only_cand: list[str] = []
+    else:
+        b, c = base.index, cand.index
+        in_cand, at = c.locate(b.keys)
+        in_base, _ = b.locate(c.keys)
+        base_kind, rows_of = base.row_kind[b.last], b.first
+        cand_kind = to_base[cand.row_kind[c.last[at]]] if len(at) else np.zeros(0, np.int64)
+        base_rows, cand_rows = b.last, c.last[at]
+        only_base, only_cand = base.ids(b.first[~in_cand]), cand.ids(c.first[~in_base])
+        cand_row = b.rows_in(c)
+    changed = base.ids(rows_of[in_cand & (cand_kind != base_kind)])
     if only_base or only_cand:
         warnings.append(
             f"{name}: {len(only_base)} query(ies) only in {base_name}, {len(only_cand)} only in {name}: "
@@ -346,13 +346,16 @@ def _pair(base: _Run, cand: _Run, name: str, base_name: str, warnings: list[str]
     rows: dict[str, tuple[Any, Any]] = {}
     for section in ("positive", "negative"):
         code = base.kind_names.index(section) if section in base.kind_names else -1
-        paired = np.flatnonzero(in_cand & (base.kind == code))
-        paired = paired[np.argsort(base.first[paired], kind="stable")]  # the baseline's order
-        rows[section] = (base.last[paired], cand.last[at[paired]])
+        paired = np.flatnonzero(in_cand & (base_kind == code))
+        if cand_row is None:  # the same rows, in order
+            rows[section] = (same := paired.astype(np.int32), same)
+            continue
+        paired = paired[np.argsort(rows_of[paired], kind="stable")]  # the baseline's order
+        rows[section] = (base_rows[paired], cand_rows[paired])
     queries = CandidateQueries(
         candidate=name, only_in_baseline=only_base, only_in_candidate=only_cand, kind_changed=changed
     )
-    return _Pairing(queries, rows)
+    return _Pairing(queries, rows, cand_row)
 
 
 def _verdict(n_paired: int, significant: bool, delta: float | None, hib: bool | None) -> Verdict:
@@ -375,49 +378,52 @@ class PairedTest:
     ci_high: float | None
 
 
-def paired_test(baseline: Any, candidate: Any, settings: _Settings, key: str) -> PairedTest:
-    """The paired test of one metric over aligned values (no NaN): sign-flip randomization test of the mean
-    difference and its percentile bootstrap CI, both from one generator seeded by (seed, ``key``)."""
+def paired_test(diffs: Any, settings: _Settings, key: str) -> PairedTest:
+    """The paired test of one metric over its paired differences (candidate − baseline, no NaN): sign-flip
+    randomization test of the mean difference and its percentile bootstrap CI, both from one generator seeded by
+    (seed, ``key``)."""
     from ._stats import bootstrap_ci, paired_generator, sign_flip_test
 
-    d = candidate - baseline
-    if not d.size:
+    if not diffs.size:
         return PairedTest(float("nan"), "none (no paired queries)", None, None)
     rng = paired_generator(settings.seed, key)
-    p, method = sign_flip_test(d, n_resamples=settings.n_resamples, rng=rng)
-    lo, hi = bootstrap_ci(d, confidence=settings.confidence, n_resamples=settings.n_resamples, rng=rng)
+    p, method = sign_flip_test(diffs, n_resamples=settings.n_resamples, rng=rng)
+    lo, hi = bootstrap_ci(diffs, confidence=settings.confidence, n_resamples=settings.n_resamples, rng=rng)
     return PairedTest(p, method, lo, hi)
 
 
-def _got_worse(ids: Sequence[str], where: Any, b: Any, c: Any, worse: Any) -> list[dict[str, Any]]:
-    """The LIST_CAP queries that got worse by the most, largest change first (ties in dataset order)."""
+def _got_worse(ids: Sequence[str], defined: Any, b_all: Any, c_all: Any, d: Any, worse: Any) -> list[dict[str, Any]]:
+    """The LIST_CAP queries that got worse by the most, largest change first (ties in dataset order); ``worse``
+    indexes the paired differences ``d``, ``defined`` maps them back to the section's rows."""
     import numpy as np
 
-    order = np.argsort(-np.abs(c[worse] - b[worse]), kind="stable")[:LIST_CAP]
-    picked = worse[order]
+    order = np.argsort(-np.abs(d[worse]), kind="stable")[:LIST_CAP]
+    rows = np.flatnonzero(defined)[worse[order]]
     return [
-        {"query_id": ids[w], "baseline": bw, "candidate": cw}
-        for w, bw, cw in zip(where[picked].tolist(), b[picked].tolist(), c[picked].tolist(), strict=True)
+        {"query_id": ids[r], "baseline": bw, "candidate": cw}
+        for r, bw, cw in zip(rows.tolist(), b_all[rows].tolist(), c_all[rows].tolist(), strict=True)
     ]
 
 
 def _compare_one(
     name: str, section: Section_, info: MetricInfo, b_all: Any, c_all: Any, ids: Sequence[str], settings: _Settings
 ) -> MetricComparison:
-    """One metric of one section, candidate vs baseline, over the queries defined in both."""
+    """One metric of one section, candidate vs baseline, over the queries defined in both. Per query, only the
+    two sections' values, the defined mask and the differences stay in memory while the tests run."""
     import numpy as np
 
     defined = ~(np.isnan(b_all) | np.isnan(c_all))
-    where = np.flatnonzero(defined)
     b, c = b_all[defined], c_all[defined]
     n_paired = int(b.size)
+    means = (float(b.mean()), float(c.mean())) if n_paired else (None, None)
     d = c - b
+    del b, c
     hib = info.higher_is_better
-    test = paired_test(b, c, settings, f"{name}|{section}|{info.key}")
+    test = paired_test(d, settings, f"{name}|{section}|{info.key}")
     delta = float(d.mean()) if n_paired else None
     significant = bool(n_paired) and not math.isnan(test.p) and test.p < settings.alpha and delta != 0
     worse_mask = (d < 0) if hib is not False else (d > 0)
-    better_mask = (d > 0) if hib is not False else (d < 0)
+    wins = int(np.count_nonzero((d > 0) if hib is not False else (d < 0)))
     worse = np.flatnonzero(worse_mask)
     return MetricComparison(
         candidate=name,
@@ -426,8 +432,8 @@ def _compare_one(
         higher_is_better=hib,
         n_paired=n_paired,
         n_excluded=len(ids) - n_paired,
-        baseline_mean=float(b.mean()) if n_paired else None,
-        candidate_mean=float(c.mean()) if n_paired else None,
+        baseline_mean=means[0],
+        candidate_mean=means[1],
         delta=delta,
         ci_low=test.ci_low,
         ci_high=test.ci_high,
@@ -435,10 +441,10 @@ def _compare_one(
         test=test.method,
         significant=significant,
         verdict=_verdict(n_paired, significant, delta, hib),
-        wins=int(np.count_nonzero(better_mask)),
+        wins=wins,
         ties=int(np.count_nonzero(d == 0)),
-        losses=int(np.count_nonzero(worse_mask)),
-        got_worse=_got_worse(ids, where, b, c, worse),
+        losses=int(worse.size),
+        got_worse=_got_worse(ids, defined, b_all, c_all, d, worse),
         n_got_worse=int(worse.size),
     )
 
@@ -460,33 +466,58 @@ def _compare_candidate(
     base: _Run, cand: _Run, name: str, pairing: _Pairing, sel: _Selection, settings: _Settings
 ) -> list[MetricComparison]:
     out: list[MetricComparison] = []
+    sections = [(s, pairing.rows[s]) for s in _SECTIONS if len(pairing.rows[s][0])]
     for key in sel.chosen:
         info = sel.infos[key]
         bv, cv = base.values(key, info.source), cand.values(key, info.source)
-        for section in _SECTIONS:
-            b_rows, c_rows = pairing.rows[section]
-            if len(b_rows):
-                ids = _RowIds(base.columns.query_ids, b_rows)
-                out.append(_compare_one(name, section, info, bv[b_rows], cv[c_rows], ids, settings))
+        values = [(bv[b_rows], cv[c_rows]) for _, (b_rows, c_rows) in sections]
+        del bv, cv  # only the sections' values stay while the tests run, each section's until it is tested
+        for section, (b_rows, _) in sections:
+            b_all, c_all = values.pop(0)
+            ids = _RowIds(base.columns.query_ids, b_rows)
+            out.append(_compare_one(name, section, info, b_all, c_all, ids, settings))
+            del b_all, c_all
     return out
 
 
-def _coverage_changes(base: _Run, cand: _Run, name: str, base_scored: dict[str, int]) -> list[CoverageChange]:
+def _compare_columns(
+    reports: list[Report], names: list[str], sel: _Selection, settings: _Settings, warnings: list[str]
+) -> tuple[list[MetricComparison], list[CoverageChange], list[CandidateQueries]]:
+    """Every candidate against the baseline on the reports' columns: pairing, the tests of each chosen metric and
+    section, coverage. One candidate's pairing is in memory at a time, and none once this returns."""
+    base, base_scored = _Run(reports[0]), dict[str, int]()
+    comparisons: list[MetricComparison] = []
+    coverage: list[CoverageChange] = []
+    queries: list[CandidateQueries] = []
+    for rep, name in zip(reports[1:], names[1:], strict=True):
+        cand = _Run(rep)
+        pairing = _pair(base, cand, name, names[0], warnings)
+        queries.append(pairing.queries)
+        comparisons += _compare_candidate(base, cand, name, pairing, sel, settings)
+        coverage += _coverage_changes(base, cand, name, pairing, base_scored)
+        del cand, pairing
+    return comparisons, coverage, queries
+
+
+def _coverage_changes(
+    base: _Run, cand: _Run, name: str, pairing: _Pairing, scored: dict[str, int]
+) -> list[CoverageChange]:
     """Coverage over the baseline's queries: a query the candidate lost counts as not scored."""
     import numpy as np
 
     n = len(base.columns.query_ids)
-    in_cand, where = cand.locate(base.keys)
-    found = in_cand[base.unique_of]
-    at = cand.last[where[base.unique_of]]
+    at = pairing.cand_row
     out: list[CoverageChange] = []
     for key in base.report.coverage.get("per_metric", {}):
-        if key not in base_scored:
+        if key not in scored:
             col = base.columns.foundry.get(key)
-            base_scored[key] = 0 if col is None else int(np.count_nonzero(col.status() == SCORED))
+            scored[key] = 0 if col is None else int(np.count_nonzero(col.status() == SCORED))
         c_col = cand.columns.foundry.get(key)
-        c_scored = 0 if c_col is None else int(np.count_nonzero(c_col.status()[at[found]] == SCORED))
-        b_rate = base_scored[key] / n if n else None
+        c_status = None if c_col is None else c_col.status()
+        if c_status is not None and at is not None:
+            c_status = c_status[at[at >= 0]]
+        c_scored = 0 if c_status is None else int(np.count_nonzero(c_status == SCORED))
+        b_rate = scored[key] / n if n else None
         c_rate = c_scored / n if n else None
         out.append(
             CoverageChange(
@@ -667,16 +698,7 @@ def compare_runs(
     warnings: list[str] = []
     sel = _select(reports, metrics, fail_on, warnings)
     settings = _Settings(seed, n_resamples, alpha, confidence)
-    base_run, base_scored = _Run(reports[0]), dict[str, int]()
-    comparisons: list[MetricComparison] = []
-    coverage: list[CoverageChange] = []
-    queries: list[CandidateQueries] = []
-    for rep, name in zip(reports[1:], names[1:], strict=True):
-        cand_run = _Run(rep)
-        pairing = _pair(base_run, cand_run, name, names[0], warnings)
-        queries.append(pairing.queries)
-        comparisons += _compare_candidate(base_run, cand_run, name, pairing, sel, settings)
-        coverage += _coverage_changes(base_run, cand_run, name, base_scored)
+    comparisons, coverage, queries = _compare_columns(reports, names, sel, settings, warnings)
     gated = {(sec, key) for sec, key, _ in sel.gate_specs}
     family = None
     if judge_tests and not any(isinstance(r, Report) for r in runs):
@@ -689,6 +711,7 @@ def compare_runs(
             labels=names,
             noise={_family_key(k): v for k, v in (noise or {}).items()},
             kind="positive",
+            indexes=[(rep._columns.query_ids, rep._columns.kinds) for rep in reports],
         )
     _correct(comparisons, correction, alpha, min_paired, gated, noise or {})
     return Comparison(

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..catalog import CATALOG
-from ..metrics._arrays import Texts
+from ..metrics._arrays import Codes, IdIndex, Texts, same_distinct
 from ..metrics.significance import DEFAULT_MIN_N, Correction, FamilyRow, compare_family
 from ..runfolder import RunFolder
 from ._format import fmt_num, md_escape
@@ -94,7 +94,7 @@ class FamilyComparison(BaseModel):
 @dataclass
 class _RunColumns:
     label: str
-    query_ids: Texts
+    query_ids: Sequence[str]  # metrics._arrays.Texts
     columns: Mapping[str, np.ndarray]  # _spill.CellColumns: on disk, read one column at a time
     kinds: dict[str, Kind]
     direction: dict[str, bool | None]
@@ -114,18 +114,40 @@ def _metric_kind(evaluator: str, metric: str) -> tuple[Kind, bool | None, bool]:
     return kind, m.higher_is_better, spec.needs_deployment and kind != "boolean"
 
 
-def _read_run(
-    run_dir: str | os.PathLike[str], label: str, wanted: Sequence[str] | None, kind: QueryKind | None
-) -> _RunColumns:
-    """One pass: records for the ids (those of another ``kind`` blanked), then results into columns (score;
-    pass/fail for judges and booleans)."""
-    folder = RunFolder(run_dir)
-    folder.require_dir()
+def _read_index(folder: RunFolder, kind: QueryKind | None) -> tuple[Sequence[str], array[int]]:
+    """The records' query ids, and 1 for each of another ``kind`` (a pass over records.jsonl)."""
     plan = folder.read_plan(items=False, records=False)
     query_ids, other = Texts(), array("b")
     for rec in folder.iter_records(plan):
         query_ids.append(rec.query_id)
         other.append(kind is not None and rec.kind != kind)
+    return query_ids, other
+
+
+def _other_kind(kinds: Sequence[str], kind: QueryKind | None) -> array[int]:
+    """1 for each row whose kind is not ``kind`` (none when ``kind`` is None)."""
+    if kind is None:
+        return array("b", bytes(len(kinds)))
+    if isinstance(kinds, Codes):
+        return array("b", (~kinds.mask(kind)).astype(np.int8).tobytes())
+    return array("b", (k != kind for k in kinds))
+
+
+def _read_run(
+    run_dir: str | os.PathLike[str],
+    label: str,
+    wanted: Sequence[str] | None,
+    kind: QueryKind | None,
+    index: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> _RunColumns:
+    """One pass: records for the ids (those of another ``kind`` blanked) unless ``index`` gives them with their
+    kinds, then results into columns (score; pass/fail for judges and booleans)."""
+    folder = RunFolder(run_dir)
+    folder.require_dir()
+    if index is None:
+        query_ids, other = _read_index(folder, kind)
+    else:
+        query_ids, other = index[0], _other_kind(index[1], kind)
     n = len(query_ids)
     cols = CellColumns(n)
     kinds: dict[str, Kind] = {}
@@ -185,11 +207,9 @@ def _aligned(base: _RunColumns, cand: _RunColumns) -> tuple[Mapping[str, np.ndar
     """The candidate's columns in the baseline's query order; the counts of queries only in one of them. Runs of
     the same distinct query ids in the same order pair row by row (no index at all)."""
     n = len(base.query_ids)
-    if base.query_ids == cand.query_ids and len(np.unique(base.query_ids.sort_keys())) == n:
+    if same_distinct(base.query_ids, cand.query_ids):
         return _Aligned(cand.columns, None, n), 0, 0
-    position = {q: i for i, q in enumerate(cand.query_ids)}
-    index = np.array([position.get(q, -1) for q in base.query_ids], dtype=np.int64)
-    del position
+    index = IdIndex(base.query_ids).rows_in(IdIndex(cand.query_ids))
     found = int(np.count_nonzero(index >= 0))
     return _Aligned(cand.columns, index, n), n - found, len(cand.query_ids) - found
 
@@ -260,19 +280,23 @@ def compare_family_runs(
     labels: Sequence[str] | None = None,
     noise: Mapping[str, float] | None = None,
     kind: QueryKind | None = None,
+    indexes: Sequence[tuple[Sequence[str], Sequence[str]]] | None = None,
 ) -> FamilyComparison:
     """Every candidate run against the baseline run on every metric both have (or those ``metrics`` name: a
     criterion, ``criterion:metric`` or a full key), corrected over all (candidate, metric) pairs tested.
-    ``kind``: only the positive (or negative) queries, as ``compare`` reports them apart."""
+    ``kind``: only the positive (or negative) queries, as ``compare`` reports them apart. ``indexes``: each run's
+    query ids and kinds in row order, when the caller has read them (compare's reports): records.jsonl is then
+    not read again."""
     dirs = [baseline_dir, *candidate_dirs]
     names = list(labels) if labels is not None else [Path(d).name or str(d) for d in dirs]
     if len(names) != len(dirs) or len(set(names)) != len(names):
         names = [f"{i}:{n}" for i, n in enumerate(names)] if len(names) == len(dirs) else [str(d) for d in dirs]
-    base = _read_run(baseline_dir, names[0], metrics, kind)
+    given = list(indexes) if indexes is not None else [None] * len(dirs)
+    base = _read_run(baseline_dir, names[0], metrics, kind, given[0])
     candidates: dict[str, Mapping[str, np.ndarray]] = {}
     only_base, only_cand = {}, {}
-    for label, path in zip(names[1:], candidate_dirs, strict=True):
-        cand = _read_run(path, label, metrics, kind)
+    for label, path, index in zip(names[1:], candidate_dirs, given[1:], strict=True):
+        cand = _read_run(path, label, metrics, kind, index)
         candidates[label], only_base[label], only_cand[label] = _aligned(base, cand)
     rows = compare_family(base.columns, candidates, base.kinds, method=method, alpha=alpha, min_n=min_n, noise=noise)
     lines = [

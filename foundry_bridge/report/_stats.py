@@ -29,8 +29,10 @@ def sign_flip_test(diffs: Any, *, n_resamples: int = 10_000, rng: Any) -> tuple[
     import numpy as np
 
     d = np.asarray(diffs, dtype=np.float64)
-    nz = d[d != 0]
-    n, m = d.size, nz.size
+    nonzero = d != 0
+    n, m = d.size, int(np.count_nonzero(nonzero))
+    nz = d if m == n else d[nonzero]  # no copy when no difference is 0
+    del nonzero
     if n == 0:
         return float("nan"), "none (no paired queries)"
     if m == 0:
