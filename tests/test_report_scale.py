@@ -66,6 +66,17 @@ def test_compare_numbers_are_unchanged(runs: tuple[Path, Path], golden: dict[str
     assert _holds(numbers, golden["compare"])
 
 
+def test_a_report_without_its_trust_section_is_the_same_report(runs: tuple[Path, Path]) -> None:
+    """compare builds its reports with trust=False: only the trust section (and the time) may differ."""
+    full = json.loads(render_json(build_report(runs[0], worst=0, table_rows=0)))
+    lean = json.loads(render_json(build_report(runs[0], worst=0, table_rows=0, trust=False)))
+    assert full["trust"] is not None and lean["trust"] is None
+    for report in (full, lean):
+        report.pop("trust")
+        report["provenance"].pop("created_at")
+    assert lean == full
+
+
 def _holds(new: Any, old: Any) -> bool:
     """``new`` has every value of ``old``, identical (fields added since, e.g. coverage's hole counts, allowed)."""
     if isinstance(old, dict):

@@ -508,6 +508,7 @@ def build_report(
     table_rows: int = TABLE_ROWS,
     human_verdicts: str | os.PathLike[str] | None = None,
     repeats: Sequence[str | os.PathLike[str]] = (),
+    trust: bool = True,
 ) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
@@ -516,8 +517,9 @@ def build_report(
     (``stages.worst``). Runs of at most ``table_rows`` queries keep every row in ``report.queries``; larger ones
     keep only the worst rows. ``human_verdicts`` (JSONL or CSV) and ``repeats`` (run folders of the same rows
     judged again) feed the "Can the judge be trusted?" section (``report._trust``; it says what is missing without
-    them). Steps: read (plan → records → results → local metrics → columns) → rows → sections, coverage,
-    distributions, labelling queue, trust and provenance.
+    them); ``trust=False`` leaves the section out (None) and skips its own pass over the run folder (compare, which
+    never shows it). Steps: read (plan → records → results → local metrics → columns) → rows → sections,
+    coverage, distributions, labelling queue, trust and provenance.
     """
     b, specs = _read(run_dir, stage_k)
     n_rows = b.rec.arrays.n_queries
@@ -531,7 +533,7 @@ def build_report(
             path=None if queries_out is None else str(queries_out), rows=n_rows, complete=keep, worst_per_stage=worst
         ),
     )
-    report.trust = trust_section(run_dir, human_verdicts, repeats=repeats)
+    report.trust = trust_section(run_dir, human_verdicts, repeats=repeats) if trust else None
     shown = rows.kept if rows.kept is not None else _worst_rows(rows)
     report._queries = _adapter(QueryRow).validate_python(shown)
     report._columns = Columns(b.rec.arrays.query_ids, b.rec.arrays.kinds, b.local.columns, b.scores)

@@ -650,8 +650,9 @@ def _headline(base: Report, metrics: Sequence[str] | None, chosen: list[str]) ->
 
 
 def _lean_report(run: str | os.PathLike[str]) -> Report:
-    """A run's report as compare needs it: no rows kept, and only its columns' numbers (no reasons, no holes)."""
-    report = build_report(run, worst=0, table_rows=0)
+    """A run's report as compare needs it: no rows kept, no trust section, and only its columns' numbers (no
+    reasons, no holes)."""
+    report = build_report(run, worst=0, table_rows=0, trust=False)
     for col in report._columns.foundry.values():
         col.cells.reason.clear()
         col.cells.error.clear()
