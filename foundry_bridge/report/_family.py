@@ -114,14 +114,14 @@ def _metric_kind(evaluator: str, metric: str) -> tuple[Kind, bool | None, bool]:
     return kind, m.higher_is_better, spec.needs_deployment and kind != "boolean"
 
 
-def _read_index(folder: RunFolder, kind: QueryKind | None) -> tuple[Sequence[str], array[int]]:
-    """The records' query ids, and 1 for each of another ``kind`` (a pass over records.jsonl)."""
+def _read_index(folder: RunFolder) -> tuple[Texts, Codes]:
+    """The records' query ids and kinds, in row order (a pass over records.jsonl)."""
     plan = folder.read_plan(items=False, records=False)
-    query_ids, other = Texts(), array("b")
+    query_ids, kinds = Texts(), Codes()
     for rec in folder.iter_records(plan):
         query_ids.append(rec.query_id)
-        other.append(kind is not None and rec.kind != kind)
-    return query_ids, other
+        kinds.append(rec.kind)
+    return query_ids, kinds
 
 
 def _other_kind(kinds: Sequence[str], kind: QueryKind | None) -> array[int]:
@@ -144,10 +144,9 @@ def _read_run(
     kinds, then results into columns (score; pass/fail for judges and booleans)."""
     folder = RunFolder(run_dir)
     folder.require_dir()
-    if index is None:
-        query_ids, other = _read_index(folder, kind)
-    else:
-        query_ids, other = index[0], _other_kind(index[1], kind)
+    query_ids, row_kinds = _read_index(folder) if index is None else index
+    other = _other_kind(row_kinds, kind)
+    del row_kinds
     n = len(query_ids)
     cols = CellColumns(n)
     kinds: dict[str, Kind] = {}
