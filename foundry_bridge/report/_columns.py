@@ -29,9 +29,8 @@ from ..dataset.records import QueryRecord
 from ..metrics._arrays import Codes, QueryArrays, Texts
 from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
-from . import _spill
 from ._queue import Holes
-from ._spill import Spill, blocks
+from ._spill import BlockBuffer, Spill, blocks
 
 __all__ = ["SCORED", "STATUSES", "Cells", "Columns", "FoundryRead", "QueryIndex", "RecordRead", "ScoreColumn"]
 
@@ -216,23 +215,12 @@ class Cells:
         self.labels: dict[str, int] = {}
         for name, dtype, fill in _FIELDS:
             spill.create(f"{key}:{name}", n, dtype, fill)
-        self._lo = -1
-        self._block: dict[str, np.ndarray] = {}
-
-    def _at(self, i: int) -> int:
-        lo = i - i % _spill.BLOCK
-        if lo != self._lo:
-            self.flush()
-            self._block = {name: self.read(name, lo, lo + _spill.BLOCK) for name, _, _ in _FIELDS}
-            self._lo = lo
-        return i - lo
+        self._buffer = BlockBuffer(spill)
+        self._files = [f"{key}:{name}" for name, _, _ in _FIELDS]
 
     def flush(self) -> None:
         """Write the block in memory back (the next read sees every cell set)."""
-        if self._lo >= 0:
-            for name, values in self._block.items():
-                self.spill.write(f"{self.key}:{name}", self._lo, values)
-            self._lo, self._block = -1, {}
+        self._buffer.flush()
 
     def read(self, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Rows ``lo`` to ``hi`` of one field (present, score, passed, threshold, label)."""
@@ -244,13 +232,14 @@ class Cells:
 
     def set(self, i: int, res: ResultRow) -> bool:
         """Row ``i``'s cell (the last one wins); returns whether the row already had one."""
-        j, b = self._at(i), self._block
-        duplicate = bool(b["present"][j])
-        b["present"][j] = True
-        b["score"][j] = np.nan if res.score is None else res.score
-        b["passed"][j] = -1 if res.passed is None else int(res.passed)
-        b["threshold"][j] = np.nan if res.threshold is None else res.threshold
-        b["label"][j] = -1 if res.label is None else self.labels.setdefault(res.label, len(self.labels))
+        j = self._buffer.at(i)
+        present, score, passed, threshold, label = map(self._buffer.column, self._files)  # _FIELDS' order
+        duplicate = bool(present[j])
+        present[j] = True
+        score[j] = np.nan if res.score is None else res.score
+        passed[j] = -1 if res.passed is None else int(res.passed)
+        threshold[j] = np.nan if res.threshold is None else res.threshold
+        label[j] = -1 if res.label is None else self.labels.setdefault(res.label, len(self.labels))
         self.reason.set(i, res.reason)
         self.error.set(i, res.error)
         return duplicate

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-__all__ = ["BLOCK", "CellColumns", "Spill", "blocks"]
+__all__ = ["BLOCK", "BlockBuffer", "CellColumns", "Spill", "blocks"]
 
 BLOCK = 65_536  # rows read or written at once by the report's block-wise steps
 
@@ -97,34 +97,55 @@ class Spill:
         self._finalizer()
 
 
-class CellColumns(Mapping[str, np.ndarray]):
-    """Float64 columns of ``n`` rows (NaN where unset), set cell by cell with one block of rows in memory (cells that
-    come in row order write each block once; others cost a block read and write), read back one whole column at a
-    time: ``columns[key]``."""
+class BlockBuffer:
+    """One block of rows of a ``Spill``'s columns in memory, for setting cells row by row: cells that come in row
+    order read and write each block once; a cell of another block first writes this one back (``flush``)."""
 
-    def __init__(self, n: int) -> None:
-        self.n, self.spill = n, Spill()
-        self._keys: list[str] = []
+    def __init__(self, spill: Spill) -> None:
+        self.spill = spill
         self._lo = -1
         self._block: dict[str, np.ndarray] = {}
 
-    def set(self, key: str, row: int, value: float) -> None:
+    def at(self, row: int) -> int:
+        """Make ``row``'s block the one in memory; returns ``row``'s index in it."""
         lo = row - row % BLOCK
         if lo != self._lo:
             self.flush()
             self._lo = lo
-        block = self._block.get(key)
-        if block is None:
-            if key not in self.spill:
-                self.spill.create(key, self.n, "float64", np.nan)
-                self._keys.append(key)
-            block = self._block[key] = self.spill.read(key, lo, lo + BLOCK)
-        block[row - lo] = value
+        return row - lo
+
+    def column(self, key: str) -> np.ndarray:
+        """The block's rows of column ``key`` (read from the spill at its first use in the block)."""
+        values = self._block.get(key)
+        if values is None:
+            values = self._block[key] = self.spill.read(key, self._lo, self._lo + BLOCK)
+        return values
 
     def flush(self) -> None:
+        """Write the block back (the next read of the spill sees every cell set)."""
         for key, values in self._block.items():
             self.spill.write(key, self._lo, values)
         self._block, self._lo = {}, -1
+
+
+class CellColumns(Mapping[str, np.ndarray]):
+    """Float64 columns of ``n`` rows (NaN where unset), set cell by cell through a ``BlockBuffer``, read back one
+    whole column at a time: ``columns[key]``."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.spill = n, Spill()
+        self._keys: list[str] = []
+        self._buffer = BlockBuffer(self.spill)
+
+    def set(self, key: str, row: int, value: float) -> None:
+        j = self._buffer.at(row)
+        if key not in self.spill:
+            self.spill.create(key, self.n, "float64", np.nan)
+            self._keys.append(key)
+        self._buffer.column(key)[j] = value
+
+    def flush(self) -> None:
+        self._buffer.flush()
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in self.spill:
