@@ -18,7 +18,7 @@ import itertools
 import tempfile
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -380,8 +380,8 @@ def _score(status: str, **fields: Any) -> dict[str, Any]:
 class Columns:
     """What ``compare`` reads of a report: each query's id and kind, local values, Foundry statuses and scores."""
 
-    query_ids: Sequence[str]  # metrics._arrays.Texts from build_report
-    kinds: Sequence[str]  # metrics._arrays.Codes from build_report
+    query_ids: Texts
+    kinds: Codes
     local: LocalColumns
     foundry: dict[str, ScoreColumn]
 

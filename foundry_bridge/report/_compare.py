@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._io import gc_paused, trim_heap
 from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
-from ..metrics._arrays import Codes, IdIndex, same_distinct
+from ..metrics._arrays import IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ._build import build_report, foundry_key
 from ._columns import SCORED, Columns
@@ -168,21 +168,13 @@ class _Run:
     only when a pairing needs it, its ids by value (``index``). Nothing per query is a Python object."""
 
     def __init__(self, report: Report) -> None:
-        import numpy as np
-
         columns: Columns | None = report._columns
         if columns is None:
             raise UsageError("compare needs reports built by build_report (a report read from JSON has no columns)")
         self.report = report
         self.columns = columns
-        kinds = columns.kinds
-        if isinstance(kinds, Codes):
-            self.kind_names = sorted(kinds.names)
-            self.row_kind = kinds.coded(self.kind_names)
-        else:
-            self.kind_names = sorted(set(kinds))
-            code = {k: i for i, k in enumerate(self.kind_names)}
-            self.row_kind = np.fromiter((code[k] for k in kinds), np.int8, len(kinds))
+        self.kind_names = sorted(columns.kinds.names)
+        self.row_kind = columns.kinds.coded(self.kind_names)
         self._index: IdIndex | None = None
 
     @property

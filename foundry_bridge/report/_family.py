@@ -94,7 +94,7 @@ class FamilyComparison(BaseModel):
 @dataclass
 class _RunColumns:
     label: str
-    query_ids: Sequence[str]  # metrics._arrays.Texts
+    query_ids: Texts
     columns: Mapping[str, np.ndarray]  # _spill.CellColumns: on disk, read one column at a time
     kinds: dict[str, Kind]
     direction: dict[str, bool | None]
@@ -124,13 +124,11 @@ def _read_index(folder: RunFolder) -> tuple[Texts, Codes]:
     return query_ids, kinds
 
 
-def _other_kind(kinds: Sequence[str], kind: QueryKind | None) -> array[int]:
+def _other_kind(kinds: Codes, kind: QueryKind | None) -> array[int]:
     """1 for each row whose kind is not ``kind`` (none when ``kind`` is None)."""
     if kind is None:
         return array("b", bytes(len(kinds)))
-    if isinstance(kinds, Codes):
-        return array("b", (~kinds.mask(kind)).astype(np.int8).tobytes())
-    return array("b", (k != kind for k in kinds))
+    return array("b", (~kinds.mask(kind)).astype(np.int8).tobytes())
 
 
 def _read_run(
@@ -138,7 +136,7 @@ def _read_run(
     label: str,
     wanted: Sequence[str] | None,
     kind: QueryKind | None,
-    index: tuple[Sequence[str], Sequence[str]] | None = None,
+    index: tuple[Texts, Codes] | None = None,
 ) -> _RunColumns:
     """One pass: records for the ids (those of another ``kind`` blanked) unless ``index`` gives them with their
     kinds, then results into columns (score; pass/fail for judges and booleans)."""
@@ -279,7 +277,7 @@ def compare_family_runs(
     labels: Sequence[str] | None = None,
     noise: Mapping[str, float] | None = None,
     kind: QueryKind | None = None,
-    indexes: Sequence[tuple[Sequence[str], Sequence[str]]] | None = None,
+    indexes: Sequence[tuple[Texts, Codes]] | None = None,
 ) -> FamilyComparison:
     """Every candidate run against the baseline run on every metric both have (or those ``metrics`` name: a
     criterion, ``criterion:metric`` or a full key), corrected over all (candidate, metric) pairs tested.
