@@ -87,7 +87,7 @@ class _Part:
 
 
 def _queue_order(ids: list[str], stats: dict[str, np.ndarray]) -> np.ndarray:
-    """Documents by priority (desc), count (desc), best rank, id."""
+    """Documents by priority (desc), count (desc), best rank, id (``_Doc.queue_key`` merges partitions so)."""
     return np.lexsort((np.array(ids, dtype=str), stats["best"], -stats["count"], -stats["priority"]))
 
 
@@ -101,6 +101,10 @@ class _Doc:
     rank_sum: float
     priority: float
     holes: list[tuple[int, int]]
+
+    def queue_key(self) -> tuple[float, int, int, str]:
+        """Queue order across partitions: priority (desc), count (desc), best rank, id (``_queue_order``'s)."""
+        return -self.priority, -self.count, self.best, self.doc_id
 
 
 class Holes:
@@ -197,7 +201,7 @@ class Holes:
                 n_docs += len(part.doc_ids)
                 most = max(most, int(stats["count"].max()))
                 best += self._docs(part, stats, _queue_order(part.doc_ids, stats)[:limit].tolist(), limit)
-            best.sort(key=lambda d: (-d.priority, -d.count, d.best, d.doc_id))
+            best.sort(key=_Doc.queue_key)
             self._summary = (n_docs, most, best[:limit])
         return self._summary
 
@@ -218,7 +222,7 @@ class Holes:
             if part.doc_ids:
                 stats = part.stats()
                 docs += self._docs(part, stats, list(range(len(part.doc_ids))), None)
-        docs.sort(key=lambda d: (-d.priority, -d.count, d.best, d.doc_id))
+        docs.sort(key=_Doc.queue_key)
         for d in docs:
             for rank, row in d.holes:
                 yield d.doc_id, self.query_ids[row], rank, d.priority, row
