@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from ..dataset._json import JsonLimitError, duplicate_keys, loads
-from ..dataset.frames import Table, TableSource, is_table, relocate
+from ..dataset.choice import choose_reader
+from ..dataset.frames import Table, TableSource, relocate
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
 from ..dataset.records import QueryRecord
 from ..errors import DatasetError, InputError
@@ -112,10 +113,11 @@ def _pass(
 ) -> Iterator[QueryRecord]:
     """The streaming pass (JSONL or TREC), yielding each usable row's record if ``records``."""
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
-    if mapping.dataset.format in ("trec", "beir") and not raw_items:
+    reader = choose_reader(data, "jsonl" if raw_items else mapping.dataset.format)
+    if reader in ("trec", "beir"):
         yield from _trec_pass(data, criteria, mapping, report, threshold, records)
         return
-    if is_table(data):
+    if reader == "table":
         yield from _table_pass(TableSource(data), criteria, mapping, report, raw_items, threshold, records)
         return
     source = str(data)
