@@ -147,6 +147,46 @@ def _trec_mapping(tmp_path: Path) -> Path:
     return path
 
 
+# -- a qrels label out of the mapping's range ------------------------------------------------------------------
+def _beir(tmp_path: Path, qrels: str, run: str) -> Path:
+    base = tmp_path / "beir"
+    (base / "qrels").mkdir(parents=True)
+    (base / "corpus.jsonl").write_text('{"_id": "a", "text": "x"}\n{"_id": "b", "text": "y"}\n')
+    (base / "queries.jsonl").write_text('{"_id": "q1", "text": "one"}\n{"_id": "q2", "text": "two"}\n')
+    (base / "qrels" / "test.tsv").write_text(qrels)
+    (base / "run.txt").write_text(run)
+    return base
+
+
+@pytest.mark.parametrize("fmt", ["trec", "beir"])
+def test_a_qrels_label_out_of_range_is_located_at_its_qrels_line(
+    fmt: str, tmp_path: Path, capsys: Capture, no_backend: None
+) -> None:
+    run = "q1 Q0 a 1 0.9 t\nq1 Q0 b 2 0.5 t\n"  # q2 is only judged: no run line
+    if fmt == "trec":
+        data = _trec(tmp_path, qrels=b"q1 0 a 1\nq2 0 b 1\nq1 0 b 9\nq2 0 a -2\n", run=run.encode())
+        mapping = _trec_mapping(tmp_path)
+        qrels, first, second = data / "qrels.txt", 3, 4
+    else:
+        data = _beir(tmp_path, "query-id\tcorpus-id\tscore\nq1\ta\t1\nq2\tb\t1\nq1\tb\t9\nq2\ta\t-2\n", run)
+        mapping = tmp_path / "beir.yaml"
+        mapping.write_text(
+            "dataset:\n  format: beir\nlabels: {min: 0, max: 3}\n"
+            "evaluators:\n  - evaluator: builtin.document_retrieval\n"
+        )
+        qrels, first, second = data / "qrels" / "test.tsv", 4, 5
+    above = (
+        f"{qrels}:{first}: retrieval_ground_truth[1].query_relevance_label: label 9 is above ground_truth_label_max 3"
+    )
+    below = (
+        f"{qrels}:{second}: retrieval_ground_truth[1].query_relevance_label: label -2 is below ground_truth_label_min 0"
+    )
+    for name in ("validate", "plan", "run"):
+        code, out = _cli(_commands(data, tmp_path, "--mapping", str(mapping))[name], capsys)
+        assert code == 1 and above in out and below in out, (name, out)
+        assert "run.txt" not in out, (name, out)
+
+
 # -- encodings ---------------------------------------------------------------------------------------------------
 def test_a_latin1_jsonl_line_names_line_byte_offset_and_iconv(
     tmp_path: Path, capsys: Capture, no_backend: None

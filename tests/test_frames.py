@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from foundry_bridge.cli import cli
+from foundry_bridge.cli import cli, main
 from foundry_bridge.dataset import read_records
 from foundry_bridge.errors import DatasetError
 from foundry_bridge.mapping.model import Mapping
@@ -146,3 +146,45 @@ def test_a_dataset_dict_folder_names_its_splits(tmp_path: Path) -> None:
     report = validate(folder)
     assert [p.code for p in report.problems] == ["bad_table"] and not report.ok
     assert len(list(read_records(folder / "test", Mapping()))) == 2
+
+
+def _invoke(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of one command as a user runs it (``main``: errors printed, not raised)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out, err
+
+
+def test_every_command_reads_a_hf_saved_folder_and_a_dataset_dict_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate, plan, run and metrics read a save_to_disk folder and a DatasetDict split's folder as they read the
+    JSONL it was written from; the DatasetDict folder itself is refused by each with the split folders named."""
+    datasets = pytest.importorskip("datasets")
+    whole = _hf_folder(tmp_path, _rows())
+    splits = tmp_path / "dd"
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(_rows())}).save_to_disk(str(splits))
+    code, out, err = _invoke(capsys, "metrics", str(BENEFITS))
+    assert code == 0, out + err
+    expected = json.loads(out)
+    for n, data in enumerate((whole, splits / "test")):
+        code, out, err = _invoke(capsys, "metrics", str(data))
+        assert code == 0, out + err
+        doc = json.loads(out)
+        assert doc["per_query"] == expected["per_query"] and doc["summary"] == expected["summary"], data
+        assert doc["negative_report"] == expected["negative_report"] and doc["assembly"] == expected["assembly"]
+        assert _invoke(capsys, "validate", str(data))[0] == 0, data
+        code, out, err = _invoke(capsys, "plan", str(data), "--out", str(tmp_path / f"plan{n}"))
+        assert code == 0 and (tmp_path / f"plan{n}" / "items.jsonl").is_file(), out + err
+        code, out, err = _invoke(
+            capsys, "run", str(data), "--backend", "mock", "--out", str(tmp_path / f"run{n}"), "-q"
+        )
+        assert code == 0 and (tmp_path / f"run{n}" / "results.jsonl").is_file(), out + err
+    for command in ("validate", "plan", "metrics"):
+        code, out, err = _invoke(
+            capsys, command, str(splits), *(["--out", str(tmp_path / "p")] if command == "plan" else [])
+        )
+        assert code == 1 and "DatasetDict folder holds one dataset per split" in out + err, (command, out + err)
+        assert str(splits / "test") in out + err and "not a JSONL file" not in out + err, (command, out + err)

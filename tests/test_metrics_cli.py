@@ -13,7 +13,7 @@ from metrics_helpers import generate
 import foundry_bridge.dataset as dataset_pkg
 from foundry_bridge.cli import cli, main
 from foundry_bridge.dataset import read_records
-from foundry_bridge.dataset.columnar import arrays_from_records, load_jsonl
+from foundry_bridge.dataset.columnar import arrays_from_records, load_dataset
 from foundry_bridge.mapping import load_mapping
 
 
@@ -160,7 +160,7 @@ def test_fast_reader_matches_records(
         raise AssertionError("the fast reader fell back to read_records")
 
     monkeypatch.setattr(dataset_pkg, "read_records", no_fallback)
-    fast, fast_asm = load_jsonl(path, mapping, depth=depth, relevance_threshold=threshold, jobs=jobs)
+    fast, fast_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=threshold, jobs=jobs)
     _assert_same(fast, slow)
     assert fast_asm == slow_asm and len(fast_asm) > 0
 
@@ -204,7 +204,7 @@ def test_fast_reader_nested_paths(tmp_path: Path, monkeypatch) -> None:
     mapping = load_mapping(mapping_file)
     slow, slow_asm = arrays_from_records(read_records(data, mapping), depth=5, relevance_threshold=1)
     monkeypatch.setattr(dataset_pkg, "read_records", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
-    fast, fast_asm = load_jsonl(data, mapping, depth=5, relevance_threshold=1)
+    fast, fast_asm = load_dataset(data, mapping, depth=5, relevance_threshold=1)
     _assert_same(fast, slow)
     assert fast_asm == slow_asm
     assert fast_asm[0]["dropped_relevant"] == ["y"]
@@ -235,7 +235,7 @@ def test_fallback_gives_the_same_numbers(tmp_path: Path, monkeypatch) -> None:
         return real(*args, **kwargs)
 
     monkeypatch.setattr(dataset_pkg, "read_records", counting)
-    fast, fast_asm = load_jsonl(path, mapping, depth=10, relevance_threshold=1)
+    fast, fast_asm = load_dataset(path, mapping, depth=10, relevance_threshold=1)
     assert calls == [1]
     _assert_same(fast, slow)
     assert fast_asm == slow_asm
@@ -319,7 +319,7 @@ def test_top_decoder_matches_raw_reader(seed: int, depth: int, jobs: int, tmp_pa
 
     monkeypatch.setattr(dataset_pkg, "read_records", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
     calls = _count_raw_lines(monkeypatch)
-    fast, fast_asm = load_jsonl(path, mapping, depth=depth, relevance_threshold=1, jobs=jobs)
+    fast, fast_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=1, jobs=jobs)
     _assert_same(fast, slow)
     assert fast_asm == slow_asm
     if jobs == 1:  # (a forked worker counts in its own copy)
@@ -327,7 +327,7 @@ def test_top_decoder_matches_raw_reader(seed: int, depth: int, jobs: int, tmp_pa
 
     calls.clear()
     monkeypatch.setattr(loader, "_TOP_K_MAX_DEPTH", 0)  # every line through the raw-list reader
-    raw, raw_asm = load_jsonl(path, mapping, depth=depth, relevance_threshold=1, jobs=jobs)
+    raw, raw_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=1, jobs=jobs)
     assert len(calls) == n_lines or jobs > 1
     _assert_same(raw, slow)
     assert raw_asm == slow_asm
@@ -359,7 +359,7 @@ def test_top_decoder_optional_score_object(tmp_path: Path, monkeypatch) -> None:
     mapping = load_mapping(mapping_file)
     slow, _ = arrays_from_records(read_records(data, mapping), depth=5, relevance_threshold=1)
     calls = _count_raw_lines(monkeypatch)
-    fast, _ = load_jsonl(data, mapping, depth=5, relevance_threshold=1)
+    fast, _ = load_dataset(data, mapping, depth=5, relevance_threshold=1)
     assert calls == []
     _assert_same(fast, slow)
     assert fast.scores[0, 0] == 0.4 and np.isnan(fast.scores[0, 1]) and np.isnan(fast.scores[1, 0])
@@ -377,7 +377,7 @@ def test_null_document_is_the_records_path_error(tmp_path: Path) -> None:
     with pytest.raises(Exception) as expected:
         arrays_from_records(read_records(path, mapping), depth=10, relevance_threshold=1)
     with pytest.raises(type(expected.value)) as got:
-        load_jsonl(path, mapping, depth=10, relevance_threshold=1)
+        load_dataset(path, mapping, depth=10, relevance_threshold=1)
     assert str(got.value) == str(expected.value)
 
 

@@ -84,3 +84,41 @@ def test_qrels_only_topic_is_kept_with_an_empty_ranking(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["metrics", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")])
     rows = orjson.loads(result.stdout_bytes)["per_query"]
     assert [(r["query_id"], r["rr@10"]) for r in rows] == [("q1", 1.0), ("q2", 0.0)]
+
+
+def test_an_empty_run_scores_every_qrels_query_0_in_metrics_and_through_a_trec_folder(tmp_path: Path) -> None:
+    """ir_measures' test_providers.test_empty and trec_eval -c: a run that retrieved nothing gives every judged query
+    a 0 (pytrec_eval computes the same with an empty ranking per qrels query), by --qrels/--run and by a folder."""
+    import pytrec_eval
+
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 2\nq2 0 d 1\n")
+    (tmp_path / "run.txt").write_bytes(b"")
+    (tmp_path / "m.yaml").write_text(
+        "dataset:\n  format: trec\n  trec: {qrels: qrels.txt, run: run.txt, queries: null, responses: null}\n"
+        "evaluators:\n  - evaluator: builtin.document_retrieval\n"
+    )
+    pairs = {"recip_rank": "rr@10", "P_10": "precision@10", "recall_10": "recall@10", "ndcg_cut_10": "ndcg@10"}
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {"c": 2, "d": 1}}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "P.10", "recall.10", "ndcg_cut.10"})
+    expected = {
+        q: {ours: v[name] for name, ours in pairs.items()}
+        for q, v in reference.evaluate({q: {} for q in qrels}).items()
+    }
+    assert expected == {q: dict.fromkeys(pairs.values(), 0.0) for q in qrels}  # trec_eval -c, by hand
+
+    files = ["metrics", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt"), "--k", "10"]
+    folder = ["metrics", str(tmp_path), "--mapping", str(tmp_path / "m.yaml"), "--k", "10"]
+    for args in (files, folder):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        rows = orjson.loads(result.stdout_bytes)["per_query"]
+        assert {r["query_id"]: {k: r[k] for k in pairs.values()} for r in rows} == expected, args
+        assert all(r["hit@10"] == 0.0 for r in rows)
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path), "--mapping", str(tmp_path / "m.yaml")])
+    assert result.exit_code == 0 and "in 2 row(s)" in result.output, result.output
+    result = CliRunner().invoke(
+        cli, ["plan", str(tmp_path), "--mapping", str(tmp_path / "m.yaml"), "--out", str(tmp_path / "plan")]
+    )
+    assert result.exit_code == 0, result.output
+    items = [orjson.loads(line)["item"] for line in (tmp_path / "plan" / "items.jsonl").read_bytes().splitlines()]
+    assert [(i["query_id"], i["retrieved_documents"]) for i in items] == [("q1", []), ("q2", [])]

@@ -567,14 +567,14 @@ def test_trec_directory_is_validated(tmp_path: Path) -> None:
         "dataset: {format: trec, trec: {responses: null}}\nlabels: {min: 0, max: 4}\n"
         "evaluators:\n  - evaluator: builtin.document_retrieval\n",
     )
-    run = tmp_path / "run.txt"
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
     assert _found(validate(tmp_path, mapping=m)) == [
-        f"error: {run}:1: retrieval_ground_truth[0].query_relevance_label: label 9 is above ground_truth_label_max 4 "
-        "(criterion 'document_retrieval') "
+        f"error: {qrels}:1: retrieval_ground_truth[0].query_relevance_label: label 9 is above ground_truth_label_max "
+        "4 (criterion 'document_retrieval') "
         "(fix: fix the label, or declare the range in the mapping's `labels` (min/max))",
+        f"error: {qrels}:3: expected 4 columns `qid 0 docid label`, got 2",
         f"warning: {run}:3: retrieved_documents[1].document_id: document 'a' appears twice in retrieved_documents: "
         "Foundry keeps the last score, foundry_bridge's metrics the first position (fix: remove the duplicate)",
-        f"error: {tmp_path / 'qrels.txt'}:3: expected 4 columns `qid 0 docid label`, got 2",
     ]
 
 

@@ -83,20 +83,14 @@ def _load(
 ) -> tuple[LoadResult, dict[str, Any]]:
     """The arrays and assembly rows of the dataset (through the mapping) or of the TREC files, and the input's
     description for ``params``."""
-    from ..dataset.columnar import arrays_from_records, load_jsonl, load_trec_files
+    from ..dataset.columnar import load_dataset, load_trec_files
 
     if data is None or mapping is None:
         assert qrels is not None and run is not None  # checked by _compute
         source = {"qrels": str(qrels), "run": str(run), **({"mapping": mapping_path} if mapping_path else {})}
         return load_trec_files(qrels, run, depth=s.depth, relevance_threshold=s.threshold), source
     source = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
-    if mapping.dataset.format == "jsonl":
-        loaded = load_jsonl(data, mapping, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
-        return loaded, source
-    from ..dataset import read_records
-
-    records = read_records(data, mapping, relevance_threshold=s.threshold)
-    loaded = arrays_from_records(records, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+    loaded = load_dataset(data, mapping, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
     return loaded, source
 
 

@@ -24,7 +24,7 @@ from ._json import JsonLimitError, loads
 from .problems import Problem
 from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
 from .spec import DataSource
-from .trec import Sink, _open_lines, _read_responses, read_run, run_record, trec_order
+from .trec import Sink, _open_lines, _read_responses, add_label, read_run, run_record, trec_order
 
 __all__ = ["is_beir", "read_beir"]
 
@@ -41,14 +41,16 @@ def read_beir(
     relevance_threshold: int | None = None,
     problems: list[Problem] | None = None,
     response_lines: dict[str, int] | None = None,
+    label_lines: dict[str, list[int]] | None = None,
 ) -> Iterator[QueryRecord]:
-    """Records from the BEIR files named in ``mapping.dataset.beir``, relative to ``directory``; problems as in
-    ``read_trec`` (collected when ``problems`` is given, else the first raises ``DatasetError``)."""
+    """Records from the BEIR files named in ``mapping.dataset.beir``, relative to ``directory``; problems,
+    ``response_lines`` and ``label_lines`` as in ``read_trec`` (problems collected when ``problems`` is given, else
+    the first raises ``DatasetError``)."""
     base = Path(directory)
     files = mapping.dataset.beir
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
     sink = Sink(problems)
-    qrels = _read_qrels_tsv(base / files.qrels, sink) if files.qrels else {}
+    qrels = _read_qrels_tsv(base / files.qrels, sink, label_lines) if files.qrels else {}
     run_path = base / files.run
     first_line: dict[str, int] = {}  # a JSON run has no lines
     if run_path.suffix.lower() == ".json":
@@ -112,9 +114,11 @@ def _read_json_run(path: Path, sink: Sink) -> dict[str, list[tuple[float, str]]]
     return runs
 
 
-def _read_qrels_tsv(path: Path, sink: Sink) -> dict[str, list[GroundTruthLabel]]:
+def _read_qrels_tsv(
+    path: Path, sink: Sink, lines: dict[str, list[int]] | None = None
+) -> dict[str, list[GroundTruthLabel]]:
     """query id → labels from ``query-id<TAB>corpus-id<TAB>score`` lines; a first line whose score is not a number
-    is BEIR's header and is skipped."""
+    is BEIR's header and is skipped. ``lines`` as in ``trec.read_qrels``."""
     qrels: dict[str, list[GroundTruthLabel]] = {}
     for lineno, text in _open_lines(path, sink, "qrels", "beir"):
         parts = text.split("\t")
@@ -134,7 +138,7 @@ def _read_qrels_tsv(path: Path, sink: Sink) -> dict[str, list[GroundTruthLabel]]
         if out_of_range is not None:
             sink.error("label_out_of_range", out_of_range, str(path), lineno, "score", "relevance grades are small")
             continue
-        qrels.setdefault(qid, []).append(GroundTruthLabel(document_id=docid, query_relevance_label=value))
+        add_label(qrels, lines, qid, docid, value, lineno)
     return qrels
 
 

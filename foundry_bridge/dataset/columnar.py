@@ -1,5 +1,6 @@
 """Fast columnar readers for the ``metrics`` command: JSONL (through the mapping's field paths) and TREC files, read
-straight into the numeric core's arrays (``foundry_bridge.metrics._arrays``).
+straight into the numeric core's arrays (``foundry_bridge.metrics._arrays``); every other dataset (tables, Hugging
+Face folders, TREC and BEIR folders) goes through ``read_records`` (``load_dataset``, by ``choice.choose_reader``).
 
 The library path (``QueryRecord`` → arrays) builds a pydantic object per document; on millions of queries that is
 most of the time. The JSONL reader here memory-maps the file and decodes each line in place with msgspec into small
@@ -29,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from .._io import gc_paused
-from ..errors import DatasetError
 from ..metrics._arrays import (
     AddQuery,
     ArraysBuilder,
@@ -43,10 +43,11 @@ from ..metrics._arrays import (
 )
 from ..metrics.abstention import is_abstention
 from ..metrics.assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
+from .choice import choose_reader
 from .records import KINDS, derive_kind
 from .spec import DataSource
 
-__all__ = ["LoadResult", "arrays_from_records", "load_jsonl", "load_trec_files"]
+__all__ = ["LoadResult", "arrays_from_records", "load_dataset", "load_trec_files"]
 
 LoadResult = tuple[QueryArrays, list[dict[str, Any]]]
 _PartResult = tuple[FlatPart, list[dict[str, Any]]]
@@ -185,8 +186,8 @@ def _str_id(value: Any) -> str:
     return str(value)
 
 
-def load_jsonl(
-    path: str | os.PathLike[str],
+def load_dataset(
+    path: Any,
     mapping: DataSource,
     *,
     depth: int,
@@ -195,20 +196,19 @@ def load_jsonl(
     min_prefix_chars: int = DEFAULT_MIN_PREFIX_CHARS,
     jobs: int | None = None,
 ) -> LoadResult:
-    """Arrays and assembly rows from a JSONL dataset, through ``mapping``'s field paths (fast; falls back).
+    """Arrays and assembly rows from any dataset ``read_records`` reads, by the reader ``choice.choose_reader``
+    picks: a JSONL file through ``mapping``'s field paths by the fast reader here (which falls back to
+    ``read_records`` for what it cannot take); a table, a Hugging Face folder, TREC or BEIR (and a path that is no
+    file: ``read_records`` says why) by ``read_records``.
 
-    ``jobs``: processes that read parts of the file in parallel (``None``: 2 for files over 64 MB on a machine with
-    at least 2 cores, else 1). The result does not depend on it.
+    ``jobs``: processes that read parts of a JSONL file in parallel (``None``: 2 for files over 64 MB on a machine
+    with at least 2 cores, else 1). The result does not depend on it.
     """
     t = check_threshold(relevance_threshold)
     try:
+        if choose_reader(path, mapping.dataset.format) != "jsonl" or not Path(path).is_file():
+            raise _Fallback("not a JSONL file")
         source = Path(path)
-        if not source.exists():
-            raise DatasetError("dataset file not found", file=str(path))
-        if source.is_dir():
-            raise DatasetError(
-                "is a directory, not a JSONL file", file=str(path), hint="for TREC input set dataset.format: trec"
-            )
         cfg = _FastConfig(mapping, depth=depth, threshold=t, phrases=abstention_phrases, min_prefix=min_prefix_chars)
         size = source.stat().st_size
         if jobs is None:
@@ -302,8 +302,6 @@ class _FastConfig:
         self, mapping: DataSource, *, depth: int, threshold: int, phrases: Sequence[str] | None, min_prefix: int
     ) -> None:
 
-        if mapping.dataset.format != "jsonl":
-            raise _Fallback("not JSONL")
         if mapping.context.source != "saved":
             raise _Fallback("context rebuilt from documents")
         f = mapping.dataset.fields

@@ -12,7 +12,8 @@ import orjson
 from ..errors import DatasetError
 from ._json import JsonLimitError, loads
 from .beir import read_beir
-from .frames import TableSource, is_table, relocate
+from .choice import choose_reader
+from .frames import TableSource, relocate
 from .parse import ParsedRow, RowParser
 from .problems import Problem
 from .records import QueryRecord
@@ -63,7 +64,8 @@ def iter_jsonl(
 
 
 def read_records(path: Any, mapping: DataSource, *, relevance_threshold: int | None = None) -> Iterator[QueryRecord]:
-    """Stream the records of a dataset, per ``mapping.dataset.format`` and what ``path`` is.
+    """Stream the records of a dataset, read by the reader ``choice.choose_reader`` picks from
+    ``mapping.dataset.format`` and what ``path`` is.
 
     JSONL: ``path`` is the file, read line by line — or a table of the same rows (``dataset.frames``): a parquet,
     Arrow or Feather file, a Hugging Face ``save_to_disk`` folder, a pyarrow Table, a pandas or polars DataFrame,
@@ -73,7 +75,7 @@ def read_records(path: Any, mapping: DataSource, *, relevance_threshold: int | N
     ``DatasetError`` too.
     """
     rows = False
-    fmt = mapping.dataset.format
+    fmt = choose_reader(path, mapping.dataset.format)
     if fmt in ("trec", "beir"):
         base = Path(path)
         if not base.is_dir():
@@ -85,7 +87,7 @@ def read_records(path: Any, mapping: DataSource, *, relevance_threshold: int | N
         if not rows:
             raise empty_dataset(path)
         return
-    if is_table(path):
+    if fmt == "table":
         yield from _table_records(TableSource(path), mapping, relevance_threshold)
         return
     for _lineno, parsed in iter_jsonl(path, mapping, relevance_threshold=relevance_threshold):

@@ -25,7 +25,7 @@ from .problems import Problem
 from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind, kind_problem
 from .spec import DataSource
 
-__all__ = ["Sink", "read_qrels", "read_run", "read_trec", "trec_order"]
+__all__ = ["Sink", "add_label", "read_qrels", "read_run", "read_trec", "trec_order"]
 
 
 class Sink:
@@ -71,8 +71,9 @@ def trec_order(run: Iterable[tuple[float, str]]) -> list[tuple[float, str]]:
     return sorted(run, reverse=True)
 
 
-def read_qrels(path: Path, sink: Sink) -> dict[str, list[GroundTruthLabel]]:
-    """query id → its labels, in file order, from a qrels file (``qid 0 docid label``)."""
+def read_qrels(path: Path, sink: Sink, lines: dict[str, list[int]] | None = None) -> dict[str, list[GroundTruthLabel]]:
+    """query id → its labels, in file order, from a qrels file (``qid 0 docid label``); ``lines``, if given, is
+    filled with query id → the line of each of its labels, in the same order."""
     qrels: dict[str, list[GroundTruthLabel]] = {}
     for lineno, text in _open_lines(path, sink, "qrels"):
         parts = text.split()
@@ -101,8 +102,22 @@ def read_qrels(path: Path, sink: Sink) -> dict[str, list[GroundTruthLabel]]:
                 "label_out_of_range", out_of_range, str(path), lineno, "label", "relevance grades are small integers"
             )
             continue
-        qrels.setdefault(qid, []).append(GroundTruthLabel(document_id=docid, query_relevance_label=value))
+        add_label(qrels, lines, qid, docid, value, lineno)
     return qrels
+
+
+def add_label(
+    qrels: dict[str, list[GroundTruthLabel]],
+    lines: dict[str, list[int]] | None,
+    qid: str,
+    docid: str,
+    value: int,
+    lineno: int,
+) -> None:
+    """One qrels line's label appended to its query's labels, and its line to ``lines`` when they are kept."""
+    qrels.setdefault(qid, []).append(GroundTruthLabel(document_id=docid, query_relevance_label=value))
+    if lines is not None:
+        lines.setdefault(qid, []).append(lineno)
 
 
 def read_run(
@@ -140,17 +155,19 @@ def read_trec(
     relevance_threshold: int | None = None,
     problems: list[Problem] | None = None,
     response_lines: dict[str, int] | None = None,
+    label_lines: dict[str, list[int]] | None = None,
 ) -> Iterator[QueryRecord]:
     """Records from the TREC files named in ``mapping.dataset.trec``, relative to ``directory``.
 
     With ``problems`` given, problems are appended and bad lines skipped; otherwise the first raises DatasetError.
-    ``response_lines``, if given, is filled with query id → line of its responses row (validation's locations).
+    ``response_lines``, if given, is filled with query id → line of its responses row, ``label_lines`` with query id
+    → the qrels line of each of its labels, in ``retrieval_ground_truth`` order (validation's locations).
     """
     base = Path(directory)
     files = mapping.dataset.trec
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
     sink = Sink(problems)
-    qrels = read_qrels(base / files.qrels, sink) if files.qrels else {}
+    qrels = read_qrels(base / files.qrels, sink, label_lines) if files.qrels else {}
     run_path = base / files.run
     runs, first_line = read_run(run_path, sink)
     queries = _read_queries(base / files.queries, sink) if files.queries else {}

@@ -8,15 +8,19 @@ list is walked only for ``holes_below_min`` (min ≥ 1) and, up to its first lab
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from ._criteria import Criterion
 from ._rules import Context
 
-__all__ = ["MAX_DOCUMENTS", "LabelChecks"]
+__all__ = ["MAX_DOCUMENTS", "LabelChecks", "LocateLabel"]
 
 MAX_DOCUMENTS = 10_000  # Foundry's limit per list (retrieved_documents and retrieval_ground_truth)
 _ZERO_RESULT_LINES = 5  # lines named in the zero_result warning
+
+# where the i-th label of a row's labels field is reported: (file, line); ``None`` → the row's file and line
+LocateLabel = Callable[[str, int], tuple[str, int] | None]
 
 
 class LabelChecks:
@@ -28,6 +32,7 @@ class LabelChecks:
         # per (criterion, retrieved field): [rows with a non-zero label and none retrieved, rows whose labels are
         # all 0, first lines of the former...]
         self.zero_result: defaultdict[tuple[str, str | None], list[Any]] = defaultdict(lambda: [0, 0])
+        self.locate: LocateLabel | None = None  # labels read from another file than the rows (TREC, BEIR qrels)
 
     @property
     def labels_field(self) -> str:
@@ -71,7 +76,9 @@ class LabelChecks:
                 side = "below ground_truth_label_min" if below else "above ground_truth_label_max"
                 bound = c.label_min if below else c.label_max
                 field = f"{lf}[{i}].query_relevance_label"
-                self.ctx.add("label_out_of_range", field, line=line, label=v, side=side, bound=bound, criterion=c.name)
+                file, at = (self.locate(lf, i) if self.locate else None) or (None, line)
+                params = {"label": v, "side": side, "bound": bound, "criterion": c.name}
+                self.ctx.add("label_out_of_range", field, file=file, line=at, **params)
         return label_of, valid
 
     def _holes(self, c: Criterion, df: str | None, docs: list[Any], label_of: dict[str, Any], line: int | None) -> None:

@@ -14,13 +14,15 @@ from typing import Any
 import orjson
 
 from ..dataset._json import JsonLimitError, duplicate_keys, loads
-from ..dataset.frames import Table, TableSource, is_table, relocate
+from ..dataset.choice import choose_reader
+from ..dataset.frames import Table, TableSource, relocate
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
 from ..dataset.records import QueryRecord
 from ..errors import DatasetError, InputError
 from ..mapping.loader import load_mapping, packaged_mapping_path
 from ..mapping.model import Mapping
 from ._criteria import Criterion, criteria_from_mapping, validate_criteria_file
+from ._docret import LocateLabel
 from ._duplicates import is_id, near_hash
 from ._report import ValidationReport
 from ._rows import RowChecker
@@ -112,10 +114,11 @@ def _pass(
 ) -> Iterator[QueryRecord]:
     """The streaming pass (JSONL or TREC), yielding each usable row's record if ``records``."""
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
-    if mapping.dataset.format in ("trec", "beir") and not raw_items:
+    reader = choose_reader(data, "jsonl" if raw_items else mapping.dataset.format)
+    if reader in ("trec", "beir"):
         yield from _trec_pass(data, criteria, mapping, report, threshold, records)
         return
-    if is_table(data):
+    if reader == "table":
         yield from _table_pass(TableSource(data), criteria, mapping, report, raw_items, threshold, records)
         return
     source = str(data)
@@ -324,9 +327,18 @@ def _trec_pass(
     checker = RowChecker(criteria, report, str(base / files.run), threshold)
     needed = {f for c in criteria for f in c.fields.values()}
     response_lines: dict[str, int] = {}
+    label_lines: dict[str, list[int]] = {}
     current = {"qid": ""}
     checker.locate = _trec_locator(checker.source, base, files, response_lines, current)
-    rows = read(base, mapping, relevance_threshold=threshold, problems=problems, response_lines=response_lines)
+    checker.labels.locate = _qrels_locator(str(base / files.qrels) if files.qrels else "", label_lines, current)
+    rows = read(
+        base,
+        mapping,
+        relevance_threshold=threshold,
+        problems=problems,
+        response_lines=response_lines,
+        label_lines=label_lines,
+    )
     for rec in rows:
         report.rows += 1
         line = rec.line  # None for a query with no run line (only judged, or only in queries/responses)
@@ -343,6 +355,19 @@ def _trec_pass(
         {},
         lambda _: ((rec.query_id, rec.line) for rec in read(base, mapping, relevance_threshold=threshold, problems=[])),
     )
+
+
+def _qrels_locator(qrels_file: str, label_lines: dict[str, list[int]], current: dict[str, str]) -> LocateLabel:
+    """Where the current query's ``retrieval_ground_truth[i]`` is reported: the qrels line that holds it (the run
+    line would name a file without labels); ``None`` for another labels field (the row's own place)."""
+
+    def locate(field: str, i: int) -> tuple[str, int] | None:
+        lines = label_lines.get(current["qid"], [])
+        if field != "retrieval_ground_truth" or i >= len(lines):
+            return None
+        return qrels_file, lines[i]
+
+    return locate
 
 
 def _trec_locator(
