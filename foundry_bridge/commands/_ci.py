@@ -8,6 +8,7 @@ command gains one decorator and one call, not parameters: the commands' own sign
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -74,17 +75,18 @@ def _echo(message: str) -> None:
     click.echo(message, err=True)
 
 
-def publish_report(report: Report) -> None:
+def publish_report(report: Report, out: Path | None) -> None:
+    """``out``: the file the command wrote (``--out``), else None: it printed the report."""
     from ..integrations.summary import publish_report as publish
 
     sources = _SOURCES[_get("otel_metrics") or "all"]
-    publish(report, otel=_get("otel"), otel_endpoint=_get("otel_endpoint"), otel_sources=sources, echo=_echo)
+    otel, endpoint = _get("otel"), _get("otel_endpoint")
+    publish(report, otel=otel, otel_endpoint=endpoint, otel_sources=sources, out=out, echo=_echo)
 
 
-def publish_comparison(comparison: Comparison, fail_on: tuple[str, ...]) -> None:
-    from pathlib import Path
-
+def publish_comparison(comparison: Comparison, fail_on: tuple[str, ...], out: Path | None) -> None:
+    """``out``: the file the command wrote (``--out``), else None: it printed the comparison."""
     from ..integrations.summary import publish_comparison as publish
 
     junit = _get("junit")
-    publish(comparison, fail_on=fail_on, junit=Path(junit) if junit else None, echo=_echo)
+    publish(comparison, fail_on=fail_on, junit=Path(junit) if junit else None, out=out, echo=_echo)
