@@ -86,11 +86,13 @@ def publish_report(
     otel: str | None = None,
     otel_endpoint: str | None = None,
     otel_sources: Sequence[Source] = ("foundry", "local"),
+    otel_parent: str | None = None,
     out: Path | None = None,
     echo: Callable[[str], object],
 ) -> None:
-    """``report``'s CI side: the Markdown report to the step summary, and with ``otel`` the evaluation events.
-    ``out``: the file ``report`` wrote (``--out``), named by the note of a cut summary."""
+    """``report``'s CI side: the Markdown report to the step summary, and with ``otel`` the evaluation events
+    (``otel_parent``: the W3C traceparent of their parent span). ``out``: the file ``report`` wrote (``--out``),
+    named by the note of a cut summary."""
     from ..report import render_markdown
 
     path = append_step_summary(render_markdown(report), full_text=_where(out))
@@ -100,7 +102,11 @@ def publish_report(
         from .otel import emit_evaluation_events
 
         n = emit_evaluation_events(
-            report, exporter=cast("Exporter", otel), endpoint=otel_endpoint, sources=otel_sources
+            report,
+            exporter=cast("Exporter", otel),
+            endpoint=otel_endpoint,
+            sources=otel_sources,
+            traceparent=otel_parent,
         )
         echo(f"emitted {n} gen_ai.evaluation.result events ({otel})")
 
