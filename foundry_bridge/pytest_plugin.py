@@ -2,11 +2,13 @@
 
 Installed with the package (entry point ``pytest11``; or ``-p foundry_bridge.pytest_plugin``). Two ways in:
 
-- ``pytest --foundry-bridge-gate BASELINE CANDIDATE --foundry-bridge-fail-on rr@10 ...`` adds one test item per
+- ``pytest --foundry-bridge-gate BASELINE CANDIDATE --foundry-bridge-fail-on rr@10 ...`` runs one test item per
   gated check — the same cases as ``compare --junit`` (each ``--fail-on`` metric per section, and the Foundry
-  metrics' coverage) — so ``-k``, ``--junitxml`` and the usual report apply to them. The options have ini
-  twins (``foundry_bridge_fail_on``, ``foundry_bridge_coverage_drop``, ``foundry_bridge_resamples``...) for
-  ``[tool.pytest.ini_options]``.
+  metrics' coverage) — so ``-k``, ``--junitxml`` and the usual report apply to them. The gate's items run alone:
+  the project's own tests are not collected (``pytest_ignore_collect``; any the arguments still bring, such as a
+  ``testpaths`` file, are deselected) unless ``--foundry-bridge-gate-with-tests`` is given or test paths are named
+  on the command line. The options have ini twins (``foundry_bridge_fail_on``, ``foundry_bridge_coverage_drop``,
+  ``foundry_bridge_resamples``...) for ``[tool.pytest.ini_options]``.
 - the ``foundry_bridge_gate`` fixture: ``foundry_bridge_gate(BASELINE, CANDIDATE, fail_on=[...])`` compares the
   runs and fails the calling test with the gate's reasons; it returns the ``Comparison`` otherwise.
 
@@ -43,7 +45,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         nargs=2,
         metavar=("BASELINE", "CANDIDATE"),
         default=None,
-        help="compare two run folders and add one test per gated check (see docs/ci.md)",
+        help="compare two run folders and run one test per gated check, alone (see docs/ci.md)",
+    )
+    group.addoption(
+        "--foundry-bridge-gate-with-tests",
+        action="store_true",
+        default=False,
+        help="with --foundry-bridge-gate: run the project's tests too (also the case when test paths are given)",
     )
     group.addoption("--foundry-bridge-fail-on", action="append", default=None, metavar="[negative:]METRIC[:DELTA]")
     for name in ("coverage_drop", "resamples", "seed", "alpha"):
@@ -137,10 +145,29 @@ def _gate_items(session: pytest.Session, config: pytest.Config) -> list[GateItem
     return [GateItem.from_parent(session, name=n, nodeid=n, case=c) for n, c in zip(names, cases, strict=True)]
 
 
+def _gate_alone(config: pytest.Config) -> bool:
+    """``--foundry-bridge-gate`` without ``--foundry-bridge-gate-with-tests`` and without test paths on the command
+    line (pytest's arguments then come from ``testpaths`` or the current directory: the whole suite)."""
+    return (
+        bool(config.getoption("--foundry-bridge-gate"))
+        and not config.getoption("--foundry-bridge-gate-with-tests")
+        and config.args_source != pytest.Config.ArgsSource.ARGS
+    )
+
+
+def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool | None:
+    """The gate alone: nothing below pytest's starting directories is collected (nor imported)."""
+    return True if _gate_alone(config) else None
+
+
 @pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so they apply to the gate's items too
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--foundry-bridge-gate"):
-        items.extend(_gate_items(session, config))
+    if not config.getoption("--foundry-bridge-gate"):
+        return
+    if _gate_alone(config) and items:  # a starting path that is a file itself is collected anyway
+        config.hook.pytest_deselected(items=list(items))
+        items.clear()
+    items.extend(_gate_items(session, config))
 
 
 @pytest.fixture

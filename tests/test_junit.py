@@ -124,10 +124,45 @@ def test_a_step_summary_above_githubs_limit_is_cut_at_a_line(tmp_path: Path) -> 
     append_step_summary(line * (2 * STEP_SUMMARY_LIMIT // len(line)), env={"GITHUB_STEP_SUMMARY": str(summary)})
     data = summary.read_bytes()
     assert len(data) <= STEP_SUMMARY_LIMIT
-    assert data.endswith(b"the full text is in the job's output.\n")
+    assert data.endswith(b"cut here to fit GitHub's 1 MiB step summary.\n")  # no claim where the rest is
     body = data.split(b"\n\n> foundry-bridge")[0].lstrip(b"\n")
     assert all(row == line.rstrip("\n").encode() for row in body.split(b"\n"))
     # the file is full: a second text in the same step adds nothing rather than break GitHub's limit
     append_step_summary("## more\n" * 1000, env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert summary.read_bytes() == data
     assert append_step_summary("x", env={}) is None
+
+
+def test_a_cut_inside_a_details_block_closes_it_before_the_note(tmp_path: Path) -> None:
+    """The cut lands among the rows of a collapsed block: the block is closed before the note, so the note and
+    what later steps append render outside it."""
+    summary = tmp_path / "s.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    row = "| q | " + "x" * 90 + " |\n"
+    rows = row * (2 * STEP_SUMMARY_LIMIT // len(row))
+    append_step_summary(f"## report\n\n<details><summary>Every other metric</summary>\n\n{rows}\n</details>\n", env=env)
+    data = summary.read_bytes()
+    assert len(data) <= STEP_SUMMARY_LIMIT
+    head, note = data.decode("utf-8").split("\n\n> foundry-bridge: cut here", 1)
+    assert head.count("<details>") == head.count("</details>") == 1
+    assert head.rstrip("\n").endswith("\n\n</details>")
+    assert "</details>" not in note
+
+
+def test_the_cut_note_says_where_the_full_report_is(runs, tmp_path: Path) -> None:
+    """A summary already near GitHub's limit: the report is cut. With --out the full report is in that file (the
+    job's output holds nothing of it); without, it is on the step's standard output."""
+    summary = tmp_path / "s.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    earlier = "# earlier step\n" + "e" * (STEP_SUMMARY_LIMIT - 3000) + "\n"
+    summary.write_text(earlier)
+    out = tmp_path / "r.md"
+    written = CliRunner().invoke(cli, ["report", str(runs["cand"]), "--out", str(out)], env=env)
+    assert written.exit_code == 0, written.output
+    note = summary.read_text()[len(earlier) :].rsplit("\n\n> ", 1)[1]
+    assert note.startswith("foundry-bridge: cut here") and str(out) in note and "output" not in note
+    summary.write_text(earlier)
+    printed = CliRunner().invoke(cli, ["report", str(runs["cand"])], env=env)
+    assert printed.exit_code == 0 and printed.output.startswith("## foundry-bridge report")
+    note = summary.read_text()[len(earlier) :].rsplit("\n\n> ", 1)[1]
+    assert "standard output" in note and str(out) not in note

@@ -317,3 +317,127 @@ def test_a_large_report_streams_its_rows_back_from_the_per_query_file(run_dir: P
     assert streamed == [dict(r.log_record.attributes) for r in everything]
     with pytest.raises(UsageError, match="give report --out"):
         emit_evaluation_events(build_report(run_dir, table_rows=3), logger_provider=provider)
+
+
+def test_events_carry_the_time_they_were_emitted(run_dir: Path) -> None:
+    """docs/ci.md: timestamped when emitted — the event's own time, not only the time the SDK observed it."""
+    import time
+
+    before = time.time_ns()
+    records, _ = _emit(run_dir, sources=("foundry",))
+    after = time.time_ns()
+    assert records and all(before <= r.log_record.timestamp <= after for r in records)
+    assert all(before <= r.log_record.observed_timestamp <= after for r in records)
+
+
+TRACE_ID, SPAN_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+ENV_TRACE_ID, ENV_SPAN_ID = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+
+
+@pytest.fixture(scope="module")
+def mapped_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The custom-fields sample run on the emulator with a mapping whose ``response_id`` names the item field
+    ``completion_id`` (read from each row's ``completion.id``); q02's row has no completion id."""
+    import json
+
+    import yaml
+
+    root = tmp_path_factory.mktemp("mapped")
+    rows = [json.loads(line) for line in (ROOT / "samples/custom_fields/rag_eval.jsonl").read_text().splitlines()]
+    for row in rows:
+        if row["id"] != "q02":
+            row["completion"] = {"id": f"chatcmpl-{row['id']}"}
+    data = root / "rag_eval.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    mapping = yaml.safe_load((ROOT / "mappings/custom_fields.yaml").read_text())
+    mapping["dataset"]["fields"]["extra"]["completion_id"] = "completion.id"
+    mapping["response_id"] = "completion_id"
+    (root / "mapping.yaml").write_text(yaml.safe_dump(mapping))
+    run = root / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = ["run", str(data), "--mapping", str(root / "mapping.yaml"), "--backend", "mock", "--out", str(run)]
+    subprocess.run([sys.executable, "-m", "foundry_bridge", *args], capture_output=True, env=env, check=True)
+    return run
+
+
+def _report_otlp(run: Path, *args: str, **env_: str) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
+    """``report RUN --otel otlp --otel-metrics foundry ARGS`` to a local receiver: the process, and every received
+    protobuf LogRecord."""
+    with otlp_receiver() as (url, requests):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{url}/v1/logs", **env_}
+        env.pop("GITHUB_STEP_SUMMARY", None)
+        cmd = [sys.executable, "-m", "foundry_bridge", "report", str(run), "--otel", "otlp", "--otel-metrics"]
+        done = subprocess.run([*cmd, "foundry", *args], capture_output=True, text=True, env=env, check=False)
+    logs = [r for req in requests for rl in req[2].resource_logs for sl in rl.scope_logs for r in sl.log_records]
+    return done, logs
+
+
+def _attrs(record: Any) -> dict[str, Any]:
+    from otlp_helpers import any_value
+
+    return {kv.key: any_value(kv.value) for kv in record.attributes}
+
+
+def test_report_otel_correlates_events_by_the_mappings_response_id_and_a_traceparent(mapped_run: Path) -> None:
+    """The ids a collector joins on: gen_ai.response.id from the field the mapping names, and the traceparent (the
+    option, else TRACEPARENT) as every event's parent — with a real event time on the wire."""
+    option = f"00-{TRACE_ID}-{SPAN_ID}-01"
+    done, logs = _report_otlp(
+        mapped_run, "--otel-traceparent", option, TRACEPARENT=f"00-{ENV_TRACE_ID}-{ENV_SPAN_ID}-01"
+    )
+    assert done.returncode == 0, done.stderr
+    assert logs and {(r.trace_id.hex(), r.span_id.hex(), r.flags & 0xFF) for r in logs} == {(TRACE_ID, SPAN_ID, 1)}
+    assert all(r.time_unix_nano > 0 for r in logs)
+    by_query: dict[str, set[Any]] = {}
+    for r in logs:
+        a = _attrs(r)
+        by_query.setdefault(a["foundry_bridge.query_id"], set()).add(a.get("gen_ai.response.id"))
+    assert by_query["q01"] == {"chatcmpl-q01"} and by_query["n01"] == {"chatcmpl-n01"}
+    assert by_query["q02"] == {None}  # that row has no completion id: the attribute is left out
+    from_env, logs = _report_otlp(mapped_run, TRACEPARENT=f"00-{ENV_TRACE_ID}-{ENV_SPAN_ID}-00")
+    assert from_env.returncode == 0, from_env.stderr
+    assert {(r.trace_id.hex(), r.span_id.hex(), r.flags & 0xFF) for r in logs} == {(ENV_TRACE_ID, ENV_SPAN_ID, 0)}
+
+
+def test_an_invalid_traceparent_is_a_usage_error(run_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from foundry_bridge.cli import cli
+    from foundry_bridge.errors import UsageError
+
+    args = ["report", str(run_dir), "--otel", "console"]
+    env = {"GITHUB_STEP_SUMMARY": "", "TRACEPARENT": ""}
+    bad = CliRunner().invoke(cli, [*args, "--otel-traceparent", f"00-{TRACE_ID}-{SPAN_ID}"], env=env)
+    assert isinstance(bad.exception, UsageError) and bad.exception.exit_code == 2
+    message = str(bad.exception)
+    assert message.startswith(f"--otel-traceparent: '00-{TRACE_ID}-{SPAN_ID}' is not a W3C traceparent")
+    assert "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" in message  # the form it should have
+    assert "## foundry-bridge report" not in bad.output  # refused while parsing, before the report is built
+    zeros = CliRunner().invoke(cli, args, env={**env, "TRACEPARENT": f"00-{'0' * 32}-{SPAN_ID}-01"})
+    assert isinstance(zeros.exception, UsageError) and str(zeros.exception).startswith("TRACEPARENT: ")
+    # without --otel the variable is none of report's business
+    plain = CliRunner().invoke(cli, ["report", str(run_dir)], env={**env, "TRACEPARENT": "garbage"})
+    assert plain.exit_code == 0, plain.output
+
+
+def test_the_mappings_response_id_must_name_an_extra_field(tmp_path: Path) -> None:
+    """`validate` knows the key: naming a declared extra field passes; anything else is an error at its line with
+    the fix."""
+    from click.testing import CliRunner
+
+    from foundry_bridge.cli import cli
+
+    base = (ROOT / "mappings/custom_fields.yaml").read_text()
+    data = str(ROOT / "samples/custom_fields/rag_eval.jsonl")
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text(base + "response_id: canary\n")
+    bad.write_text(base + "response_id: completion_id\n")
+    ok = CliRunner().invoke(cli, ["validate", data, "--mapping", str(good)])
+    assert ok.exit_code == 0, ok.output
+    refused = CliRunner().invoke(cli, ["validate", data, "--mapping", str(bad)])
+    assert refused.exit_code == 1
+    line = len(base.splitlines()) + 1
+    assert (
+        f"{bad}:{line}: response_id: 'completion_id' is not an extra item field of this mapping (fix: declare it "
+        "under dataset.fields.extra: {completion_id: <dotted path in a row>})" in refused.output
+    )

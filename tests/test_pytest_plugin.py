@@ -54,12 +54,40 @@ def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_the_gate_adds_one_test_per_gated_check(inner: pytest.Pytester, runs: dict[str, str]) -> None:
     gate = ["--foundry-bridge-gate", runs["base"], runs["cand"], "--foundry-bridge-resamples", "1000"]
     result = _run(inner, *gate, "--foundry-bridge-fail-on", "relevance", "--foundry-bridge-fail-on", "rr@10")
-    result.assert_outcomes(passed=1 + 1 + len(COVERAGE), failed=1)  # the app's test, rr@10, coverage; relevance
+    result.assert_outcomes(passed=1 + len(COVERAGE), failed=1)  # rr@10, coverage; relevance (the gate alone)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*cand: positive relevance regressed by 1.273*", "*Holm-corrected p = 0.03125*"])
     result.stdout.fnmatch_lines(["PASSED *foundry-bridge::cand::positive rr@10"])
     selected = _run(inner, *gate, "--foundry-bridge-fail-on", "relevance", "-k", "coverage")
-    selected.assert_outcomes(passed=len(COVERAGE), deselected=2)  # -k applies to the gate's items
+    selected.assert_outcomes(passed=len(COVERAGE), deselected=1)  # -k applies to the gate's items
+
+
+def test_the_gate_runs_its_items_alone_unless_the_tests_are_asked_for(
+    inner: pytest.Pytester, runs: dict[str, str]
+) -> None:
+    """In a repository root, ``--foundry-bridge-gate A B`` runs the gate, not the repository's suite first: its test
+    files are not even imported. The suite runs too with ``--foundry-bridge-gate-with-tests``, or when test paths
+    are named on the command line."""
+    inner.makepyfile(test_slow="raise RuntimeError('the whole suite was collected')\n")
+    gate = ["--foundry-bridge-gate", runs["base"], runs["cand"], "--foundry-bridge-fail-on", "rr@10"]
+    gate += ["--foundry-bridge-resamples", "1000"]
+    alone = _run(inner, *gate)
+    alone.assert_outcomes(passed=1 + len(COVERAGE))  # rr@10 and the coverage checks; no error, no app test
+    assert alone.ret == pytest.ExitCode.OK
+    (inner.path / "test_slow.py").unlink()
+    both = _run(inner, *gate, "--foundry-bridge-gate-with-tests")
+    both.assert_outcomes(passed=1 + 1 + len(COVERAGE))
+    both.stdout.fnmatch_lines(["PASSED test_app.py::test_the_app_still_works"])
+    named = _run(inner, "test_app.py", *gate)
+    named.assert_outcomes(passed=1 + 1 + len(COVERAGE))
+    named.stdout.fnmatch_lines(["PASSED test_app.py::test_the_app_still_works"])
+    # a file as a starting path (testpaths) is collected, then deselected; the run folders sit in the project so
+    # that pytest finds the ini file (as in the next test)
+    inner.makeini("[pytest]\ntestpaths = test_app.py\n")
+    for name in ("base", "cand"):
+        shutil.copytree(runs[name], inner.path / "runs" / name)
+    configured = _run(inner, "--foundry-bridge-gate", "runs/base", "runs/cand", *gate[3:])
+    configured.assert_outcomes(passed=1 + len(COVERAGE), deselected=1)
 
 
 def test_ini_options_configure_the_gate(inner: pytest.Pytester, runs: dict[str, str]) -> None:
@@ -69,9 +97,9 @@ def test_ini_options_configure_the_gate(inner: pytest.Pytester, runs: dict[str, 
         shutil.copytree(runs[name], inner.path / "runs" / name)
     runs = {name: f"runs/{name}" for name in ("base", "cand")}
     tolerant = _run(inner, "--foundry-bridge-gate", runs["base"], runs["cand"])
-    tolerant.assert_outcomes(passed=2 + len(COVERAGE))  # a drop of 1.273 is within the tolerated 1.5
+    tolerant.assert_outcomes(passed=1 + len(COVERAGE))  # a drop of 1.273 is within the tolerated 1.5
     strict = _run(inner, "--foundry-bridge-gate", runs["base"], runs["cand"], "--foundry-bridge-fail-on", "relevance")
-    strict.assert_outcomes(passed=1 + len(COVERAGE), failed=1)  # the command line wins over the ini file
+    strict.assert_outcomes(passed=len(COVERAGE), failed=1)  # the command line wins over the ini file
 
 
 def test_the_fixture_fails_the_calling_test_with_the_gates_reasons(

@@ -1,5 +1,5 @@
 """The CI options of ``report`` and ``compare`` (``--otel``, ``--otel-endpoint``, ``--otel-metrics``,
-``--junit``) and their calls.
+``--otel-traceparent``, ``--junit``) and their calls.
 
 The options are declared here and store their values in the click context (``expose_value=False``), so each
 command gains one decorator and one call, not parameters: the commands' own signatures stay as they are.
@@ -8,6 +8,7 @@ command gains one decorator and one call, not parameters: the commands' own sign
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -32,7 +33,33 @@ def _get(name: str) -> Any:
     return click.get_current_context().meta.get(_KEY + name)
 
 
+def _traceparent_origin(ctx: click.Context) -> str:
+    source = ctx.get_parameter_source("otel_traceparent")
+    return "TRACEPARENT" if source == click.core.ParameterSource.ENVIRONMENT else "--otel-traceparent"
+
+
+def _store_otel(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Store, and once both ``--otel`` and a traceparent are known, check the traceparent: a bad one is refused
+    before the report is built. Without ``--otel`` a ``$TRACEPARENT`` is not read at all."""
+    _store(ctx, param, value)
+    traceparent = ctx.meta.get(_KEY + "otel_traceparent")
+    if ctx.meta.get(_KEY + "otel") and traceparent:
+        from ..integrations.otel import parent_context
+
+        parent_context(traceparent, origin=_traceparent_origin(ctx))
+    return value
+
+
 def report_ci_options(f: F) -> F:
+    f = click.option(
+        "--otel-traceparent",
+        envvar="TRACEPARENT",
+        expose_value=False,
+        callback=_store_otel,
+        metavar="TRACEPARENT",
+        help="W3C traceparent (00-<trace id>-<span id>-<flags>) of the span the --otel events belong to, e.g. the "
+        "CI job's; default: the TRACEPARENT variable.",
+    )(f)
     f = click.option(
         "--otel-metrics",
         type=click.Choice(["all", "foundry", "local"]),
@@ -51,7 +78,7 @@ def report_ci_options(f: F) -> F:
         "--otel",
         type=click.Choice(["otlp", "console", "azure-monitor"]),
         expose_value=False,
-        callback=_store,
+        callback=_store_otel,
         help="Also emit one OpenTelemetry gen_ai.evaluation.result event per query × metric (pip install "
         "'foundry-bridge[otel]'): OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables), the console (stderr), or Azure "
         "Monitor (APPLICATIONINSIGHTS_CONNECTION_STRING). With $GITHUB_STEP_SUMMARY set, the Markdown report is "
@@ -74,17 +101,18 @@ def _echo(message: str) -> None:
     click.echo(message, err=True)
 
 
-def publish_report(report: Report) -> None:
+def publish_report(report: Report, out: Path | None) -> None:
+    """``out``: the file the command wrote (``--out``), else None: it printed the report."""
     from ..integrations.summary import publish_report as publish
 
     sources = _SOURCES[_get("otel_metrics") or "all"]
-    publish(report, otel=_get("otel"), otel_endpoint=_get("otel_endpoint"), otel_sources=sources, echo=_echo)
+    otel, endpoint, parent = _get("otel"), _get("otel_endpoint"), _get("otel_traceparent")
+    publish(report, otel=otel, otel_endpoint=endpoint, otel_sources=sources, otel_parent=parent, out=out, echo=_echo)
 
 
-def publish_comparison(comparison: Comparison, fail_on: tuple[str, ...]) -> None:
-    from pathlib import Path
-
+def publish_comparison(comparison: Comparison, fail_on: tuple[str, ...], out: Path | None) -> None:
+    """``out``: the file the command wrote (``--out``), else None: it printed the comparison."""
     from ..integrations.summary import publish_comparison as publish
 
     junit = _get("junit")
-    publish(comparison, fail_on=fail_on, junit=Path(junit) if junit else None, echo=_echo)
+    publish(comparison, fail_on=fail_on, junit=Path(junit) if junit else None, out=out, echo=_echo)

@@ -142,6 +142,6 @@ def command(
         with atomic_open(out) as fh:
             fh.write(text.encode("utf-8"))
         click.echo(f"wrote {out} ({fmt})", err=True)
-    publish_comparison(comparison, fail_on)
+    publish_comparison(comparison, fail_on, out)
     if comparison.gate.get("failed"):
         raise CompareGateFailed("compare gate failed: " + "; ".join(comparison.gate["reasons"]))

@@ -113,4 +113,4 @@ def command(
     if verdict_queue is not None and report.trust is not None:
         n = write_verdict_queue_for(run_dir, report.trust, verdict_queue, verdict_queue_size)
         click.echo(f"wrote {verdict_queue}: {n} judge verdicts to label", err=True)
-    publish_report(report)
+    publish_report(report, out)

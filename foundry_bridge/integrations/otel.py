@@ -9,12 +9,16 @@ of open-telemetry/semantic-conventions-genai, stability "development"):
 | ``gen_ai.evaluation.score.value`` | if applicable | the score; absent when errored, missing or undefined |
 | ``gen_ai.evaluation.score.label`` | if applicable | ``pass`` / ``fail`` as the report reads the verdict |
 | ``gen_ai.evaluation.explanation`` | recommended | the judge's reason (or why there is no score) |
-| ``gen_ai.response.id`` | when available | ``response_ids[query_id]`` when the caller gives it |
+| ``gen_ai.response.id`` | when available | ``response_ids[query_id]`` when the caller gives it, else the row's |
+| | | item field the run's mapping names as ``response_id`` (an extra field: ``records.jsonl``) |
 | ``error.type`` | on error | the error code of an errored row (``CODE: message`` → ``CODE``); ``missing`` |
 
 Events are log records with ``event_name`` set (the Logs API). Azure Monitor's exporter reads not that but
 ``microsoft.custom_event.name`` to file a record under customEvents (else it is a trace): that attribute is added,
-with the event's name, when the exporter is Azure Monitor.
+with the event's name, when the exporter is Azure Monitor. Each event is timestamped when emitted
+(``time.time_ns()``; the SDK adds the observed time). Their parent, for a collector to join them to a trace, is
+the span a W3C ``traceparent`` names when one is given (``report --otel-traceparent``, else ``$TRACEPARENT``),
+else the current context (the caller's active span).
 Beside them, namespaced ``foundry_bridge.*`` attributes say which query, kind, stage, criterion and evaluator;
 the run's ids travel once, as resource attributes (``foundry_bridge.eval.id``, ``foundry_bridge.run.ids``...).
 A score is never invented: an errored or missing judge score is an event without a value, with ``error.type``.
@@ -27,7 +31,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +46,7 @@ __all__ = [
     "EXPORTERS",
     "emit_evaluation_events",
     "evaluation_attributes",
+    "parent_context",
     "report_rows",
     "resource_attributes",
 ]
@@ -125,6 +131,37 @@ def _foundry_attributes(score: Any) -> dict[str, Any]:
     return attrs
 
 
+class _RecordField:
+    """One extra item field of a run's records, read row by row beside the report's rows: both are in dataset
+    order (``QueryRow.row`` is the record's index), so the records stream once and memory stays flat."""
+
+    def __init__(self, records: Iterator[Any], field: str) -> None:  # QueryRecords (RunFolder.iter_records)
+        self._records = enumerate(records)
+        self._field = field
+
+    def __call__(self, row: QueryRow) -> str | None:
+        for i, rec in self._records:
+            if i == row.row:
+                value = rec.extra.get(self._field) if rec.query_id == row.query_id else None
+                return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+        return None
+
+
+def _response_ids(report: Report, given: Mapping[str, str] | None) -> Callable[[QueryRow], str | None] | None:
+    """Each row's response id: from ``given`` (query id → id) when the caller gives it; else from the item field
+    the run's mapping names as ``response_id`` (plan.json, then records.jsonl), when the run folder is at hand."""
+    if given is not None:
+        return lambda row: given.get(row.query_id)
+    from ..runfolder import RunFolder
+
+    folder = RunFolder(report.provenance.run_dir)
+    if not folder.file("plan").is_file():
+        return None
+    plan = folder.read_plan(items=False, records=False)
+    field = plan.mapping.response_id
+    return None if field is None else _RecordField(folder.iter_records(plan), field)
+
+
 def evaluation_attributes(
     report: Report,
     *,
@@ -133,16 +170,19 @@ def evaluation_attributes(
     response_ids: Mapping[str, str] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The attributes of every ``gen_ai.evaluation.result`` event: one per query × metric of ``sources``, in query
-    order then the report's metric order. Pure: no OpenTelemetry import (the events' content, testable alone)."""
+    order then the report's metric order. ``gen_ai.response.id`` from ``response_ids`` (query id → id), else from
+    the field the run's mapping names (``response_id``). No OpenTelemetry import (the events' content, testable
+    alone)."""
     infos = [m for m in report.metrics if m.source in sources and m.key not in _SKIPPED]
+    response_id = _response_ids(report, response_ids)
     for row in report_rows(report) if rows is None else rows:
         common: dict[str, Any] = {
             "foundry_bridge.query_id": row.query_id,
             "foundry_bridge.query.kind": row.kind,
             "foundry_bridge.stage": row.stage,
         }
-        if response_ids and row.query_id in response_ids:
-            common[RESPONSE_ID] = response_ids[row.query_id]
+        if response_id is not None and (rid := response_id(row)) is not None:
+            common[RESPONSE_ID] = rid
         for info in infos:
             attrs: dict[str, Any] = {NAME: info.key, **common, "foundry_bridge.metric.source": info.source}
             if info.source == "foundry":
@@ -158,6 +198,28 @@ def evaluation_attributes(
                 else:
                     attrs[EXPLANATION] = "undefined: no label reaches the relevance threshold"
             yield {k: v for k, v in attrs.items() if v is not None}
+
+
+_TRACEPARENT_FORM = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"  # the W3C recommendation's example
+
+
+def parent_context(traceparent: str, *, origin: str = "traceparent") -> Any:
+    """The OpenTelemetry context whose (remote) span is the one a W3C ``traceparent`` header names, parsed by the
+    SDK's own ``TraceContextTextMapPropagator``: ``version-traceid-parentid-flags``, 32 and 16 lowercase hex digits,
+    ids not all zeros. Anything else is a ``UsageError`` naming ``origin`` (the option or variable it came from)."""
+    try:
+        from opentelemetry import trace
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+    except ImportError as exc:
+        raise UsageError("a traceparent needs OpenTelemetry: pip install 'foundry-bridge[otel]'") from exc
+    context = TraceContextTextMapPropagator().extract({"traceparent": traceparent})
+    if not trace.get_current_span(context).get_span_context().is_valid:
+        raise UsageError(
+            f"{origin}: {traceparent!r} is not a W3C traceparent (version-traceid-parentid-flags, e.g. "
+            f"{_TRACEPARENT_FORM}: 32 and 16 lowercase hex digits, not all zeros); pass the traceparent of the "
+            "span the events belong to, or none"
+        )
+    return context
 
 
 def _exporter(kind: Exporter, endpoint: str | None) -> Any:
@@ -238,6 +300,7 @@ def emit_evaluation_events(
     logger_provider: Any = None,
     sources: Sequence[Source] = ("foundry", "local"),
     response_ids: Mapping[str, str] | None = None,
+    traceparent: str | None = None,
 ) -> int:
     """Emit one ``gen_ai.evaluation.result`` event per query × metric; return how many were emitted.
 
@@ -245,10 +308,13 @@ def emit_evaluation_events(
     the events go there and the provider is flushed, not shut down; otherwise a provider with the run's resource
     attributes and ``exporter`` is made, flushed every few thousand events (the batch queue never overflows) and
     shut down; if its exporter failed on any event, a ``BackendError`` says how many (nothing is lost silently).
-    The events' timestamps are the emission time.
+    Each event's timestamp is its emission time (ns since the epoch). ``traceparent`` (a W3C header) makes the
+    span it names every event's parent (``parent_context``: checked before anything is sent); without it the
+    events' parent is the current context, i.e. the caller's active span if any.
     """
     from .. import __version__
 
+    parent = parent_context(traceparent) if traceparent is not None else None
     own = logger_provider is None
     provider, counted = _provider(report, exporter, endpoint) if own else (logger_provider, None)
     from opentelemetry._logs import SeverityNumber
@@ -259,7 +325,13 @@ def emit_evaluation_events(
     try:
         for attrs in evaluation_attributes(report, sources=sources, response_ids=response_ids):
             attrs.update(marker)
-            logger.emit(event_name=EVENT_NAME, severity_number=SeverityNumber.INFO, attributes=attrs)
+            logger.emit(
+                timestamp=time.time_ns(),
+                context=parent,
+                event_name=EVENT_NAME,
+                severity_number=SeverityNumber.INFO,
+                attributes=attrs,
+            )
             n += 1
             if n % _FLUSH_EVERY == 0:
                 provider.force_flush()

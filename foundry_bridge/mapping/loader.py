@@ -77,7 +77,7 @@ def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
 def mapping_from_dict(data: dict[str, Any], *, file: str | None = None, node: Any = None) -> Mapping:
     """Validate a parsed mapping; the first problem becomes a ``MappingError`` located via the YAML ``node``."""
     try:
-        return Mapping.model_validate(data)
+        mapping = Mapping.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
@@ -92,6 +92,33 @@ def mapping_from_dict(data: dict[str, Any], *, file: str | None = None, node: An
         if err["type"] == "missing":
             raise MappingError("required key is missing", file=file, line=line, field=field) from None
         raise MappingError(err["msg"], file=file, line=line, field=field) from None
+    _check_response_id(mapping, file, node)
+    return mapping
+
+
+def _check_response_id(mapping: Mapping, file: str | None, node: Any) -> None:
+    """``response_id`` names an extra item field the mapping reads (``builder.available_fields``: for TREC input,
+    extras come only with ``trec.responses``)."""
+    from .builder import available_fields
+
+    name = mapping.response_id
+    extras = [f for f in available_fields(mapping) if f in mapping.dataset.fields.extra]
+    if name is None or name in extras:
+        return
+    guess = did_you_mean(name, extras)
+    if guess:
+        hint = f"did you mean {guess!r}?"
+    elif name in mapping.dataset.fields.extra:
+        hint = "TREC input reads extra fields only from trec.responses: name that file"
+    else:
+        hint = f"declare it under dataset.fields.extra: {{{name}: <dotted path in a row>}}"
+    raise MappingError(
+        f"{name!r} is not an extra item field of this mapping",
+        file=file,
+        line=_line_of(node, ("response_id",)),
+        field="response_id",
+        hint=hint,
+    )
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:

@@ -64,3 +64,8 @@ class Mapping(_Strict):
     labels: LabelRange = LabelRange()
     metrics: LocalMetricsSpec = LocalMetricsSpec()
     evaluators: list[EvaluatorEntry] = Field(default_factory=list)
+    response_id: str | None = Field(
+        None,
+        description="item field under `dataset.fields.extra` that holds the id of the model response a row scored "
+        "(e.g. a chat completion id): `report --otel` sends it as `gen_ai.response.id`",
+    )
