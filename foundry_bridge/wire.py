@@ -11,7 +11,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .catalog import DOCUMENT_RETRIEVAL, EvaluatorSpec, MetricSpec
 
@@ -28,6 +28,7 @@ __all__ = [
     "missing_inputs",
     "parse_template",
     "passed_for_kind",
+    "passes",
     "read_metric",
     "render",
     "render_mapping",
@@ -183,6 +184,43 @@ def resolve_threshold(metric: MetricSpec | None, init: Mapping[str, Any]) -> int
     if isinstance(value, int | float) and finite_number(value) is not None:
         return value
     return metric.default_threshold if metric is not None else None
+
+
+def passes(
+    score: Any,
+    threshold: Any,
+    higher_is_better: bool = True,
+    *,
+    nan: Literal["fail", "unknown"] = "fail",
+    as_verdict: bool = False,
+) -> Any:
+    """Does ``score`` pass? ``score >= threshold`` when higher is better, ``score <= threshold`` when lower is better
+    (holes, holes_ratio, the safety severities): **a score equal to its threshold passes**.
+
+    The rule is written with the comparison operators alone, so it serves a Python number (a ``bool`` back) and a
+    numpy array (elementwise, a bool array back) alike, and keeps Python's semantics for any other type: a
+    threshold ``True`` is 1; an incomparable one (``None``, text) raises ``TypeError``, as azure-ai-evaluation's
+    DocumentRetrievalEvaluator does on every call: it compares ``value >= threshold`` exactly so
+    (``metrics.docret`` is tested against the installed library).
+
+    ``nan``: a NaN score **fails** (``"fail"``, the default: every comparison with NaN is false; the library fails an
+    undefined fidelity so), or has **no verdict** (``"unknown"``: ``None`` for a number, NaN in a float array of
+    1.0/0.0; the trust statistics, where NaN means "not rated" and a missing human score gives no derived pass).
+
+    ``as_verdict``: the score is itself a verdict (a boolean metric's 1/0, or a metric with no threshold): truthy
+    passes when higher is better, falsy when lower is better, and ``threshold`` is not read (Python numbers only;
+    how the emulator reads its boolean mock scores).
+    """
+    if as_verdict:
+        return bool(score) if higher_is_better else not score
+    verdict = score >= threshold if higher_is_better else score <= threshold
+    if nan == "fail":
+        return verdict
+    if isinstance(score, int | float):  # a number (numpy's float64 included): NaN is the one unequal to itself
+        return None if score != score else verdict
+    import numpy as np  # only arrays come here: wire itself stays numpy-free at import
+
+    return np.where(np.isnan(score), np.nan, verdict)
 
 
 ABSTENTION_IS_CORRECT = "abstained on a negative query: the correct outcome (this evaluator fails every abstention)"

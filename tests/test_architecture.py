@@ -101,13 +101,13 @@ def test_atomic_writes_leave_no_partial_file_and_usual_permissions(tmp_path: Pat
 
 def test_metrics_imports_no_io() -> None:
     """`foundry_bridge/metrics` is array code only: every import (top level, in functions, under TYPE_CHECKING) is
-    numpy, a pure standard-library module, a sibling metrics module, or errors / catalog / _text (/_lazy)."""
+    numpy, a pure standard-library module, a sibling metrics module, or errors / catalog / wire / _text (/_lazy)."""
     import ast
 
     pure_stdlib = {"__future__", "math", "dataclasses", "typing", "collections", "functools", "itertools", "re"}
     pure_stdlib |= {"operator", "ast", "array"}  # attrgetter / ne; ast parses measure names; typed buffers: no I/O
     allowed = pure_stdlib | {"numpy"}
-    allowed_package = {"errors", "catalog", "_text", "_lazy", "metrics"}
+    allowed_package = {"errors", "catalog", "wire", "_text", "_lazy", "metrics"}  # wire: the pass/fail rule
     root = Path(__file__).resolve().parent.parent / "foundry_bridge" / "metrics"
     bad: list[str] = []
     for path in sorted(root.glob("*.py")):
@@ -222,3 +222,71 @@ def test_the_layering_check_catches_an_upward_import(tmp_path: Path) -> None:
         "foundry_bridge.mapping.loader",
     ]
     assert {_unit(t) for t in targets} - LAYERS["dataset"] - {"dataset"} == {"report", "mapping"}
+
+
+# -- each rule in its home ------------------------------------------------------------------------------------
+# A comparison operand named like a pass threshold (``threshold``, ``thresholds[j]``, ``cfg.threshold``, ``thr``).
+_PASS_THRESHOLD = re.compile(r"(?:^|_)(?:thr|thresholds?)$")
+# Thresholds that are not a verdict's: which label counts as relevant, which retrieval score surfaces a document.
+_NOT_A_VERDICT = {"relevance_threshold", "surface_threshold"}
+
+
+def _operand_name(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _threshold_comparisons(path: Path) -> list[int]:
+    """Lines of ``path`` comparing something to a pass threshold with ``>=`` or ``<=`` (a pass/fail decision)."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for i, op in enumerate(node.ops):
+            names = {_operand_name(operands[i]), _operand_name(operands[i + 1])} - {None} - _NOT_A_VERDICT
+            if isinstance(op, ast.GtE | ast.LtE) and any(_PASS_THRESHOLD.search(n) for n in names if n):
+                lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_only_wire_decides_pass_or_fail() -> None:
+    """Pass/fail from score, threshold and direction is ``wire.passes``; no other module compares to a threshold."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != PACKAGE / "wire.py"
+        for line in _threshold_comparisons(path)
+    ]
+    assert offenders == [], "decide pass/fail through foundry_bridge.wire.passes:\n" + "\n".join(offenders)
+
+
+def test_the_pass_fail_check_catches_a_copy(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "def f(score, cfg, thr, relevance_threshold, label):\n"
+        "    a = score >= cfg.thresholds[0]\n"
+        "    b = thr <= score\n"
+        "    c = label >= relevance_threshold\n"  # which label is relevant: not a verdict
+        "    d = cfg.threshold is None\n"
+        "    return 0 < score <= cfg.threshold\n"
+    )
+    assert _threshold_comparisons(probe) == [2, 3, 6]
+
+
+def test_validate_imports_no_click() -> None:
+    """The gate is a library: no module of validate/ imports click (the CLI's parser), itself or through another."""
+    validate = PACKAGE / "validate"
+    direct = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted(validate.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "click" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "click")
+    ]
+    assert direct == []
+    code = "import importlib\n" + "".join(
+        f"importlib.import_module('foundry_bridge.validate.{p.stem}')\n" for p in sorted(validate.glob("*.py"))
+    )
+    assert {m for m in _modules_loaded_by(code) if m.split(".")[0] == "click"} == set()

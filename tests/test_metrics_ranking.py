@@ -10,6 +10,8 @@ from metrics_helpers import generate
 
 from foundry_bridge.dataset.records import GroundTruthLabel, QueryRecord, RetrievedDocument
 from foundry_bridge.metrics import ranking_metrics
+from foundry_bridge.metrics.ranking import nan_mean
+from foundry_bridge.report._aggregate import aggregate_local
 
 KS = (1, 3, 5, 10, 20)
 
@@ -88,6 +90,24 @@ def test_undefined_and_nan_policies() -> None:
     # label 1 below threshold 2: rr undefined, ndcg still defined (gain 1)
     row = ranking_metrics([rec("q", ["a"], {"a": 1})], ks=(1,), relevance_threshold=2).per_query[0]
     assert row["rr@1"] is None and row["ndcg@1"] == 1.0
+
+
+def test_a_summary_mean_adds_the_queries_left_to_right_as_the_report_does() -> None:
+    # first relevant document at ranks 3..10: numpy's pairwise mean and the left-to-right sum differ in the last bit
+    records = [rec(f"q{r}", [f"n{i}" for i in range(r - 1)] + ["r"], {"r": 1}) for r in range(3, 11)]
+    result = ranking_metrics(records, ks=(10,))
+    rr = [row["rr@10"] for row in result.per_query]
+    assert result.summary["positive"]["mrr@10"] == sum(rr) / len(rr)
+    assert result.summary["positive"]["mrr@10"] == aggregate_local(result.columns["rr@10"], "propagate").mean
+
+
+def test_nan_mean_under_each_policy() -> None:
+    values = np.array([1.0, np.nan, 2.0])
+    assert [nan_mean(values, p) for p in ("propagate", "drop", "zerofill")] == [None, 1.5, 1.0]
+    assert [nan_mean(np.array([np.nan]), p) for p in ("propagate", "drop", "zerofill")] == [None, None, 0.0]
+    assert [nan_mean(np.array([]), p) for p in ("propagate", "drop", "zerofill")] == [None, None, None]
+    with pytest.raises(ValueError, match="nan_policy"):
+        nan_mean(values, "mean")
 
 
 def test_positive_and_negative_never_mixed() -> None:

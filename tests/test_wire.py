@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from foundry_bridge.catalog import CATALOG, DOCUMENT_RETRIEVAL
@@ -17,6 +18,7 @@ from foundry_bridge.wire import (
     is_present,
     missing_inputs,
     parse_template,
+    passes,
     read_metric,
     render_mapping,
     resolve_threshold,
@@ -94,6 +96,30 @@ def test_thresholds_come_from_init_then_the_catalog() -> None:
     assert resolve_threshold(relevance, {"threshold": True}) == 3  # a bool is not a threshold
     assert resolve_threshold(relevance, {"threshold": float("nan")}) == 3
     assert resolve_threshold(None, {"threshold": 0.2}) == 0.2 and resolve_threshold(None, {}) is None
+
+
+def test_a_score_passes_at_its_threshold_in_the_metric_direction() -> None:
+    assert passes(3, 3) is True and passes(2.99, 3) is False and passes(4, 3) is True  # a tie passes
+    assert passes(3, 3, False) is True and passes(3.01, 3, False) is False and passes(0, 3, False) is True
+    assert passes(1, True) is True and passes(0.5, 1) is False  # Python's comparison, a bool threshold included
+    scores = np.array([2.0, 3.0, 4.0, np.nan])
+    assert passes(scores, 3).tolist() == [False, True, True, False]  # the same rule, elementwise
+    assert passes(scores, 3, False).tolist() == [True, True, False, False]
+    assert passes(scores, 3).tolist() == [passes(float(s), 3) for s in scores]
+
+
+def test_a_nan_score_fails_unless_asked_to_read_it_as_no_verdict() -> None:
+    assert passes(math.nan, 0.5) is False and passes(math.nan, 0.5, False) is False  # an undefined fidelity fails
+    assert passes(math.nan, 0.5, nan="unknown") is None and passes(0.7, 0.5, nan="unknown") is True
+    got = passes(np.array([np.nan, 1.0, 0.0]), 0.5, nan="unknown")
+    assert np.isnan(got[0]) and got[1:].tolist() == [1.0, 0.0]
+    with pytest.raises(TypeError):
+        passes(0.5, None)  # no threshold is no verdict: DocumentRetrievalEvaluator fails on every call
+
+
+def test_a_verdict_score_passes_when_true_or_when_false_for_lower_is_better() -> None:
+    assert passes(1.0, None, as_verdict=True) is True and passes(0.0, 3, as_verdict=True) is False
+    assert passes(0.0, None, False, as_verdict=True) is True and passes(1.0, 0, False, as_verdict=True) is False
 
 
 def test_read_metric_tells_absent_from_undefined() -> None:

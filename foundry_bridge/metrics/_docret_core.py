@@ -17,6 +17,7 @@ from typing import Any
 
 from foundry_bridge.catalog import DOCUMENT_RETRIEVAL
 from foundry_bridge.errors import InputError
+from foundry_bridge.wire import passes
 
 __all__ = [
     "DEFAULTS",
@@ -292,17 +293,18 @@ def _metrics_one(qrels: list[tuple[Any, Any]], results: list[tuple[Any, Any]], c
 
 def result_dict(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
     """Assemble the 1.18 output dict (envelope + properties) from the nine values: the values, then per metric
-    ``_result``, ``_passed`` (value >= threshold; lower-is-better metrics: value <= threshold), ``_threshold`` and
-    ``_higher_is_better``. The envelope's score is ndcg@3, passed at ``cfg.primary``."""
+    ``_result``, ``_passed`` (``wire.passes``: value >= threshold; lower-is-better metrics: value <= threshold; a
+    NaN fidelity fails), ``_threshold`` and ``_higher_is_better``. The envelope's score is ndcg@3, passed at
+    ``cfg.primary``."""
     props = dict(zip(METRICS, values, strict=True))
     for name, value, threshold, higher in zip(METRICS, values, cfg.thresholds, HIGHER_IS_BETTER, strict=True):
-        passed = value >= threshold if higher else value <= threshold
+        passed = passes(value, threshold, higher)
         props[f"{name}_result"] = "pass" if passed else "fail"
         props[f"{name}_passed"] = passed
         props[f"{name}_threshold"] = threshold
         props[f"{name}_higher_is_better"] = higher
     score = float(values[0])
-    passed = score >= cfg.primary
+    passed = passes(score, cfg.primary)
     return {
         "document_retrieval": score,
         "document_retrieval_score": score,

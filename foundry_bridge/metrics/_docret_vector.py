@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..wire import passes
 from . import _docret_core as _dr
 
 __all__ = ["EXACT_INT", "LABEL_BOUND", "evaluate_columns", "evaluate_rows", "vector_ok"]
@@ -631,11 +632,12 @@ def _typed_columns(
 
 
 def _verdict_codes(numeric: list[np.ndarray], cfg: _dr.Config) -> np.ndarray:
-    """Bit j of a row's code: metric j passes (thresholds are plain numbers here, so numpy compares as Python)."""
+    """Bit j of a row's code: metric j passes (``wire.passes``; thresholds are plain numbers here, so numpy
+    compares as Python)."""
     code = np.zeros(len(numeric[0]), dtype=np.int64)
     with np.errstate(invalid="ignore"):
         for j, (num, thr, higher) in enumerate(zip(numeric, cfg.thresholds, _dr.HIGHER_IS_BETTER, strict=True)):
-            code |= (num >= thr if higher else num <= thr).astype(np.int64) << j
+            code |= passes(num, thr, higher).astype(np.int64) << j
     return code
 
 
@@ -669,7 +671,7 @@ def _build_results(
     codes = _verdict_codes(numeric, cfg).tolist()
     score = numeric[0].astype(np.float64)
     with np.errstate(invalid="ignore"):
-        env_passed = score >= cfg.primary
+        env_passed = passes(score, cfg.primary)
     props_copy, env_copy = _templates(set(codes), cfg)
     out: list[dict[str, Any]] = []
     append = out.append

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..wire import passes
 from ._dist import normal_quantile
 from .assembly import contains_document, normalize_ws
 from .ppi import MeanEstimates, estimate_mean
@@ -325,9 +326,10 @@ def judge_trust(
 
 
 def _passed_from_scores(hs: np.ndarray, hp: np.ndarray, threshold: float, higher_is_better: bool) -> np.ndarray:
-    """The pass verdicts, a cell without one taken from the score (≥ threshold, or ≤ when lower is better)."""
+    """The pass verdicts, a cell without one taken from the score (``wire.passes``: ≥ threshold, or ≤ when lower
+    is better; an unrated cell, NaN, stays without a verdict)."""
     with np.errstate(invalid="ignore"):
-        derived = np.where(np.isnan(hs), np.nan, (hs >= threshold) if higher_is_better else (hs <= threshold))
+        derived = passes(hs, threshold, higher_is_better, nan="unknown")
     if hp.shape != hs.shape:
         return derived
     return np.where(np.isnan(hp), derived, hp)

@@ -21,7 +21,6 @@ every k from one cumulative sum.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -37,6 +36,7 @@ __all__ = [
     "NAN_POLICIES",
     "RankingResult",
     "compute",
+    "nan_mean",
     "normalize_ks",
     "ranking_from_arrays",
     "ranking_metrics",
@@ -114,15 +114,25 @@ def compute(arrays: QueryArrays, ks: Sequence[int]) -> dict[str, np.ndarray]:
     return out
 
 
-def _mean(values: np.ndarray, policy: str) -> float:
-    if values.size == 0:
-        return math.nan
+def nan_mean(values: np.ndarray, nan_policy: str) -> float | None:
+    """The mean over queries of a float array whose NaN are undefined values, or None (no mean).
+
+    ``nan_policy``: ``propagate`` — any NaN gives None; ``drop`` — the mean of the defined values (None when there
+    is none); ``zerofill`` — NaN counts as 0. No values: None. The sum runs **left to right** in the array's order
+    (``np.cumsum``: what Python's ``sum`` of the values gives, not numpy's pairwise ``mean``), then ``+ 0.0`` (no
+    -0.0) and ``/ count``: the ``metrics`` summary and the report's aggregates give the same bits, and the report's
+    golden files pin them.
+    """
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
     nan = np.isnan(values)
-    if policy == "propagate":
-        return math.nan if nan.any() else float(values.mean())
-    if policy == "drop":
-        return float(values[~nan].mean()) if (~nan).any() else math.nan
-    return float(np.where(nan, 0.0, values).mean())
+    if nan_policy == "zerofill":
+        values = np.where(nan, 0.0, values)
+    elif nan_policy == "drop":
+        values = values[~nan]
+    elif nan.any():
+        return None
+    return float((np.cumsum(values)[-1] + 0.0) / values.size) if values.size else None
 
 
 def summarize(
@@ -154,8 +164,7 @@ def summarize(
                 at_k = measure @ k
                 if selected is not None and at_k.key not in selected:
                     continue
-                value = _mean(columns[at_k.key][mask], nan_policy)
-                block[at_k.aggregate_key] = None if math.isnan(value) else value
+                block[at_k.aggregate_key] = nan_mean(columns[at_k.key][mask], nan_policy)
         out[kind] = block
     return out
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from ..contracts import MetricContract
 from ..metrics.docret import document_retrieval
-from ..wire import is_present, render_mapping, template_fields
+from ..wire import is_present, passes, render_mapping, template_fields
 from ._evaluators import Served, threshold_of
 from ._nlp import NlpResult, NlpUnavailable, compute
 
@@ -271,9 +271,9 @@ def _mock_value(served: Served, metric: MetricContract, value: float) -> int | f
 
 
 def _passes(metric: MetricContract, score: float, threshold: float | None) -> bool:
-    if metric.type == "boolean" or threshold is None:
-        return bool(score) if metric.higher_is_better else not score
-    return score >= threshold if metric.higher_is_better else score <= threshold
+    """A boolean metric's mock score (and one without a threshold) is its verdict; any other is compared."""
+    as_verdict = metric.type == "boolean" or threshold is None
+    return bool(passes(score, threshold, metric.higher_is_better, as_verdict=as_verdict))
 
 
 def _mock_sample(model: str, inputs: Mapping[str, Any], reason: str, score: Any) -> tuple[dict[str, Any], dict]:

@@ -1,8 +1,9 @@
 """Aggregates on columns: every metric per section (positive, negative), coverage counts and score distributions.
 
-The arithmetic is that of the per-object code it replaced, so the numbers do not move: a mean is the sum left to
-right, in dataset order (what Python's ``sum`` of the values gave), divided by the count, a median is the middle
-of the sorted values (the mean of the two middle ones for an even count).
+The arithmetic is that of the per-object code it replaced, so the numbers do not move: a mean is
+``metrics.ranking.nan_mean`` (the sum left to right, in dataset order, what Python's ``sum`` of the values gave,
+divided by the count; the ``metrics`` summary's too), a median is the middle of the sorted values (the mean of the
+two middle ones for an even count).
 """
 
 from __future__ import annotations
@@ -14,16 +15,11 @@ import numpy as np
 
 from ..catalog import CATALOG
 from ..metrics.measures import column_names, measure_for_key
+from ..metrics.ranking import nan_mean
 from ._columns import ERRORED, MISSING, SCORED, ScoreColumn
 from ._model import Distribution, MetricAggregate, MetricInfo
 
 __all__ = ["aggregate_foundry", "aggregate_local", "bins", "distribution", "per_metric_coverage", "summary_infos"]
-
-
-def _mean(values: np.ndarray) -> float | None:
-    """The left-to-right sum (``np.cumsum`` adds in order: Python's ``sum`` of the values, without a float object
-    per value) over the count."""
-    return float((np.cumsum(values)[-1] + 0.0) / values.size) if values.size else None
 
 
 def _median(values: np.ndarray) -> float | None:
@@ -55,7 +51,7 @@ def aggregate_foundry(col: ScoreColumn, mask: np.ndarray) -> MetricAggregate:
         errored=int(np.count_nonzero(status == ERRORED)),
         missing=int(np.count_nonzero(status == MISSING)),
         coverage=n_scored / n if n else None,
-        mean=_mean(values),
+        mean=nan_mean(values, "drop"),
         median=_median(values),
         **_extremes(values),
         passed=n_pass,
@@ -68,19 +64,12 @@ def aggregate_local(values: np.ndarray, nan_policy: str) -> MetricAggregate:
     """A local metric over a section's values (NaN: undefined), the mean per the NaN policy."""
     defined = values[~np.isnan(values)]
     n = int(values.size)
-    undefined = n - int(defined.size)
-    if nan_policy == "zerofill":
-        mean = _mean(np.concatenate([defined, np.zeros(undefined)]))
-    elif nan_policy == "drop" or undefined == 0:
-        mean = _mean(defined)
-    else:  # propagate
-        mean = None
     return MetricAggregate(
         queries=n,
         scored=int(defined.size),
-        undefined=undefined,
+        undefined=n - int(defined.size),
         coverage=int(defined.size) / n if n else None,
-        mean=mean,
+        mean=nan_mean(values, nan_policy),
         median=_median(defined),
         **_extremes(defined),
     )
