@@ -21,6 +21,7 @@ READ_ELSEWHERE = {
     "GITHUB_BASE_REF": "set by GitHub Actions on pull requests; the documented workflow's shell reads it",
     "SSL_CERT_FILE": "read by httpx and the openai SDK (docs/mock.md: trusting the emulator's TLS CA)",
     "REQUESTS_CA_BUNDLE": "read by requests (docs/mock.md: trusting the emulator's TLS CA)",
+    "TIKTOKEN_CACHE_DIR": "read by tiktoken: where it keeps the encoding files it fetched (docs/inputs.md)",
     "VAR": "the placeholder of the `${VAR}` syntax in the mapping docs",
     "LMAX": "a variable of the `${LMAX:-3}` example in docs/mapping.md",
 }
