@@ -101,13 +101,13 @@ def mapping_from_dict(
     data: dict[str, Any], *, file: str | None = None, node: Any = None, line_of: LineOf | None = None
 ) -> Mapping:
     """Validate a parsed mapping; the first problem becomes a ``MappingError`` located by ``line_of(key path)``,
-    else via the YAML ``node``. A custom error naming a ``key`` (``init_alias``) is located at that key."""
+    else via the YAML ``node``. An ``init_alias`` error is located at the key it names."""
     try:
         return Mapping.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
-        if "key" in err.get("ctx", {}):
+        if err["type"] == "init_alias":  # EvaluatorEntry names the key
             loc = (*loc, err["ctx"]["key"])
         field = _dotted(loc)
         line = line_of(loc) if line_of is not None else _line_of(node, loc)
