@@ -17,6 +17,7 @@ from ._text import did_you_mean
 __all__ = [
     "CATALOG",
     "INPUT_TYPE_SCHEMAS",
+    "PARAM_ALIASES",
     "EvaluatorSpec",
     "InputSpec",
     "MetricSpec",
@@ -51,13 +52,18 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One initialization parameter (a key of ``initialization_parameters``)."""
+    """One initialization parameter (a key of ``initialization_parameters``).
+
+    ``aliases``: other spellings a declaration (a mapping file, azd's ``azure.eval.yaml``) may use for it; the
+    mapping layer stores the parameter under ``name``, the only spelling sent to Foundry.
+    """
 
     name: str
     type: type
     required: bool = False
     default: object = None
     description: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,13 @@ class EvaluatorSpec:
                 return p
         raise KeyError(name)
 
+    def param_called(self, key: str) -> str | None:
+        """The name of the init parameter ``key`` spells: ``key`` itself, or the parameter it is an alias of
+        (``model`` → ``deployment_name``); None for neither."""
+        if key in self.param_names:
+            return key
+        return next((p.name for p in self.params if key in p.aliases), None)
+
     def metric(self, name: str) -> MetricSpec:
         for m in self.metrics:
             if m.name == name:
@@ -163,7 +176,9 @@ _QUERY = InputSpec("query", "string_or_messages", "the user's question")
 _RESPONSE = InputSpec("response", "string_or_messages", "the answer the model produced")
 _CONTEXT = InputSpec("context", "string", "the exact context string sent to the model")
 _GROUND_TRUTH = InputSpec("ground_truth", "string", "the reference answer")
-_DEPLOYMENT = ParamSpec("deployment_name", str, required=True, description="judge model deployment")
+# azd's files write the judge as `model` (what custom rubrics take); the azure.ai.evaluations extension binds
+# either spelling to the one the evaluator declares (judgeModelAliases in its internal/cmd/build.go)
+_DEPLOYMENT = ParamSpec("deployment_name", str, required=True, description="judge model deployment", aliases=("model",))
 
 
 def _judge(
@@ -329,6 +344,11 @@ CATALOG: dict[str, EvaluatorSpec] = {
             ),
         ),
     )
+}
+
+
+PARAM_ALIASES: dict[str, tuple[str, ...]] = {  # parameter name → the other spellings a declaration may use
+    p.name: p.aliases for spec in CATALOG.values() for p in spec.params if p.aliases
 }
 
 

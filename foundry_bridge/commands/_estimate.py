@@ -21,7 +21,7 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
         return False
     from .._io import write_json
     from ..errors import UsageError
-    from ..estimate import DEFAULT_ENCODING, Price, PriceTable, estimate_plan, load_prices
+    from ..estimate import Price, PriceTable, estimate_plan, load_prices
 
     prices = None
     if opts.get("prices") is not None:
@@ -41,8 +41,7 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
 
         backend = LocalBackend(opts["judge_endpoint"], opts.get("judge_model"), cache_dir=opts.get("cache_dir"))
         cached = cache_probe(backend, plan.criteria)
-    encoding = opts.get("encoding") or DEFAULT_ENCODING
-    estimate = estimate_plan(plan.criteria, plan.items, encoding=encoding, prices=prices, cached=cached)
+    estimate = estimate_plan(plan.criteria, plan.items, encoding=opts.get("encoding"), prices=prices, cached=cached)
     click.echo("\n".join(estimate.lines()))
     if out is not None:
         write_json(out / "estimate.json", estimate.to_dict())
@@ -55,7 +54,7 @@ def show_run_estimate(plan: Any, backend: Any) -> None:
         return
     import os
 
-    from ..estimate import DEFAULT_ENCODING, estimate_plan
+    from ..estimate import estimate_plan
     from ..local import LocalBackend
 
     cached = None
@@ -63,6 +62,6 @@ def show_run_estimate(plan: Any, backend: Any) -> None:
         from ..local._probe import cache_probe
 
         cached = cache_probe(backend, plan.criteria)
-    encoding = os.environ.get("FOUNDRY_BRIDGE_ENCODING") or DEFAULT_ENCODING
+    encoding = os.environ.get("FOUNDRY_BRIDGE_ENCODING") or None
     estimate = estimate_plan(plan.criteria, plan.items, encoding=encoding, cached=cached)
     click.echo("\n".join(estimate.lines()), err=True)

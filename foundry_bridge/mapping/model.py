@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
+from ..catalog import get_evaluator
 from ..dataset.spec import (
     ContextSpec,
     DatasetSpec,
@@ -52,6 +54,26 @@ class EvaluatorEntry(_Strict):
         default_factory=dict,
         description="evaluator input → item field; inputs not listed map to the item field of the same name",
     )
+
+    @field_validator("init")
+    @classmethod
+    def _param_names(cls, init: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """Each key under its catalog parameter's name: an alias (``model``, azd's spelling of the judge) becomes
+        the parameter (``deployment_name``), for every reader of the mapping; a parameter written under two
+        spellings is an ``init_alias`` error naming the alias (``ctx["key"]``). Unknown evaluators and keys stay
+        as written: validation names them."""
+        try:
+            spec = get_evaluator(str(info.data.get("evaluator")))
+        except KeyError:
+            return init
+        out: dict[str, Any] = {}
+        for key, value in init.items():
+            name = spec.param_called(key) or key
+            if name != key and name in init:
+                message = f"{key!r} and {name!r} name the same parameter of {spec.name}: keep one"
+                raise PydanticCustomError("init_alias", message, {"key": key})
+            out[name] = value
+        return out
 
 
 class Mapping(_Strict):

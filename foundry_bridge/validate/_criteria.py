@@ -46,17 +46,11 @@ class Criterion:
 
 
 def _line_finder(file: str | None) -> Any:
-    """A function field-path-tuple → line for a YAML/JSON criteria file (JSON is YAML), or always None."""
-    if file is None:
-        return None
-    from .._yaml import compose_bounded
-    from ..mapping.loader import _line_of
+    """A function field-path-tuple → line for a YAML mapping, an azd eval file or a JSON criteria file (JSON is
+    YAML), or None (``mapping.loader.mapping_line_finder``)."""
+    from ..mapping.loader import mapping_line_finder
 
-    try:
-        node = compose_bounded(Path(file).read_text(encoding="utf-8"), file=file, duplicate_keys=True)
-    except (OSError, InputError):  # pragma: no cover - the file was parsed before; lines are a nicety
-        return None
-    return lambda loc: _line_of(node, loc)
+    return mapping_line_finder(file)
 
 
 def _suggestion(guess: str | None, label: str, known: Any) -> str:
