@@ -14,7 +14,7 @@ import hashlib
 import json
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,13 @@ def report_numbers(report: dict[str, Any], rows: Iterable[dict[str, Any]]) -> di
         "canaries": report["canaries"],
         "labelling_queue": [{**h, "queries": h["queries"][:LISTED]} for h in report["labelling_queue"][:20]],
         "warnings": report["warnings"],
-        "queries_sha256": rows_sha256(rows),
+        "queries_sha256": rows_sha256(_without(rows, "search_partial")),  # the flag is new in issue 22
     }
+
+
+def _without(rows: Iterable[dict[str, Any]], key: str) -> Iterator[dict[str, Any]]:
+    """The rows without a field added since the golden file was written (what it held stays compared)."""
+    return ({k: v for k, v in row.items() if k != key} for row in rows)
 
 
 def _first(lists: dict[str, Any]) -> dict[str, Any]:

@@ -293,6 +293,7 @@ class _Local:
     columns: LocalColumns  # the metric keys, then n_rel when present
     negative: dict[str, Any]
     parts: Any  # metrics.negative.NegativeParts: the negative queries' lists and contradiction flags
+    grades: LocalColumns  # found, best: metrics.ranking.top_grades at stage_k (the partial search miss)
 
 
 class _LocalBlocks:
@@ -307,16 +308,19 @@ class _LocalBlocks:
         self.keys = [f"{m}@{k}" for k in self.ks for m in METRIC_NAMES]
         self.columns = LocalColumns(spill, [*self.keys, "n_rel"])
         self.parts = NegativeParts(params.stage_k, surface_threshold, keep=LIST_CAP)
+        self.stage_k = params.stage_k
+        self.grades = LocalColumns(spill, ["found", "best"])
 
     def add(self, arrays: Any, lo: int) -> None:
-        from ..metrics.ranking import compute
+        from ..metrics.ranking import compute, top_grades
 
         self.columns.write(lo, compute(arrays, self.ks))
+        self.grades.write(lo, top_grades(arrays, self.stage_k))
         self.parts.add(arrays)
 
     def done(self) -> _Local:
         negative = self.parts.report() if self.parts.n_neg else {}
-        return _Local(self.keys, self.columns, negative, self.parts)
+        return _Local(self.keys, self.columns, negative, self.parts, self.grades)
 
 
 def _ids(query_ids: Sequence[str], mask: np.ndarray, limit: int = LIST_CAP) -> list[str]:
@@ -368,12 +372,16 @@ def _section(
     return Section(kind=kind, queries=int(mask.sum()), kind_sources=dict(sources), metrics=agg, stages=stages)
 
 
-def _stage_section(query_ids: Sequence[str], rows: RowsOut) -> StageSection:
+def _stage_section(query_ids: Sequence[str], rows: RowsOut, params: Params) -> StageSection:
     return StageSection(
         counts={s: int(np.count_nonzero(rows.stage == k)) for k, s in enumerate(STAGES)},
         queries={s: _ids(query_ids, rows.stage == k) for k, s in enumerate(STAGES)},
         worst={s: [r["query_id"] for r in rows.worst.get(s, [])] for s in STAGES},
         rules=STAGE_RULES,
+        stage_k=params.stage_k,
+        relevance_threshold=params.relevance_threshold,
+        search_partial=rows.search_partial,
+        search_partial_queries=rows.search_partial_ids,
     )
 
 
@@ -494,6 +502,7 @@ def _rows(b: _Built, specs: dict[str, EvaluatorSpec | None], out: IO[bytes] | No
         _answer_judges(b.params, specs, b.scores),
         contradiction,
         f"hit@{b.params.stage_k}",
+        b.local.grades,
     )
     return stream_rows(inp, None if out is None else out.write, worst=worst, keep_all=keep)
 
@@ -566,7 +575,7 @@ def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
         positive=positive,
         negative=negative,
         negative_queries=_negative_section(b.rec, b.local),
-        stages=_stage_section(arrays.query_ids, rows),
+        stages=_stage_section(arrays.query_ids, rows, b.params),
         canaries=rows.canaries,
         canary_counts=rows.canary_counts,
         labelling_queue=_adapter(HoleEntry).validate_python(b.rec.holes.entries(LIST_CAP)),

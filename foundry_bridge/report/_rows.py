@@ -21,7 +21,7 @@ import numpy as np
 from .._io import dumps
 from ._columns import SCORED, STATUSES, LocalColumns, RecordRead, ScoreBlock, ScoreColumn
 from ._model import LIST_CAP, STAGES, CanaryFlag
-from ._stages import JudgeVerdict, Verdict, attribute_stage
+from ._stages import JudgeVerdict, Verdict, attribute_stage, missed_top_grade
 
 __all__ = ["Judge", "RowInputs", "RowsOut", "stream_rows"]
 
@@ -48,6 +48,7 @@ class RowInputs:
     judges: list[Judge]
     contradiction: np.ndarray  # bool per query: a negative query with a relevant-labelled top-k document
     hit_key: str
+    grades: LocalColumns | None = None  # found, best (metrics.ranking.top_grades at the stage k)
 
 
 @dataclass
@@ -59,6 +60,8 @@ class RowsOut:
     canary_counts: dict[str, int] = field(default_factory=dict)
     worst: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     kept: list[dict[str, Any]] | None = None
+    search_partial: int = 0  # queries with a partial search miss (_stages.missed_top_grade)
+    search_partial_ids: list[str] = field(default_factory=list)  # the first LIST_CAP of them
 
 
 def _verdicts(
@@ -102,6 +105,7 @@ class _Block:
     local: list[dict[str, float | None]]
     scores: dict[str, ScoreBlock]
     judges: list[ScoreBlock | None]
+    grades: list[tuple[int, int]] | None  # (found, best) per query
 
 
 def _blocks(inp: RowInputs) -> Iterator[_Block]:
@@ -115,7 +119,11 @@ def _blocks(inp: RowInputs) -> Iterator[_Block]:
         judges = [
             None if j.column is None else by_column.get(id(j.column)) or j.column.block(lo, hi) for j in inp.judges
         ]
-        yield _Block(lo, local, scores, judges)
+        grades = None
+        if inp.grades is not None:
+            g = inp.grades.block(lo, hi)
+            grades = list(zip(g["found"].astype(np.int64).tolist(), g["best"].astype(np.int64).tolist(), strict=True))
+        yield _Block(lo, local, scores, judges, grades)
 
 
 def _indexed(inp: RowInputs) -> Iterator[tuple[int, dict[str, float | None], _Block]]:
@@ -139,16 +147,20 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
         query_id, kind = arrays.query_ids[i], arrays.kinds[i]
         abstained = None if abstains[i] < 0 else bool(abstains[i] == 1)
         judges, (failed, scaled) = _verdicts(inp.judges, block.judges, i)
+        hit = local.get(inp.hit_key)
+        grades = None if block.grades is None else block.grades[i - block.lo]
         stage, reason = attribute_stage(
             kind=kind,
-            hit=local.get(inp.hit_key),
+            hit=hit,
             assembly_checked=checked,
             dropped_relevant=dropped,
             has_response=response is not None,
             abstained=abstained,
             answer_judges=judges,
             label_contradiction=bool(inp.contradiction[i]),
+            grades=grades,
         )
+        partial = missed_top_grade(kind, hit, grades)
         row = {
             "row": i,
             "query_id": query_id,
@@ -164,10 +176,15 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
             "holes": holes,
             "stage": stage,
             "stage_reason": reason,
+            "search_partial": partial,
         }
         if write is not None:
             write(dumps(row) + b"\n")
         out.stage[i] = stage_index[stage]
+        if partial:
+            out.search_partial += 1
+            if len(out.search_partial_ids) < LIST_CAP:
+                out.search_partial_ids.append(query_id)
         if canary is not None:
             canaries.add(i, _canary(query_id, canary, judges))
         if out.kept is not None:
