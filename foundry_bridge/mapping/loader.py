@@ -129,11 +129,13 @@ def mapping_from_dict(
 def _check_response_id(mapping: Mapping, file: str | None, node: Any) -> None:
     """``response_id`` names an extra item field the mapping reads (``builder.available_fields``: for TREC input,
     extras come only with ``trec.responses``)."""
-    from .builder import available_fields
-
     name = mapping.response_id
+    if name is None:
+        return
+    from .builder import available_fields  # only when the mapping names one: the metrics path never loads it
+
     extras = [f for f in available_fields(mapping) if f in mapping.dataset.fields.extra]
-    if name is None or name in extras:
+    if name in extras:
         return
     guess = did_you_mean(name, extras)
     if guess:
