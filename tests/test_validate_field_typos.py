@@ -194,3 +194,24 @@ def test_a_quoted_score_gets_a_fix_line(tmp_path: Path) -> None:
         f"{data}:1: retrieved_documents[0].relevance_score: relevance score must be a number, got string '0.90' "
         "(fix: write 0.90 without quotes: a JSON number)"
     ]
+
+
+def test_the_label_range_that_applies_is_stated_with_where_it_comes_from(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["validate", str(BENEFITS)], catch_exceptions=False)
+    lines = result.output.splitlines()
+    assert lines[-1] == "OK: 0 error(s), 1 warning(s) in 14 row(s)"
+    assert lines[-2] == (
+        f"note: criterion 'document_retrieval' checks labels against 0-4, from the mapping's `labels` "
+        f"({DEFAULT_MAPPING}); the data's labels span 0-3: if 3 is the top grade, declare `labels: {{min: 0, max: 3}}` "
+        "in the mapping, so that a 4 is an error"
+    )
+    m = _mapping(tmp_path, "evaluators:\n  - evaluator: builtin.document_retrieval\n")
+    assert validate(BENEFITS, mapping=m).notes == [
+        "criterion 'document_retrieval' checks labels against 0-4, the default (the mapping sets no `labels`); the "
+        "data's labels span 0-3: if 3 is the top grade, declare `labels: {min: 0, max: 3}` in the mapping, so that "
+        "a 4 is an error"
+    ]
+    out = json.loads(
+        CliRunner().invoke(cli, ["validate", str(BENEFITS), "--mapping", str(m), "--format", "json"]).output
+    )
+    assert out["notes"] == validate(BENEFITS, mapping=m).notes
