@@ -151,8 +151,10 @@ _TABLE = (
     _e(
         "missing_input",
         "required input {input!r} of criterion {criterion!r} is missing (item field {field!r}){note}",
-        "fill the field in every row, or drop the evaluator",
+        "{suggestion}",
     ),
+    _e("missing_field", "{field!r} is {how}: {role}", "{suggestion}"),
+    _e("missing_field/none", "no row has {field!r}: {role}", "{suggestion}"),
     _e("field_not_in_data", "no row has the field {field!r} that {readers} read", "{suggestion}"),
     _e("field_wrong_case", "no row has the field {field!r} that {readers} read", "wrong case: the data has {guess!r}"),
     _w("empty_query", "query is empty"),
