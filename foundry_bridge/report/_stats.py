@@ -13,7 +13,8 @@ _WORK_CELLS = 262_144  # resamples × queries processed at once (cache-sized; do
 
 def paired_generator(seed: int, key: str) -> Any:
     """A ``numpy.random.Generator`` seeded from ``(seed, key)``: one metric's p-value never depends on which
-    other metrics were compared, or in which order."""
+    other metrics were compared, or in which order. compare's key names the two runs as an unordered pair, so
+    swapping baseline and candidate draws the same numbers."""
     import numpy as np
 
     return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(key.encode())]))
@@ -25,20 +26,25 @@ def sign_flip_test(diffs: Any, *, n_resamples: int = 10_000, rng: Any) -> tuple[
     Under the null each per-query difference is as likely positive as negative. Exact over all 2^m sign
     assignments of the m non-zero differences when 2^m ≤ ``n_resamples``; otherwise Monte Carlo with
     p = (hits + 1) / (n_resamples + 1). Returns ``(p, method)``.
+
+    The flips are applied to the sorted |d|: with s uniform on {±1}^m, s·sgn(d) is uniform too, so
+    |Σ sᵢdᵢ| and |Σ sᵢ|dᵢ|| have the same null distribution (the exact count is the same number). p then depends
+    only on the multiset of |d| and on |Σ d|: negating every difference (swapping baseline and candidate) or
+    listing the queries in another order gives the same p from the same generator.
     """
     import numpy as np
 
     d = np.asarray(diffs, dtype=np.float64)
     nonzero = d != 0
     n, m = d.size, int(np.count_nonzero(nonzero))
-    nz = d if m == n else d[nonzero]  # no copy when no difference is 0
-    del nonzero
     if n == 0:
         return float("nan"), "none (no paired queries)"
     if m == 0:
         return 1.0, "exact (all differences are 0)"
-    observed = abs(nz.sum()) / n
-    tol = 1e-12 * max(1.0, float(np.abs(nz).sum()))
+    observed = abs(d.sum()) / n  # the zeros add nothing
+    nz = np.sort(np.abs(d[nonzero]))  # the order and signs the flips see: none of the runs' (see above)
+    del nonzero
+    tol = 1e-12 * max(1.0, float(nz.sum()))  # the sums' rounding (the flips add in another order)
     if m <= 30 and 2**m <= n_resamples:
         total = 2**m
         hits = 0
