@@ -4,6 +4,27 @@
 renders the report (JSON, Markdown, HTML) and the comparison (JSON, Markdown) with the paths and the creation time
 replaced by placeholders, so the files under ``tests/data/golden/`` can be compared byte for byte.
 Regenerate (only when an output is meant to change): ``python tests/golden_helpers.py``.
+
+Provenance of the compare goldens. ``compare.json`` and ``compare.md`` were regenerated deliberately by issue #23
+item 2 (one comparison engine, ``metrics.significance``). Every number that changed, and why:
+
+- ``better`` positive ``document_retrieval/ndcg@3``: CI [0.072, 0.451] → [-0.001, 0.473] (the Δ interval is now the
+  Student t interval with the n − 1 divisor, n = 11; it was a percentile bootstrap); p_adjusted 1 → 0.125 (the 34
+  other tests of the family had every paired difference 0, p = 1: they are reported but no longer counted in the
+  family, so Holm over 1 test instead of 35). ``exploratory_tests`` 35 → 1, new ``left_out_tests`` 39.
+- ``worse`` positive ``groundedness`` (n = 9, too few to decide): CI [-1.889, 0] → [-1.980, 0.424] (t interval);
+  test "exact sign-flip over 4 assignments" → "Wilcoxon signed-rank (exact over sign flips, ties)" (a judge's
+  ordinal score is tested by Wilcoxon); p 0.5 unchanged.
+- every judge score row (``retrieval``, ``groundedness``, ``relevance``, both sections, both candidates): test
+  "exact (all differences are 0)" → "Wilcoxon signed-rank"; p 1 unchanged.
+- new rows ``retrieval/pass``, ``groundedness/pass``, ``relevance/pass`` per candidate and section (McNemar exact):
+  the judges' pass/fail rows, which were in the removed "Judge metrics by their kind's test" table spelled
+  ``criterion:metric:pass``; ``worse`` positive ``groundedness/pass``: n 9, Δ -0.222, CI [-0.561, 0.117] (was
+  [-0.494, 0.049], a z interval with the n divisor), p 0.5.
+- new per-row fields ``kind``, ``d_z``, ``d_z_low``, ``d_z_high``, ``rank_biserial``, ``n_informative``,
+  ``in_family``; the ``judge_tests`` table is gone (its rows are rows of the one table); the method line names the
+  test per kind.
+- every other number (means, Δ, n, wins/ties/losses, got-worse lists, coverage, the gate) is as before.
 """
 
 from __future__ import annotations

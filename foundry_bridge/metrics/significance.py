@@ -35,7 +35,6 @@ corrected as asked, and one verdict. Arrays in, typed results out; ``report._com
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -239,9 +238,10 @@ _WORK_CELLS = 1 << 22  # positions × resamples of signs held at once (Monte Car
 
 
 def paired_generator(seed: int, key: str) -> Any:
-    """A ``numpy.random.Generator`` seeded from ``(seed, key)``. compare's key names the two runs as an unordered
-    pair and the query kind: swapping baseline and candidate draws the same numbers."""
-    return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(key.encode())]))
+    """A ``numpy.random.Generator`` seeded from ``(seed, key)`` (the key's UTF-8 bytes as one integer).
+    compare's key names the two runs as an unordered pair and the query kind: swapping baseline and candidate
+    draws the same numbers."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), int.from_bytes(key.encode(), "little")]))
 
 
 def _block_bytes(n_resamples: int) -> int:
