@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..catalog import MetricKind  # the catalog's kind of a metric: it chooses the test
 from ._dist import binom_cdf, binom_pmf, normal_sf, t_quantile
 
 __all__ = [
@@ -69,7 +70,6 @@ __all__ = [
 ]
 
 DEFAULT_MIN_N = 10
-MetricKind = Literal["boolean", "ordinal", "continuous"]
 Correction = Literal["holm", "bh", "none"]
 CORRECTION_NAME: dict[str, str] = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "none"}
 Verdict = Literal[
