@@ -148,3 +148,13 @@ def test_plan_evaluation_is_the_gate_and_the_plan(tmp_path: Path) -> None:
     assert len(plan.items) == 14 and plan.dataset_path == str(BENEFITS)
     with pytest.raises(ValidationFailed, match=r"plan_evaluation\(\): 1 validation error"):
         plan_evaluation(_jsonl(tmp_path / "bad.jsonl", _rows(context_none_at=5)))
+
+
+def test_a_busy_folder_says_force_true_in_python_and_force_on_the_command_line(tmp_path: Path) -> None:
+    from foundry_bridge.runfolder import RunFolder, RunFolderBusyError
+
+    out = tmp_path / "run"
+    with RunFolder(out).lock(), pytest.raises(RunFolderBusyError) as info:  # as if another process held it
+        run_evaluation(BENEFITS, out)
+    assert "force=True never takes over a folder in use" in str(info.value) and "out= folder" in str(info.value)
+    assert "--force never takes over a folder in use" in info.value.cli_text()

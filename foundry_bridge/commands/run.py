@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import sys
-import time
-import typing
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,122 +11,7 @@ import click
 from ._options import Finite, run_estimate_option
 from .validate import skip_validation_option
 
-__all__ = ["command", "parse_faults", "progress_reporter"]
-
-_STAGE_LABELS = {
-    "submitted": "submitting runs",
-    "uploading": "uploading data",
-    "polling": "waiting for Foundry",
-    "collecting": "collecting results",
-    "judging": "judging",
-}
-
-
-# -- progress ----------------------------------------------------------------------------------------------------
-@contextmanager
-def progress_reporter(enabled: bool, *, terminal: bool = True) -> Iterator[Any]:
-    """A ``progress(stage, done, total)`` callback on stderr: a bar on a terminal (rich if installed), a line every
-    few seconds otherwise; a no-op when off. Stage ``errored`` (errored tasks so far) is shown with the others."""
-    if not enabled:
-        yield None
-        return
-    if not terminal:
-        yield _plain_progress()
-        return
-    try:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-    except ImportError:
-        yield _plain_progress()
-        return
-    tasks: dict[str, Any] = {}
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        errored = [0]
-
-        def callback(stage: str, done: int, total: int | None) -> None:
-            if stage == "errored":
-                errored[0] = done
-                return
-            label = _STAGE_LABELS.get(stage, stage) + (f" ({errored[0]} errored)" if errored[0] else "")
-            if stage == "polling":
-                label = f"{label} (poll {done})"
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(label, total=total)
-            bar.update(tasks[stage], completed=done, total=total, description=label)
-
-        yield callback
-
-
-def _plain_progress(interval: float = 5.0) -> Any:
-    """Lines such as ``judging 40/100, 3 errored, 12 s``: on a change of stage, at the end of one, and at most
-    every ``interval`` seconds in between (backends report at least every second while they wait)."""
-    started = time.monotonic()
-    last_time, last_stage, errored = [0.0], [""], [0]
-
-    def callback(stage: str, done: int, total: int | None) -> None:
-        if stage == "errored":
-            errored[0] = done
-            return
-        now = time.monotonic()
-        if stage == last_stage[0] and now - last_time[0] < interval and (total is None or done < total):
-            return
-        last_time[0], last_stage[0] = now, stage
-        suffix = f" {done}/{total}" if total else f" ({done})"
-        errors = f", {errored[0]} errored" if errored[0] else ""
-        click.echo(f"{_STAGE_LABELS.get(stage, stage)}{suffix}{errors}, {now - started:.0f} s", err=True)
-
-    return callback
-
-
-# -- --mock-fault ------------------------------------------------------------------------------------------------
-def parse_faults(specs: tuple[str, ...]) -> Any:
-    """``KEY=VALUE`` options → ``foundry_bridge.mock.FaultConfig`` (tuple fields take comma-separated values)."""
-    from ..errors import UsageError
-
-    if not specs:
-        return None
-    from ..mock import FaultConfig
-
-    hints = typing.get_type_hints(FaultConfig)
-    known = {f.name for f in dataclasses.fields(FaultConfig)}
-    values: dict[str, Any] = {}
-    for spec in specs:
-        key, sep, raw = spec.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in known:
-            fields = ", ".join(sorted(known))
-            raise UsageError(f"--mock-fault {spec!r}: expected FIELD=VALUE with FIELD one of {fields}")
-        values[key] = _coerce(hints[key], raw.strip(), spec)
-    try:
-        return FaultConfig(**values)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"--mock-fault: {exc}") from exc
-
-
-def _coerce(hint: Any, raw: str, spec: str) -> Any:
-    from ..errors import UsageError
-
-    text = str(hint)
-    try:
-        if "tuple" in text:
-            parts = [p.strip() for p in raw.split(",") if p.strip()]
-            return tuple(int(p) for p in parts) if "int" in text else tuple(parts)
-        if hint is bool:
-            return raw.lower() in {"1", "true", "yes", "on"}
-        if hint is int:
-            return int(raw)
-        if hint is float:
-            return float(raw)
-    except ValueError as exc:
-        raise UsageError(f"--mock-fault {spec!r}: {exc}") from exc
-    return raw if raw.lower() not in {"none", ""} else None
+__all__ = ["command"]
 
 
 # -- the command -------------------------------------------------------------------------------------------------
@@ -236,8 +115,10 @@ def command(
     non-zero with the service's message.
     """
     from ..errors import UsageError
+    from ..mock import parse_faults
     from ..runner import RunInterrupted, run_evaluation
     from ._estimate import show_run_estimate
+    from ._progress import progress_reporter, warnings_to_stderr
     from .validate import skipping_validation
 
     if resume_dir is not None and out is not None and out.resolve() != resume_dir.resolve():
@@ -248,7 +129,7 @@ def command(
     tuning["eval_id"] = _eval_id(name, tuning["eval_id"])
     options = _backend_options(name, endpoint, parse_faults(mock_faults), tuning)
     try:
-        with _warnings_to_stderr(not quiet), progress_reporter(not quiet, terminal=sys.stderr.isatty()) as progress:
+        with warnings_to_stderr(not quiet), progress_reporter(not quiet, terminal=sys.stderr.isatty()) as progress:
             summary = run_evaluation(
                 data, resume_dir or out, backend, mapping=mapping_path, resume=resume_dir is not None, force=force,
                 repeats=repeats, skip_validation=skipping_validation(), progress=progress,
@@ -311,26 +192,6 @@ def _backend_options(backend: str | None, endpoint: str | None, faults: Any, tun
     options = {k: tuning[k] for k in ("max_rows_per_run", "inline_max_bytes", "eval_id")}
     options.update(endpoint=endpoint, faults=faults)
     return {k: v for k, v in options.items() if v is not None}
-
-
-@contextmanager
-def _warnings_to_stderr(enabled: bool) -> Iterator[None]:
-    """Retries and other client warnings (already redacted) go to stderr while the block runs. azure-identity's
-    own warning about a failed credential chain is not printed: its text is the error this command prints (with
-    no handler of its own it would reach Python's last-resort handler, so the chain's list would show twice);
-    an application that configures logging still receives it."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
-    said_in_the_error = logging.NullHandler()
-    if enabled:
-        logging.getLogger("foundry_bridge").addHandler(handler)
-    logging.getLogger("azure.identity").addHandler(said_in_the_error)
-    try:
-        yield
-    finally:
-        logging.getLogger("foundry_bridge").removeHandler(handler)
-        logging.getLogger("azure.identity").removeHandler(said_in_the_error)
 
 
 def _notice(message: str) -> None:
