@@ -400,8 +400,13 @@ class RowChecker:
             unread = [k for k in self.raw_keys if k not in self.read_keys and (k,) != top]
             guess = did_you_mean(top[0], unread, fits=lambda k: self._fits(f, self.raw_keys[k])) if top else None
             hint = self._rename(f, guess, "the rows have") if guess else None
+            if guess is None and f == _RANKING:
+                # no row has a ranking, no key spells one and no criterion reads it: a judge-only dataset under a
+                # mapping that did not say so; said once, not refused (a misspelling above, or a criterion, is)
+                self.ctx.add("no_ranking", src)
+                return
             if guess is None:
-                hint = _NO_RANKING if f == _RANKING else f"fields in the data: {', '.join(candidates[:20])}"
+                hint = f"fields in the data: {', '.join(candidates[:20])}"
             self.ctx.add("missing_field/none", src, role=self._role(f, "each"), suggestion=hint)
             return
         wrong_case = next((c for c in candidates if c.lower() == leaf.lower()), None)
