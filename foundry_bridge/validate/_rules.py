@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..dataset.absent import MISSING_FIELD
 from ..dataset.problems import Problem, Severity
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ _TABLE = (
         "required input {input!r} of criterion {criterion!r} is missing (item field {field!r}){note}",
         "{suggestion}",
     ),
-    _e("missing_field", "{field!r} is {how}: {role}", "{suggestion}"),
+    _e("missing_field", MISSING_FIELD, "{suggestion}"),  # also what the readers raise (dataset.absent)
     _e("missing_field/none", "no row has {field!r}: {role}", "{suggestion}"),
     _w(
         "no_ranking",
