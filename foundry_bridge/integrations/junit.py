@@ -5,7 +5,7 @@ checked (``--fail-on`` or ``--coverage-drop``). Whether it failed is the compari
 (``Comparison.gate["reasons"]``, the same lines that make ``compare`` exit 3), never decided again here; a
 reason no case claims becomes a failed case ``gate`` of its own, so nothing the gate said is lost.
 
-Each case carries the baseline and candidate means, the delta with its bootstrap interval, the paired test's p
+Each case carries the baseline and candidate means, the delta with its Student t interval, the paired test's p
 and the **Holm-corrected p** over every gated metric of the file (m tests, p sorted ascending:
 p̃₍ᵢ₎ = maxⱼ≤ᵢ min(1, (m − j + 1) p₍ⱼ₎)), so a reader sees how much a single regression is worth after the
 family of checks. The corrected p is shown, not used: the gate stays the comparison's (docs/report.md).
