@@ -17,7 +17,7 @@ __all__ = ["command"]
 @click.command(
     "compare",
     help="Compare runs over the same queries. The first run is the baseline; each other run is a candidate. "
-    "Per metric and per query kind: mean delta, a paired sign-flip randomization test (p), a bootstrap "
+    "Per metric and per query kind: mean delta, a paired sign-flip randomization test (p), a Student t "
     "confidence interval, win/tie/loss counts and the queries that got worse; a one-screen sweep table for N "
     "candidates; queries present in only one run are listed. Exit code 3 when a --fail-on metric regresses "
     "significantly or a Foundry metric's coverage drops; 2 when a --fail-on gate could never fire. See "

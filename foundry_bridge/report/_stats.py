@@ -1,11 +1,12 @@
-"""Paired statistics over per-query differences: sign-flip randomization test and bootstrap CI (numpy, seeded)."""
+"""Paired statistics over per-query differences: the sign-flip randomization test (numpy, seeded). The interval of
+the mean difference is Student's t (``metrics.intervals.mean_t_interval``)."""
 
 from __future__ import annotations
 
 import zlib
 from typing import Any
 
-__all__ = ["bootstrap_ci", "paired_generator", "sign_flip_test"]
+__all__ = ["paired_generator", "sign_flip_test"]
 
 _CHUNK_CELLS = 4_000_000  # resamples × queries per sign-flip draw call: part of the random stream, keep it
 _WORK_CELLS = 262_144  # resamples × queries processed at once (cache-sized; does not change the random stream)
@@ -70,24 +71,3 @@ def sign_flip_test(diffs: Any, *, n_resamples: int = 10_000, rng: Any) -> tuple[
             hits += int(np.count_nonzero(stats >= observed - tol))
         done += size
     return (hits + 1) / (n_resamples + 1), f"Monte Carlo sign-flip, {n_resamples} resamples"
-
-
-def bootstrap_ci(diffs: Any, *, confidence: float = 0.95, n_resamples: int = 10_000, rng: Any) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of mean(diffs), resampling queries with replacement."""
-    import numpy as np
-
-    d = np.asarray(diffs, dtype=np.float64)
-    n = d.size
-    if n == 0:
-        return float("nan"), float("nan")
-    if np.all(d == d[0]):
-        return float(d[0]), float(d[0])
-    means = np.empty(n_resamples, dtype=np.float64)
-    step = max(1, 4 * _WORK_CELLS // n)  # the draws do not depend on the step (one 32-bit draw per index)
-    for start in range(0, n_resamples, step):
-        size = min(step, n_resamples - start)
-        idx = rng.integers(0, n, size=(size, n))
-        means[start : start + size] = np.take(d, idx).mean(axis=1)
-    alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return float(lo), float(hi)
