@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 import sys
 import traceback
+import warnings
 
 import click
 
-from .errors import FoundryBridgeError, describe_os_error, redact
+from .errors import FoundryBridgeError, FoundryBridgeWarning, cli_text, describe_os_error, redact
 
 __all__ = ["main"]
 
@@ -62,9 +63,28 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+    """The library's warnings as a red ``WARNING:`` line on stderr, in their command-line spelling."""
+    if isinstance(message, FoundryBridgeWarning):
+        click.secho(f"WARNING: {redact(cli_text(message))}", fg="red", bold=True, err=True)
+        return
+    _python_showwarning(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: maps FoundryBridgeError to ``Error: ...`` and its exit code."""
+    """Console-script entry point: maps FoundryBridgeError to ``Error: ...`` (the message's command-line
+    rendering: ``--force``, not ``force=True``) and its exit code; the library's warnings become ``WARNING:`` lines."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", FoundryBridgeWarning)
+        warnings.showwarning = _show_warning
+        _main(argv, debug)
+
+
+def _main(argv: list[str] | None, debug: bool) -> None:
     try:
         code = cli.main(args=argv, prog_name="foundry-bridge", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -78,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     except FoundryBridgeError as exc:
         if debug:  # through redact: a chained exception's message may hold a token or a SAS URL
             click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
-        click.echo(f"Error: {redact(str(exc))}", err=True)
+        click.echo(f"Error: {redact(cli_text(exc))}", err=True)
         sys.exit(exc.exit_code)
     except OSError as exc:  # a disk, permission or path failure: the path and the OS reason, never a traceback
         if debug:

@@ -5,32 +5,101 @@
     │   ├── DatasetError          a dataset row or file is wrong
     │   └── MappingError          a mapping / testing-criteria file is wrong
     ├── BackendError              a backend could not finish (failed run, retries exhausted, ...)
-    └── UsageError                conflicting or missing command-line options (CLI exit 2)
+    └── UsageError                conflicting or missing options (CLI exit 2)
 
 HTTP failures from Foundry reuse azure-core's ``HttpResponseError`` family (see ``foundry``).
+
+One message, two renderings: a message that names an option writes it once with ``option("force")`` (or
+``spelled(python, cli)`` for a longer phrase); ``str(exc)`` reads ``force=True``, as a Python caller passes it, and
+``exc.cli_text()`` (what the command line prints) reads ``--force``. ``FoundryBridgeWarning`` does the same for
+warnings.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 __all__ = [
     "BackendError",
     "DatasetError",
     "FoundryBridgeError",
+    "FoundryBridgeWarning",
     "InputError",
     "MappingError",
     "UsageError",
+    "cli_text",
     "describe_os_error",
+    "for_cli",
+    "for_python",
     "located",
+    "option",
     "redact",
+    "spelled",
 ]
+
+# A phrase with two spellings travels inside a message as START python SEP cli START (control characters no
+# message holds); ``for_python`` / ``for_cli`` keep one side.
+_START, _SEP = "\x1e", "\x1f"
+_SPELLED = re.compile(f"{_START}([^{_START}{_SEP}]*){_SEP}([^{_START}]*){_START}")
+
+
+def spelled(python: str, cli: str) -> str:
+    """A phrase of a message written for both callers: ``python`` in ``str(exc)``, ``cli`` on the command line."""
+    return f"{_START}{python}{_SEP}{cli}{_START}"
+
+
+def option(keyword: str, value: object = True, *, cli: str | None = None) -> str:
+    """An option named in a message: ``keyword=value`` for Python (``force=True``, ``out='runs/a'``) and
+    ``--keyword value`` for the command line (``--force``, ``--out runs/a``; a flag when ``value`` is True), or
+    ``cli`` when the command line spells it otherwise."""
+    flag = "--" + keyword.replace("_", "-") + ("" if value is True else f" {value}")
+    shown = value if value is True or not isinstance(value, str | os.PathLike) else os.fspath(value)
+    return spelled(f"{keyword}={shown!r}", flag if cli is None else cli)
+
+
+def for_python(text: str) -> str:
+    """``text`` with each two-way phrase in its Python spelling."""
+    return _SPELLED.sub(r"\1", text)
+
+
+def for_cli(text: str) -> str:
+    """``text`` with each two-way phrase in its command-line spelling."""
+    return _SPELLED.sub(r"\2", text)
+
+
+def cli_text(exc: BaseException) -> str:
+    """What the command line prints for ``exc``: its command-line rendering when it has one, else ``str(exc)``."""
+    return exc.cli_text() if isinstance(exc, FoundryBridgeError | FoundryBridgeWarning) else str(exc)
 
 
 class FoundryBridgeError(Exception):
-    """Base class of every error raised on purpose by foundry_bridge."""
+    """Base class of every error raised on purpose by foundry_bridge. A message may hold two-way phrases
+    (``option``, ``spelled``): ``str(exc)`` spells them for Python, ``cli_text()`` for the command line."""
 
     exit_code = 1
+
+    def __init__(self, *args: object) -> None:
+        self.template = args[0] if args and isinstance(args[0], str) else None
+        if self.template is not None:
+            args = (for_python(self.template), *args[1:])
+        super().__init__(*args)
+
+    def cli_text(self) -> str:
+        """The message as the command line prints it (options as ``--force`` rather than ``force=True``)."""
+        return for_cli(self.template) if self.template is not None else str(self)
+
+
+class FoundryBridgeWarning(UserWarning):
+    """A warning of foundry_bridge, with two renderings like ``FoundryBridgeError`` (the CLI prints ``cli_text``
+    as a red ``WARNING:`` line)."""
+
+    def __init__(self, message: str) -> None:
+        self.template = message
+        super().__init__(for_python(message))
+
+    def cli_text(self) -> str:
+        return for_cli(self.template)
 
 
 class InputError(FoundryBridgeError, ValueError):
@@ -53,6 +122,12 @@ class InputError(FoundryBridgeError, ValueError):
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
+        return for_python(self._located())
+
+    def cli_text(self) -> str:
+        return for_cli(self._located())
+
+    def _located(self) -> str:
         return located(self.message, file=self.file, line=self.line, field=self.field, hint=self.hint)
 
 
@@ -69,7 +144,7 @@ class BackendError(FoundryBridgeError):
 
 
 class UsageError(FoundryBridgeError):
-    """Command-line options that conflict or are missing."""
+    """Options (command-line options, or the keywords of a library call) that conflict or are missing."""
 
     exit_code = 2
 

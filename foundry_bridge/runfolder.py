@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from ._io import atomic_open, dumps, loads, write_json
 from .dataset.records import QueryRecord
-from .errors import FoundryBridgeError, InputError, describe_os_error
+from .errors import FoundryBridgeError, InputError, describe_os_error, option, spelled
 from .mapping.plan import JsonlRows, Plan, write_rows
 from .results import RUN_FILES, ResultRow
 
@@ -369,7 +369,8 @@ class RunFolder:
         return RunFolderBusyError(
             f"in use by {who}",
             file=str(self.path),
-            hint=f"{stop}; or choose another --out folder. --force never takes over a folder in use",
+            hint=f"{stop}; or choose another {spelled('out=', '--out')} folder. {option('force')} never takes over a "
+            "folder in use",
         )
 
     # -- plan ----------------------------------------------------------------------------------------------------

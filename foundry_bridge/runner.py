@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,9 @@ from typing import Any, Literal
 from . import __version__
 from ._io import dumps, loads
 from .catalog import CATALOG
-from .errors import BackendError, UsageError
+from .dataset.frames import Table
+from .errors import BackendError, UsageError, describe_os_error, for_cli, for_python, option, spelled
+from .mapping.model import Mapping
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
 from .runfolder import DamagedRunFolderError, Manifest, RunFolder, RunFolderError, RunState
@@ -34,6 +37,7 @@ __all__ = [
     "BACKENDS",
     "MOCK_ENDPOINT",
     "RunDecision",
+    "RunInterrupted",
     "RunSummary",
     "VerdictCounter",
     "backend_for_resume",
@@ -44,6 +48,7 @@ __all__ = [
     "find_finished_twin",
     "get_backend",
     "load_plan",
+    "plan_evaluation",
     "prepare_run",
     "read_results",
     "run_evaluation",
@@ -74,6 +79,7 @@ class RunSummary:
     report_url: str | None = None
     reused: bool = False
     warnings: list[str] = field(default_factory=list)
+    repeat_dirs: list[Path] = field(default_factory=list)  # OUT.repeat2 … OUT.repeatK of ``repeats=K``
 
     def text(self) -> str:
         """A few human lines."""
@@ -208,7 +214,12 @@ def choose_out(
     ``force``), else a new ``runs/<dataset>-<backend>-<UTC stamp>``."""
     if out is None:
         if dataset is None:
-            raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
+            raise UsageError(
+                spelled(
+                    "give out= (the run folder): only data read from a path has a default folder under runs/",
+                    "give DATA (a JSONL file or TREC directory), or --resume RUN_DIR",
+                )
+            )
         twin = None if force else find_finished_twin(Path(dataset), plan, backend.name, backend_identity(backend))
         out = twin.path if twin is not None else default_out(Path(dataset), backend.name)
     return RunFolder(out)
@@ -252,12 +263,12 @@ def prepare_run(
         if not same and not force:
             raise UsageError(
                 f"{folder.path} holds a run of another plan, dataset or backend ({state.backend}); "
-                "resume with the same inputs, or use --force to start over"
+                f"resume with the same inputs, or use {option('force')} to start over"
             )
     elif state is not None and not force and not (same and not state.service_ids()):
         what = "an unfinished run of this plan" if same else "a run of another plan or dataset"
-        hint = f"--resume {folder.path} to continue it" if same else "another --out folder"
-        raise UsageError(f"{folder.path} already holds {what}; use {hint}, or --force to submit again")
+        hint = f"{_resume_option(folder.path)} to continue it" if same else f"another {_OUT} folder"
+        raise UsageError(f"{folder.path} already holds {what}; use {hint}, or {option('force')} to submit again")
     if resume and not force:
         return RunDecision("resume", folder, state, resume)
     return RunDecision("new", folder, None, resume)
@@ -303,19 +314,285 @@ def find_finished_twin(data: Path, plan: Plan, backend: str, identity: dict[str,
     return None
 
 
-def run_evaluation(
-    plan: Plan,
-    run_dir: str | os.PathLike[str],
-    backend: Backend,
+def plan_evaluation(
+    data: str | os.PathLike[str] | Table,
+    mapping: Mapping | str | os.PathLike[str] | None = None,
     *,
+    name: str | None = None,
+    skip_validation: bool = False,
+    command: str = "plan",
+) -> Plan:
+    """The plan of ``data`` (a JSONL file, a TREC/BEIR directory, a table file or a pandas/polars/pyarrow table)
+    under ``mapping`` (a file, a loaded ``Mapping``, or None: the packaged default), read through the validation
+    gate (``validate.gated_records``): ``ValidationFailed`` lists every error once the data is read, before
+    anything is written or sent. ``skip_validation`` reads it unchecked after a ``ValidationSkipped`` warning."""
+    from .mapping import build_plan, load_mapping
+    from .validate import gated_records
+
+    model = mapping if isinstance(mapping, Mapping) else load_mapping(mapping)
+    mapping_path = None if isinstance(mapping, Mapping) else mapping
+    gate_mapping = model if mapping_path is None else mapping_path  # a file names itself in the problems
+    records = gated_records(data, gate_mapping, command=command, skip_validation=skip_validation)
+    dataset = data if isinstance(data, str | os.PathLike) else None
+    return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, with what the interrupted run left and how to go on (``str``: for Python;
+    ``cli_text()``: for the command line). Still a ``KeyboardInterrupt``."""
+
+    def __init__(self, message: str) -> None:
+        self.template = message
+        super().__init__(for_python(message))
+
+    def cli_text(self) -> str:
+        return for_cli(self.template)
+
+
+def run_evaluation(
+    data: Plan | str | os.PathLike[str] | Table | None = None,
+    out: str | os.PathLike[str] | None = None,
+    backend: Backend | str | None = None,
+    *,
+    mapping: Mapping | str | os.PathLike[str] | None = None,
     resume: bool = False,
     force: bool = False,
+    repeats: int = 1,
+    skip_validation: bool = False,
     progress: ProgressCallback | None = None,
+    notify: Callable[[str], None] | None = None,
+    before_run: Callable[[Plan, Backend], None] | None = None,
+    **backend_options: Any,
 ) -> RunSummary:
-    """Execute ``plan`` on ``backend`` into ``run_dir``; resume an interrupted run; reuse a finished one
-    (``prepare_run`` decides, ``execute_run`` carries it out), holding the folder's lock throughout."""
-    with RunFolder(run_dir).lock():
-        return execute_run(prepare_run(plan, backend, run_dir, resume=resume, force=force), plan, backend, progress)
+    """Run an evaluation into the run folder ``out`` and return its summary; what ``foundry-bridge run`` does.
+
+    * ``data``: a ``Plan``, or data to plan (``plan_evaluation``: through the validation gate, under ``mapping``,
+      unless ``skip_validation``); None with ``resume`` continues the plan saved in ``out``.
+    * ``out``: the run folder; None: a finished run of the same dataset, plan and backend under ``runs/`` (reused
+      unless ``force``), else a new ``runs/<dataset>-<backend>-<UTC stamp>`` (a path ``data`` is needed for both).
+    * ``backend``: a ``Backend``, or ``"mock"`` (the default), ``"cloud"`` or ``"local"`` built by ``get_backend``
+      with ``backend_options`` (``judge_model=``, ``faults=``, ``eval_id=``, ...); on ``resume`` the backend,
+      endpoint and eval the run was started with.
+    * The folder's lock is held from its first read to the end; ``prepare_run`` decides (reuse a finished run,
+      resume, start anew, or refuse a folder holding something else unless ``force``); ``execute_run`` runs it.
+    * ``repeats`` K > 1 (a new local run): the judges judge every row K times, into ``out``, ``out.repeat2`` …
+      ``out.repeatK`` (the repeat index in the cache key); the summary lists them in ``repeat_dirs``.
+    * ``progress(stage, done, total)`` as the run advances; ``notify(line)`` for each service id created;
+      ``before_run(plan, backend)`` once the decision is made, before anything is sent.
+
+    Errors are typed (``UsageError``, ``ValidationFailed``, ``BackendError``, ``RunFailedError``; Ctrl-C is a
+    ``RunInterrupted``) and say how to continue in Python's words (``force=True``); their ``cli_text()`` says it in
+    the command line's (``--force``).
+    """
+    with ExitStack() as owned:  # the run folder's lock, held from the first read of the folder to the end
+        if resume:
+            if out is None:
+                raise UsageError(f"{option('resume')} continues the run in a folder: give its {_OUT}")
+            owned.enter_context(RunFolder(out).lock())
+            backend, backend_options = _resumed_backend(RunFolder(out), backend, backend_options, force=force)
+        plan = _plan_of(data, out, mapping, resume=resume, skip_validation=skip_validation)
+        chosen = _backend_of(backend, backend_options, repeats=repeats, resume=resume)
+        dataset = data if isinstance(data, str | os.PathLike) else plan.dataset_path
+        folder = choose_out(plan, chosen, out, force=force, dataset=dataset)
+        if not resume:
+            owned.enter_context(folder.lock())
+        elif not force:
+            _refuse_resume_elsewhere(folder, plan, chosen)
+        decision = prepare_run(plan, chosen, folder.path, resume=resume, force=force)
+        if before_run is not None:
+            before_run(plan, chosen)
+        summary = _execute(decision, plan, chosen, progress, notify)
+    for i in range(2, repeats + 1):
+        again = get_backend("local", **backend_options, repeat=i)
+        summary.repeat_dirs.append(
+            run_evaluation(
+                plan,
+                summary.run_dir.with_name(f"{summary.run_dir.name}.repeat{i}"),
+                again,
+                force=force,
+                progress=progress,
+                notify=notify,
+            ).run_dir
+        )
+    return summary
+
+
+_OUT = spelled("out=", "--out")
+
+
+def _plan_of(
+    data: Plan | str | os.PathLike[str] | Table | None,
+    out: str | os.PathLike[str] | None,
+    mapping: Mapping | str | os.PathLike[str] | None,
+    *,
+    resume: bool,
+    skip_validation: bool,
+) -> Plan:
+    """The plan to run: ``data`` itself, the plan of ``data`` through the gate, or on ``resume`` the folder's."""
+    if isinstance(data, Plan):
+        return data
+    if data is not None:
+        return plan_evaluation(data, mapping, skip_validation=skip_validation, command="run")
+    if resume and out is not None:
+        return RunFolder(out).read_plan()
+    what = spelled("data (a file, a directory, a table or a Plan)", "DATA (a JSONL file or TREC directory)")
+    raise UsageError(f"give {what}, or {option('resume', cli='--resume RUN_DIR')}" + spelled(" with out=", ""))
+
+
+def _backend_of(backend: Backend | str | None, options: dict[str, Any], *, repeats: int, resume: bool) -> Backend:
+    """``backend`` built (a name: ``get_backend(name, **options)``), after the checks of the options that only
+    one backend takes."""
+    name = backend if isinstance(backend, str) else "mock" if backend is None else backend.name
+    if options.get("faults") is not None and name != "mock":
+        raise UsageError(f"{spelled('faults=', '--mock-fault')} only applies to {option('backend', 'mock')}")
+    if repeats > 1 and (name != "local" or resume):
+        raise UsageError(
+            f"{spelled('repeats=', '--repeats')} applies to a new {option('backend', 'local')} run "
+            "(judges here, answers cached)"
+        )
+    if backend is None or isinstance(backend, str):
+        return get_backend(name, **options)
+    if options:
+        raise UsageError(f"option(s) {', '.join(sorted(options))} are for a backend given by name, not a Backend")
+    return backend
+
+
+def _resumed_backend(
+    folder: RunFolder, backend: Backend | str | None, options: dict[str, Any], *, force: bool
+) -> tuple[Backend | str, dict[str, Any]]:
+    """On ``resume``: the backend that ran ``folder`` (``backend`` must agree unless ``force``), and for a cloud
+    or mock run the endpoint and eval it was started with (so its identity matches and no new eval is made)."""
+    if not (backend is None or isinstance(backend, str)):  # built by the caller: prepare_run checks its identity
+        return backend, options
+    name, state = backend_for_resume(folder, backend, force=force)
+    options = dict(options)
+    if name in ("cloud", "mock"):
+        options["eval_id"] = _resumed_eval_id(folder, options.get("eval_id"), state)
+    if name == "cloud" and state is not None:  # the identity holds it from the start, before any request
+        options["endpoint"] = options.get("endpoint") or state.endpoint or state.backend_identity.get("endpoint")
+    return name, options
+
+
+def _resumed_eval_id(folder: RunFolder, given: str | None, state: RunState | None) -> str | None:
+    """The eval a resumed run was started with, which a different ``eval_id`` may not change."""
+    recorded = state.backend_identity.get("eval_id") if state is not None else None
+    if given and given != recorded:
+        started = f"with {option('eval_id', recorded)}" if recorded else f"without {spelled('eval_id=', '--eval-id')}"
+        raise UsageError(
+            f"{folder.path} was started {started}: {option('resume')} continues it there; "
+            f"drop {spelled('eval_id=', '--eval-id')}"
+        )
+    return recorded if isinstance(recorded, str) else None
+
+
+def _refuse_resume_elsewhere(folder: RunFolder, plan: Plan, backend: Backend) -> None:
+    """A run whose service state lived in the memory of another process (the emulator) cannot be resumed here: say
+    so, rather than call it a run of another plan when only the emulator's setup (its faults) differs. (With the
+    same setup the resume is tried, and the service's 404 is explained.)"""
+    state = folder.read_state()
+    if backend.capabilities.resume_elsewhere or state is None or state.status == "completed":
+        return
+    if state.backend != backend.name or state.same_run(plan, backend.name, backend_identity(backend)):
+        return
+    raise UsageError(
+        f"{folder.path} holds an unfinished {backend.name} run (status {state.status!r}): the emulator's evals and "
+        "runs lived in the memory of the process that started it, which has ended, so no other process can resume "
+        f"it; run again with {_start_over(folder.path)} to start over"
+    )
+
+
+def _start_over(path: Path) -> str:
+    return spelled(f"force=True, out={str(path)!r}", f"--force --out {path}")
+
+
+def _resume_option(path: Path) -> str:
+    return spelled("resume=True", f"--resume {path}")
+
+
+def _resume_call(path: Path) -> str:
+    return spelled(f"`run_evaluation(out={str(path)!r}, resume=True)`", f"`foundry-bridge run --resume {path}`")
+
+
+def _execute(
+    decision: RunDecision,
+    plan: Plan,
+    backend: Backend,
+    progress: ProgressCallback | None,
+    notify: Callable[[str], None] | None,
+) -> RunSummary:
+    """``execute_run``, each failure worded with how to continue."""
+    from azure.core.exceptions import AzureError, ClientAuthenticationError
+
+    from .foundry import RunFailedError
+
+    run_dir = decision.folder.path
+    try:
+        return execute_run(decision, plan, backend, progress, notify)
+    except RunFailedError as exc:
+        raise RunFailedError(
+            f"{_template(exc)}. Once the cause is fixed, {_resume_call(run_dir)} submits the failed part again",
+            run=exc.run,
+        ) from exc
+    except AzureError as exc:
+        hint = ""
+        if decision.resume and not backend.capabilities.resume_elsewhere:
+            hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
+        if isinstance(exc, ClientAuthenticationError) and exc.status_code is None:  # the credential, not the service
+            hint = " (sign in with `az login` or `azd auth login`, or set AZURE_CLIENT_ID and its secret)"
+        raise BackendError(f"{exc}{hint}; {_how_to_continue(decision.folder, backend)}") from exc
+    except OSError as exc:  # a full disk or a permission failure once the service holds the run
+        if not _saved_ids(decision.folder):
+            raise
+        raise BackendError(f"{describe_os_error(exc)}; {_how_to_continue(decision.folder, backend)}") from exc
+    except KeyboardInterrupt as exc:
+        raise RunInterrupted(_after_interrupt(backend, run_dir)) from exc
+
+
+def _template(exc: BaseException) -> str:
+    """``exc``'s message with its two-way phrases kept (to be wrapped in another message)."""
+    template = getattr(exc, "template", None)
+    return template if isinstance(template, str) else str(exc)
+
+
+def _saved_ids(folder: RunFolder) -> list[tuple[str, str]]:
+    """The service ids ``state.json`` records (none when it cannot be read: the error at hand matters more)."""
+    try:
+        state = folder.read_state()
+    except Exception:
+        return []
+    return state.service_ids() if state is not None else []
+
+
+def _how_to_continue(folder: RunFolder, backend: Backend) -> str:
+    """What to do once the cause of a failure is fixed, truthfully: with service ids saved, resume (or start over,
+    for a backend whose runs no other process can resume); with none, nothing was created on the service, so the
+    same call starts the run again (``prepare_run`` does not refuse such a folder)."""
+    if not _saved_ids(folder):
+        return "nothing was created on the service: once the cause is fixed, " + spelled(
+            "call `run_evaluation` again the same way", "run the same command again"
+        )
+    how = (
+        f"{_resume_call(folder.path)} finishes the run without submitting again"
+        if backend.capabilities.resume_elsewhere
+        else f"run again with {_start_over(folder.path)} (a {backend.name} run cannot be resumed by another process)"
+    )
+    return f"the service ids are saved in {folder.file('state')}: once the cause is fixed, {how}"
+
+
+def _after_interrupt(backend: Backend, run_dir: Path) -> str:
+    """What an interrupted run left, truthfully for each backend."""
+    if not backend.capabilities.resume_elsewhere:  # the emulator: its evals and runs die with this process
+        return (
+            f"This {backend.name} run lived in this process's memory and cannot be resumed; "
+            f"run again with {_start_over(run_dir)} to start over"
+        )
+    if backend.capabilities.judges_here:  # results.jsonl is written at the end; answers are cached as they arrive
+        judge = spelled("judge_* options", "--judge-* options")
+        again = f"{_resume_call(run_dir).replace('`', '')} with the same {judge}"
+        if backend.capabilities.caches_answers:
+            return f"The judge answers received so far are cached: {again} judges the rest"
+        return f"With {spelled('use_cache=False', '--no-cache')} nothing was kept: {again} judges every row again"
+    return f"Nothing is lost: {_resume_call(run_dir).replace('`', '')}"
 
 
 def execute_run(
@@ -423,10 +700,10 @@ def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool 
     state = folder.read_state()
     recorded = state.backend if state is not None else None
     if requested is not None and recorded and requested != recorded and not force:
-        raise UsageError(f"{folder.path} was run with --backend {recorded}, not {requested}")
+        raise UsageError(f"{folder.path} was run with {option('backend', recorded)}, not {requested}")
     backend = requested or recorded
     if backend is None:
-        raise UsageError(f"cannot tell which backend ran {folder.path}; pass --backend")
+        raise UsageError(f"cannot tell which backend ran {folder.path}; pass {spelled('backend=', '--backend')}")
     return backend, state
 
 

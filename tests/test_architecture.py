@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "foundry_bridge"
 HEAVY = ("azure.ai.evaluation", "azure.identity", "pandas", "ranx", "pytrec_eval", "numba", "openai")
 HEAVY += ("pyarrow", "polars", "tiktoken", "datasets")  # the table readers and the cost preflight
+HEAVY += ("scipy",)  # Student's t quantile: imported when an interval is computed
 
 
 def _lines_matching(pattern: re.Pattern[str], *, outside: str) -> list[str]:
@@ -106,7 +107,7 @@ def test_metrics_imports_no_io() -> None:
 
     pure_stdlib = {"__future__", "math", "dataclasses", "typing", "collections", "functools", "itertools", "re"}
     pure_stdlib |= {"operator", "ast", "array"}  # attrgetter / ne; ast parses measure names; typed buffers: no I/O
-    allowed = pure_stdlib | {"numpy"}
+    allowed = pure_stdlib | {"numpy", "scipy"}  # scipy: special functions only (metrics._dist.t_quantile)
     allowed_package = {"errors", "catalog", "wire", "_text", "_lazy", "metrics"}  # wire: the pass/fail rule
     root = Path(__file__).resolve().parent.parent / "foundry_bridge" / "metrics"
     bad: list[str] = []
@@ -290,3 +291,41 @@ def test_validate_imports_no_click() -> None:
         f"importlib.import_module('foundry_bridge.validate.{p.stem}')\n" for p in sorted(validate.glob("*.py"))
     )
     assert {m for m in _modules_loaded_by(code) if m.split(".")[0] == "click"} == set()
+
+
+def _click_imports(path: Path) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "click" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "click")
+    ]
+
+
+def test_the_library_imports_no_click() -> None:
+    """Only the command line (cli.py, commands/) imports click: the gate, the plan, the run (with its lock, resume
+    and repeats), the report and the comparison are library calls that need no click context."""
+    cli_side = {PACKAGE / "cli.py", *(PACKAGE / "commands").rglob("*.py")}
+    direct = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path not in cli_side
+        for line in _click_imports(path)
+    ]
+    assert direct == []
+    code = "import foundry_bridge.runner, foundry_bridge.validate._gate, foundry_bridge.report"
+    assert {m for m in _modules_loaded_by(code) if m.split(".")[0] == "click"} == set()
+
+
+def test_the_run_and_plan_commands_leave_the_work_to_the_library() -> None:
+    """``run`` and ``plan`` parse, call ``run_evaluation`` / ``plan_evaluation`` and print: neither reads the
+    data, builds the plan or backend, chooses, locks or prepares the run folder itself."""
+    the_library_s = {"prepare_run", "execute_run", "choose_out", "get_backend", "build_plan", "gated_records"}
+    the_library_s |= {"load_mapping", "read_records", "RunFolder.lock", "lock"}
+    for name, call in (("run", "run_evaluation"), ("plan", "plan_evaluation")):
+        path = PACKAGE / "commands" / f"{name}.py"
+        tree = ast.parse(path.read_text(), filename=str(path))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        called = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+        assert call in imported, name
+        assert (imported | called) & the_library_s == set(), name

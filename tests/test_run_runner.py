@@ -230,7 +230,7 @@ def test_get_backend_local_is_built_lazily_with_its_options(tmp_path: Path) -> N
 
 
 def test_progress_reporter_draws_and_can_be_off() -> None:
-    from foundry_bridge.commands.run import progress_reporter
+    from foundry_bridge.commands._progress import progress_reporter
 
     with progress_reporter(False) as off:
         assert off is None

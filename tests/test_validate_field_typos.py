@@ -95,6 +95,24 @@ def test_a_ranking_missing_from_a_row_of_a_judge_only_mapping_is_an_error(tmp_pa
     ]
 
 
+def test_a_judge_only_dataset_without_any_ranking_is_warned_once_not_refused(tmp_path: Path) -> None:
+    """No row has a ranking, none spells one and no criterion reads it: a dataset of query and response under a
+    mapping that lists only those fields still runs; the one warning says no ranking metric will be computed."""
+    m = _mapping(
+        tmp_path,
+        "dataset:\n  fields: {query_id: query_id, query: query, response: response}\n"
+        f"evaluators:\n  - evaluator: builtin.relevance\n    init: {{{JUDGE}}}\n",
+    )
+    data = _write(tmp_path, [{"query_id": f"q{i}", "query": "q?", "response": "a."} for i in range(3)])
+    report = validate(data, mapping=m)
+    assert _errors(report) == []
+    (warning,) = [p for p in report.problems if p.code == "no_ranking"]
+    assert warning.severity == "warning" and warning.line is None
+    result = CliRunner().invoke(cli, ["validate", str(data), "--mapping", str(m)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "no row has 'retrieved_documents' and no criterion reads it" in result.output
+
+
 def test_a_ranking_column_misspelled_or_null_in_a_table_is_an_error_at_its_row() -> None:
     pd = pytest.importorskip("pandas")
     rows = _rows()[:4]

@@ -152,7 +152,9 @@ def test_gate_returns_the_report_or_raises_with_every_error(tmp_path: Path) -> N
         str(info.value).splitlines()[0]
         == f"{data}:3: query_id: query_id 'q01' is already used on line 1 (fix: give every query a unique id)"
     )
-    assert str(info.value).splitlines()[-1].startswith("run: 1 validation error(s) in 3 row(s)")
+    last = str(info.value).splitlines()[-1]  # in Python's words; the command line prints the command's
+    assert last.startswith("run_evaluation(): 1 validation error(s) in 3 row(s)") and "skip_validation=True" in last
+    assert info.value.cli_text().splitlines()[-1].startswith("run: 1 validation error(s) in 3 row(s)")
 
 
 def test_every_rule_code_is_documented_with_its_severity() -> None:

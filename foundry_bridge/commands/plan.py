@@ -49,14 +49,12 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
     validate`: on any error nothing is written and the exit status is 1.
     """
     from .._io import dumps, write_json
-    from ..mapping import build_plan, load_mapping
     from ..mapping.plan import write_rows
+    from ..runner import plan_evaluation
     from ._estimate import show_estimate
-    from .validate import records_through_gate
+    from .validate import skipping_validation
 
-    mapping = load_mapping(mapping_path)
-    records = records_through_gate(data, mapping_path, mapping, "plan")
-    plan = build_plan(records, mapping, name=name, dataset_path=data, mapping_path=mapping_path)
+    plan = plan_evaluation(data, mapping_path, name=name, skip_validation=skipping_validation())
     if show_estimate(plan, out) and out is None:
         return
     if out is None:

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
-    from ..dataset.records import QueryRecord
-    from ..mapping.model import Mapping
     from ..validate._report import ValidationReport
 
-__all__ = ["command", "records_through_gate", "render_text", "skip_validation_option"]
+__all__ = ["command", "render_text", "skip_validation_option", "skipping_validation"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _SKIP = "foundry_bridge.skip_validation"  # where --skip-validation is kept in the click context's meta
@@ -83,7 +80,8 @@ def _remember_skip(ctx: click.Context, param: click.Parameter, value: bool) -> b
 
 
 def skip_validation_option(f: _F) -> _F:
-    """``--skip-validation`` for a command that calls ``gate_unless_skipped`` (the value is not a parameter)."""
+    """``--skip-validation`` for a command that builds a plan (the value is not a parameter: read it with
+    ``skipping_validation``, as the library's ``skip_validation=``)."""
     return click.option(
         "--skip-validation",
         is_flag=True,
@@ -93,22 +91,6 @@ def skip_validation_option(f: _F) -> _F:
     )(f)
 
 
-def records_through_gate(
-    data: str | os.PathLike[str], mapping_path: str | os.PathLike[str] | None, mapping: Mapping, command: str
-) -> Iterable[QueryRecord]:
-    """The records of DATA for a command that builds a plan and only then writes or sends it, read through the
-    validation gate (``foundry_bridge.validate.gated_records``: any error raises once the last record is read), or,
-    with --skip-validation, read unchecked after a loud warning on stderr."""
-    from ..dataset import read_records
-    from ..validate import gated_records
-
-    if not click.get_current_context().meta.get(_SKIP, False):
-        return gated_records(data, mapping_path, command=command)
-    click.secho(
-        f"WARNING: {command} --skip-validation: NOTHING WAS CHECKED; data that `foundry-bridge validate` rejects "
-        "may be written or sent (on the cloud: paid judge calls on rows Foundry rejects)",
-        fg="red",
-        bold=True,
-        err=True,
-    )
-    return read_records(data, mapping)
+def skipping_validation() -> bool:
+    """Was ``--skip-validation`` given to the running command (the library's ``skip_validation=``)?"""
+    return bool(click.get_current_context().meta.get(_SKIP, False))

@@ -7,7 +7,7 @@ never decided again here; a reason no case claims becomes a failed case ``gate``
 said is lost. A skipped case is a gate that could never fire (no comparable pair, or fewer than ``--min-paired``),
 kept with ``--allow-empty-gate``.
 
-Each metric case carries the baseline and candidate means, the delta with its t interval, the paired
+Each metric case carries the baseline and candidate means, the delta with its Student t interval, the paired
 test's p, the p the gate decided on (the same p, or corrected across gates with ``--gate-correction``) and the
 false-alarm rate across all gates the comparison states (docs/ci.md).
 """

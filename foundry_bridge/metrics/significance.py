@@ -18,11 +18,11 @@ corrected as asked, and one verdict. Arrays in, typed results out; ``report._com
   first m blocks, so ``sign_flip_tests`` over many metrics (one matrix product per block of positions, every metric
   at once) gives each metric exactly the p of ``sign_flip_test`` alone with a generator of the same seed.
 - effect sizes (Ihemelandu & Ekstrand, SIGIR'23: at large n every p is small, the size is what matters): the
-  mean paired difference B − A (for pass/fail the difference of pass rates) with its t interval
-  mean ± t₍n−1₎·s/√n, s the sample standard deviation (n − 1 divisor; Student's t, which at small n is what keeps
-  the nominal coverage — a z interval with the n divisor is ~18 % too narrow at n = 10; at large n the two agree);
-  the standardized d_z = mean / s with ±t₍n−1₎·√(1/n + d_z²/(2n)); for Wilcoxon the matched-pairs rank-biserial
-  r = (W⁺ − W⁻) / (W⁺ + W⁻).
+  mean paired difference B − A with Student's interval ±t₍n−1₎·s/√n, s with the n − 1 divisor (at small n a z
+  interval with the n divisor is ~18 % too narrow; for pass/fail the difference of pass rates, s² padded with ½ in
+  each cell of the 2×2 table — Agresti & Min's "Wald+2" — and cut to [−1, 1]; ``metrics.intervals``), the
+  standardized d_z = mean / sd with the interval ±z·√(1/n + d_z²/(2n)), and for Wilcoxon the matched-pairs
+  rank-biserial r = (W⁺ − W⁻) / (W⁺ + W⁻).
 - multiplicity (``apply_family``): one family, Holm's step-down (family-wise error), Benjamini–Hochberg (false
   discovery rate) or none (p_adjusted = p), over the tests with at least ``min_n`` paired rows and at least one
   informative pair. A test whose every paired difference is 0 (p = 1) is reported with p_adjusted = 1 but left
@@ -42,7 +42,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ..catalog import MetricKind  # the catalog's kind of a metric: it chooses the test
-from ._dist import binom_cdf, binom_pmf, normal_sf, t_quantile
+from ._dist import binom_cdf, binom_pmf, normal_quantile, normal_sf
+from .intervals import clip, padded_variance, t_interval
 
 __all__ = [
     "CORRECTION_NAME",
@@ -114,26 +115,33 @@ class PairedTest:
     significant: bool | None = None
 
 
-def paired_effect(diffs: Any, *, confidence: float = 0.95) -> Effect:
-    """The mean of ``diffs`` (B − A per row) with ±t₍n−1₎·s/√n (s with the n − 1 divisor), and d_z = mean/s with
-    ±t₍n−1₎·√(1/n + d²/2n). NaN when there are no rows, intervals NaN with one row; every difference equal (s = 0):
-    the interval is that value and d_z is NaN."""
+_MATCHED_PAD = (np.array([0.0, 1.0, -1.0, 0.0]), np.full(4, 0.5))  # B − A in each cell of the 2×2 table, ½ each
+
+
+def paired_effect(diffs: Any, *, confidence: float = 0.95, matched_proportions: bool = False) -> Effect:
+    """The mean of ``diffs`` (B − A per row) with Student's interval mean ± t₍n−1₎·s/√n (s with the n − 1 divisor;
+    NaN below two rows), and d_z = mean/sd (sd ddof 0) with ±z·√(1/n + d²/2n). ``matched_proportions`` (pass/fail
+    differences in {−1, 0, 1}): s² padded with Agresti & Min's ½ in each cell of the 2×2 table (Statistics in
+    Medicine 2005), so a table without discordant pairs still gets an interval of honest width, cut to [−1, 1].
+    NaN when there are no rows; d_z is NaN when every difference is equal (sd 0)."""
     d = np.asarray(diffs, dtype=np.float64).ravel()
     n = d.size
     nan = float("nan")
     if n == 0:
         return Effect(nan, nan, nan, nan, nan, nan)
-    mean = float(d.mean())
-    if n == 1:
-        return Effect(mean, nan, nan, nan, nan, nan)
-    sd = float(d.std(ddof=1))
+    mean, sd = float(d.mean()), float(d.std())
+    low = high = nan
+    if n >= 2:
+        variance = padded_variance(d, *_MATCHED_PAD) if matched_proportions else float(d.var(ddof=1))
+        low, high = t_interval(mean, variance / n, n - 1, confidence=confidence)
+        if matched_proportions:
+            low, high, _ = clip(low, high, -1.0, 1.0)
     if sd == 0:
-        return Effect(mean, mean, mean, nan, nan, nan)
-    q = t_quantile(0.5 + confidence / 2, n - 1)
-    half = q * sd / math.sqrt(n)
+        return Effect(mean, low, high, nan, nan, nan)
+    z = normal_quantile(0.5 + confidence / 2)
     dz = mean / sd
-    dz_half = q * math.sqrt(1 / n + dz * dz / (2 * n))
-    return Effect(mean, mean - half, mean + half, dz, dz - dz_half, dz + dz_half)
+    dz_half = z * math.sqrt(1 / n + dz * dz / (2 * n))
+    return Effect(mean, low, high, dz, dz - dz_half, dz + dz_half)
 
 
 def _too_few(n: int, min_n: int) -> str | None:
@@ -151,7 +159,7 @@ def mcnemar(
     n = int(pa.size)
     worse, better = int(np.count_nonzero(pa & ~pb)), int(np.count_nonzero(~pa & pb))
     name = "McNemar mid-p" if mid_p else "McNemar exact"
-    effect = paired_effect(pb.astype(float) - pa.astype(float), confidence=confidence)
+    effect = paired_effect(pb.astype(float) - pa.astype(float), confidence=confidence, matched_proportions=True)
     refused = _too_few(n, min_n)
     if refused:
         return PairedTest(name, n, worse + better, float(min(worse, better)), None, effect, refused)

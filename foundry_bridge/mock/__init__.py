@@ -11,8 +11,18 @@ See docs/mock.md.
 from __future__ import annotations
 
 from ._emulator import PROJECT_ENDPOINT, FoundryEmulator, Store
-from ._faults import FaultConfig
+from ._faults import FaultConfig, parse_faults
 from ._scoring import overlap, tokens
 from ._server import MockServer, serve
 
-__all__ = ["PROJECT_ENDPOINT", "FaultConfig", "FoundryEmulator", "MockServer", "Store", "overlap", "serve", "tokens"]
+__all__ = [
+    "PROJECT_ENDPOINT",
+    "FaultConfig",
+    "FoundryEmulator",
+    "MockServer",
+    "Store",
+    "overlap",
+    "parse_faults",
+    "serve",
+    "tokens",
+]

@@ -6,11 +6,19 @@ Every fault is deterministic: rates draw from a ``random.Random(seed)`` owned by
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
+import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["FaultConfig", "FaultInjector", "TransientFault"]
+from ..errors import UsageError, spelled
+
+__all__ = ["FaultConfig", "FaultInjector", "TransientFault", "parse_faults"]
+
+_FAULT = spelled("fault", "--mock-fault")  # how a message names one KEY=VALUE setting
 
 
 _MAX_COUNT = 10**9
@@ -152,3 +160,42 @@ class FaultInjector:
         if cfg.errored_row_rate > 0:
             rows |= {i for i in range(n_rows) if self._row_rng.random() < cfg.errored_row_rate}
         return rows
+
+
+def parse_faults(specs: Iterable[str]) -> FaultConfig | None:
+    """``KEY=VALUE`` settings (``rate_limit_every=3``, ``errored_rows=1,4``) → a ``FaultConfig`` (tuple fields take
+    comma-separated values); None when there are none. ``UsageError`` names a bad one."""
+    specs = tuple(specs)
+    if not specs:
+        return None
+    hints = typing.get_type_hints(FaultConfig)
+    known = {f.name for f in dataclasses.fields(FaultConfig)}
+    values: dict[str, Any] = {}
+    for spec in specs:
+        key, sep, raw = spec.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in known:
+            fields = ", ".join(sorted(known))
+            raise UsageError(f"{_FAULT} {spec!r}: expected FIELD=VALUE with FIELD one of {fields}")
+        values[key] = _coerce(hints[key], raw.strip(), spec)
+    try:
+        return FaultConfig(**values)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{_FAULT}: {exc}") from exc
+
+
+def _coerce(hint: Any, raw: str, spec: str) -> Any:
+    text = str(hint)
+    try:
+        if "tuple" in text:
+            parts = [p.strip() for p in raw.split(",") if p.strip()]
+            return tuple(int(p) for p in parts) if "int" in text else tuple(parts)
+        if hint is bool:
+            return raw.lower() in {"1", "true", "yes", "on"}
+        if hint is int:
+            return int(raw)
+        if hint is float:
+            return float(raw)
+    except ValueError as exc:
+        raise UsageError(f"{_FAULT} {spec!r}: {exc}") from exc
+    return raw if raw.lower() not in {"none", ""} else None

@@ -73,7 +73,7 @@ TEST_NAME = (
     "by the metric's kind: paired sign-flip randomization test of the mean difference (continuous metrics), "
     "Wilcoxon signed-rank (a judge's ordinal score), McNemar exact (pass/fail); two-sided"
 )
-CI_NAME = "Student t interval of the mean paired difference (n − 1 divisor)"
+CI_NAME = "Student t over queries (n − 1 df; pass/fail: Agresti–Min padded, cut to [−1, 1])"
 
 
 class CompareGateFailed(FoundryBridgeError):

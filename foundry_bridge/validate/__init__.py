@@ -14,6 +14,7 @@ _EXPORTS = {
     "RULES": "_rules",
     "ValidationFailed": "_gate",
     "ValidationReport": "_report",
+    "ValidationSkipped": "_gate",
     "gate": "_gate",
     "gated_records": "_gate",
     "validate": "_passes",

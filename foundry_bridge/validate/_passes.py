@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from ..dataset._json import JsonLimitError, duplicate_keys, loads
+from ..dataset.absent import field_sources
 from ..dataset.choice import choose_reader
 from ..dataset.frames import Table, TableSource, relocate
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
@@ -129,7 +130,7 @@ def _pass(
         report.add(Context(report, source).problem(rule))
         return
     checker = RowChecker(
-        criteria, report, source, threshold, sources=None if raw_items else _mapping_field_sources(mapping)
+        criteria, report, source, threshold, sources=None if raw_items else field_sources(mapping.dataset.fields)
     )
     parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=records)
     needed = {f for c in criteria for f in c.fields.values()}
@@ -157,7 +158,7 @@ def _table_pass(
     records: bool,
 ) -> Iterator[QueryRecord]:
     """The pass over a table's rows (``dataset.frames``): the JSONL checks, located by row index and column."""
-    sources = None if raw_items else _mapping_field_sources(mapping)
+    sources = None if raw_items else field_sources(mapping.dataset.fields)
     checker = RowChecker(criteria, report, source.name, threshold, sources=sources)
     parser = RowParser(mapping, source=source.name, relevance_threshold=threshold, records=records)
     needed = {f for c in criteria for f in c.fields.values()}
@@ -244,22 +245,6 @@ def _needed(full: dict[str, Any], needed: set[str]) -> dict[str, Any]:
     for name in _ALWAYS_READ:
         item.setdefault(name, full.get(name))
     return item
-
-
-def _mapping_field_sources(mapping: Mapping) -> dict[str, str]:
-    """Item field → the dataset path it is read from (for messages about fields no row has)."""
-    f = mapping.dataset.fields
-    out: dict[str, str] = {}
-    for name in ("query_id", "query", "kind", "context", "response", "ground_truth"):
-        p = getattr(f, name)
-        if p:
-            out[name] = p
-    if f.retrieved_documents:
-        out["retrieved_documents"] = f.retrieved_documents.path
-    if f.retrieval_ground_truth:
-        out["retrieval_ground_truth"] = f.retrieval_ground_truth.path
-    out.update(f.extra)
-    return out
 
 
 def _unparsed_query_id(row: dict[str, Any], mapping: Mapping) -> Any:

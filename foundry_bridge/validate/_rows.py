@@ -10,14 +10,12 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from .._text import did_you_mean
+from ..dataset.absent import RANKING, absent_field, close_key, field_role, fits_field, read_keys, rename_fix
 from ..dataset.parse import (
-    FIELD_TYPES,
     MISSING,
     compile_path,
-    field_setting,
     fits_role,
     float_label_problem,
-    get_path,
     missing_key_hint,
     quoted_number_hint,
     rename_hint,
@@ -40,11 +38,6 @@ _STRINGS = ("string", "string_or_messages", "string_object_or_messages")
 _TYPE_ORDER = {"string": 0, "documents": 0, "labels": 0, "string_or_messages": 1, "string_object_or_messages": 2}
 
 _FILL = "fill the field in every row, or drop the evaluator"
-_RANKING = "retrieved_documents"
-_NO_RANKING = (
-    "write [] for a query that retrieved nothing (a dataset without rankings sets "
-    "dataset.fields.retrieved_documents: null)"
-)
 
 # where a missing item field is reported: (file, line, note) for the current row
 Locate = Callable[[str, int | None], tuple[str, int | None, str]]
@@ -84,7 +77,7 @@ class RowChecker:
         self.hints = hints
         # the rows' keys something reads: the mapping's paths, or for items as they are the criteria's templates,
         # the id and the kind
-        self.read_keys = {compile_path(p)[0] for p in self.sources.values() if compile_path(p)}
+        self.read_keys = read_keys(self.sources)
         if not self.mapped:
             self.read_keys = {"query_id", "kind", *(f for c in criteria for f in c.fields.values())}
         self.deferred: dict[str, list[Problem]] = {}  # item field → missing-input/field problems (capped)
@@ -162,20 +155,15 @@ class RowChecker:
         counts = self.absent_rows
         for f in absent:
             counts[f] += 1
-        unread = raw.keys() - self.read_keys
-        if not unread and _RANKING not in absent:
+        unread = raw.keys() - self.read_keys if self.hints else set()
+        if not unread and RANKING not in absent:
             return  # the usual case (an optional field absent): no key could be a misspelling of it
         for f in absent:
             if f in reported or f not in self.sources:
                 continue
-            guess = self._close_key(f, raw, unread)
-            if guess is None and f != _RANKING:
-                continue
-            null = get_path(raw, compile_path(self.sources[f])) is None
-            suggestion = _NO_RANKING if guess is None else self._rename(f, guess, "the row has")
-            role = self._role(f, "this")
-            how = "null" if null else "missing"
-            self._defer(f, line, "missing_field", self.sources[f], how=how, role=role, suggestion=suggestion)
+            params = absent_field(f, raw, self.sources, unread, self.field_types.get(f))
+            if params is not None:
+                self._defer(f, line, "missing_field", self.sources[f], **params)
 
     def _defer(self, f: str, line: int | None, rule: str, field: str, **params: Any) -> None:
         """Keep the problem of ``f`` missing from the row at ``line`` for ``finish`` (listed up to the cap)."""
@@ -185,36 +173,18 @@ class RowChecker:
             source, at, note = self.locate(f, line) if self.locate else (self.source, line, "")
             bucket.append(self.ctx.problem(rule, field, file=source, line=at, note=note, **params))
 
-    def _role(self, f: str, which: str) -> str:
-        if f == _RANKING:
-            return f"the mapping reads {which} query's ranking there (a query that retrieved nothing has [])"
-        return f"the mapping reads the query's {f} there"
-
-    def _close_key(self, f: str, raw: dict[str, Any], unread: set[str] | None = None) -> str | None:
-        """An unread top-level key of ``raw`` (``unread``, if known) close to where ``f`` is read from and whose
-        value can play ``f``'s role, or None; only when that key is absent or null (a nested path whose top is
-        there has no top-level misspelling)."""
+    def _close_key(self, f: str, raw: dict[str, Any]) -> str | None:
+        """An unread top-level key of ``raw`` close to where ``f`` is read from (``absent.close_key``), or None."""
         if not self.hints:
             return None
-        top = compile_path(self.sources.get(f, f))[:1]
-        if not top or raw.get(top[0]) is not None:
-            return None
-        keys = sorted(raw.keys() - self.read_keys if unread is None else unread)
-        return did_you_mean(top[0], keys, fits=lambda k: self._fits(f, value_role(raw[k]))) if keys else None
+        return close_key(f, raw, self.sources, raw.keys() - self.read_keys, self.field_types.get(f))
 
     def _fits(self, f: str, role: str) -> bool:
-        """Whether a top-level value of ``role`` can hold ``f``: itself (of the type a criterion reads it as, else
-        its canonical type), or for a nested path (``meta.kind``) the object on its way."""
-        if len(compile_path(self.sources.get(f, f))) > 1:
-            return role == "object"
-        return fits_role(self.field_types.get(f) or FIELD_TYPES.get(f), role)
+        return fits_field(f, self.sources, role, self.field_types.get(f))
 
     def _rename(self, f: str, key: str, holder: str) -> str:
         """The did-you-mean fix for ``f`` read from a path whose top key ``holder`` spells ``key``."""
-        path = compile_path(self.sources.get(f, f))
-        if not self.mapped:
-            return rename_hint(f, key, holder, None)
-        return rename_hint(path[0], key, holder, field_setting(f), ".".join((key, *path[1:])))
+        return rename_fix(f, key, holder, self.sources) if self.mapped else rename_hint(f, key, holder, None)
 
     def _types(self, item: dict[str, Any], line: int | None) -> set[str]:
         """Type checks of every field a criterion reads; returns the document fields that got an error."""
@@ -400,9 +370,14 @@ class RowChecker:
             unread = [k for k in self.raw_keys if k not in self.read_keys and (k,) != top]
             guess = did_you_mean(top[0], unread, fits=lambda k: self._fits(f, self.raw_keys[k])) if top else None
             hint = self._rename(f, guess, "the rows have") if guess else None
+            if guess is None and f == RANKING:
+                # no row has a ranking, no key spells one and no criterion reads it: a judge-only dataset under a
+                # mapping that did not say so; said once, not refused (a misspelling above, or a criterion, is)
+                self.ctx.add("no_ranking", src)
+                return
             if guess is None:
-                hint = _NO_RANKING if f == _RANKING else f"fields in the data: {', '.join(candidates[:20])}"
-            self.ctx.add("missing_field/none", src, role=self._role(f, "each"), suggestion=hint)
+                hint = f"fields in the data: {', '.join(candidates[:20])}"
+            self.ctx.add("missing_field/none", src, role=field_role(f, "each"), suggestion=hint)
             return
         wrong_case = next((c for c in candidates if c.lower() == leaf.lower()), None)
         if wrong_case is not None:
