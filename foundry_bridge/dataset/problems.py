@@ -49,4 +49,6 @@ class Problem:
 
     def to_error(self) -> DatasetError:
         """The ``DatasetError`` a reader raises for this problem."""
-        return DatasetError(self.message, file=self.file, line=self.line, field=self.field, hint=self.hint, row=self.row)
+        return DatasetError(
+            self.message, file=self.file, line=self.line, field=self.field, hint=self.hint, row=self.row
+        )

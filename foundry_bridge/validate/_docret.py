@@ -158,6 +158,7 @@ class LabelChecks:
             )
             lines_text = f"line{'s' if missed > 1 else ''} {where}"
             field = df or "retrieved_documents"
+            listed = tuple(n for n in lines if n is not None)
             self.ctx.add(
-                "zero_result", field, count=missed, lines=lines_text, criterion=name, negatives=negatives, at=tuple(n for n in lines if n is not None)
+                "zero_result", field, count=missed, lines=lines_text, criterion=name, negatives=negatives, at=listed
             )
