@@ -4,6 +4,9 @@ Python caller, types a user's mypy reads."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +46,122 @@ def test_a_dataset_level_warning_lists_its_rows_as_data() -> None:
     assert [(p.code, p.lines, p.rows) for p in in_file] == [("zero_result", (7,), ())]
     assert [(p.code, p.lines, p.rows) for p in in_frame] == [("zero_result", (), (6,))]  # 0-based row index
     assert in_file[0].to_dict()["lines"] == [7] and "rows" not in in_file[0].to_dict()
+
+
+def _context_none_at(index: int) -> list[dict[str, Any]]:
+    rows = _rows()
+    rows[index]["context"] = None
+    return rows
+
+
+# --- one call, and the names at the package root -----------------------------------------------------------------
+
+
+def test_the_package_root_offers_the_public_names_without_loading_heavy_modules() -> None:
+    code = (
+        "import sys, foundry_bridge\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'pydantic', 'pandas', 'httpx'))\n"
+        "from foundry_bridge import (evaluate, validate, compare, compare_runs, build_report, run_evaluation,\n"
+        "    plan_evaluation, Report, Comparison, ValidationReport, load_mapping, FoundryBridgeError, DatasetError,\n"
+        "    MappingError, UsageError, BackendError, ValidationFailed, ProgressCallback)\n"
+        "print(heavy, sorted(foundry_bridge.__all__) == sorted(set(foundry_bridge.__all__)), compare is compare_runs)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.split() == ["[]", "True", "True"]
+    import foundry_bridge
+
+    assert set(foundry_bridge.__all__) == {"__version__", *foundry_bridge._EXPORTS}
+    assert isinstance(foundry_bridge.validate(BENEFITS), foundry_bridge.ValidationReport)  # the package is callable
+
+
+def test_evaluate_goes_from_a_dataframe_to_a_report_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import foundry_bridge as fb
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen: list[str] = []
+    report = fb.evaluate(pd.DataFrame(_rows()), progress=lambda stage, done, total: seen.append(stage))
+    assert isinstance(report, fb.Report) and report.per_query.rows == 14 and report.provenance.backend == "mock"
+    run_dir = Path(report.provenance.run_dir)
+    assert seen and run_dir.parent.parent == tmp_path and not run_dir.parent.exists()  # the temporary folder is gone
+    kept = fb.evaluate(pd.DataFrame(_rows()), keep=True)
+    assert Path(kept.provenance.run_dir).joinpath("manifest.json").is_file()  # kept, and the report says where
+    assert kept.positive == report.positive and kept.stages.counts == report.stages.counts
+
+
+def test_evaluate_refuses_what_validate_rejects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import foundry_bridge as fb
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(fb.ValidationFailed) as info:
+        fb.evaluate(pd.DataFrame(_context_none_at(4)))
+    assert "pandas.DataFrame: row 4: context: required input 'context'" in str(info.value)
+    assert [p for p in tmp_path.iterdir() if p.name.startswith("foundry-bridge-")] == []
+    out = tmp_path / "run"
+    fb.evaluate(BENEFITS, out=out)
+    with pytest.raises(fb.UsageError, match=r"use another out= folder, or force=True"):
+        fb.evaluate(pd.DataFrame(_rows()[:5]), out=out)  # the same lock and folder rules as run_evaluation
+
+
+# --- DataFrames out ----------------------------------------------------------------------------------------------
+
+
+def test_to_pandas_has_every_query_even_when_the_report_keeps_only_the_worst(tmp_path: Path) -> None:
+    from foundry_bridge import build_report, run_evaluation
+
+    run_evaluation(BENEFITS, tmp_path / "run")
+    full = build_report(tmp_path / "run")
+    capped = build_report(
+        tmp_path / "run", table_rows=5, worst=1
+    )  # as a run above the 2,000-row cap: the worst rows only
+    assert not capped.per_query.complete and len(capped.queries) < 14
+    frame = capped.to_pandas()
+    assert list(frame["query_id"]) == [r["query_id"] for r in _rows()] and list(frame["row"]) == list(range(14))
+    assert frame.equals(full.to_pandas())
+    q = full.queries[2]
+    assert frame.loc[2, "ndcg@3"] == q.local["ndcg@3"]
+    assert frame.loc[2, "groundedness"] == q.foundry["groundedness"].score
+    assert frame.loc[2, "groundedness.passed"] == q.foundry["groundedness"].passed
+    assert frame.loc[2, "stage"] == q.stage
+    assert frame["ndcg@3"].dtype == "float64"
+    written = build_report(tmp_path / "run", table_rows=5, worst=1, queries_out=tmp_path / "rows.jsonl")
+    assert written.to_pandas().equals(frame)  # read from the per-query file it wrote
+
+
+def test_aggregates_frame_is_metric_by_section_with_integer_counts(tmp_path: Path) -> None:
+    import foundry_bridge as fb
+
+    report = fb.evaluate(BENEFITS)
+    frame = report.aggregates_frame().set_index(["metric", "section"])
+    agg = report.positive.metrics["groundedness"]
+    row = frame.loc[("groundedness", "positive")]
+    assert (row["queries"], row["scored"], row["passed"], row["failed"]) == (
+        agg.queries, agg.scored, agg.passed, agg.failed
+    )  # fmt: skip
+    assert frame["scored"].dtype == "int64" and frame["passed"].dtype == "int64" and frame["mean"].dtype == "float64"
+    assert len(frame) == len(report.positive.metrics) + len(report.negative.metrics)
+
+
+def test_comparison_and_validation_reports_are_frames(tmp_path: Path) -> None:
+    import foundry_bridge as fb
+
+    a, b = fb.evaluate(BENEFITS), fb.evaluate(pd.DataFrame(_rows()[:10]))
+    comparison = fb.compare([a, b], labels=["all", "first10"])
+    frame = comparison.to_pandas()
+    assert len(frame) == len(comparison.metrics) and set(frame["candidate"]) == {"first10"}
+    m = comparison.get("first10", "ndcg@3")
+    got = frame[(frame["metric"] == "ndcg@3") & (frame["section"] == "positive")].iloc[0]
+    assert (got["n_paired"], got["delta"], got["verdict"]) == (m.n_paired, m.delta, m.verdict)
+
+    problems = fb.validate(pd.DataFrame(_context_none_at(4))).to_pandas()
+    error = problems[problems["severity"] == "error"].iloc[0]
+    assert (error["file"], error["row"], error["field"], error["code"]) == (
+        "pandas.DataFrame",
+        4,
+        "context",
+        "missing_input",
+    )
+    assert error["hint"] and pd.isna(error["line"])
+    warning = problems[problems["code"] == "zero_result"].iloc[0]
+    assert warning["rows"] == [6]

@@ -181,6 +181,18 @@ class Comparison(_Model):
                 return m
         raise KeyError((candidate, metric, section))
 
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame with one row per (candidate, section, metric) test (``report._frames``)."""
+        from ._frames import comparison_frame
+
+        return comparison_frame(self)
+
+    def to_polars(self) -> Any:
+        """``to_pandas`` as a polars DataFrame."""
+        from ._frames import comparison_frame
+
+        return comparison_frame(self, polars=True)
+
 
 class _Run:
     """One run's queries for pairing: its report's columns, each row's kind code (into ``kind_names``) and, made
