@@ -165,3 +165,72 @@ def test_comparison_and_validation_reports_are_frames(tmp_path: Path) -> None:
     assert error["hint"] and pd.isna(error["line"])
     warning = problems[problems["code"] == "zero_result"].iloc[0]
     assert warning["rows"] == [6]
+
+
+# --- library messages in Python's words -------------------------------------------------------------------------
+
+
+def test_compare_with_one_run_names_the_python_call_and_the_cli_its_arguments(tmp_path: Path) -> None:
+    import foundry_bridge as fb
+
+    with pytest.raises(fb.UsageError) as info:
+        fb.compare([fb.evaluate(BENEFITS)])
+    assert str(info.value) == "compare_runs() needs at least two runs: [run_a, run_b, ...]"
+    assert info.value.cli_text() == "compare needs at least two runs: RUN_A RUN_B [RUN_C ...]"
+
+
+# --- telemetry with any provider --------------------------------------------------------------------------------
+
+
+def _users_provider() -> tuple[Any, Any]:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    exporter = InMemoryLogRecordExporter()
+    provider = LoggerProvider()  # the notebook's own: no resource attributes of the run
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    return provider, exporter
+
+
+def test_events_through_the_users_provider_carry_the_custom_event_marker_and_the_run(tmp_path: Path) -> None:
+    import foundry_bridge as fb
+    from foundry_bridge.integrations.otel import emit_evaluation_events
+
+    report = fb.evaluate(BENEFITS, out=tmp_path / "run")
+    provider, exporter = _users_provider()
+    n = emit_evaluation_events(report, logger_provider=provider, sources=("foundry",))
+    events = [dict(r.log_record.attributes) for r in exporter.get_finished_logs()]
+    assert n == len(events) > 0
+    p = report.provenance
+    assert p.eval_id and p.run_ids and p.dataset_sha256
+    for attrs in events:
+        assert attrs["microsoft.custom_event.name"] == "gen_ai.evaluation.result"
+        assert attrs["foundry_bridge.eval.id"] == p.eval_id
+        assert list(attrs["foundry_bridge.run.ids"]) == p.run_ids
+        assert attrs["foundry_bridge.dataset.sha256"] == p.dataset_sha256
+
+
+def test_an_unknown_exporter_is_a_usage_error_naming_the_accepted_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    import foundry_bridge as fb
+    from foundry_bridge.integrations.otel import emit_evaluation_events
+
+    report = fb.evaluate(BENEFITS)
+    with pytest.raises(fb.UsageError) as info:
+        emit_evaluation_events(report, exporter="bogus")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "unknown OpenTelemetry exporter 'bogus' for exporter=: choose one of 'otlp', 'console', 'azure-monitor'"
+    )
+    monkeypatch.delenv("APPLICATIONINSIGHTS_CONNECTION_STRING", raising=False)
+    pytest.importorskip("azure.monitor.opentelemetry.exporter")
+    with pytest.raises(fb.UsageError) as missing:
+        emit_evaluation_events(report, exporter="azure-monitor")
+    assert "pass it as endpoint=" in str(missing.value) and "--" not in str(missing.value)
+    assert str(missing.value).startswith("exporter='azure-monitor' needs the Application Insights connection")
+    assert (
+        missing.value.cli_text().startswith("--otel azure-monitor needs")
+        and "--otel-endpoint" in missing.value.cli_text()
+    )

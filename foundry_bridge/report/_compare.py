@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._io import gc_paused, trim_heap
 from .._text import did_you_mean
-from ..errors import FoundryBridgeError, UsageError
+from ..errors import FoundryBridgeError, UsageError, spelled
 from ..metrics._arrays import IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ._build import build_report, foundry_key
@@ -192,6 +192,12 @@ class Comparison(_Model):
         from ._frames import comparison_frame
 
         return comparison_frame(self, polars=True)
+
+
+_TWO_RUNS = spelled(
+    "compare_runs() needs at least two runs: [run_a, run_b, ...]",
+    "compare needs at least two runs: RUN_A RUN_B [RUN_C ...]",
+)
 
 
 class _Run:
@@ -874,7 +880,7 @@ def compare_runs(
     e.g. ``foundry._insights.request_comparison``), shown beside the judge tests, never gated.
     """
     if len(runs) < 2:
-        raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
+        raise UsageError(_TWO_RUNS)
     answer = foundry(runs) if foundry is not None else None
     reports = [r if isinstance(r, Report) else _lean_report(r) for r in runs]
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
