@@ -4,6 +4,7 @@ Python caller, types a user's mypy reads."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -234,3 +235,65 @@ def test_an_unknown_exporter_is_a_usage_error_naming_the_accepted_ones(
         missing.value.cli_text().startswith("--otel azure-monitor needs")
         and "--otel-endpoint" in missing.value.cli_text()
     )
+
+
+# --- docs/notebook.md runs, and its numbers are the command line's -----------------------------------------------
+
+
+def _notebook_cells() -> list[str]:
+    text = (ROOT / "docs" / "notebook.md").read_text()
+    return re.findall(r"```python\n(.*?)\n```", text, flags=re.S)
+
+
+def _cli(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "foundry_bridge", *args], check=True, capture_output=True, cwd=ROOT)
+
+
+def test_the_notebook_runs_and_gives_the_command_lines_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    for name in ("samples", "mappings"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(tmp_path)
+    cells = _notebook_cells()
+    assert len(cells) == 2 and sum(len(c.splitlines()) for c in cells) <= 14  # about a dozen lines
+    ns: dict[str, Any] = {}
+    for cell in cells:
+        exec(compile(cell, "docs/notebook.md", "exec"), ns)
+    monkeypatch.undo()
+
+    top1 = tmp_path / "top1.jsonl"
+    top1.write_text(
+        "".join(json.dumps({**r, "retrieved_documents": r["retrieved_documents"][:1]}) + "\n" for r in _rows())
+    )
+    _cli("run", str(BENEFITS), "--backend", "mock", "--out", str(tmp_path / "top-10"))
+    _cli("run", str(top1), "--backend", "mock", "--out", str(tmp_path / "top-1"))
+    _cli("report", str(tmp_path / "top-10"), "--format", "json", "--out", str(tmp_path / "r.json"))
+    _cli(
+        "compare",
+        str(tmp_path / "top-10"),
+        str(tmp_path / "top-1"),
+        "--format",
+        "json",
+        "--out",
+        str(tmp_path / "c.json"),
+    )
+    cli_report = json.loads((tmp_path / "r.json").read_text())
+    cli_rows = [json.loads(line) for line in (tmp_path / "r.json.queries.jsonl").read_text().splitlines()]
+    cli_compare = json.loads((tmp_path / "c.json").read_text())
+
+    report, rows, stages = ns["report"], ns["rows"], ns["stages"]
+    assert report.positive.model_dump(mode="json") == cli_report["positive"]
+    assert report.negative.model_dump(mode="json") == cli_report["negative"]
+    assert stages.sum().to_dict() == {s: n for s, n in cli_report["stages"]["counts"].items() if n}
+    assert list(rows["stage"]) == [r["stage"] for r in cli_rows]
+    assert list(rows["groundedness"]) == [r["foundry"]["groundedness"]["score"] for r in cli_rows]
+    assert list(ns["problems"]["code"]) == ["zero_result"]
+
+    deltas = ns["deltas"].loc["positive"]
+    for metric in ("rr@10", "ndcg@3", "recall@10", "groundedness"):
+        (cli,) = [m for m in cli_compare["metrics"] if m["metric"] == metric and m["section"] == "positive"]
+        got = deltas.loc[metric]
+        assert (got["delta"], got["ci_low"], got["ci_high"], got["p_adjusted"]) == pytest.approx(
+            (cli["delta"], cli["ci_low"], cli["ci_high"], cli["p_adjusted"]), abs=1e-12
+        )
