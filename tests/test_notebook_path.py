@@ -4,7 +4,9 @@ Python caller, types a user's mypy reads."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -297,3 +299,79 @@ def test_the_notebook_runs_and_gives_the_command_lines_numbers(tmp_path: Path, m
         assert (got["delta"], got["ci_low"], got["ci_high"], got["p_adjusted"]) == pytest.approx(
             (cli["delta"], cli["ci_low"], cli["ci_high"], cli["p_adjusted"]), abs=1e-12
         )
+
+
+# --- types a user's mypy reads ------------------------------------------------------------------------------------
+
+USER_SCRIPT = """\
+from pathlib import Path
+
+import foundry_bridge as fb
+from foundry_bridge import Comparison, ProgressCallback, Report, ValidationReport, evaluate
+
+
+def progress(stage: str, done: int, total: int | None) -> None:
+    print(stage, done, total)
+
+
+def main(data: str) -> float:
+    checked: ValidationReport = fb.validate(data)
+    for p in checked.problems:
+        print(p.file, p.row, p.field, p.code, p.rows)
+    callback: ProgressCallback = progress
+    report: Report = evaluate(data, backend="mock", progress=callback, out=Path("runs/x"))
+    summary = fb.run_evaluation(data, "runs/y", "mock", force=True)
+    other = fb.build_report(summary.run_dir)
+    comparison: Comparison = fb.compare([report, other], labels=["a", "b"])
+    print(report.to_pandas(), comparison.to_pandas(), report.aggregates_frame(), checked.to_pandas())
+    try:
+        fb.plan_evaluation(data, fb.load_mapping(None))
+    except fb.ValidationFailed as exc:
+        print(exc.report.errors)
+    except fb.DatasetError as exc:
+        print(exc.row, exc.column, exc.cli_text())
+    m = comparison.get("b", "ndcg@3")
+    return (m.delta or 0.0) + (report.positive.metrics["ndcg@3"].mean or 0.0)
+
+
+reveal_type(fb.evaluate("d").provenance.run_dir)
+reveal_type(fb.compare(["a", "b"]).metrics[0].p_adjusted)
+reveal_type(fb.validate("d").problems[0].rows)
+"""
+WRONG = "import foundry_bridge as fb\n\nn: int = fb.evaluate('d').provenance.run_dir\n"
+
+
+def _installed_copy(site: Path) -> None:
+    """The package as a wheel installs it (``package-data``: py.typed, resources), without the build: the
+    venv's setuptools may predate the PEP 639 ``license`` string the project declares."""
+    shutil.copytree(ROOT / "foundry_bridge", site / "foundry_bridge", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def _mypy(site: Path, cwd: Path, *files: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(site)}  # a site-packages-like directory: not the checkout
+    (cwd / "mypy.ini").write_text("[mypy]\n")  # the user's: no pydantic plugin, nothing of the project's
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file", str(cwd / "mypy.ini"), *files],
+        capture_output=True, text=True, cwd=cwd, env=env,
+    )  # fmt: skip
+    return run.stdout + run.stderr
+
+
+def test_mypy_strict_reads_the_installed_package_types_with_no_plugin(tmp_path: Path) -> None:
+    pytest.importorskip("mypy")
+    site, user = tmp_path / "site", tmp_path / "user"
+    user.mkdir()
+    _installed_copy(site)
+    (user / "script.py").write_text(USER_SCRIPT)
+    (user / "wrong.py").write_text(WRONG)
+    out = _mypy(site, user, "script.py", "wrong.py")
+    assert 'script.py:31: note: Revealed type is "str"' in out  # the package's own types, not Any
+    assert 'script.py:32: note: Revealed type is "float | None"' in out
+    assert 'script.py:33: note: Revealed type is "tuple[int, ...]"' in out
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert errors == [
+        'wrong.py:3: error: Incompatible types in assignment (expression has type "str", variable has type "int")  '
+        "[assignment]"
+    ]  # the user's mistake is found; nothing inside the package is reported
+    (site / "foundry_bridge" / "py.typed").unlink()  # the marker is what makes mypy read the package's types
+    assert "missing library stubs or py.typed marker" in _mypy(site, user, "wrong.py")
