@@ -174,15 +174,23 @@ def test_comparison_and_validation_reports_are_frames(tmp_path: Path) -> None:
 
 
 def test_compare_with_one_run_names_the_python_call_and_the_cli_its_arguments(tmp_path: Path) -> None:
-    import foundry_bridge as fb
+    from foundry_bridge.errors import UsageError
+    from foundry_bridge.report import compare_runs
 
-    with pytest.raises(fb.UsageError) as info:
-        fb.compare([fb.evaluate(BENEFITS)])
+    with pytest.raises(UsageError) as info:
+        compare_runs([BENEFITS])
     assert str(info.value) == "compare_runs() needs at least two runs: [run_a, run_b, ...]"
     assert info.value.cli_text() == "compare needs at least two runs: RUN_A RUN_B [RUN_C ...]"
 
 
 # --- telemetry with any provider --------------------------------------------------------------------------------
+
+
+def _report(out: Path) -> Any:
+    from foundry_bridge.report import build_report
+    from foundry_bridge.runner import run_evaluation
+
+    return build_report(run_evaluation(BENEFITS, out).run_dir)
 
 
 def _users_provider() -> tuple[Any, Any]:
@@ -197,10 +205,9 @@ def _users_provider() -> tuple[Any, Any]:
 
 
 def test_events_through_the_users_provider_carry_the_custom_event_marker_and_the_run(tmp_path: Path) -> None:
-    import foundry_bridge as fb
     from foundry_bridge.integrations.otel import emit_evaluation_events
 
-    report = fb.evaluate(BENEFITS, out=tmp_path / "run")
+    report = _report(tmp_path / "run")
     provider, exporter = _users_provider()
     n = emit_evaluation_events(report, logger_provider=provider, sources=("foundry",))
     events = [dict(r.log_record.attributes) for r in exporter.get_finished_logs()]
@@ -218,18 +225,18 @@ def test_an_unknown_exporter_is_a_usage_error_naming_the_accepted_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("opentelemetry.sdk")
-    import foundry_bridge as fb
+    from foundry_bridge.errors import UsageError
     from foundry_bridge.integrations.otel import emit_evaluation_events
 
-    report = fb.evaluate(BENEFITS)
-    with pytest.raises(fb.UsageError) as info:
+    report = _report(tmp_path / "run")
+    with pytest.raises(UsageError) as info:
         emit_evaluation_events(report, exporter="bogus")  # type: ignore[arg-type]
     assert str(info.value) == (
         "unknown OpenTelemetry exporter 'bogus' for exporter=: choose one of 'otlp', 'console', 'azure-monitor'"
     )
     monkeypatch.delenv("APPLICATIONINSIGHTS_CONNECTION_STRING", raising=False)
     pytest.importorskip("azure.monitor.opentelemetry.exporter")
-    with pytest.raises(fb.UsageError) as missing:
+    with pytest.raises(UsageError) as missing:
         emit_evaluation_events(report, exporter="azure-monitor")
     assert "pass it as endpoint=" in str(missing.value) and "--" not in str(missing.value)
     assert str(missing.value).startswith("exporter='azure-monitor' needs the Application Insights connection")
