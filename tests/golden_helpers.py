@@ -4,6 +4,31 @@
 renders the report (JSON, Markdown, HTML) and the comparison (JSON, Markdown) with the paths and the creation time
 replaced by placeholders, so the files under ``tests/data/golden/`` can be compared byte for byte.
 Regenerate (only when an output is meant to change): ``python tests/golden_helpers.py``.
+
+Provenance of the compare goldens. ``compare.json`` and ``compare.md`` were regenerated deliberately by issue #23
+item 2 (one comparison engine, ``metrics.significance``; on top of #24 item 1's t intervals). Every number that
+changed, and why:
+
+- ``better`` positive ``document_retrieval/ndcg@3``: p_adjusted 1 → 0.125: the 34 other tests of the family had
+  every paired difference 0 (p = 1); they are still shown (p_adjusted 1) but no longer counted in the family, so
+  Holm is over 1 test instead of 35. ``exploratory_tests`` 35 → 1; new ``left_out_tests`` 39 (the 27 before plus the
+  12 new ``/pass`` rows with n ≥ 10).
+- ``worse`` positive ``groundedness`` (n = 9, too few to decide): test "exact sign-flip over 4 assignments" →
+  "Wilcoxon signed-rank (exact over sign flips, ties)" (a judge's ordinal score is tested by Wilcoxon); p 0.5 and
+  the interval unchanged.
+- every other judge score row (``retrieval``, ``groundedness``, ``relevance``, both sections, both candidates): test
+  "exact (all differences are 0)" → "Wilcoxon signed-rank"; p 1 unchanged.
+- 12 new rows ``retrieval/pass``, ``groundedness/pass``, ``relevance/pass`` per candidate and section (McNemar
+  exact; Δ interval Agresti–Min padded, cut to [−1, 1]): the judges' pass/fail rows, which were in the removed
+  "Judge metrics by their kind's test" table spelled ``criterion:metric:pass``; ``worse`` positive
+  ``groundedness/pass``: n 9, Δ −0.222 [−0.617, 0.172], p 0.5, too few paired queries; the negative sections' n =
+  2–3 rows: Δ 0 [−1, 1], too few paired queries.
+- new per-row fields ``kind``, ``d_z``, ``d_z_low``, ``d_z_high``, ``rank_biserial``, ``n_informative``,
+  ``in_family``; ``ci`` names the pass/fail padding; the ``judge_tests`` table is gone (its rows are rows of the one
+  table); the method line names the test per kind and the tests left out of the family; the Markdown table gains the
+  test and d_z columns.
+- every other number (means, Δ and its interval, n, wins/ties/losses, got-worse lists, coverage, the gate) is as
+  before.
 """
 
 from __future__ import annotations

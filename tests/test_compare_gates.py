@@ -80,9 +80,9 @@ def test_the_false_alarm_rate_across_all_gates_is_stated(runs) -> None:
 
 
 def test_the_comparison_has_one_gate_line(runs) -> None:
-    """The judge-test family's table says what got worse after its correction; the only gate is --fail-on's."""
+    """The judges' rows are rows of the one table; the only gate is --fail-on's."""
     cmp = compare_runs([runs["good"], runs["bad"]], fail_on=["relevance"])
-    assert cmp.judge_tests is not None and cmp.judge_tests.rows
+    assert any(m.metric == "relevance/pass" for m in cmp.metrics)
     md = render_comparison_markdown(cmp)
     assert [ln for ln in md.splitlines() if "Gate" in ln] == [next(ln for ln in md.splitlines() if "Gate" in ln)]
 
@@ -118,12 +118,11 @@ def test_an_allowed_empty_gate_is_a_skipped_junit_case(runs, tmp_path: Path) -> 
 
 
 def test_swapping_baseline_and_candidate_negates_delta_and_keeps_p(runs) -> None:
-    """100 resamples < 2^7 assignments: relevance's p is Monte Carlo, so the random stream must not depend on which
-    run is the baseline."""
-    forth = compare_runs([runs["good"], runs["bad"]], n_resamples=100, judge_tests=False)
-    back = compare_runs([runs["bad"], runs["good"]], n_resamples=100, judge_tests=False)
-    rel = forth.get("bad", "relevance")
-    assert rel.test.startswith("Monte Carlo")
+    """Every test is symmetric: Wilcoxon and McNemar by their two-sided tails, the sign-flip by its random stream
+    keyed by the two runs unordered (its Monte Carlo path: test_compare_engine's negated differences)."""
+    forth = compare_runs([runs["good"], runs["bad"]], n_resamples=100)
+    back = compare_runs([runs["bad"], runs["good"]], n_resamples=100)
+    assert forth.get("bad", "relevance").n_informative == 7
     assert len(forth.metrics) == len(back.metrics) > 10
     for a in forth.metrics:
         b = back.get("good", a.metric, a.section)

@@ -168,7 +168,7 @@ def test_a_comparison_that_never_finishes_is_a_backend_error(runs: Runs) -> None
 
 @dataclass(frozen=True)
 class Local:
-    """A local comparison row as ``report._family.FamilyLine`` carries it."""
+    """A local comparison row as ``report._foundry.LocalLine`` carries it."""
 
     candidate: str
     criterion: str

@@ -123,8 +123,8 @@ def test_compare_foundry_puts_the_emulators_welch_test_beside_the_local_rows(
     ground = next(r for r in fc["rows"] if r["criterion"] == "groundedness" and r["metric"] == "groundedness")
     assert ground["foundry_effect"] == "Degraded" and ground["foundry_delta"] < 0  # abstentions are not grounded
     assert ground["local_verdict"] is not None and ground["local_test"]  # the local judge test beside it
-    family = {(r["candidate"], r["key"]): r for r in comparison["judge_tests"]["rows"]}
-    assert ground["local_verdict"] == family[("b", "groundedness:groundedness")]["verdict"]
+    rows = {(r["candidate"], r["section"], r["metric"]): r for r in comparison["metrics"]}
+    assert ground["local_verdict"] == rows[("b", "positive", "groundedness")]["verdict"]  # the one table's row
     assert fc["disagreements"] == sum(1 for r in fc["rows"] if r["agree"] is False)
 
     c = _run(cli, server, SAMPLE, tmp_path / "c", "--eval-id", a)  # the baseline's rows again: a second treatment
@@ -237,7 +237,7 @@ def test_a_comparison_the_service_fails_leaves_the_local_one_standing(
     assert code == 0, err
     fc = json.loads(out)["foundry_comparison"]
     assert fc["rows"] == [] and "ended 'Failed'" in fc["error"] and "the local comparison stands alone" in fc["error"]
-    assert json.loads(out)["judge_tests"]["rows"]
+    assert any(m["metric"] == "groundedness/pass" for m in json.loads(out)["metrics"])
 
 
 def _folder(tmp_path: Path, name: str, **state: Any) -> Path:

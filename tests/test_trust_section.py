@@ -268,4 +268,4 @@ def test_judge_noise_over_repeat_runs_matches_hand_values(run: Path, tmp_path: P
     assert not any("judge noise" in m for m in section.missing)
     assert "groundedness against itself over 2 runs" in render_trust_markdown(section)
     bands = noise_bands(section)
-    assert bands["groundedness:groundedness"] == noise.score_band and "groundedness:groundedness:pass" in bands
+    assert bands["groundedness"] == noise.score_band and "groundedness/pass" in bands  # the report keys

@@ -17,8 +17,9 @@ __all__ = ["command"]
 @click.command(
     "compare",
     help="Compare runs over the same queries. The first run is the baseline; each other run is a candidate. "
-    "Per metric and per query kind: mean delta, a paired sign-flip randomization test (p), a Student t "
-    "confidence interval, win/tie/loss counts and the queries that got worse; a one-screen sweep table for N "
+    "Per metric and per query kind, in one table: mean delta, the paired test of the metric's kind (sign-flip for "
+    "continuous metrics, Wilcoxon for a judge's score, McNemar for pass/fail), a Student t confidence interval, "
+    "win/tie/loss counts and the queries that got worse; a one-screen sweep table for N "
     "candidates; queries present in only one run are listed. Exit code 3 when a --fail-on metric regresses "
     "significantly or a Foundry metric's coverage drops; 2 when a --fail-on gate could never fire. See "
     "docs/report.md.",
@@ -71,15 +72,16 @@ __all__ = ["command"]
     type=click.Choice(["holm", "bh", "none"]),
     default="holm",
     show_default=True,
-    help="Multiplicity control of the verdicts: Holm, Benjamini–Hochberg, or none, over one family: every metric "
-    "the runs share × candidates × query kinds (not only those shown). The gate is apart: --gate-correction.",
+    help="Multiplicity control of the verdicts: Holm, Benjamini–Hochberg, or none (p corrected = p on every row), "
+    "over one family: every metric the runs share × candidates × query kinds (not only those shown; a test whose "
+    "every difference is 0 is shown but not counted). The gate is apart: --gate-correction.",
 )
 @click.option(
     "--judge-tests/--no-judge-tests",
     default=True,
     show_default=True,
-    help="Also test Foundry metrics by their kind: McNemar on pass/fail, Wilcoxon signed-rank on scores, with "
-    "effect sizes (one more pass over each run folder).",
+    help="Also compare each judge's pass/fail verdict (rows <key>/pass, McNemar) beside its score, in the one "
+    "table and family.",
 )
 @click.option(
     "--repeat-run",

@@ -291,7 +291,7 @@ def _same_eval(runs: Sequence[object], found: Sequence[tuple[str, str, str]]) ->
 
 
 class LocalRow(Protocol):
-    """What ``beside_local`` reads of a local comparison row (``report._family.FamilyLine`` has it)."""
+    """What ``beside_local`` reads of a local comparison row (``report._foundry.LocalLine`` has it)."""
 
     @property
     def candidate(self) -> str: ...
@@ -319,6 +319,7 @@ _AS_EFFECT = {
     "no significant change": "Inconclusive",
     "within judge noise": "Inconclusive",
     "too few paired queries": "TooFewSamples",
+    "not comparable": "TooFewSamples",
 }
 
 
@@ -363,12 +364,12 @@ def _note(effect: str, verdict: str, agree: bool) -> str:
 
 def beside_local(insight: Insight, local_rows: Iterable[LocalRow], run_ids: Mapping[str, str]) -> list[SideBySide]:
     """Foundry's comparison beside the local one: ``run_ids`` maps each local candidate label to its Foundry run id;
-    a local row is matched by candidate, criterion and metric (its score row, not the ``:pass`` one). Rows only one
-    side compared are listed with ``agree=None``."""
+    a local row (a score row: the caller leaves the ``/pass`` rows out) is matched by candidate, criterion and
+    metric. Rows only one side compared are listed with ``agree=None``."""
     if insight.result is None:
         raise ValueError(f"insight {insight.id} has no result (state {insight.state!r})")
     label_of = {run: label for label, run in run_ids.items()}
-    local = {(r.candidate, r.criterion, r.metric): r for r in local_rows if r.key == f"{r.criterion}:{r.metric}"}
+    local = {(r.candidate, r.criterion, r.metric): r for r in local_rows}
     out: list[SideBySide] = []
     for comp in insight.result.comparisons:
         for item in comp.compare_items:

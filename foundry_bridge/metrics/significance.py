@@ -1,21 +1,35 @@
-"""Comparison statistics a reviewer accepts: paired tests named in every result, effect sizes with intervals,
-multiplicity control across metrics × candidates, and a "too few paired queries" verdict.
+"""The one comparison engine: paired tests chosen by the metric's kind, effect sizes with intervals, one family
+corrected as asked, and one verdict. Arrays in, typed results out; ``report._compare`` pairs the runs and renders.
 
+- the test by the metric's kind (``MetricKind``, ``paired_tests``): pass/fail (``boolean``: a judge's verdict, a
+  boolean metric) → McNemar; an ordinal judge score (1–5) → Wilcoxon signed-rank; a continuous metric (the local
+  measures, a Foundry non-judge number) → the paired sign-flip randomization test of the mean difference.
 - McNemar (pass/fail): b = rows A passed and B failed, c = the reverse; exact two-sided p = min(1, 2·P(X ≤
   min(b, c))), X ~ Binomial(b + c, ½); mid-p subtracts P(X = min(b, c)) (Fagerland et al. 2013: closer to the
   nominal level, not conservative).
-- Wilcoxon signed-rank (ordinal scores and metrics): zero differences dropped (Wilcoxon's method), average ranks
-  for ties; the p-value as ``scipy.stats.wilcoxon``'s default: exact null distribution when there are no ties or
-  zeros and n ≤ 50; with ties or zeros and at most 13 pairs, the exact distribution over all sign flips of the
-  ranks; otherwise the normal approximation with tie correction and no continuity correction.
+- Wilcoxon signed-rank (ordinal scores): zero differences dropped (Wilcoxon's method), average ranks for ties; the
+  p-value as ``scipy.stats.wilcoxon``'s default: exact null distribution when there are no ties or zeros and
+  n ≤ 50; with ties or zeros and at most 13 pairs, the exact distribution over all sign flips of the ranks;
+  otherwise the normal approximation with tie correction and no continuity correction.
+- sign-flip (continuous): two-sided, statistic |Σ dᵢ| over the m non-zero differences; exact over all 2^m sign
+  assignments when 2^m ≤ the resamples, else Monte Carlo with p = (hits + 1)/(R + 1). The Monte Carlo signs come
+  from one generator per (seed, stream) laid out position-major: the R signs applied to the i-th smallest |d| are
+  the R bits of the i-th block of ``_block_bytes(R)`` bytes. A metric with m non-zero differences reads only the
+  first m blocks, so ``sign_flip_tests`` over many metrics (one matrix product per block of positions, every metric
+  at once) gives each metric exactly the p of ``sign_flip_test`` alone with a generator of the same seed.
 - effect sizes (Ihemelandu & Ekstrand, SIGIR'23: at large n every p is small, the size is what matters): the
-  mean paired difference B − A with Student's interval ±t₍n−1₎·s/√n, s with the n − 1 divisor (for pass/fail the
-  difference of pass rates, s² padded with ½ in each cell of the 2×2 table — Agresti & Min's "Wald+2" — and cut
-  to [−1, 1]), the standardized d_z = mean / sd with the interval ±z·√(1/n + d_z²/(2n)), and for Wilcoxon the
-  matched-pairs rank-biserial r = (W⁺ − W⁻) / (W⁺ + W⁻).
-- multiplicity: Holm's step-down (family-wise error, the default) or Benjamini–Hochberg (false discovery rate)
-  adjusted p-values over every (metric, candidate) tested; a comparison with fewer than ``min_n`` paired rows is
-  not tested and not counted in the family (its verdict says so). The gate decides on the adjusted p.
+  mean paired difference B − A with Student's interval ±t₍n−1₎·s/√n, s with the n − 1 divisor (at small n a z
+  interval with the n divisor is ~18 % too narrow; for pass/fail the difference of pass rates, s² padded with ½ in
+  each cell of the 2×2 table — Agresti & Min's "Wald+2" — and cut to [−1, 1]; ``metrics.intervals``), the
+  standardized d_z = mean / sd with the interval ±z·√(1/n + d_z²/(2n)), and for Wilcoxon the matched-pairs
+  rank-biserial r = (W⁺ − W⁻) / (W⁺ + W⁻).
+- multiplicity (``apply_family``): one family, Holm's step-down (family-wise error), Benjamini–Hochberg (false
+  discovery rate) or none (p_adjusted = p), over the tests with at least ``min_n`` paired rows and at least one
+  informative pair. A test whose every paired difference is 0 (p = 1) is reported with p_adjusted = 1 but left
+  out of the family (it cannot be significant, and counting it would only inflate the others' corrected p); a
+  test with fewer than ``min_n`` paired rows is not decided ("too few paired queries").
+- the verdict (``verdict``): one ``Verdict`` for every row; a significant change no larger than the judge's own
+  noise band (``metrics.agreement.noise_band``, from repeat runs) is "within judge noise", not a change.
 """
 
 from __future__ import annotations
@@ -27,25 +41,48 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..catalog import MetricKind  # the catalog's kind of a metric: it chooses the test
 from ._dist import binom_cdf, binom_pmf, normal_quantile, normal_sf
 from .intervals import clip, padded_variance, t_interval
 
 __all__ = [
+    "CORRECTION_NAME",
     "DEFAULT_MIN_N",
+    "Correction",
     "Effect",
     "FamilyRow",
+    "MetricKind",
+    "PairedSample",
     "PairedTest",
+    "Verdict",
     "adjust_pvalues",
     "apply_family",
     "compare_family",
+    "in_family",
     "mcnemar",
     "paired_effect",
+    "paired_generator",
     "paired_test",
+    "paired_tests",
+    "sign_flip_test",
+    "sign_flip_tests",
+    "verdict",
     "wilcoxon_signed_rank",
 ]
 
 DEFAULT_MIN_N = 10
-Correction = Literal["holm", "bh"]
+Correction = Literal["holm", "bh", "none"]
+CORRECTION_NAME: dict[str, str] = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "none"}
+Verdict = Literal[
+    "better",
+    "worse",
+    "changed",
+    "no significant change",
+    "within judge noise",
+    "too few paired queries",
+    "not comparable",
+]
+LEFT_OUT = "left out of the family: every paired difference is 0"
 
 
 @dataclass(frozen=True)
@@ -64,11 +101,11 @@ class Effect:
 @dataclass(frozen=True)
 class PairedTest:
     """One paired comparison: the test used, rows paired, informative rows, statistic, p (None when not tested),
-    effect, the adjusted p and decision once ``apply_family`` ran, and a verdict a reader can quote."""
+    effect, the adjusted p and decision once ``apply_family`` ran, and a line a reader can quote."""
 
     test: str
     n: int
-    n_informative: int  # discordant pairs (McNemar) or non-zero differences (Wilcoxon)
+    n_informative: int  # discordant pairs (McNemar) or non-zero differences (Wilcoxon, sign-flip)
     statistic: float
     p: float | None
     effect: Effect
@@ -202,29 +239,206 @@ def wilcoxon_signed_rank(
     return PairedTest(name, n, m, r_plus, p, effect, f"{name}: W+={r_plus:g}, W-={r_minus:g} over {m} pairs")
 
 
+# -- the sign-flip randomization test -------------------------------------------------------------------------------
+
+_EXACT_CELLS = 4_000_000  # assignments × positions enumerated at once (exact test)
+_WORK_CELLS = 1 << 22  # positions × resamples of signs held at once (Monte Carlo; 32 MiB): not the random stream
+
+
+def paired_generator(seed: int, key: str) -> Any:
+    """A ``numpy.random.Generator`` seeded from ``(seed, key)`` (the key's UTF-8 bytes as one integer).
+    compare's key names the two runs as an unordered pair and the query kind: swapping baseline and candidate
+    draws the same numbers."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), int.from_bytes(key.encode(), "little")]))
+
+
+def _block_bytes(n_resamples: int) -> int:
+    """Bytes of random stream per position: the R sign bits, rounded up to whole 64-bit words (so a draw of k
+    positions is the same bytes as k draws of one: numpy's ``Generator.bytes`` discards a word's unused bytes)."""
+    return 8 * math.ceil(n_resamples / 64)
+
+
+@dataclass(frozen=True)
+class _Flip:
+    """One metric's sign-flip input: rows, the sorted non-zero |d|, the observed |Σ d| and the rounding tolerance."""
+
+    n: int
+    nz: np.ndarray
+    observed: float
+    tol: float
+
+
+def _prepare(diffs: Any) -> _Flip:
+    d = np.asarray(diffs, dtype=np.float64).ravel()
+    nz = np.sort(np.abs(d[d != 0]))  # the flips see only |d|: negating every difference keeps p
+    # |Σ d| is summed in another order than the flips' sums: a relative 1e-9 covers the rounding of ~10⁶ terms
+    return _Flip(int(d.size), nz, abs(float(d.sum())), 1e-9 * max(1.0, float(nz.sum())))
+
+
+def _exact_flip(f: _Flip) -> float:
+    """The share of all 2^m sign assignments whose |Σ sᵢ|dᵢ|| reaches the observed |Σ d|."""
+    m = f.nz.size
+    total, hits = 2**m, 0
+    step = max(1, _EXACT_CELLS // m)
+    for start in range(0, total, step):
+        codes = np.arange(start, min(total, start + step), dtype=np.int64)
+        bits = (codes[:, None] >> np.arange(m, dtype=np.int64)) & 1
+        hits += int(np.count_nonzero(np.abs((1 - 2 * bits) @ f.nz) >= f.observed - f.tol))
+    return hits / total
+
+
+def _monte_carlo_hits(flips: Sequence[_Flip], n_resamples: int, rng: Any) -> list[int]:
+    """Per metric, the resamples whose |Σ sᵢ|dᵢ|| reaches the observed |Σ d|: all metrics at once, a block of
+    positions at a time (sᵢ = 1 − 2·bitᵢ, so Σ sᵢzᵢ = Σ zᵢ − 2·bitsᵀz, one matrix product per block), the metrics
+    with the most positions first so a block multiplies only the metrics that reach it."""
+    order = sorted(range(len(flips)), key=lambda j: -flips[j].nz.size)
+    sizes = np.array([flips[j].nz.size for j in order])
+    z = np.zeros((int(sizes[0]), len(order)))
+    for col, j in enumerate(order):
+        z[: sizes[col], col] = flips[j].nz
+    width = _block_bytes(n_resamples)
+    step = max(1, _WORK_CELLS // n_resamples)
+    partial = np.zeros((n_resamples, len(order)))
+    for start in range(0, z.shape[0], step):
+        stop = min(z.shape[0], start + step)
+        raw = np.frombuffer(rng.bytes((stop - start) * width), dtype=np.uint8).reshape(stop - start, width)
+        bits = np.unpackbits(raw, axis=1, count=n_resamples).astype(np.float64)
+        active = int(np.count_nonzero(sizes > start))
+        partial[:, :active] += bits.T @ z[start:stop, :active]
+    stats = np.abs(z.sum(axis=0) - 2 * partial)
+    observed = np.array([flips[j].observed - flips[j].tol for j in order])
+    counts = np.count_nonzero(stats >= observed, axis=0)
+    hits = [0] * len(flips)
+    for col, j in enumerate(order):
+        hits[j] = int(counts[col])
+    return hits
+
+
+def sign_flip_tests(diffs: Sequence[Any], *, n_resamples: int = 10_000, rng: Any) -> list[tuple[float, str]]:
+    """The two-sided paired sign-flip test of mean = 0 for each array of differences: ``(p, method)`` each.
+
+    Under the null each per-query difference is as likely positive as negative. Exact over all 2^m assignments
+    of the m non-zero differences when 2^m ≤ ``n_resamples``; otherwise Monte Carlo, p = (hits + 1)/(R + 1), every
+    metric against the same signs, position-major (see the module's docstring): each metric's p equals
+    ``sign_flip_test`` of it alone with a generator of the same seed, whichever other metrics are tested beside it.
+    The flips act on the sorted |d|: p depends only on the multiset of |d| and on |Σ d|, so negating every
+    difference (swapping baseline and candidate) or listing the queries in another order keeps p."""
+    flips = [_prepare(d) for d in diffs]
+    out: list[tuple[float, str] | None] = [None] * len(flips)
+    monte_carlo: list[int] = []
+    for j, f in enumerate(flips):
+        m = f.nz.size
+        if f.n == 0:
+            out[j] = (float("nan"), "none (no paired queries)")
+        elif m == 0:
+            out[j] = (1.0, "exact (all differences are 0)")
+        elif m <= 30 and 2**m <= n_resamples:
+            out[j] = (_exact_flip(f), f"exact sign-flip over {2**m} assignments")
+        else:
+            monte_carlo.append(j)
+    if monte_carlo:
+        hits = _monte_carlo_hits([flips[j] for j in monte_carlo], n_resamples, rng)
+        for j, h in zip(monte_carlo, hits, strict=True):
+            out[j] = ((h + 1) / (n_resamples + 1), f"Monte Carlo sign-flip, {n_resamples} resamples")
+    return [r for r in out if r is not None]
+
+
+def sign_flip_test(diffs: Any, *, n_resamples: int = 10_000, rng: Any) -> tuple[float, str]:
+    """``sign_flip_tests`` of one metric: ``(p, method)``."""
+    return sign_flip_tests([diffs], n_resamples=n_resamples, rng=rng)[0]
+
+
+# -- the test by the metric's kind ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairedSample:
+    """One metric's paired values (NaN rows are left out by each test): baseline ``a``, candidate ``b``."""
+
+    a: Any
+    b: Any
+    kind: MetricKind
+
+
+def _sign_flip_result(sample: PairedSample, p: float, method: str, confidence: float) -> PairedTest:
+    a = np.asarray(sample.a, dtype=np.float64).ravel()
+    b = np.asarray(sample.b, dtype=np.float64).ravel()
+    keep = ~(np.isnan(a) | np.isnan(b))
+    d = b[keep] - a[keep]
+    effect = paired_effect(d, confidence=confidence)
+    m = int(np.count_nonzero(d))
+    if d.size == 0:
+        return PairedTest(method, 0, 0, 0.0, None, effect, "no paired queries")
+    line = f"sign-flip: Σd = {float(d.sum()):.6g} over {m} non-zero differences of {d.size}"
+    return PairedTest(method, int(d.size), m, float(d.sum()), p, effect, line)
+
+
+def paired_tests(
+    samples: Sequence[PairedSample],
+    *,
+    rng: Any = None,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    mid_p: bool = False,
+) -> list[PairedTest]:
+    """Each sample's test by its kind: McNemar for ``boolean``, Wilcoxon signed-rank for ``ordinal``, the sign-flip
+    for ``continuous`` (all continuous samples against one generator, ``rng``: ``sign_flip_tests``). p is computed
+    whatever n (``min_n`` is the family's rule, ``apply_family``); no paired row: p None."""
+    out: list[PairedTest | None] = [None] * len(samples)
+    continuous: list[int] = []
+    diffs: list[np.ndarray] = []
+    for j, s in enumerate(samples):
+        if s.kind == "boolean":
+            out[j] = mcnemar(s.a, s.b, mid_p=mid_p, min_n=1, confidence=confidence)
+        elif s.kind == "ordinal":
+            out[j] = wilcoxon_signed_rank(s.a, s.b, min_n=1, confidence=confidence)
+        else:
+            a = np.asarray(s.a, dtype=np.float64).ravel()
+            b = np.asarray(s.b, dtype=np.float64).ravel()
+            keep = ~(np.isnan(a) | np.isnan(b))
+            continuous.append(j)
+            diffs.append(b[keep] - a[keep])
+    if continuous:
+        generator = rng if rng is not None else paired_generator(0, "")
+        flips = sign_flip_tests(diffs, n_resamples=n_resamples, rng=generator)
+        for j, (p, method) in zip(continuous, flips, strict=True):
+            out[j] = _sign_flip_result(samples[j], p, method, confidence)
+    return [t for t in out if t is not None]
+
+
 def paired_test(
     a: Any,
     b: Any,
     *,
-    kind: Literal["boolean", "ordinal", "continuous"],
+    kind: MetricKind,
     min_n: int = DEFAULT_MIN_N,
     mid_p: bool = False,
     confidence: float = 0.95,
+    rng: Any = None,
+    n_resamples: int = 10_000,
 ) -> PairedTest:
-    """The test a metric's kind calls for: McNemar for pass/fail (``boolean``), Wilcoxon signed-rank for ordinal
-    judge scores and continuous metrics; the result names it."""
-    if kind == "boolean":
-        return mcnemar(a, b, mid_p=mid_p, min_n=min_n, confidence=confidence)
-    return wilcoxon_signed_rank(a, b, min_n=min_n, confidence=confidence)
+    """The test a metric's kind calls for (``paired_tests`` of one sample); fewer than ``min_n`` paired rows: not
+    tested (p None, the verdict says so)."""
+    test = paired_tests(
+        [PairedSample(a, b, kind)], rng=rng, n_resamples=n_resamples, confidence=confidence, mid_p=mid_p
+    )[0]
+    refused = _too_few(test.n, min_n)
+    return replace(test, p=None, verdict=refused) if refused else test
+
+
+# -- one family, one verdict ----------------------------------------------------------------------------------------
 
 
 def adjust_pvalues(pvalues: Sequence[float], method: Correction = "holm") -> list[float]:
-    """Holm step-down or Benjamini–Hochberg adjusted p-values, in the input order, monotone and capped at 1.
+    """Holm step-down or Benjamini–Hochberg adjusted p-values, in the input order, monotone and capped at 1;
+    ``none``: the p-values as given.
 
     Holm: sorted p₍ᵢ₎ (i = 1..m) → max_{j ≤ i} (m − j + 1)·p₍ⱼ₎. BH: min_{j ≥ i} m·p₍ⱼ₎ / j.
     """
     p = np.asarray(pvalues, dtype=np.float64)
     m = p.size
+    if method == "none":
+        return p.tolist()
     if m == 0:
         return []
     order = np.argsort(p, kind="stable")
@@ -234,59 +448,99 @@ def adjust_pvalues(pvalues: Sequence[float], method: Correction = "holm") -> lis
     elif method == "bh":
         adj = np.minimum.accumulate((m * ranked / np.arange(1, m + 1))[::-1])[::-1]
     else:
-        raise ValueError(f"method must be 'holm' or 'bh', got {method!r}")
+        raise ValueError(f"method must be 'holm', 'bh' or 'none', got {method!r}")
     out = np.empty(m)
     out[order] = np.minimum(adj, 1.0)
     return out.tolist()
 
 
-def apply_family(tests: Sequence[PairedTest], *, method: Correction = "holm", alpha: float = 0.05) -> list[PairedTest]:
-    """Every test with its adjusted p and decision (adjusted p < ``alpha``), the family being the tests that were
-    run (p not None); the others pass through with ``significant=None``."""
-    ran = [(i, t.p) for i, t in enumerate(tests) if t.p is not None]
-    adjusted = adjust_pvalues([p for _, p in ran], method)
-    label = "Holm" if method == "holm" else "Benjamini-Hochberg"
+def in_family(test: PairedTest, min_n: int = DEFAULT_MIN_N) -> bool:
+    """A hypothesis of the family: tested (p), on at least ``min_n`` paired rows, with an informative pair."""
+    return test.p is not None and test.n >= min_n and test.n_informative > 0
+
+
+def apply_family(
+    tests: Sequence[PairedTest], *, method: Correction = "holm", alpha: float = 0.05, min_n: int = DEFAULT_MIN_N
+) -> list[PairedTest]:
+    """Every test with its adjusted p and decision (adjusted p < ``alpha``). The family: the tests ``in_family``;
+    a test with no informative pair (p = 1) gets p_adjusted = 1, ``significant=False`` and a correction that says
+    it was left out; a test on fewer than ``min_n`` rows passes through undecided (``significant=None``)."""
+    ran = [i for i, t in enumerate(tests) if in_family(t, min_n)]
+    adjusted = adjust_pvalues([tests[i].p or 0.0 for i in ran], method)
+    label = "none (raw p)" if method == "none" else f"{CORRECTION_NAME[method]} over {len(ran)}"
     out = list(tests)
-    for (i, _), q in zip(ran, adjusted, strict=True):
-        out[i] = replace(tests[i], p_adjusted=q, correction=f"{label} over {len(ran)}", significant=q < alpha)
+    for i, q in zip(ran, adjusted, strict=True):
+        out[i] = replace(tests[i], p_adjusted=q, correction=label, significant=q < alpha)
+    for i, t in enumerate(tests):
+        if t.p is not None and t.n >= min_n and t.n_informative == 0:
+            out[i] = replace(t, p_adjusted=t.p, correction=LEFT_OUT, significant=False)
     return out
+
+
+def verdict(
+    test: PairedTest, *, higher_is_better: bool | None, min_n: int = DEFAULT_MIN_N, band: float | None = None
+) -> Verdict:
+    """The row's verdict once ``apply_family`` ran: not comparable (no pair), too few paired queries, no
+    significant change, within judge noise (|Δ| ≤ ``band``), else better / worse by the metric's direction
+    (changed when it has none)."""
+    if test.n == 0:
+        return "not comparable"
+    if test.n < min_n or test.p is None:
+        return "too few paired queries"
+    if not test.significant:
+        return "no significant change"
+    delta = test.effect.mean_diff
+    if band is not None and abs(delta) <= band:
+        return "within judge noise"
+    if higher_is_better is None or delta == 0:
+        return "changed"
+    return "better" if (delta > 0) == higher_is_better else "worse"
 
 
 @dataclass(frozen=True)
 class FamilyRow:
-    """One (candidate, metric) of a comparison: its test after the family correction, and whether the change is
-    inside the judge's own noise (then it is not a change, whatever p says)."""
+    """One (candidate, metric) of ``compare_family``: its test after the family correction and its verdict."""
 
     candidate: str
     metric: str
     test: PairedTest
+    verdict: Verdict
     within_noise: bool | None  # None when no noise band was given for the metric
 
     @property
     def changed(self) -> bool:
-        """Significant after correction and outside the judge's noise: what a CI gate should act on."""
+        """Significant after correction and outside the judge's noise: what a CI gate acts on."""
         return bool(self.test.significant) and not self.within_noise
 
 
 def compare_family(
     baseline: Mapping[str, Any],
     candidates: Mapping[str, Mapping[str, Any]],
-    kinds: Mapping[str, Literal["boolean", "ordinal", "continuous"]],
+    kinds: Mapping[str, MetricKind],
     *,
     method: Correction = "holm",
     alpha: float = 0.05,
     min_n: int = DEFAULT_MIN_N,
     noise: Mapping[str, float] | None = None,
+    higher_is_better: Mapping[str, bool | None] | None = None,
+    seed: int = 42,
+    n_resamples: int = 10_000,
 ) -> list[FamilyRow]:
     """Every candidate against the baseline on every metric (per-query arrays aligned on the same queries, NaN =
-    missing), the test picked by the metric's kind, corrected over the whole family of metrics × candidates.
+    missing), the test by the metric's kind (``paired_tests``; one generator per candidate, seeded by ``seed`` and
+    the candidate's name), corrected over the whole family of metrics × candidates (``apply_family``).
     ``noise``: metric → band (``agreement.noise_band``) inside which |Δ mean| is judge noise."""
     keys = [(c, m) for c in candidates for m in baseline if m in candidates[c]]
-    tests = [paired_test(baseline[m], candidates[c][m], kind=kinds[m], min_n=min_n) for c, m in keys]
-    corrected = apply_family(tests, method=method, alpha=alpha)
+    tests: list[PairedTest] = []
+    for cand in candidates:
+        samples = [PairedSample(baseline[m], candidates[cand][m], kinds[m]) for c, m in keys if c == cand]
+        rng = paired_generator(seed, cand)
+        tests += paired_tests(samples, rng=rng, n_resamples=n_resamples)
+    corrected = apply_family(tests, method=method, alpha=alpha, min_n=min_n)
     rows = []
     for (cand, metric), test in zip(keys, corrected, strict=True):
         band = None if noise is None else noise.get(metric)
+        hib = None if higher_is_better is None else higher_is_better.get(metric)
         inside = None if band is None else bool(abs(test.effect.mean_diff) <= band)
-        rows.append(FamilyRow(cand, metric, test, inside))
+        rows.append(FamilyRow(cand, metric, test, verdict(test, higher_is_better=hib, min_n=min_n, band=band), inside))
     return rows

@@ -2,8 +2,8 @@
 
 - ``build_report(run_dir) -> Report`` reads a run folder; ``render_json`` / ``render_markdown`` /
   ``render_html`` are pure functions of the report; ``write_labelling_queue`` writes the holes to label next.
-- ``compare_runs([run_a, run_b, ...]) -> Comparison`` pairs queries across runs and tests the differences;
-  ``compare_family_runs`` adds McNemar (pass/fail) and Wilcoxon (ordinal) rows with effect sizes.
+- ``compare_runs([run_a, run_b, ...]) -> Comparison`` pairs queries across runs and tests the differences, each
+  metric by its kind's test (``metrics.significance``, the one comparison engine), in one table and one family.
 - ``trust_section(run_dir, verdicts)`` is the report's "Can the judge be trusted?" section (docs/trust.md).
 """
 
@@ -19,7 +19,6 @@ from ._compare import (
     parse_fail_on,
 )
 from ._compare_render import render_comparison_json, render_comparison_markdown
-from ._family import compare_family_runs, render_family_markdown
 from ._html import render_html
 from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
@@ -40,7 +39,6 @@ __all__ = [
     "ReportError",
     "attribute_stage",
     "build_report",
-    "compare_family_runs",
     "compare_runs",
     "foundry_key",
     "load_run",
@@ -50,7 +48,6 @@ __all__ = [
     "render",
     "render_comparison_json",
     "render_comparison_markdown",
-    "render_family_markdown",
     "render_html",
     "render_json",
     "render_markdown",

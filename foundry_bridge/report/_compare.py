@@ -1,5 +1,10 @@
 """Compare two or more runs over the same queries: paired per-query deltas, significance, CI, a CI gate.
 
+The statistics are ``metrics.significance``'s, the one comparison engine: each metric's test by its kind (the
+sign-flip for continuous metrics, Wilcoxon for a judge's ordinal score, McNemar for pass/fail — a judge's verdict,
+keyed ``<metric key>/pass``, and boolean metrics), one family, one ``Verdict``. This module pairs the queries and
+keeps the table; ``_compare_render`` prints it.
+
 The first run is the baseline; every other run is a candidate compared with it. Queries are paired by
 ``query_id``; positive and negative queries are compared separately; a query present in only one run is listed,
 never silently dropped; a query whose value is undefined (or errored/missing) in either run is left out of that
@@ -24,45 +29,51 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._io import gc_paused, trim_heap
 from .._text import did_you_mean
+from ..catalog import CATALOG
 from ..errors import FoundryBridgeError, UsageError, spelled
 from ..metrics._arrays import IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
+from ..metrics.significance import (
+    CORRECTION_NAME,
+    Correction,
+    MetricKind,
+    PairedSample,
+    PairedTest,
+    Verdict,
+    adjust_pvalues,
+    apply_family,
+    in_family,
+    paired_generator,
+    paired_tests,
+    verdict,
+)
 from ._build import build_report, foundry_key
 from ._columns import SCORED, Columns
-from ._family import FamilyComparison, compare_family_runs
-from ._foundry import FoundryComparison, FoundryRequest, beside_foundry
+from ._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
-from ._trust import TrustSection
+from ._trust import noise_bands
 
 __all__ = [
     "CompareGateFailed",
     "Comparison",
     "CoverageChange",
     "MetricComparison",
-    "PairedTest",
     "RunSummaryRow",
     "compare_runs",
-    "paired_test",
     "parse_fail_on",
 ]
 
 Section_ = Literal["positive", "negative"]
-Verdict = Literal[
-    "better",
-    "worse",
-    "changed",
-    "no significant change",
-    "too few paired queries",
-    "within judge noise",
-    "not comparable",
-]
-Correction = Literal["holm", "bh", "none"]
+PASS = "/pass"  # a judge's pass/fail verdict beside its score: ``<score key>/pass``
 MIN_PAIRED = 10  # fewer paired queries than this: "too few paired queries", no decision
 _SECTIONS: tuple[Section_, ...] = ("positive", "negative")
 _HEADLINE = ("rr", "recall", "ndcg")  # the local measures of the sweep table, at the stage k
 
-TEST_NAME = "paired sign-flip randomization test (two-sided, statistic: mean difference)"
-CI_NAME = "Student t over queries (n − 1 df)"
+TEST_NAME = (
+    "by the metric's kind: paired sign-flip randomization test of the mean difference (continuous metrics), "
+    "Wilcoxon signed-rank (a judge's ordinal score), McNemar exact (pass/fail); two-sided"
+)
+CI_NAME = "Student t over queries (n − 1 df; pass/fail: Agresti–Min padded, cut to [−1, 1])"
 
 
 class CompareGateFailed(FoundryBridgeError):
@@ -96,6 +107,7 @@ class MetricComparison(_Model):
     section: Section_
     metric: str
     higher_is_better: bool | None
+    kind: MetricKind = Field("continuous", description="the metric's kind, which chooses the test")
     n_paired: int
     n_excluded: int = Field(description="queries in both runs but undefined/errored/missing in one of them")
     baseline_mean: float | None
@@ -103,11 +115,20 @@ class MetricComparison(_Model):
     delta: float | None = Field(description="mean of (candidate − baseline) over paired queries")
     ci_low: float | None
     ci_high: float | None
+    d_z: float | None = Field(None, description="standardized effect: delta ÷ sd of the paired differences")
+    d_z_low: float | None = None
+    d_z_high: float | None = None
+    rank_biserial: float | None = Field(None, description="matched-pairs rank-biserial r (Wilcoxon rows)")
+    n_informative: int = Field(0, description="non-zero differences (discordant pairs for McNemar)")
+    in_family: bool = Field(
+        False, description="counted in the exploratory family (at least --min-paired pairs, one informative)"
+    )
     p_value: float | None
     p_adjusted: float | None = Field(
         None,
         description="p corrected over the exploratory family: every metric the runs share × candidates × sections "
-        "(whatever --metric shows or --fail-on gates)",
+        "(whatever --metric shows or --fail-on gates); a test with no informative pair has p = p_adjusted = 1 and "
+        "is not counted in the family",
     )
     test: str
     significant: bool = Field(description="p_adjusted < alpha (the exploratory decision; the gate decides on its own)")
@@ -151,6 +172,9 @@ class Comparison(_Model):
     exploratory_tests: int = Field(
         0, description="tests in the exploratory family: every metric the runs share × candidates × sections tested"
     )
+    left_out_tests: int = Field(
+        0, description="tests with every paired difference 0 (p = 1): reported, not counted in the family"
+    )
     gate_correction: Correction = Field(
         "none", description="correction across the gate's tests (none: each --fail-on at its own alpha)"
     )
@@ -165,14 +189,9 @@ class Comparison(_Model):
         description="{checked, failed, reasons, alpha, correction, tests, false_alarm_rate, false_alarm, checks}: "
         "_gate's decision; checks: one per candidate × --fail-on metric (outcome failed, passed or skipped)",
     )
-    judge_tests: FamilyComparison | None = Field(
-        None,
-        description="Foundry metrics on positive queries by their kind's test: McNemar on pass/fail, Wilcoxon "
-        "signed-rank on scores, effect sizes with intervals, corrected over their own family (report._family)",
-    )
     warnings: list[str] = Field(default_factory=list)
     foundry_comparison: FoundryComparison | None = Field(
-        None, description="Foundry's own comparison of the same runs beside the judge tests (--foundry; not gated)"
+        None, description="Foundry's own comparison of the same runs beside the local rows (--foundry; not gated)"
     )
 
     def get(self, candidate: str, metric: str, section: str = "positive") -> MetricComparison:
@@ -227,8 +246,16 @@ class _Run:
 
         return [self.columns.query_ids[r] for r in np.sort(rows).tolist()]
 
-    def values(self, key: str, source: str) -> Any:
-        return self.columns.values(key, source)
+    def values(self, key: str, source: str, kind: MetricKind = "continuous") -> Any:
+        """``key``'s value per row, NaN where undefined; a pass/fail (``kind`` boolean, or a ``/pass`` key) is the
+        verdict as 0/1."""
+        import numpy as np
+
+        if source == "local" or kind != "boolean":
+            return self.columns.values(key, source)
+        column = self.columns.foundry[key.removesuffix(PASS)]
+        passed = column.passed()
+        return np.where((column.status() == SCORED) & (passed >= 0), passed, np.nan).astype(np.float64)
 
 
 def _labels(paths: Sequence[str]) -> list[str]:
@@ -270,11 +297,26 @@ def parse_fail_on(spec: str) -> tuple[str, str, float]:
     return section, _canonical(metric), delta
 
 
-def _resolve(spec: str, common: list[str], what: str) -> list[str]:
+def _old_spelling(spec: str) -> str | None:
+    """``criterion:metric`` (and ``criterion:metric:pass``), the spelling of the removed judge-tests table, as the
+    one metric key (``criterion/metric``, ``metric`` when it is the criterion's name; ``…/pass``); None otherwise."""
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or not all(parts) or (len(parts) == 3 and parts[2] != "pass"):
+        return None
+    return foundry_key(parts[0], parts[1]) + (PASS if len(parts) == 3 else "")
+
+
+def _resolve(spec: str, common: list[str], what: str, warnings: list[str] | None = None) -> list[str]:
     """The metric keys of every run that ``spec`` names: a key as written, a local measure in any spelling, or a
-    local measure without a cutoff (every k the runs share); a ``UsageError`` with a did-you-mean otherwise."""
+    local measure without a cutoff (every k the runs share); ``criterion:metric`` is accepted for
+    ``criterion/metric`` with a deprecation warning; a ``UsageError`` with a did-you-mean otherwise."""
     if spec in common:
         return [spec]
+    old = _old_spelling(spec)
+    if old is not None and old in common:
+        if warnings is not None:
+            warnings.append(f"{spec!r} is the old spelling of {old!r} (deprecated): write {old!r}")
+        return [old]
     metric = _canonical(spec)
     if metric in common:
         return [metric]
@@ -290,10 +332,11 @@ def _resolve(spec: str, common: list[str], what: str) -> list[str]:
 
 @dataclass
 class _Selection:
-    """The metrics' infos, those in every run (``common``: every one is compared), those shown (``chosen``:
-    ``--metric``'s and the gated ones, or all), and the gate's (section, key, tolerated delta)."""
+    """The metrics' infos and kinds, those in every run (``common``: every one is compared), those shown
+    (``chosen``: ``--metric``'s and the gated ones, or all), and the gate's (section, key, tolerated delta)."""
 
     infos: dict[str, MetricInfo]
+    kinds: dict[str, MetricKind]
     common: list[str]
     chosen: list[str]
     gate_specs: list[tuple[str, str, float]]
@@ -304,27 +347,61 @@ class _Selection:
         return self.chosen + [k for k in self.common if k not in self.chosen]
 
 
+def _kind(info: MetricInfo) -> tuple[MetricKind, bool]:
+    """A metric's kind by the catalog (local measures and unknown metrics: continuous), and whether it is a
+    judge's score (a judge's ordinal or continuous score: its pass/fail verdict is compared too, as ``/pass``)."""
+    spec = CATALOG.get(info.evaluator or "") if info.source == "foundry" else None
+    if spec is None:
+        return "continuous", False
+    try:
+        kind = spec.metric(info.metric).kind
+    except KeyError:
+        return "continuous", False
+    if kind == "boolean":
+        return "boolean", False
+    return ("ordinal" if kind == "ordinal" else "continuous"), spec.needs_deployment
+
+
+def _with_pass_rows(infos: dict[str, MetricInfo]) -> tuple[dict[str, MetricInfo], dict[str, MetricKind]]:
+    """Every metric's info and kind, each judge score followed by its pass/fail row (``<key>/pass``)."""
+    out: dict[str, MetricInfo] = {}
+    kinds: dict[str, MetricKind] = {}
+    for key, info in infos.items():
+        kinds[key], judge = _kind(info)
+        out[key] = info
+        if judge:
+            definition = f"the judge's pass/fail verdict on {key} (pass rate)"
+            out[key + PASS] = info.model_copy(
+                update={"key": key + PASS, "metric": info.metric + PASS, "higher_is_better": True,
+                        "primary": False, "definition": definition}
+            )  # fmt: skip
+            kinds[key + PASS] = "boolean"
+    return out, kinds
+
+
 def _select(
     reports: list[Report], metrics: Sequence[str] | None, fail_on: Sequence[str], warnings: list[str]
 ) -> _Selection:
-    infos = {m.key: m for m in reports[0].metrics if m.key != "n_rel"}
+    first = {m.key: m for m in reports[0].metrics if m.key != "n_rel"}
     for rep in reports[1:]:
         for m in rep.metrics:
-            infos.setdefault(m.key, m)
-    common = [k for k in infos if all(any(m.key == k for m in rep.metrics) for rep in reports)]
-    warnings.extend(f"metric {k!r} is not in every run: not compared" for k in infos if k not in common)
+            first.setdefault(m.key, m)
+    in_all = {k for k in first if all(any(m.key == k for m in rep.metrics) for rep in reports)}
+    infos, kinds = _with_pass_rows(first)
+    common = [k for k in infos if k.removesuffix(PASS) in in_all]
+    warnings.extend(f"metric {k!r} is not in every run: not compared" for k in first if k not in in_all)
     chosen: list[str] = []
     for spec in metrics or ():
-        chosen += [k for k in _resolve(spec, common, "--metric {} is not in every run") if k not in chosen]
+        chosen += [k for k in _resolve(spec, common, "--metric {} is not in every run", warnings) if k not in chosen]
     if not metrics:
         chosen = list(common)
     gated: dict[tuple[str, str], float] = {}  # one check per (section, key): the strictest tolerated delta
     for section, metric, tol in (parse_fail_on(s) for s in fail_on):
-        for key in _resolve(metric, common, "--fail-on {} is not a metric of every run"):
+        for key in _resolve(metric, common, "--fail-on {} is not a metric of every run", warnings):
             gated[section, key] = min(tol, gated.get((section, key), tol))
             if key not in chosen:
                 chosen.append(key)
-    return _Selection(infos, common, chosen, [(sec, key, tol) for (sec, key), tol in gated.items()])
+    return _Selection(infos, kinds, common, chosen, [(sec, key, tol) for (sec, key), tol in gated.items()])
 
 
 @dataclass(frozen=True)
@@ -394,44 +471,6 @@ def _pair(base: _Run, cand: _Run, name: str, base_name: str, warnings: list[str]
     return _Pairing(queries, rows, cand_row)
 
 
-def _verdict(n_paired: int, significant: bool, delta: float | None, hib: bool | None) -> Verdict:
-    if not n_paired:
-        return "not comparable"
-    if not significant:
-        return "no significant change"
-    if hib is None or delta is None:
-        return "changed"
-    return "better" if (delta > 0) == hib else "worse"
-
-
-@dataclass(frozen=True)
-class PairedTest:
-    """A paired test's result on one metric: p-value, the method's name and the CI of the mean difference."""
-
-    p: float
-    method: str
-    ci_low: float | None
-    ci_high: float | None
-
-
-def paired_test(diffs: Any, settings: _Settings, key: str) -> PairedTest:
-    """The paired test of one metric over its paired differences (candidate − baseline, no NaN): sign-flip
-    randomization test of the mean difference from one generator seeded by (seed, ``key``), and Student's t
-    interval of it (``metrics.intervals.mean_t_interval``: mean ± t₍n−1₎·s/√n, s with the n − 1 divisor; none below
-    two queries; a percentile bootstrap was ≈ 18 % too narrow at 10 queries). compare's key is (the two runs as an
-    unordered pair, section, metric) and the test sees only |d| (``_stats.sign_flip_test``): swapping baseline and
-    candidate negates Δ and keeps p."""
-    from ..metrics.intervals import mean_t_interval
-    from ._stats import paired_generator, sign_flip_test
-
-    if not diffs.size:
-        return PairedTest(float("nan"), "none (no paired queries)", None, None)
-    rng = paired_generator(settings.seed, key)
-    p, method = sign_flip_test(diffs, n_resamples=settings.n_resamples, rng=rng)
-    lo, hi = mean_t_interval(diffs, confidence=settings.confidence)
-    return PairedTest(p, method, None if math.isnan(lo) else lo, None if math.isnan(hi) else hi)
-
-
 def _got_worse(ids: Sequence[str], defined: Any, b_all: Any, c_all: Any, d: Any, worse: Any) -> list[dict[str, Any]]:
     """The LIST_CAP queries that got worse by the most, largest change first (ties in dataset order); ``worse``
     indexes the paired differences ``d``, ``defined`` maps them back to the section's rows."""
@@ -445,18 +484,22 @@ def _got_worse(ids: Sequence[str], defined: Any, b_all: Any, c_all: Any, d: Any,
     ]
 
 
-def _compare_one(
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def _row(
     name: str,
     section: Section_,
     info: MetricInfo,
+    kind: MetricKind,
     b_all: Any,
     c_all: Any,
     ids: Sequence[str],
-    settings: _Settings,
-    pair: str,
+    test: PairedTest,
 ) -> MetricComparison:
-    """One metric of one section, candidate vs baseline, over the queries defined in both. Per query, only the
-    two sections' values, the defined mask and the differences stay in memory while the tests run."""
+    """One metric of one section, candidate vs baseline, over the queries defined in both: means, Δ and its
+    interval, the test's p (decided later, ``_correct``), wins/ties/losses and the queries that got worse."""
     import numpy as np
 
     defined = ~(np.isnan(b_all) | np.isnan(c_all))
@@ -466,9 +509,7 @@ def _compare_one(
     d = c - b
     del b, c
     hib = info.higher_is_better
-    test = paired_test(d, settings, f"{pair}|{section}|{info.key}")
-    delta = float(d.mean()) if n_paired else None
-    significant = bool(n_paired) and not math.isnan(test.p) and test.p < settings.alpha and delta != 0
+    e = test.effect
     worse_mask = (d < 0) if hib is not False else (d > 0)
     wins = int(np.count_nonzero((d > 0) if hib is not False else (d < 0)))
     worse = np.flatnonzero(worse_mask)
@@ -477,17 +518,23 @@ def _compare_one(
         section=section,
         metric=info.key,
         higher_is_better=hib,
+        kind=kind,
         n_paired=n_paired,
         n_excluded=len(ids) - n_paired,
         baseline_mean=means[0],
         candidate_mean=means[1],
-        delta=delta,
-        ci_low=test.ci_low,
-        ci_high=test.ci_high,
-        p_value=None if math.isnan(test.p) else test.p,
-        test=test.method,
-        significant=significant,
-        verdict=_verdict(n_paired, significant, delta, hib),
+        delta=float(d.mean()) if n_paired else None,
+        ci_low=_finite(e.low),
+        ci_high=_finite(e.high),
+        d_z=_finite(e.d_z),
+        d_z_low=_finite(e.d_low),
+        d_z_high=_finite(e.d_high),
+        rank_biserial=e.rank_biserial,
+        n_informative=test.n_informative,
+        p_value=test.p,
+        test=test.test,
+        significant=False,
+        verdict="not comparable" if not n_paired else "no significant change",
         wins=wins,
         ties=int(np.count_nonzero(d == 0)),
         losses=int(worse.size),
@@ -511,42 +558,53 @@ class _RowIds(Sequence[str]):
 
 def _compare_candidate(
     base: _Run, cand: _Run, names: tuple[str, str], pairing: _Pairing, sel: _Selection, settings: _Settings
-) -> list[MetricComparison]:
-    """Every metric the runs share (``sel.compared``), per section, ``names`` = (baseline, candidate); the random
-    stream of a test is keyed by the two names unordered (``paired_test``)."""
+) -> tuple[list[MetricComparison], list[PairedTest]]:
+    """Every metric the runs share (``sel.compared``), per section, ``names`` = (baseline, candidate): each
+    section's metrics tested together by ``metrics.significance.paired_tests`` (the sign-flips of one section against
+    one generator keyed by the two names unordered and the section: swapping baseline and candidate keeps p)."""
     name, pair = names[1], "|".join(sorted(names))
-    out: list[MetricComparison] = []
     sections = [(s, pairing.rows[s]) for s in _SECTIONS if len(pairing.rows[s][0])]
+    values: dict[str, list[tuple[Any, Any]]] = {s: [] for s, _ in sections}
     for key in sel.compared:
-        info = sel.infos[key]
-        bv, cv = base.values(key, info.source), cand.values(key, info.source)
-        values = [(bv[b_rows], cv[c_rows]) for _, (b_rows, c_rows) in sections]
-        del bv, cv  # only the sections' values stay while the tests run, each section's until it is tested
-        for section, (b_rows, _) in sections:
-            b_all, c_all = values.pop(0)
-            ids = _RowIds(base.columns.query_ids, b_rows)
-            out.append(_compare_one(name, section, info, b_all, c_all, ids, settings, pair))
-            del b_all, c_all
-    return out
+        info, kind = sel.infos[key], sel.kinds[key]
+        bv, cv = base.values(key, info.source, kind), cand.values(key, info.source, kind)
+        for section, (b_rows, c_rows) in sections:
+            values[section].append((bv[b_rows], cv[c_rows]))
+        del bv, cv  # only the sections' values stay while the tests run
+    rows: dict[tuple[str, str], tuple[MetricComparison, PairedTest]] = {}
+    for section, (b_rows, _) in sections:
+        pairs = values.pop(section)
+        samples = [PairedSample(b, c, sel.kinds[key]) for key, (b, c) in zip(sel.compared, pairs, strict=True)]
+        rng = paired_generator(settings.seed, f"{pair}|{section}")
+        done = paired_tests(samples, rng=rng, n_resamples=settings.n_resamples, confidence=settings.confidence)
+        ids = _RowIds(base.columns.query_ids, b_rows)
+        for key, (b_all, c_all), test in zip(sel.compared, pairs, done, strict=True):
+            rows[key, section] = (_row(name, section, sel.infos[key], sel.kinds[key], b_all, c_all, ids, test), test)
+        del pairs, samples
+    ordered = [rows[key, section] for key in sel.compared for section, _ in sections]  # metric by metric
+    return [mc for mc, _ in ordered], [test for _, test in ordered]
 
 
 def _compare_columns(
     reports: list[Report], names: list[str], sel: _Selection, settings: _Settings, warnings: list[str]
-) -> tuple[list[MetricComparison], list[CoverageChange], list[CandidateQueries]]:
+) -> tuple[list[MetricComparison], list[PairedTest], list[CoverageChange], list[CandidateQueries]]:
     """Every candidate against the baseline on the reports' columns: pairing, the tests of every metric the runs
     share and section, coverage. One candidate's pairing is in memory at a time, and none once this returns."""
     base, base_scored = _Run(reports[0]), dict[str, int]()
     comparisons: list[MetricComparison] = []
+    tests: list[PairedTest] = []
     coverage: list[CoverageChange] = []
     queries: list[CandidateQueries] = []
     for rep, name in zip(reports[1:], names[1:], strict=True):
         cand = _Run(rep)
         pairing = _pair(base, cand, name, names[0], warnings)
         queries.append(pairing.queries)
-        comparisons += _compare_candidate(base, cand, (names[0], name), pairing, sel, settings)
+        rows, done = _compare_candidate(base, cand, (names[0], name), pairing, sel, settings)
+        comparisons += rows
+        tests += done
         coverage += _coverage_changes(base, cand, name, pairing, base_scored)
         del cand, pairing
-    return comparisons, coverage, queries
+    return comparisons, tests, coverage, queries
 
 
 def _coverage_changes(
@@ -579,9 +637,6 @@ def _coverage_changes(
             )
         )
     return out
-
-
-_CORRECTION_NAME = {"holm": "Holm", "bh": "Benjamini–Hochberg"}
 
 
 @dataclass(frozen=True)
@@ -639,7 +694,7 @@ def _false_alarm(tests: int, alpha: float, correction: Correction) -> tuple[floa
         rate = min(1.0, tests * alpha)
         each = ", each at its own" if tests != 1 else " at"
         return rate, f"{plural}{each} α = {alpha:g}: false-alarm rate across all gates ≤ {rate:.4g} (union bound m·α)"
-    name = _CORRECTION_NAME[correction]
+    name = CORRECTION_NAME[correction]
     text = f"{plural}, {name}-corrected across gates: false-alarm rate across all gates ≤ α = {alpha:g}"
     return alpha, text + (" when no gated metric changed (false discovery rate ≤ α)" if correction == "bh" else "")
 
@@ -709,16 +764,14 @@ def _gate(
     (``metrics.significance.adjust_pvalues``). A check fails when its metric is significantly worse by more than
     its tolerated delta and than the judge's noise band (``_regressed``). A Foundry metric's coverage dropping by
     more than ``coverage_drop`` fails too. The false-alarm rate across gates is stated by ``_false_alarm``."""
-    from ..metrics.significance import adjust_pvalues
-
     by = {(mc.candidate, str(mc.section), mc.metric): mc for mc in comparisons}
     checks = _checks(sel, candidates, by, rule.min_paired)
     if not rule.allow_empty:
         _refuse_empty(checks)
     ran = [c for c in checks if c["p"] is not None]
     raw = [float(c["p"]) for c in ran]
-    adjusted = raw if rule.correction == "none" else adjust_pvalues(raw, rule.correction)
-    how = "" if rule.correction == "none" else f", {_CORRECTION_NAME[rule.correction]} over {len(ran)} gated tests"
+    adjusted = adjust_pvalues(raw, rule.correction)
+    how = "" if rule.correction == "none" else f", {CORRECTION_NAME[rule.correction]} over {len(ran)} gated tests"
     reasons: list[str] = []
     for c, p in zip(ran, adjusted, strict=True):
         mc = by[c["candidate"], c["section"], c["metric"]]
@@ -749,52 +802,64 @@ def _gate(
 
 def _correct(
     comparisons: list[MetricComparison],
+    tests: list[PairedTest],
     correction: Correction,
     alpha: float,
     min_paired: int,
     noise: Mapping[str, float],
-) -> int:
-    """The exploratory decision, in place; returns the family's size. Every test that ran on at least
-    ``min_paired`` queries is a hypothesis of one family — every metric the runs share × candidates × sections,
-    fixed by the runs, not by the metrics shown or gated — corrected by ``metrics.significance.adjust_pvalues``
-    (Holm step-down, or Benjamini–Hochberg); ``significant`` = p_adjusted < alpha and a non-zero delta. Fewer
-    paired queries: "too few paired queries", no decision. A significant change no larger than the judge's own
-    noise band (``noise``: metric key → band, from repeat runs of the baseline) is "within judge noise", not a
-    change. The gate decides apart (``_gate``)."""
-    from ..metrics.significance import adjust_pvalues
-
-    ran = [mc for mc in comparisons if mc.p_value is not None and mc.n_paired >= min_paired]
-    raw = [mc.p_value for mc in ran if mc.p_value is not None]
-    adjusted = raw if correction == "none" else adjust_pvalues(raw, correction)
-    for mc, p in zip(ran, adjusted, strict=True):
-        mc.p_adjusted = p
-        mc.significant = p < alpha and mc.delta != 0
-        mc.verdict = _verdict(mc.n_paired, mc.significant, mc.delta, mc.higher_is_better)
-    for mc in ran:
+) -> tuple[int, int]:
+    """The exploratory decision, in place; returns the family's size and the tests left out of it. One family —
+    every metric the runs share × candidates × sections, fixed by the runs, not by the metrics shown or gated —
+    corrected as asked (``metrics.significance.apply_family``: Holm, Benjamini–Hochberg or none, which is none for
+    every row); a test with every paired difference 0 (p = 1) is shown but left out of the family; fewer than
+    ``min_paired`` paired queries: "too few paired queries", no decision. The verdict is
+    ``metrics.significance.verdict``'s: a significant change no larger than the judge's own noise band (``noise``:
+    metric key → band, from repeat runs of the baseline) is "within judge noise". The gate decides apart
+    (``_gate``)."""
+    decided = apply_family(tests, method=correction, alpha=alpha, min_n=min_paired)
+    for mc, test in zip(comparisons, decided, strict=True):
+        mc.p_adjusted = test.p_adjusted
+        mc.in_family = in_family(test, min_paired)
         band = noise.get(mc.metric)
-        if mc.significant and band is not None and mc.delta is not None and abs(mc.delta) <= band:
-            mc.significant, mc.verdict = False, "within judge noise"
+        mc.verdict = verdict(test, higher_is_better=mc.higher_is_better, min_n=min_paired, band=band)
+        mc.significant = mc.verdict in ("better", "worse", "changed")
+    family = sum(mc.in_family for mc in comparisons)
+    left_out = sum(1 for t in decided if t.p is not None and t.n >= min_paired and t.n_informative == 0)
+    return family, left_out
+
+
+def _without_pass_rows(sel: _Selection) -> _Selection:
+    """The selection without the judges' ``/pass`` rows (``judge_tests=False``), unless one is gated."""
+    gated = {key for _, key, _ in sel.gate_specs}
+    keep = [k for k in sel.common if not k.endswith(PASS) or k in gated]
+    return _Selection(sel.infos, sel.kinds, keep, [k for k in sel.chosen if k in keep], sel.gate_specs)
+
+
+def _local_lines(comparisons: list[MetricComparison], sel: _Selection) -> list[LocalLine]:
+    """The positive Foundry rows (each judge's score and pass/fail) as Foundry's comparison is put beside."""
+    out = []
     for mc in comparisons:
-        if 0 < mc.n_paired < min_paired:
-            mc.significant, mc.verdict = False, "too few paired queries"
-    return len(ran)
+        info = sel.infos[mc.metric]
+        if mc.section != "positive" or info.source != "foundry" or info.criterion is None:
+            continue
+        metric = info.metric.removesuffix(PASS)
+        out.append(
+            LocalLine(
+                candidate=mc.candidate,
+                key=mc.metric,
+                criterion=info.criterion,
+                metric=metric,
+                score=not mc.metric.endswith(PASS),
+                test=mc.test,
+                verdict=mc.verdict,
+                delta=mc.delta,
+                p_adjusted=mc.p_adjusted,
+            )
+        )
+    return out
 
 
-def _family_key(report_key: str) -> str:
-    """A report metric key (``criterion`` or ``criterion/metric``) as ``report._family`` spells it."""
-    criterion, _, metric = report_key.partition("/")
-    return f"{criterion}:{metric or criterion}"
-
-
-def noise_bands_by_key(section: TrustSection) -> dict[str, float]:
-    """Each judge's score-noise band (``report._trust``: from repeat runs) under its report metric key, as
-    ``compare_runs(noise=...)`` reads it."""
-    metric = {j.criterion: j.metric for j in section.judges}
-    return {
-        foundry_key(n.criterion, metric[n.criterion]): n.score_band
-        for n in section.noise
-        if n.score_band is not None and n.criterion in metric
-    }
+noise_bands_by_key = noise_bands  # the name compare's callers know: each judge's bands under its report keys
 
 
 def _summary_row(rep: Report, name: str, chosen: list[str]) -> RunSummaryRow:
@@ -873,11 +938,12 @@ def compare_runs(
     across the gate's tests with ``gate_correction`` (holm, bh), and states the false-alarm rate across gates; a
     gate whose test cannot run (no comparable pair, fewer than ``min_paired``) is a ``UsageError``, or a skipped
     check with ``allow_empty_gate``. ``noise``: report metric key → the judge-noise band (``noise_bands_by_key``);
-    a difference inside it is not a change. ``judge_tests`` (run folders only): add the McNemar / Wilcoxon family
-    (``judge_tests``). Steps: build the reports → select the metrics → per candidate: pair the queries, compare
-    each metric, coverage → correct the exploratory family → gate → the judge tests → summaries.
-    ``foundry``: ask Foundry for its own comparison of the run folders (called with them before anything else,
-    e.g. ``foundry._insights.request_comparison``), shown beside the judge tests, never gated.
+    a difference inside it is not a change. Each metric's test is chosen by its kind (``metrics.significance``): a
+    judge's score by Wilcoxon and its pass/fail verdict (``<key>/pass``) by McNemar, both in the one table and the
+    one family; ``judge_tests=False`` leaves the ``/pass`` rows out. Steps: build the reports → select the metrics →
+    per candidate: pair the queries, test each section's metrics → correct the exploratory family → gate →
+    summaries. ``foundry``: ask Foundry for its own comparison of the run folders (called with them before
+    anything else, e.g. ``foundry._insights.request_comparison``), shown beside the local rows, never gated.
     """
     if len(runs) < 2:
         raise UsageError(_TWO_RUNS)
@@ -886,24 +952,14 @@ def compare_runs(
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
     warnings: list[str] = []
     sel = _select(reports, metrics, fail_on, warnings)
+    if not judge_tests:
+        sel = _without_pass_rows(sel)
     settings = _Settings(seed, n_resamples, alpha, confidence)
-    comparisons, coverage, queries = _compare_columns(reports, names, sel, settings, warnings)
-    tests = _correct(comparisons, correction, alpha, min_paired, noise or {})
+    comparisons, tests, coverage, queries = _compare_columns(reports, names, sel, settings, warnings)
+    family, left_out = _correct(comparisons, tests, correction, alpha, min_paired, noise or {})
+    del tests
     rule = _GateRule(alpha, gate_correction, min_paired, noise or {}, coverage_drop, allow_empty_gate)
     gate = _gate(sel, names[1:], comparisons, coverage, rule)  # a gate that cannot fire stops here
-    family = None
-    if judge_tests and not any(isinstance(r, Report) for r in runs):
-        family = compare_family_runs(
-            runs[0],  # type: ignore[arg-type]  # run folders (checked above)
-            list(runs[1:]),  # type: ignore[arg-type]
-            method="bh" if correction == "bh" else "holm",
-            min_n=min_paired,
-            alpha=alpha,
-            labels=names,
-            noise={_family_key(k): v for k, v in (noise or {}).items()},
-            kind="positive",
-            indexes=[(rep._columns.query_ids, rep._columns.kinds) for rep in reports],
-        )
     shown = set(sel.chosen)
     return Comparison(
         headline=_headline(reports[0], metrics, sel.chosen),
@@ -914,7 +970,8 @@ def compare_runs(
         alpha=alpha,
         confidence=confidence,
         correction=correction,
-        exploratory_tests=tests,
+        exploratory_tests=family,
+        left_out_tests=left_out,
         gate_correction=gate_correction,
         min_paired=min_paired,
         runs=[_summary_row(rep, name, sel.chosen) for rep, name in zip(reports, names, strict=True)],
@@ -922,7 +979,6 @@ def compare_runs(
         coverage=coverage,
         queries=queries,
         gate=gate,
-        judge_tests=family,
         warnings=warnings,
-        foundry_comparison=beside_foundry(answer, names, family),
+        foundry_comparison=beside_foundry(answer, names, _local_lines(comparisons, sel)),
     )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..metrics.significance import CORRECTION_NAME
 from ._compare import Comparison, MetricComparison
-from ._family import render_family_markdown
 from ._format import fmt_num, md_escape
 from ._foundry import render_foundry_markdown
 from ._model import STAGES
@@ -36,9 +36,9 @@ def _sweep(comparison: Comparison) -> list[str]:
     out = [
         "## foundry-bridge compare",
         "",
-        f"Baseline `{md_escape(comparison.baseline)}`; {comparison.test}, {comparison.n_resamples} resamples "
-        f"(exact when fewer assignments exist), seed {comparison.seed}; {comparison.confidence:.0%} CI: "
-        f"{comparison.ci}; {_decision(comparison)} ▲ better, ▼ worse (significant).",
+        f"Baseline `{md_escape(comparison.baseline)}`; tests {comparison.test} (sign-flip: "
+        f"{comparison.n_resamples} resamples, exact when fewer assignments exist, seed {comparison.seed}); "
+        f"{comparison.confidence:.0%} CI: {comparison.ci}; {_decision(comparison)} ▲ better, ▼ worse (significant).",
         "",
         "### Sweep (positive queries, mean and Δ vs baseline)",
         "",
@@ -79,20 +79,28 @@ def _gate_and_warnings(comparison: Comparison) -> list[str]:
 def _decision(comparison: Comparison) -> str:
     """The method line's decision rule: which p, corrected how, decides (the verdicts; the gate says its own)."""
     fewer = f"fewer than {comparison.min_paired} paired queries: no decision."
+    left = comparison.left_out_tests
+    zeros = (
+        f" {left} test{'s' if left != 1 else ''} with every paired difference 0 (p = 1) "
+        f"{'are' if left != 1 else 'is'} shown but not counted in the family."
+        if left
+        else ""
+    )
     if comparison.correction == "none":
-        return f"significant ⇔ p < {comparison.alpha} (uncorrected); {fewer}"
-    name = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[comparison.correction]
+        return f"significant ⇔ p < {comparison.alpha} (uncorrected: p corr. = p); {fewer}{zeros}"
+    name = CORRECTION_NAME[comparison.correction]
     return (
-        f"significant ⇔ {name}-corrected p < {comparison.alpha} over the {comparison.exploratory_tests} tests of "
-        f"every metric the runs share (whichever are shown; the gate decides on its own); {fewer}"
+        f"significant ⇔ {name}-corrected p < {comparison.alpha} over the {comparison.exploratory_tests} "
+        f"test{'s' if comparison.exploratory_tests != 1 else ''} of every metric the runs share (whichever are "
+        f"shown; the gate decides on its own); {fewer}{zeros}"
     )
 
 
 def _metric_table(rows: list[MetricComparison]) -> list[str]:
-    """The metrics that changed on some query (with n, means, Δ, CI, p, corrected p, verdict), then the unchanged
-    ones."""
-    out = ["| section | metric | n | baseline | candidate | Δ | CI | p | p corr. | verdict | W/T/L |"]
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    """The metrics that changed on some query (with the test, n, means, Δ, CI, d_z, p, corrected p, verdict), then
+    the unchanged ones."""
+    out = ["| section | metric | test | n | baseline | candidate | Δ | CI | d_z | p | p corr. | verdict | W/T/L |"]
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     shown = [m for m in rows if m.wins or m.losses or m.significant]
     unchanged = [f"{m.section} {m.metric}" for m in rows if m.n_paired and m not in shown]
     uncomparable = [f"{m.section} {m.metric}" for m in rows if not m.n_paired]
@@ -103,12 +111,12 @@ def _metric_table(rows: list[MetricComparison]) -> list[str]:
         n = f"{m.n_paired}" + (f" (+{m.n_excluded} undefined)" if m.n_excluded else "")
         verdict = f"**{m.verdict}**" if m.verdict in ("better", "worse") else m.verdict
         out.append(
-            f"| {m.section} | {md_escape(m.metric)} | {n} | {fmt_num(m.baseline_mean)} | "
-            f"{fmt_num(m.candidate_mean)} | {fmt_num(m.delta)} | {ci} | {p} | {p_adj} | {verdict} | "
-            f"{m.wins}/{m.ties}/{m.losses} |"
+            f"| {m.section} | {md_escape(m.metric)} | {md_escape(m.test)} | {n} | {fmt_num(m.baseline_mean)} | "
+            f"{fmt_num(m.candidate_mean)} | {fmt_num(m.delta)} | {ci} | {fmt_num(m.d_z)} | {p} | {p_adj} | "
+            f"{verdict} | {m.wins}/{m.ties}/{m.losses} |"
         )
     if not shown:
-        out.append("| – | no metric changed on any query | | | | | | | | | |")
+        out.append("| – | no metric changed on any query | | | | | | | | | | | |")
     out.append("")
     if unchanged:
         out.append(f"Identical on every paired query: {md_escape(', '.join(unchanged))}")
@@ -162,12 +170,6 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
         out += [f"### {md_escape(cand)} vs {md_escape(comparison.baseline)}", ""]
         rows = [m for m in comparison.metrics if m.candidate == cand]
         out += [*_metric_table(rows), *_got_worse(rows, max_worse), *_query_changes(comparison, cand)]
-    if comparison.judge_tests is not None and comparison.judge_tests.rows:
-        out += [
-            "### Judge metrics by their kind's test (positive queries)",
-            "",
-            render_family_markdown(comparison.judge_tests),
-        ]
     if comparison.foundry_comparison is not None:
         out.append(render_foundry_markdown(comparison.foundry_comparison))
     return "\n".join(out).rstrip() + "\n"

@@ -3,8 +3,8 @@
 
 The report layer does not talk to Foundry: ``compare_runs(..., foundry=request)`` takes the request as a function
 (``foundry._insights.request_comparison``), called with the run folders before the local comparison, so a run
-Foundry cannot compare is refused before any work; its answer's ``beside(labels, local_rows)`` (the judge tests'
-rows) is read here into ``FoundryComparison``. Nothing of it reaches the gate.
+Foundry cannot compare is refused before any work; its answer's ``beside(labels, local_rows)`` (the comparison's
+positive Foundry score rows, ``LocalLine``) is read here into ``FoundryComparison``. Nothing of it reaches the gate.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._family import FamilyComparison, FamilyLine
 from ._format import fmt_num, md_escape
 
 __all__ = [
@@ -22,22 +21,38 @@ __all__ = [
     "FoundryComparison",
     "FoundryRequest",
     "FoundryRow",
+    "LocalLine",
     "beside_foundry",
     "render_foundry_markdown",
 ]
 
 
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", from_attributes=True)
+
+
+class LocalLine(_Model):
+    """One local comparison row of a Foundry metric (positive queries), as Foundry's comparison is put beside it:
+    ``key`` is the report key, ``criterion``/``metric`` Foundry's names, ``score`` False for a ``/pass`` row."""
+
+    candidate: str
+    key: str
+    criterion: str
+    metric: str
+    score: bool
+    test: str
+    verdict: str
+    delta: float | None
+    p_adjusted: float | None
+
+
 class FoundryAnswer(Protocol):
     """What the request returns: its answer, put beside the local rows on demand."""
 
-    def beside(self, labels: Sequence[str], local_rows: Sequence[FamilyLine]) -> object: ...
+    def beside(self, labels: Sequence[str], local_rows: Sequence[LocalLine]) -> object: ...
 
 
 FoundryRequest = Callable[[Sequence[object]], FoundryAnswer]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", from_attributes=True)
 
 
 class FoundryRow(_Model):
@@ -58,7 +73,7 @@ class FoundryRow(_Model):
 
 
 class FoundryComparison(_Model):
-    """Foundry's ``EvaluationComparison`` of the same runs beside the local judge tests; never part of the gate."""
+    """Foundry's ``EvaluationComparison`` of the same runs beside the local rows; never part of the gate."""
 
     endpoint: str
     eval_id: str
@@ -71,12 +86,12 @@ class FoundryComparison(_Model):
 
 
 def beside_foundry(
-    answer: FoundryAnswer | None, labels: Sequence[str], family: FamilyComparison | None
+    answer: FoundryAnswer | None, labels: Sequence[str], rows: Sequence[LocalLine]
 ) -> FoundryComparison | None:
-    """The answer beside the judge tests' rows (none without ``judge_tests``)."""
+    """The answer beside the local score rows (Foundry compares scores, not pass rates)."""
     if answer is None:
         return None
-    return FoundryComparison.model_validate(answer.beside(labels, family.rows if family else []))
+    return FoundryComparison.model_validate(answer.beside(labels, [r for r in rows if r.score]))
 
 
 def render_foundry_markdown(fc: FoundryComparison) -> str:

@@ -488,14 +488,19 @@ def trust_section(
 
 
 def noise_bands(section: TrustSection) -> dict[str, float]:
-    """``criterion:metric`` (score) and ``criterion:metric:pass`` → the judge-noise band, for
-    ``compare_family_runs(noise=...)``: a smaller difference is "within judge noise"."""
+    """Each judge's noise bands from repeat runs under its report metric keys — the score's (``criterion/metric``,
+    or ``metric`` when it is the criterion's name) and the pass rate's (``<key>/pass``) — for
+    ``compare_runs(noise=...)``: a smaller difference is "within judge noise"."""
+    from ._build import foundry_key
+
     metric = {j.criterion: j.metric for j in section.judges}
     out: dict[str, float] = {}
     for n in section.noise:
-        key = f"{n.criterion}:{metric[n.criterion]}"
+        if n.criterion not in metric:
+            continue
+        key = foundry_key(n.criterion, metric[n.criterion])
         out |= {key: n.score_band} if n.score_band is not None else {}
-        out |= {key + ":pass": n.pass_band} if n.pass_band is not None else {}
+        out |= {key + "/pass": n.pass_band} if n.pass_band is not None else {}
     return out
 
 
