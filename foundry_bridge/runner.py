@@ -24,6 +24,7 @@ from typing import Any, Literal
 from . import __version__
 from ._io import dumps, loads
 from .catalog import CATALOG
+from .columns import seal
 from .errors import BackendError, UsageError
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
@@ -354,6 +355,7 @@ def execute_run(
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
     folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))
+    seal(folder, plan=plan)  # the results and per-query facts as columns: what every report reads
     return summary
 
 

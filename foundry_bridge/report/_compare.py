@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._io import gc_paused, trim_heap
+from .._io import gc_paused
 from .._text import did_you_mean
 from ..errors import FoundryBridgeError, UsageError
 from ..metrics._arrays import IdIndex, same_distinct
@@ -646,12 +646,8 @@ def _lean_report(run: str | os.PathLike[str]) -> Report:
     """A run's report as compare needs it: no rows kept, no trust section, and only its columns' numbers (no
     reasons, no holes)."""
     report = build_report(run, worst=0, table_rows=0, trust=False)
-    for col in report._columns.foundry.values():
-        col.cells.reason.clear()
-        col.cells.error.clear()
     report._holes = None
     gc.collect()  # compare runs with the collector paused: the build's cycles go now, not after the next build
-    trim_heap()
     return report
 
 
