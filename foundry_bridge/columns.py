@@ -76,15 +76,19 @@ _FACT_TYPES = {
 }
 
 
-def connect() -> duckdb.DuckDBPyConnection:
+def connect(spill: Path) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection for one command: ``memory_limit`` (``FOUNDRY_BRIDGE_DUCKDB_MEMORY``, default 256MB),
-    spilling to a folder under ``TMPDIR``, insertion order kept (results in file order)."""
+    spilling to ``spill`` (a folder under ``TMPDIR``, the caller's to remove), insertion order kept (results in
+    file order)."""
     import duckdb
 
-    spill = tempfile.mkdtemp(prefix="foundry-bridge-duckdb-")
-    con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": spill})
+    con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
     con.execute("SET preserve_insertion_order = true")
     return con
+
+
+def _spill_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="foundry-bridge-duckdb-"))
 
 
 @dataclass(frozen=True)
@@ -317,7 +321,8 @@ def seal(
     params = params or FactParams.for_plan(plan)
     final = target or folder.path / COLUMNS_DIR
     work = Path(tempfile.mkdtemp(prefix=f".{COLUMNS_DIR}.", dir=final.parent))
-    con = connect()
+    spill = _spill_dir()
+    con = connect(spill)
     try:
         sources = _sources(folder)
         blocks = _FactBlocks(con, work, params)
@@ -354,6 +359,7 @@ def seal(
         raise
     finally:
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
     return final
 
 
@@ -383,7 +389,9 @@ class RunColumns:
 
     def __init__(self, folder: RunFolder, path: Path, meta: dict[str, Any], params: FactParams) -> None:
         self.folder, self.path, self.meta, self.params = folder, path, meta, params
-        self.con = connect()
+        self._temporary: Path | None = None
+        self._spill = _spill_dir()
+        self.con = connect(self._spill)
         q = _sql_path(path)
         self.con.execute(f"CREATE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
         self.con.execute(
@@ -391,7 +399,6 @@ class RunColumns:
             "file_row_number = true)"
         )
         self.con.execute(f"CREATE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
-        self._temporary: Path | None = None
 
     @classmethod
     def open(
@@ -418,8 +425,12 @@ class RunColumns:
         return out
 
     def close(self) -> None:
+        """Close the connection; remove the engine's spill folder (and temporary columns)."""
+        if not hasattr(self, "_spill"):
+            return
         with contextlib.suppress(Exception):
             self.con.close()
+        shutil.rmtree(self._spill, ignore_errors=True)
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
             self._temporary = None
