@@ -78,7 +78,9 @@ def browser_load_seconds(html: Path) -> float | None:
 
 def _size(path: Path) -> str:
     sizes = [f"{path.stat().st_size / 2**20:.1f} MiB"]
-    side = path.with_name(path.stem + ".queries.jsonl")
+    from foundry_bridge.report import queries_path
+
+    side = queries_path(path)
     if side.exists():
         sizes.append(f"+ {side.name} {side.stat().st_size / 2**20:.1f} MiB")
     return " ".join(sizes)

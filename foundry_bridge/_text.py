@@ -2,20 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 __all__ = ["did_you_mean", "userinfo_problem"]
 
 
-def did_you_mean(word: str, candidates: list[str] | tuple[str, ...] | set[str]) -> str | None:
-    """The closest candidate to ``word`` (case-insensitive first), or None."""
-    lowered = {c.lower(): c for c in candidates}
+def did_you_mean(
+    word: str,
+    candidates: Iterable[str],
+    *,
+    fits: Callable[[str], bool] | None = None,
+    prefix: bool = False,
+) -> str | None:
+    """The closest candidate to ``word``, or None: the same word in another case first, then the closest by
+    ``difflib``'s ratio (at least 0.6); with ``prefix``, then the one candidate that ``word`` (3 characters or
+    more) begins, an abbreviation (``neg`` → ``negative``).
+
+    ``fits`` ranks by role before spelling: a candidate for which it is false (a key holding a string where a list
+    of labels is read) is never suggested, however close its name."""
+    pool = [c for c in candidates if fits is None or fits(c)]
+    lowered = {c.lower(): c for c in pool}
     if word.lower() in lowered:
         return lowered[word.lower()]
     import difflib  # only on the error path: not a start-up cost
 
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return close[0] if close else None
+    close = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    if prefix and len(word) >= 3:
+        started = [c for c in pool if c.lower().startswith(word.lower())]
+        if len(started) == 1:
+            return started[0]
+    return None
 
 
 def userinfo_problem(url: str, what: str) -> str | None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["COLUMNS_DIR", "FactParams", "RunColumns", "connect", "seal"]
 
 COLUMNS_DIR = "columns"
-FORMAT = 1  # the layout of columns/: a folder sealed with another is sealed again
+FORMAT = 2  # the layout of columns/: a folder sealed with another is sealed again
 BLOCK = 65_536  # records whose facts are computed (and written as one Parquet file) at once
 MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "256MB")
 
@@ -73,6 +73,8 @@ _FACT_TYPES = {
     "holds_relevant": "DOUBLE",  # the context holds a relevant document: 1 / 0, NULL unknown
     "contradiction": "BOOLEAN",  # a negative query with a relevant-labelled top-k document
     "holes": "VARCHAR[]",  # unlabelled top-k documents, in rank order
+    "found": "BIGINT",  # the highest label in the top stage_k (metrics.ranking.top_grades)
+    "best": "BIGINT",  # the highest label of the query's judgments (metrics.ranking.top_grades)
 }
 
 
@@ -202,11 +204,11 @@ class _FactBlocks:
     def add(self, records: Iterator[Any]) -> bool:
         """One block of records; False when there was none left."""
         from .metrics._arrays import from_records
-        from .metrics.ranking import compute
+        from .metrics.ranking import compute, top_grades
 
         p = self.params
-        self._facts = {k: [] for k in _FACT_TYPES if k not in ("query_id", "kind", "kind_source", "abstains")}
-        self._facts.pop("contradiction")
+        derived = ("query_id", "kind", "kind_source", "abstains", "contradiction", "found", "best")
+        self._facts = {k: [] for k in _FACT_TYPES if k not in derived}
 
         def each() -> Iterator[Any]:
             for rec in records:
@@ -225,6 +227,7 @@ class _FactBlocks:
             "kind_source": _objects(list(arrays.kind_sources)),
             "abstains": np.asarray(arrays.abstains, np.int8),
             "contradiction": self.parts._contradiction[-1],
+            **top_grades(arrays, p.stage_k),
         }
         for name, values in self._facts.items():
             if name == "row":

@@ -32,7 +32,7 @@ __all__ = ["GateItem", "foundry_bridge_gate"]
 _INI: dict[str, tuple[str, str, Any]] = {
     "fail_on": ("linelist", "metrics to gate on, [negative:]METRIC[:DELTA], one a line", []),
     "coverage_drop": ("string", "tolerated drop of a Foundry metric's coverage (0–1)", ""),
-    "resamples": ("string", "resamples of the sign-flip test and the bootstrap (default 10000)", "10000"),
+    "resamples": ("string", "resamples of the sign-flip test (default 10000)", "10000"),
     "seed": ("string", "seed of the comparison's random generator (default 42)", "42"),
     "alpha": ("string", "significance level (default 0.05)", "0.05"),
 }

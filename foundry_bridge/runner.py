@@ -232,7 +232,8 @@ def prepare_run(
       (``RunFolder.check_consistent``): a damaged one is collected again on ``resume``, else refused.
     * ``resume``: the folder must hold a ``state.json`` of the same inputs (or ``force`` starts over).
     * Otherwise a folder that holds another or an unfinished run is refused unless ``force`` (which also starts
-      over from a ``state.json`` too damaged to read).
+      over from a ``state.json`` too damaged to read) — but an unfinished run of this plan that created nothing on
+      the service (``state.json`` names no eval, run or dataset: the credential failed, say) is started again.
     """
     identity = backend_identity(backend)
     folder = choose_out(plan, backend, out, force=force, dataset=dataset)
@@ -254,7 +255,7 @@ def prepare_run(
                 f"{folder.path} holds a run of another plan, dataset or backend ({state.backend}); "
                 "resume with the same inputs, or use --force to start over"
             )
-    elif state is not None and not force:
+    elif state is not None and not force and not (same and not state.service_ids()):
         what = "an unfinished run of this plan" if same else "a run of another plan or dataset"
         hint = f"--resume {folder.path} to continue it" if same else "another --out folder"
         raise UsageError(f"{folder.path} already holds {what}; use {hint}, or --force to submit again")
@@ -486,7 +487,8 @@ def _mock_backend(options: dict[str, Any]) -> Backend:
     cl.setdefault("poll_interval", 0.0)
     client = FoundryClient(endpoint, credential, transport=emulator.transport(), **cl)
     setup = {"emulator": emulator.setup()}
-    return FoundryBackend(client, name="mock", setup=setup, capabilities=Capabilities(resume_elsewhere=False), **fb)
+    capabilities = Capabilities(resume_elsewhere=False)
+    return FoundryBackend(client, name="mock", setup=setup, capabilities=capabilities, judges_deployed=False, **fb)
 
 
 def get_backend(name: str, **options: Any) -> Backend:

@@ -14,7 +14,7 @@ import hashlib
 import json
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,8 @@ from report_helpers import write_synthetic_run
 GOLDEN = Path(__file__).resolve().parent / "data" / "report_scale" / "numbers.json"
 N_QUERIES = 3000
 LISTED = 100  # ids kept of each list (the streaming report keeps the first 100 of each)
-COMPARE = {"n_resamples": 1000, "fail_on": ["groundedness:0.1", "negative:hit@10"]}
+# negative:hit@10 can never fire (hit is undefined without a relevant label): kept, as a skipped check (#26)
+COMPARE = {"n_resamples": 1000, "fail_on": ["groundedness:0.1", "negative:hit@10"], "allow_empty_gate": True}
 
 
 def rows_sha256(rows: Iterable[dict[str, Any]]) -> str:
@@ -52,8 +53,13 @@ def report_numbers(report: dict[str, Any], rows: Iterable[dict[str, Any]]) -> di
         "canaries": report["canaries"],
         "labelling_queue": [{**h, "queries": h["queries"][:LISTED]} for h in report["labelling_queue"][:20]],
         "warnings": report["warnings"],
-        "queries_sha256": rows_sha256(rows),
+        "queries_sha256": rows_sha256(_without(rows, "search_partial")),  # the flag is new in issue 22
     }
+
+
+def _without(rows: Iterable[dict[str, Any]], key: str) -> Iterator[dict[str, Any]]:
+    """The rows without a field added since the golden file was written (what it held stays compared)."""
+    return ({k: v for k, v in row.items() if k != key} for row in rows)
 
 
 def _first(lists: dict[str, Any]) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def test_the_markdown_table_shows_the_test_interval_and_adjusted_p(runs: tuple[P
     comparison = compare_family_runs(base, [same, worse], labels=["base", "same", "worse"])
     text = render_family_markdown(comparison)
     assert "| worse | relevance:relevance:pass | McNemar exact |" in text
-    assert "p adjusted \\(Holm\\)" in text and "Gate: " in text
+    assert "p adjusted \\(Holm\\)" in text and "Worse after correction: " in text  # not a gate: compare has one
     assert text.count("\n| ") == len(comparison.rows) + 1
 
 

@@ -45,6 +45,7 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[MockServ
     import foundry_bridge.foundry as foundry
 
     monkeypatch.setattr(foundry, "default_credential", lambda **_: StaticTokenCredential("loopback-token"))
+    monkeypatch.setenv("AZURE_AI_MODEL_DEPLOYMENT_NAME", "my-judge")  # `--backend cloud` needs the judge named
     monkeypatch.chdir(tmp_path)  # nothing lands in the checkout
     with serve(FoundryEmulator(polls_to_complete=0), "127.0.0.1", 0) as running:
         yield running

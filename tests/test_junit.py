@@ -2,7 +2,7 @@
 
 The runs differ on hand-chosen judge scores (tests/report_helpers): the baseline's relevance is 5 on seven
 positive queries where the candidate's is 3, so relevance regresses by 14/11 with exact sign-flip p = 2/2^7; rr@10
-is the same in both (p = 1). Holm over those two gated tests: 2 × 2/128 = 1/32, then max(1/32, 1) = 1.
+is the same in both (p = 1). Each gate is decided at α on its own p; two gated tests: false-alarm rate ≤ 2 × 0.05.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ import pytest
 from click.testing import CliRunner
 from junitparser import Failure, JUnitXml
 from report_helpers import ERROR, JUDGE_SCORES, write_run
-from statsmodels.stats.multitest import multipletests
 
 from foundry_bridge.cli import cli
 from foundry_bridge.errors import FoundryBridgeError
-from foundry_bridge.integrations.junit import holm
 from foundry_bridge.integrations.summary import STEP_SUMMARY_LIMIT, append_step_summary
 
 IMPROVED = ["q01", "q03", "q04", "q06", "q07", "q09", "q10"]
@@ -54,7 +52,7 @@ def _cases(path: Path) -> dict[str, object]:
     return {case.name: case for suite in xml for case in suite}
 
 
-def test_one_case_per_gated_metric_the_regression_fails_with_delta_ci_and_corrected_p(runs, tmp_path: Path) -> None:
+def test_one_case_per_gated_metric_the_regression_fails_with_delta_ci_and_the_gates_p(runs, tmp_path: Path) -> None:
     out = tmp_path / "junit.xml"
     code, output = _compare(
         str(runs["base"]), str(runs["cand"]), "--fail-on", "relevance", "--fail-on", "rr@10", "--junit", str(out)
@@ -69,7 +67,8 @@ def test_one_case_per_gated_metric_the_regression_fails_with_delta_ci_and_correc
     assert failure.message.startswith("cand: positive relevance regressed by 1.273")  # 14/11
     assert "delta -1.273" in failure.text and "95% CI" in failure.text
     assert "p = 0.01562" in failure.text  # 2 / 2^7, exact
-    assert "Holm-corrected p = 0.03125 over 2 gated test(s)" in failure.text
+    assert "gate p = 0.01562" in failure.text  # each gate at its own α (no --gate-correction)
+    assert "2 gated tests, each at its own α = 0.05: false-alarm rate across all gates ≤ 0.1" in failure.text
     assert cases["positive rr@10"].is_passed and all(cases[c].is_passed for c in coverage)
     xml = JUnitXml.fromfile(str(out))
     assert (xml.tests, xml.failures) == (6, 1)
@@ -93,11 +92,14 @@ def test_nothing_gated_is_one_passing_case(runs, tmp_path: Path) -> None:
     assert [c.is_passed for c in _cases(out).values()] == [True]
 
 
-def test_holm_matches_statsmodels() -> None:
-    import numpy as np
-
-    p = [*np.random.default_rng(7).uniform(0, 0.2, size=12).tolist(), 0.0, 1.0, 0.03, 0.03]
-    assert holm(p) == pytest.approx(multipletests(p, method="holm")[1].tolist())
+def test_the_gate_correction_is_the_gates_p_in_junit(runs, tmp_path: Path) -> None:
+    """--gate-correction holm: the case shows the Holm p the gate decided on (2 × 2/128), not a p of its own."""
+    out = tmp_path / "junit.xml"
+    gates = ["--fail-on", "relevance", "--fail-on", "rr@10", "--gate-correction", "holm"]
+    code, _ = _compare(str(runs["base"]), str(runs["cand"]), *gates, "--junit", str(out))
+    assert code == 3
+    (failure,) = _cases(out)["positive relevance"].result
+    assert "p = 0.03125 < 0.05, Holm over 2 gated tests" in failure.message and "gate p = 0.03125" in failure.text
 
 
 def test_report_and_compare_append_markdown_to_the_step_summary(runs, tmp_path: Path) -> None:

@@ -260,9 +260,21 @@ def test_compare_fail_on_spellings(two_runs: list[Path]) -> None:
     assert a.gate == b.gate and a.gate["checked"]
 
 
+def test_precision_is_spelled_p_as_ndcg_is_spelled_ndcg(two_runs: list[Path]) -> None:
+    """``P@5`` (ir_measures' and trec_eval's name) is precision's alias, case-insensitive like ``nDCG@10``."""
+    assert parse_measure("P@5") == parse_measure("p@5") == parse_measure("precision@5")
+    assert parse_measure("P@5").key == "precision@5" and is_measure_name("P@5")
+    assert parse_fail_on("P@10:0.1") == ("positive", "precision@10", 0.1)
+    shown = compare_runs(two_runs, metrics=["P@10", "nDCG@10"], n_resamples=200, judge_tests=False)
+    assert {m.metric for m in shown.metrics} == {"precision@10", "ndcg@10"}
+
+
 def test_compare_cli_accepts_the_spellings(two_runs: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
     args = ["compare", *map(str, two_runs), "--format", "json", "--resamples", "200"]
-    result = CliRunner().invoke(cli, [*args, "--metric", "MRR@10", "--fail-on", "negative:hit_rate@10"])
+    # hit@10 is undefined on negative queries: a gate that can never fire, allowed here to test the spelling
+    result = CliRunner().invoke(
+        cli, [*args, "--metric", "MRR@10", "--fail-on", "negative:hit_rate@10", "--allow-empty-gate"]
+    )
     assert result.exit_code == 0, result.output
     assert {m["metric"] for m in json.loads(result.output)["metrics"]} == {"rr@10", "hit@10"}
     with pytest.raises(SystemExit) as exc:

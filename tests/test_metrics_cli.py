@@ -256,8 +256,8 @@ def _edge_rows() -> list[bytes]:
             "retrieval_ground_truth": [{"document_id": "a", "query_relevance_label": 1}],
         },
         {
-            "query_id": "null-docs",
-            "retrieved_documents": None,
+            "query_id": "empty-docs",  # an explicit empty ranking (null or absent: test_metrics_field_typos)
+            "retrieved_documents": [],
             "retrieval_ground_truth": [{"document_id": "a", "query_relevance_label": 1}],
         },
         {"query_id": "no-labels", "retrieved_documents": docs[:3]},

@@ -174,7 +174,7 @@ def test_report_cli_writes_the_per_query_file_beside_the_report(runs: tuple[Path
     out = tmp_path / "r.md"
     res = CliRunner().invoke(cli, ["report", str(runs[0]), "--out", str(out), "--worst", "2"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    side = tmp_path / "r.queries.jsonl"
+    side = tmp_path / "r.md.queries.jsonl"
     assert len(side.read_text(encoding="utf-8").splitlines()) == 3000
     table = out.read_text(encoding="utf-8").split("### Queries to look at")[1].split("###")[0]
     stages = [line.split("|")[3].strip() for line in table.splitlines() if re.match(r"\| q\d", line)]
@@ -183,7 +183,7 @@ def test_report_cli_writes_the_per_query_file_beside_the_report(runs: tuple[Path
     js = tmp_path / "r.json"
     res = CliRunner().invoke(cli, ["report", str(runs[0]), "--out", str(js)], catch_exceptions=False)
     data = json.loads(js.read_text(encoding="utf-8"))
-    assert data["per_query"]["path"] == str(tmp_path / "r.queries.jsonl") and "queries" not in data
+    assert data["per_query"]["path"] == str(tmp_path / "r.json.queries.jsonl") and "queries" not in data
 
 
 def test_canaries_beyond_the_list_are_counted_and_the_uncaught_come_first() -> None:

@@ -172,11 +172,13 @@ def test_resume_after_a_failed_part_resubmits_only_that_part(plan: Plan, tmp_pat
 
 
 def test_cloud_backend_over_a_real_loopback_socket(
-    plan: Plan, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    benefits_jsonl: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from foundry_bridge.mock import serve
 
     caplog.set_level(logging.DEBUG)  # httpcore's trace records too
+    monkeypatch.setenv("AZURE_AI_MODEL_DEPLOYMENT_NAME", "my-judge")  # the cloud backend needs it named
+    plan = _plan(benefits_jsonl)
 
     emu = FoundryEmulator(polls_to_complete=1)
     with serve(emu, "127.0.0.1", 0) as server:

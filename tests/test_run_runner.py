@@ -32,7 +32,7 @@ def backend_for(fake: FakeFoundry, **kw: object) -> FoundryBackend:
     client = FoundryClient(
         ENDPOINT, StaticTokenCredential(TOKEN), transport=fake.transport(), sleep=RecordingSleep(), poll_interval=0
     )
-    return FoundryBackend(client, name="mock", **kw)  # type: ignore[arg-type]
+    return FoundryBackend(client, name="mock", judges_deployed=False, **kw)  # type: ignore[arg-type]
 
 
 def _lines(path: Path) -> list[dict]:

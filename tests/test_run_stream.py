@@ -29,7 +29,7 @@ def _backend(fake: FakeFoundry, **kw: Any) -> FoundryBackend:
     client = FoundryClient(
         ENDPOINT, StaticTokenCredential(TOKEN), transport=fake.transport(), sleep=RecordingSleep(), poll_interval=0
     )
-    return FoundryBackend(client, name="mock", **kw)
+    return FoundryBackend(client, name="mock", judges_deployed=False, **kw)
 
 
 class ShuffledFoundry(FakeFoundry):

@@ -6,8 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from foundry_bridge.metrics.ppi import (
+    MIN_HUMAN_LABELS,
+    MIN_LABELS,
     estimate_mean,
     labelling_priority,
     labels_for_half_width,
@@ -35,17 +39,24 @@ def _scores(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("kind", ["binary", "ordinal"])
 def test_ppi_and_ppi_plus_match_ppi_python(seed: int, kind: str) -> None:
+    """The point estimates are ppi-python's; ``interval="normal"`` is its interval to the last digit, and the
+    default small-sample interval (t, n − 1 divisors, two pseudo-rows) differs from it by a few per cent at 150
+    labels, around the same centre."""
     rng = np.random.default_rng(seed)
     y, f = _biased_judge(rng, 1200) if kind == "binary" else _scores(rng, 1200)
     yl, fl, fu = y[:150], f[:150], f[150:]
+    scale = (0, 1) if kind == "binary" else range(1, 6)
     for lam in (None, 1.0):
-        ours = ppi_mean(yl, fl, fu, lam=lam, confidence=0.95)
-        assert ours.mean == pytest.approx(float(ppi_py.ppi_mean_pointestimate(yl, fl, fu, lam=lam)[0]), abs=1e-12)
+        normal = ppi_mean(yl, fl, fu, lam=lam, confidence=0.95, interval="normal")
+        assert normal.mean == pytest.approx(float(ppi_py.ppi_mean_pointestimate(yl, fl, fu, lam=lam)[0]), abs=1e-12)
         lo, hi = ppi_py.ppi_mean_ci(yl, fl, fu, alpha=0.05, lam=lam)
-        assert (ours.low, ours.high) == pytest.approx((float(lo[0]), float(hi[0])), abs=1e-10)
-    lo, hi = ppi_py.classical_mean_ci(yl, alpha=0.05)
+        assert (normal.low, normal.high) == pytest.approx((float(lo[0]), float(hi[0])), abs=1e-10)
+        ours = ppi_mean(yl, fl, fu, lam=lam, confidence=0.95, scale=scale)
+        assert ours.mean == normal.mean and ours.low < normal.low and ours.high > normal.high
+        assert 1.0 < ours.half_width / normal.half_width < 1.06
     human = estimate_mean(np.concatenate([fl, fu]), np.concatenate([yl, np.full(fu.size, np.nan)])).human_only
-    assert (human.low, human.high) == pytest.approx((float(lo), float(hi)), abs=1e-10)
+    expected = stats.t.interval(0.95, yl.size - 1, loc=yl.mean(), scale=stats.sem(yl))  # no scale: plain t
+    assert (human.low, human.high) == pytest.approx(expected, abs=1e-10)
 
 
 def test_tuned_lambda_is_zero_for_a_useless_judge_and_one_for_a_perfect_one() -> None:
@@ -131,3 +142,48 @@ def test_coverage_simulation_on_a_1_to_5_scale() -> None:
         judge_covered += est.judge_only.low <= 3.0 <= est.judge_only.high
     assert 0.91 <= covered / reps <= 0.99
     assert judge_covered == 0
+
+
+def test_three_agreeing_labels_give_no_interval_but_say_how_many_labels_are_needed() -> None:
+    """Three passing labels used to print human-only and PPI++ "1 [1, 1]" (λ = 0 when the labels have no variance)
+    and "1 more label would halve" it. Below the minimum there is no interval, only the labels it needs; at the
+    minimum, ten labels that all agree give an interval of honest width inside [0, 1]."""
+    judge = np.array([1.0] * 12 + [0.0] * 4)
+    human = np.full(judge.size, np.nan)
+    human[:3] = 1.0
+    est = estimate_mean(judge, human, scale=(0, 1))
+    assert est.human_only.need_labels == MIN_HUMAN_LABELS == 5 and math.isnan(est.human_only.low)
+    assert est.ppi_plus is not None and est.ppi is not None
+    assert est.ppi_plus.need_labels == est.ppi.need_labels == MIN_LABELS == 10
+    assert math.isnan(est.ppi_plus.low) and math.isnan(est.ppi_plus.high)
+    assert est.ppi_plus.mean == pytest.approx(
+        float(ppi_py.ppi_mean_pointestimate(np.ones(3), np.ones(3), judge[3:])[0])
+    )
+    assert est.labels_to_halve is None
+    human[:10] = 1.0
+    est = estimate_mean(judge, human, scale=(0, 1))
+    assert est.lam == 0.0 and est.ppi_plus is not None  # no variance in the labels: PPI++ is the human mean
+    for e in (est.human_only, est.ppi_plus, est.ppi):
+        assert e is not None and 0.0 <= e.low < e.high <= 1.0 and e.high - e.low > 0.1, e
+    lo, hi = proportion_confint(10, 10, method="wilson")
+    assert (est.human_only.low, est.human_only.high) == pytest.approx((lo, hi))
+
+
+def test_pass_rates_take_wilson_and_scores_a_padded_t_clipped_to_the_scale() -> None:
+    """The judge-only pass rate is statsmodels' Wilson interval; a 1–5 mean of five 5s is Student's t (4 df) on the
+    variance padded with 2 pseudo-rows spread over 1…5 (weight 0.4 each), cut at 5 and marked clipped."""
+    judge = np.array([1.0] * 11 + [0.0] * 3)
+    est = estimate_mean(judge, np.full(judge.size, np.nan), scale=(0, 1))
+    assert (est.judge_only.low, est.judge_only.high) == pytest.approx(proportion_confint(11, 14, method="wilson"))
+    assert est.judge_only.interval == "Wilson score" and not est.judge_only.clipped
+    scores = np.array([5.0] * 5 + [3.0] * 5)
+    human = np.full(10, np.nan)
+    human[:5] = 5.0
+    est = estimate_mean(scores, human, scale=range(1, 6))
+    pad = np.arange(1.0, 6.0)
+    values, weights = np.concatenate([np.full(5, 5.0), pad]), np.concatenate([np.ones(5), np.full(5, 0.4)])
+    centre = (weights * values).sum() / weights.sum()
+    s2 = (weights * (values - centre) ** 2).sum() / (weights.sum() - 1)
+    low = 5.0 - stats.t.ppf(0.975, 4) * math.sqrt(s2 / 5)
+    assert (est.human_only.low, est.human_only.high) == pytest.approx((low, 5.0))
+    assert est.human_only.clipped and est.human_only.interval == "t, 4 df, 2 pseudo-rows"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -51,3 +52,29 @@ def test_without_human_verdicts_the_section_says_what_is_missing(tmp_path: Path)
     )
     data = json.loads(runner.invoke(cli, ["report", str(tmp_path / "r"), "--format", "json"]).output)
     assert any("no human verdicts" in m for m in data["trust"]["missing"])
+
+
+def test_the_bundled_samples_trust_intervals_stay_on_their_scales(tmp_path: Path) -> None:
+    """`report --human-verdicts` on the sample (7–8 labelled rows a judge): every printed interval inside [0, 1]
+    for a pass rate and 1–5 for a mean score, none of zero width, no "[1, 1]"; the corrected numbers, below their
+    10 labels, say so instead of printing an interval (they printed PPI 0.12 [-0.40, 0.65] and 1.96 [0.46, 3.46])."""
+    runner = CliRunner()
+    run = runner.invoke(cli, ["run", str(SAMPLE), "--backend", "mock", "--out", str(tmp_path / "r"), "--quiet"])
+    assert run.exit_code == 0, run.output
+    args = ["report", str(tmp_path / "r"), "--human-verdicts", str(VERDICTS), "--format"]
+    trust = json.loads(runner.invoke(cli, [*args, "json"]).output)["trust"]
+    checked = 0
+    for judge in trust["judges"]:
+        for quantity, (lo, hi) in (("pass_rate", (0.0, 1.0)), ("score_mean", (1.0, 5.0))):
+            for kind, est in (judge["trust"][quantity] or {}).items():
+                if isinstance(est, dict) and est["low"] is not None:
+                    assert lo <= est["low"] < est["high"] <= hi, (judge["criterion"], quantity, kind, est)
+                    checked += 1
+    assert checked >= 10  # judge only for three judges, human only for two, both quantities
+    md = runner.invoke(cli, [*args, "md"]).output
+    section = md[md.index("## Can the judge be trusted?") :]
+    section = section[: section.index("\n## ")] if "\n## " in section else section
+    intervals = [(float(a), float(b)) for a, b in re.findall(r"\\\[(-?[\d.]+), (-?[\d.]+)\\\]", section)]
+    assert len(intervals) >= 10 and all(0.0 <= a < b <= 5.0 for a, b in intervals), intervals
+    assert "[1, 1]" not in section.replace("\\", "")
+    assert section.count("too few labels \\(need 10\\)") == 8  # PPI and PPI++, pass rate and score, two judges

@@ -55,8 +55,9 @@ def test_mcnemar_mid_p_hand_value() -> None:
     assert mcnemar(a, b, min_n=1).p == pytest.approx(0.125)
     got = mcnemar(a, b, mid_p=True, min_n=1)
     assert got.p == pytest.approx(0.0703125) and got.test == "McNemar mid-p"
-    # the pass-rate difference (6 − 1)/12 with the paired Wald interval ±1.96·√((7 − 25/12)/12²)
-    half = 1.959963984540054 * math.sqrt(7 - 25 / 12) / 12
+    # the pass-rate difference (6 − 1)/12; its variance padded with ½ in each cell (Agresti & Min): 14 weighted rows,
+    # weighted mean 5/14, Σw·d² = 8, so s² = (8 − 14·(5/14)²)/13 = 87/182; the interval ±t₁₁·√(s²/12)
+    half = stats.t.ppf(0.975, 11) * math.sqrt(87 / 182 / 12)
     assert (got.effect.mean_diff, got.effect.low, got.effect.high) == pytest.approx(
         (5 / 12, 5 / 12 - half, 5 / 12 + half)
     )
@@ -116,14 +117,17 @@ def test_wilcoxon_names_its_method_and_gives_rank_biserial() -> None:
     assert "W+=" in got.verdict
 
 
-def test_paired_effect_interval_matches_scipy_normal() -> None:
+@pytest.mark.parametrize("n", [10, 500])
+def test_paired_effect_interval_is_students_t(n: int) -> None:
+    """mean ± t₍n−1₎·s/√n with s's n − 1 divisor (scipy's t interval), not ±z·sd/√n with the n divisor: at 10
+    pairs that normal interval is ≈ 18 % too narrow."""
     rng = np.random.default_rng(3)
-    d = rng.normal(0.2, 1.0, 500)
+    d = rng.normal(0.2, 1.0, n)
     eff = paired_effect(d)
-    half = stats.norm.ppf(0.975) * d.std() / math.sqrt(d.size)
-    assert (eff.low, eff.high) == pytest.approx((d.mean() - half, d.mean() + half), abs=1e-9)
-    dz = d.mean() / d.std()
-    dz_half = stats.norm.ppf(0.975) * math.sqrt(1 / 500 + dz**2 / 1000)
+    expected = stats.t.interval(0.95, n - 1, loc=d.mean(), scale=stats.sem(d))
+    assert (eff.low, eff.high) == pytest.approx(expected, abs=1e-9)
+    dz = d.mean() / d.std()  # d_z and its interval are unchanged
+    dz_half = stats.norm.ppf(0.975) * math.sqrt(1 / n + dz**2 / (2 * n))
     assert (eff.d_z, eff.d_low, eff.d_high) == pytest.approx((dz, dz - dz_half, dz + dz_half), abs=1e-9)
 
 

@@ -92,7 +92,8 @@ def compare_ci_options(f: F) -> F:
         type=click.Path(dir_okay=False),
         expose_value=False,
         callback=_store,
-        help="Also write the gate as JUnit XML: one test case per gated metric (delta, CI, p, Holm-corrected p). "
+        help="Also write the gate as JUnit XML: one test case per gated metric (delta, CI, p, the gate's p, the "
+        "false-alarm rate across gates; a skipped case for an allowed empty gate). "
         "With $GITHUB_STEP_SUMMARY set, the Markdown comparison is appended to it. See docs/ci.md.",
     )(f)
 

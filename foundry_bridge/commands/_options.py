@@ -19,6 +19,10 @@ class Finite(click.FloatRange):
 
     name = "finite float range"
 
+    def _describe_range(self) -> str:
+        """click's help shows ``[x<=None]`` for a range without bounds: show no range then."""
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = super().convert(value, param, ctx)
         if isinstance(number, float) and not math.isfinite(number):

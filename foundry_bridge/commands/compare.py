@@ -17,10 +17,11 @@ __all__ = ["command"]
 @click.command(
     "compare",
     help="Compare runs over the same queries. The first run is the baseline; each other run is a candidate. "
-    "Per metric and per query kind: mean delta, a paired sign-flip randomization test (p), a bootstrap "
+    "Per metric and per query kind: mean delta, a paired sign-flip randomization test (p), a Student t "
     "confidence interval, win/tie/loss counts and the queries that got worse; a one-screen sweep table for N "
     "candidates; queries present in only one run are listed. Exit code 3 when a --fail-on metric regresses "
-    "significantly or a Foundry metric's coverage drops. See docs/report.md.",
+    "significantly or a Foundry metric's coverage drops; 2 when a --fail-on gate could never fire. See "
+    "docs/report.md.",
 )
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @compare_ci_options
@@ -28,7 +29,8 @@ __all__ = ["command"]
     "--metric",
     "metrics",
     multiple=True,
-    help="Compare only this metric (repeatable): a Foundry metric key (groundedness, document_retrieval/ndcg@3) or "
+    help="Show only this metric (repeatable; every metric the runs share is still tested, so the corrected p does "
+    "not depend on what is shown): a Foundry metric key (groundedness, document_retrieval/ndcg@3) or "
     "a local measure in any spelling, e.g. rr@10, MRR@10, ndcg(gain=exp)@10, or ndcg for every k. "
     f"Local measures: {measures_help()}.",
 )
@@ -38,7 +40,23 @@ __all__ = ["command"]
     multiple=True,
     metavar="[negative:]METRIC[:DELTA]",
     help="Exit 3 if METRIC (spelled as for --metric) got significantly worse by more than DELTA (default 0) on "
-    "positive queries (prefix negative: for negative ones). Repeatable.",
+    "positive queries (prefix negative: for negative ones). Repeatable; each gate is decided at --alpha on its own "
+    "p (see --gate-correction), and the output states the false-alarm rate across all gates. A gate with no "
+    "comparable pair (or fewer than --min-paired) is an error (exit 2).",
+)
+@click.option(
+    "--gate-correction",
+    type=click.Choice(["none", "holm", "bh"]),
+    default="none",
+    show_default=True,
+    help="Correct across the --fail-on gates (candidates × gated metrics): Holm (false-alarm rate across all "
+    "gates ≤ alpha) or Benjamini–Hochberg. none: each gate at its own alpha, so adding a gate never weakens another.",
+)
+@click.option(
+    "--allow-empty-gate",
+    is_flag=True,
+    help="A --fail-on gate that could never fire (no comparable pair, or fewer than --min-paired) is reported as a "
+    "skipped check (a skipped JUnit case) instead of an error.",
 )
 @click.option(
     "--coverage-drop",
@@ -53,8 +71,8 @@ __all__ = ["command"]
     type=click.Choice(["holm", "bh", "none"]),
     default="holm",
     show_default=True,
-    help="Multiplicity control: Holm, Benjamini–Hochberg, or none. The gate's tests (candidates × --fail-on "
-    "metrics) are one family and decide on their corrected p; the other tests are a second family.",
+    help="Multiplicity control of the verdicts: Holm, Benjamini–Hochberg, or none, over one family: every metric "
+    "the runs share × candidates × query kinds (not only those shown). The gate is apart: --gate-correction.",
 )
 @click.option(
     "--judge-tests/--no-judge-tests",
@@ -95,6 +113,8 @@ def command(
     runs: tuple[Path, ...],
     metrics: tuple[str, ...],
     fail_on: tuple[str, ...],
+    gate_correction: str,
+    allow_empty_gate: bool,
     coverage_drop: float | None,
     alpha: float,
     correction: str,
@@ -130,6 +150,8 @@ def command(
         fail_on=list(fail_on),
         coverage_drop=coverage_drop,
         correction=correction,  # type: ignore[arg-type]  # click.Choice above
+        gate_correction=gate_correction,  # type: ignore[arg-type]  # click.Choice above
+        allow_empty_gate=allow_empty_gate,
         min_paired=min_paired,
         noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
         judge_tests=judge_tests,

@@ -19,8 +19,8 @@ __all__ = ["command"]
     "stage attribution) into one report: JSON (the model), Markdown (fits a pull-request comment) or one "
     "self-contained HTML file. Positive and negative queries are reported separately; errored and missing judge "
     "scores are counted, never averaged as 0. Every query's row is written as JSON lines beside --out "
-    "(FILE.queries.jsonl) or to --queries; the report shows the aggregates, the distributions and the worst queries "
-    "of each stage. See docs/report.md.",
+    "(FILE.queries.jsonl: r.md -> r.md.queries.jsonl) or to --queries; the report shows the aggregates, the "
+    "distributions and the worst queries of each stage. See docs/report.md.",
 )
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @report_ci_options
@@ -88,13 +88,13 @@ def command(
     verdict_queue: Path | None,
     verdict_queue_size: int,
 ) -> None:
-    from ..report import build_report, render, write_labelling_queue, write_verdict_queue_for
+    from ..report import build_report, queries_path, render, write_labelling_queue, write_verdict_queue_for
 
     if fmt is None:
         suffix = out.suffix.lower() if out else ""
         fmt = {".json": "json", ".html": "html", ".htm": "html"}.get(suffix, "md")
     if queries_out is None and out is not None:
-        queries_out = out.with_name(out.stem + ".queries.jsonl")
+        queries_out = queries_path(out)
     report = build_report(
         run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst, human_verdicts=human_verdicts, repeats=repeats
     )

@@ -388,21 +388,27 @@ def _backend_options(backend: str, endpoint: str | None, faults: Any, tuning: di
 
 @contextmanager
 def _warnings_to_stderr(enabled: bool) -> Iterator[None]:
-    """Retries and other client warnings (already redacted) go to stderr while the block runs."""
+    """Retries and other client warnings (already redacted) go to stderr while the block runs. azure-identity's
+    own warning about a failed credential chain is not printed: its text is the error this command prints (with
+    no handler of its own it would reach Python's last-resort handler, so the chain's list would show twice);
+    an application that configures logging still receives it."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
     handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    said_in_the_error = logging.NullHandler()
     if enabled:
         logging.getLogger("foundry_bridge").addHandler(handler)
+    logging.getLogger("azure.identity").addHandler(said_in_the_error)
     try:
         yield
     finally:
         logging.getLogger("foundry_bridge").removeHandler(handler)
+        logging.getLogger("azure.identity").removeHandler(said_in_the_error)
 
 
 def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
     """``execute_run`` with a progress bar, and each failure worded with how to continue."""
-    from azure.core.exceptions import AzureError
+    from azure.core.exceptions import AzureError, ClientAuthenticationError
 
     from ..errors import BackendError
     from ..foundry import RunFailedError
@@ -421,7 +427,9 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
         hint = ""
         if decision.resume and not backend.capabilities.resume_elsewhere:
             hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
-        raise BackendError(f"{exc}{hint}; the run folder {run_dir} keeps the ids to --resume from") from exc
+        if isinstance(exc, ClientAuthenticationError) and exc.status_code is None:  # the credential, not the service
+            hint = " (sign in with `az login` or `azd auth login`, or set AZURE_CLIENT_ID and its secret)"
+        raise BackendError(f"{exc}{hint}; {_how_to_continue(decision.folder, backend)}") from exc
     except OSError as exc:  # a full disk or a permission failure once the service holds the run
         raise _os_error_after_submission(exc, decision.folder, backend) from exc
     except KeyboardInterrupt:
@@ -429,24 +437,36 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
         raise
 
 
-def _os_error_after_submission(exc: OSError, folder: Any, backend: Any) -> Exception:
-    """``exc`` as it is, unless service ids are already saved: then it also says how to finish the run."""
-    from ..errors import BackendError, describe_os_error
-
+def _saved_ids(folder: Any) -> list[tuple[str, str]]:
+    """The service ids ``state.json`` records (none when it cannot be read: the error at hand matters more)."""
     try:
         state = folder.read_state()
-    except Exception:  # the error at hand matters more than a second one
-        state = None
-    if state is None or not state.service_ids():
-        return exc
+    except Exception:
+        return []
+    return state.service_ids() if state is not None else []
+
+
+def _how_to_continue(folder: Any, backend: Any) -> str:
+    """What to do once the cause of a failure is fixed, truthfully: with service ids saved, resume (or start over,
+    for a backend whose runs no other process can resume); with none, nothing was created on the service, so the
+    same command starts the run again (``prepare_run`` does not refuse such a folder)."""
+    if not _saved_ids(folder):
+        return "nothing was created on the service: once the cause is fixed, run the same command again"
     how = (
         f"`foundry-bridge run --resume {folder.path}` finishes the run without submitting again"
         if backend.capabilities.resume_elsewhere
         else f"run again with --force --out {folder.path} (a {backend.name} run cannot be resumed by another process)"
     )
-    return BackendError(
-        f"{describe_os_error(exc)}; the service ids are saved in {folder.file('state')}: once the cause is fixed, {how}"
-    )
+    return f"the service ids are saved in {folder.file('state')}: once the cause is fixed, {how}"
+
+
+def _os_error_after_submission(exc: OSError, folder: Any, backend: Any) -> Exception:
+    """``exc`` as it is, unless service ids are already saved: then it also says how to finish the run."""
+    from ..errors import BackendError, describe_os_error
+
+    if not _saved_ids(folder):
+        return exc
+    return BackendError(f"{describe_os_error(exc)}; {_how_to_continue(folder, backend)}")
 
 
 def _notice(message: str) -> None:

@@ -9,9 +9,9 @@ struct holding its first ``depth`` documents: msgspec skips the rest of the list
 whose top documents repeat an id, a negative query whose list may go on (its distinct documents are counted), or a
 value the strict types reject (integer ids, a null score) is decoded again with the whole list kept raw
 (``_line_reader``). Anything neither handles — list-index path segments, a rebuilt context, a value of an unexpected
-type, a label the int64 arrays cannot hold — makes it fall back to ``read_records``, which gives the same numbers or
-the precise ``DatasetError``. Documents past the first ``depth`` distinct ones are not validated (``validate``
-checks them).
+type, a label the int64 arrays cannot hold, a row without its ranking (absent or null: the decoders' ``None``) — makes
+it fall back to ``read_records``, which gives the same numbers or the precise ``DatasetError``. Documents past the
+first ``depth`` distinct ones are not validated (``validate`` checks them).
 
 Files over 64 MB are split at line boundaries and read by this process and a forked one (``jobs``); the parts are
 joined in file order (``build_parts``), so the result does not depend on the split. Both readers also run the
@@ -199,7 +199,9 @@ def load_dataset(
     """Arrays and assembly rows from any dataset ``read_records`` reads, by the reader ``choice.choose_reader``
     picks: a JSONL file through ``mapping``'s field paths by the fast reader here (which falls back to
     ``read_records`` for what it cannot take); a table, a Hugging Face folder, TREC or BEIR (and a path that is no
-    file: ``read_records`` says why) by ``read_records``.
+    file: ``read_records`` says why) by ``read_records``. A row of a JSONL file or a table without its ranking (the
+    mapping's ``retrieved_documents.path`` absent or null; ``[]`` is an empty ranking) is a ``DatasetError``, worded
+    and located as ``validate`` reports it (``read_records(..., require_ranking=True)``).
 
     ``jobs``: processes that read parts of a JSONL file in parallel (``None``: 2 for files over 64 MB on a machine
     with at least 2 cores, else 1). The result does not depend on it.
@@ -225,7 +227,7 @@ def load_dataset(
         from . import read_records
 
         return arrays_from_records(
-            read_records(path, mapping, relevance_threshold=t),
+            read_records(path, mapping, relevance_threshold=t, require_ranking=True),
             depth=depth,
             relevance_threshold=t,
             abstention_phrases=abstention_phrases,
@@ -309,6 +311,7 @@ class _FastConfig:
         if d is not None and getattr(d, "scores_from_rank", False):
             raise _Fallback("scores synthesized from rank")
         self.depth, self.threshold, self.phrases, self.min_prefix = depth, threshold, phrases, min_prefix
+        self.ranked = d is not None  # every row must then hold its ranking (``[]`` when it retrieved nothing)
         want_content = bool(d and d.content and f.context)
         top_k = d is not None and 1 <= depth <= _TOP_K_MAX_DEPTH
 
@@ -453,14 +456,16 @@ def _top_reader(cfg: _FastConfig, add: AddQuery, assembly: list[dict[str, Any]])
                 return False  # the raw-list reader sends it to the records path
             kind, kind_source = derive_kind(declared, None if qrels is None else qrels.values(), threshold)
             top = get_docs(row)
-            docs: Sequence[Any] = () if top is None else astuple(top)  # `depth` documents, None past a shorter end
+            if top is None:  # the ranking absent or null: an error the records path words and locates
+                raise _Fallback("no ranking")
+            docs: Sequence[Any] = astuple(top)  # `depth` documents, None past a shorter end
             if docs and docs[-1] is None:
                 docs = docs[: docs.index(None)]
             ids = list(map(get_doc_id, docs))
             n = len(ids)
             if len(set(ids)) != n:
                 return False
-            if n < depth or top is None:
+            if n < depth:
                 n_ret = n  # the whole list was read
             elif kind == "negative":
                 return False
@@ -498,6 +503,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
     get_qid, get_kind, get_context, get_response = cfg.get_qid, cfg.get_kind, cfg.get_context, cfg.get_response
     get_docs, get_doc_id, get_score = cfg.get_docs, cfg.get_doc_id, cfg.get_score
     get_labels, get_lab_id, get_lab_value = cfg.get_labels, cfg.get_lab_id, cfg.get_lab_value
+    ranked = cfg.ranked
     validation_error = msgspec.ValidationError
     join = b",".join
 
@@ -526,6 +532,8 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             kind, kind_source = _classify(get_kind(row), qrels, threshold)
 
             raws = get_docs(row)
+            if raws is None and ranked:  # the ranking absent or null: the records path words and locates it
+                raise _Fallback("no ranking")
             if raws:
                 blob = b"[" + join(raws[:depth]) + b"]"
                 try:

@@ -13,6 +13,7 @@ Type rules (documented in docs/mapping.md):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
@@ -23,7 +24,21 @@ from .problems import Problem
 from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind, kind_problem
 from .spec import DataSource
 
-__all__ = ["MISSING", "ParsedRow", "RowParser", "compile_path", "float_label_problem", "get_path"]
+__all__ = [
+    "FIELD_TYPES",
+    "MISSING",
+    "ParsedRow",
+    "RowParser",
+    "compile_path",
+    "field_setting",
+    "fits_role",
+    "float_label_problem",
+    "get_path",
+    "missing_key_hint",
+    "quoted_number_hint",
+    "rename_hint",
+    "value_role",
+]
 
 
 class _Missing:
@@ -60,7 +75,8 @@ def get_path(obj: Any, path: Path) -> Any:
 
 @dataclass
 class ParsedRow:
-    """A record (``None`` if unusable) with the problems found and the canonical fields absent from the row."""
+    """A record (``None`` if unusable) with the problems found and the fields absent from the row: canonical
+    fields and ``extra`` names whose path is not in the row (a document or label list also when it is null)."""
 
     record: QueryRecord | None
     problems: list[Problem] = field(default_factory=list)
@@ -82,6 +98,92 @@ def float_label_problem(value: float) -> tuple[str, str]:
         f"label {value!r} is not an integer; a fractional value in a label field is probably a search score",
         "put human relevance labels (integers) here; search scores belong in relevance_score",
     )
+
+
+# -- roles and hints, shared with the validator (foundry_bridge.validate._rows) ---------------------------------------
+
+# the catalog input type each canonical field plays (extras play any); what a did-you-mean ranks candidates by
+FIELD_TYPES: dict[str, str] = {
+    "query_id": "string",
+    "query": "string",
+    "kind": "string",
+    "context": "string",
+    "response": "string",
+    "ground_truth": "string",
+    "retrieved_documents": "documents",
+    "retrieval_ground_truth": "labels",
+}
+
+
+def value_role(value: Any) -> str:
+    """What a JSON value can stand for: ``string``, ``documents`` or ``labels`` (a list whose first element has a
+    ``relevance_score`` or a ``query_relevance_label`` key), ``list`` (any other list, empty included), ``object``,
+    ``null`` or ``other``."""
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        first = value[0] if value else None
+        if isinstance(first, dict):
+            if "query_relevance_label" in first:
+                return "labels"
+            if "relevance_score" in first:
+                return "documents"
+        return "list"
+    if value is None:
+        return "null"
+    return "object" if isinstance(value, dict) else "other"
+
+
+def fits_role(input_type: str | None, role: str) -> bool:
+    """Whether a value of ``role`` (``value_role``) can be what an input of ``input_type`` (the catalog's types;
+    ``None``: any non-null value) reads: a list of labels never fits a string, nor a ranking a label list."""
+    return role != "null" and (input_type not in _FITS or role in _FITS[input_type])
+
+
+_FITS = {
+    "string": {"string"},
+    "documents": {"documents", "list"},
+    "labels": {"labels", "list"},
+    "messages": {"documents", "labels", "list"},
+    "string_or_messages": {"string", "documents", "labels", "list"},
+}
+
+
+def field_setting(name: str) -> str:
+    """The mapping key under ``dataset.fields`` that says where item field ``name`` is read from."""
+    if name in ("retrieved_documents", "retrieval_ground_truth"):
+        return f"{name}.path"
+    return name if name in FIELD_TYPES else f"extra.{name}"
+
+
+def rename_hint(expected: str, found: str, holder: str, setting: str | None, path: str | None = None) -> str:
+    """The fix for ``expected`` missing where ``holder`` (``the row has``, ``the rows have``) the unread key ``found``:
+    rename it, or point the mapping's ``setting`` at it (``path``, default ``found``; ``setting`` None: no mapping,
+    hand-written criteria)."""
+    if setting is None:
+        return f"did you mean {expected!r}? {holder} {found!r}, which no criterion reads: rename it"
+    return (
+        f"did you mean {expected!r}? {holder} {found!r}, which the mapping does not read: rename it, or set "
+        f"dataset.fields.{setting}: {path or found}"
+    )
+
+
+def missing_key_hint(entry: dict[str, Any], key: str, other: str, setting: str | None) -> str | None:
+    """A did-you-mean for an entry of a document or label list that lacks ``key`` (a top-level key of the entry)
+    but has a close one, other than the key ``other`` the mapping reads there; None when it has none."""
+    guess = did_you_mean(key, [k for k in entry if k not in (key, other)])
+    return None if guess is None else rename_hint(key, guess, "the entry has", setting)
+
+
+def quoted_number_hint(value: Any) -> str | None:
+    """The fix for a number written as a JSON string (``"0.90"``), or None when ``value`` is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return f"write {value.strip()} without quotes: a JSON number" if math.isfinite(number) else None
 
 
 def _type_name(value: Any) -> str:
@@ -224,6 +326,8 @@ class RowParser:
             value = get_path(row, path)
             if value is not MISSING:
                 extra[name] = value
+            else:
+                out.missing.add(name)
         if query_id is None or any(p.severity == "error" for p in out.problems):
             return out
         out.kind_source = kind_source
@@ -363,6 +467,7 @@ class RowParser:
                         f"relevance score must be a number, got {_type_name(s)} {s!r}",
                         line,
                         f"{where}[{i}].{'.'.join(self.p_doc_score)}",
+                        quoted_number_hint(s),
                     )
             content = get_path(el, self.p_doc_content) if self.p_doc_content else None
             title = get_path(el, self.p_doc_title) if self.p_doc_title else None
@@ -396,7 +501,11 @@ class RowParser:
                 code = "label_not_integer" if label_range_message(value) is None else "label_out_of_range"
                 self._problem(out.problems, code, message, line, f"{where}.{label_key}", hint)
             elif value is MISSING or value is None:
-                self._problem(out.problems, "missing_label", "label is missing", line, f"{where}.{label_key}")
+                hint = None
+                if value is MISSING and len(self.p_label_value) == 1:
+                    setting = "retrieval_ground_truth.query_relevance_label"
+                    hint = missing_key_hint(el, label_key, self.p_label_id[0], setting)
+                self._problem(out.problems, "missing_label", "label is missing", line, f"{where}.{label_key}", hint)
             else:
                 self._problem(
                     out.problems,
@@ -412,6 +521,8 @@ class RowParser:
         self, row: dict[str, Any], labels: list[tuple[str, int]] | None, line: int, out: ParsedRow
     ) -> tuple[Any, Any]:
         value = None if self.p_kind is None else get_path(row, self.p_kind)
+        if value is MISSING:
+            out.missing.add("kind")
         bad = None if value is MISSING or self.p_kind is None else kind_problem(value)
         if bad is not None:
             self._problem(out.problems, "bad_kind", bad[0], line, ".".join(self.p_kind or ()), bad[1])

@@ -11,6 +11,7 @@ import orjson
 
 from ..errors import DatasetError
 from ._json import JsonLimitError, loads
+from .absent import field_sources, refuse_absent_ranking
 from .beir import read_beir
 from .choice import choose_reader
 from .frames import TableSource, relocate
@@ -24,12 +25,19 @@ __all__ = ["empty_dataset", "iter_jsonl", "read_records"]
 
 
 def iter_jsonl(
-    path: str | os.PathLike[str], mapping: DataSource, *, relevance_threshold: int | None = None
+    path: str | os.PathLike[str],
+    mapping: DataSource,
+    *,
+    relevance_threshold: int | None = None,
+    require_ranking: bool = False,
 ) -> Iterator[tuple[int, ParsedRow]]:
     """``(line, ParsedRow)`` for every non-blank line; a malformed line gives a row with a ``bad_json`` problem, one
-    beyond the input limits (``_json.loads``: UTF-8, nesting, finite numbers) a row with that limit's problem."""
+    beyond the input limits (``_json.loads``: UTF-8, nesting, finite numbers) a row with that limit's problem.
+    ``require_ranking``: a row without its ranking (absent or null) has no record and the ``missing_field``
+    problem (``absent.refuse_absent_ranking``)."""
     source = str(path)
     parser = RowParser(mapping, source=source, relevance_threshold=relevance_threshold)
+    sources = _ranking_sources(mapping, require_ranking)
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
@@ -60,10 +68,15 @@ def iter_jsonl(
                 )
                 yield lineno, ParsedRow(None, [problem])
                 continue
-            yield lineno, parser.parse(row, lineno)
+            parsed = parser.parse(row, lineno)
+            if sources:
+                refuse_absent_ranking(parsed, row, sources, file=source, line=lineno)
+            yield lineno, parsed
 
 
-def read_records(path: Any, mapping: DataSource, *, relevance_threshold: int | None = None) -> Iterator[QueryRecord]:
+def read_records(
+    path: Any, mapping: DataSource, *, relevance_threshold: int | None = None, require_ranking: bool = False
+) -> Iterator[QueryRecord]:
     """Stream the records of a dataset, read by the reader ``choice.choose_reader`` picks from
     ``mapping.dataset.format`` and what ``path`` is.
 
@@ -73,6 +86,11 @@ def read_records(path: Any, mapping: DataSource, *, relevance_threshold: int | N
     ``mapping.dataset.trec`` / ``.beir``. Raises ``DatasetError`` (file, line or row, field, hint) on the first
     unusable row; the ``validate`` command reports every problem instead; a dataset with no rows is a
     ``DatasetError`` too.
+
+    ``require_ranking`` (what ``metrics`` asks): in JSONL and tables, a row whose ranking (the mapping's
+    ``retrieved_documents.path``) is absent or null is unusable, with the error ``validate`` gives there and its
+    did-you-mean (``[]`` is an empty ranking); otherwise it is read as an empty ranking. TREC and BEIR build the
+    rankings from the run file (a judged query without a run line has an empty one, as trec_eval ``-c``).
     """
     rows = False
     fmt = choose_reader(path, mapping.dataset.format)
@@ -88,9 +106,11 @@ def read_records(path: Any, mapping: DataSource, *, relevance_threshold: int | N
             raise empty_dataset(path)
         return
     if fmt == "table":
-        yield from _table_records(TableSource(path), mapping, relevance_threshold)
+        yield from _table_records(TableSource(path), mapping, relevance_threshold, require_ranking)
         return
-    for _lineno, parsed in iter_jsonl(path, mapping, relevance_threshold=relevance_threshold):
+    for _lineno, parsed in iter_jsonl(
+        path, mapping, relevance_threshold=relevance_threshold, require_ranking=require_ranking
+    ):
         if parsed.record is None:
             raise parsed.problems[0].to_error()
         yield parsed.record
@@ -99,12 +119,17 @@ def read_records(path: Any, mapping: DataSource, *, relevance_threshold: int | N
         raise empty_dataset(path)
 
 
-def _table_records(source: TableSource, mapping: DataSource, threshold: int | None) -> Iterator[QueryRecord]:
+def _table_records(
+    source: TableSource, mapping: DataSource, threshold: int | None, require_ranking: bool
+) -> Iterator[QueryRecord]:
     """The rows of a table through the JSONL row parser; the first problem raised at its row index and column."""
     parser = RowParser(mapping, source=source.name, relevance_threshold=threshold)
+    sources = _ranking_sources(mapping, require_ranking)
     rows = False
     for index, row in source.rows():
         parsed = parser.parse(row, index)
+        if sources:
+            refuse_absent_ranking(parsed, row, sources, file=source.name, line=index)
         if parsed.record is None:
             raise relocate(parsed.problems[0], source.name).to_error()
         parsed.record.line = None  # a table has rows, not lines
@@ -112,6 +137,12 @@ def _table_records(source: TableSource, mapping: DataSource, threshold: int | No
         rows = True
     if not rows:
         raise empty_dataset(source.name)
+
+
+def _ranking_sources(mapping: DataSource, require_ranking: bool) -> dict[str, str] | None:
+    """The mapping's field sources when rows must hold their ranking and the mapping reads one, else None."""
+    fields = mapping.dataset.fields
+    return field_sources(fields) if require_ranking and fields.retrieved_documents else None
 
 
 def empty_dataset(path: str | os.PathLike[str]) -> DatasetError:

@@ -37,10 +37,11 @@ def derive_kind(declared: Any, labels: Iterable[int] | None, relevance_threshold
 
 
 def kind_problem(value: Any) -> tuple[str, str] | None:
-    """(message, hint) for a declared kind that is neither absent (``None``) nor ``positive``/``negative``."""
+    """(message, hint) for a declared kind that is neither absent (``None``) nor ``positive``/``negative``; the
+    hint is a did-you-mean, abbreviations included (``neg`` → ``negative``)."""
     if value is None or value in KINDS:
         return None
-    guess = did_you_mean(str(value), list(KINDS))
+    guess = did_you_mean(str(value), KINDS, prefix=True)
     hint = f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels"
     return f"kind must be 'positive' or 'negative', got {value!r}", hint
 

@@ -20,7 +20,7 @@ from typing import Any
 from azure.core.exceptions import ResourceNotFoundError
 
 from .._io import dumps
-from ..errors import BackendError, UsageError
+from ..errors import BackendError, MappingError, UsageError
 from ..mapping.plan import CriterionPlan, Plan
 from ..results import ResultRow
 from ..runfolder import FAILED_STATUSES, RunPart
@@ -53,7 +53,10 @@ def chunk_ranges(n: int, size: int) -> list[tuple[int, int]]:
 class FoundryBackend:
     """Runs a plan on Foundry, or on the emulator: the same code over another transport (``setup`` names what the
     transport is, for the reuse identity; ``capabilities`` says what a resume can expect). ``eval_id``: add the
-    runs to that existing eval (so Foundry can compare them with its other runs) instead of creating one."""
+    runs to that existing eval (so Foundry can compare them with its other runs) instead of creating one.
+    ``judges_deployed``: the service runs the LLM judges on the deployments the criteria name, so a
+    ``deployment_name`` the mapping only guessed (``Plan.env_defaults``) is refused; false for the emulator, which
+    scores without any model."""
 
     def __init__(
         self,
@@ -67,8 +70,10 @@ class FoundryBackend:
         setup: dict[str, Any] | None = None,
         capabilities: Capabilities | None = None,
         eval_id: str | None = None,
+        judges_deployed: bool = True,
     ) -> None:
         self.client = client
+        self.judges_deployed = judges_deployed
         self.eval_id = eval_id  # an existing eval to add the runs to (its criteria must be the plan's)
         self._checked: dict[bytes, Eval] = {}  # that eval, by the plan criteria it was found fit for
         self.name = name
@@ -96,10 +101,13 @@ class FoundryBackend:
         return self._capabilities
 
     def preflight(self, plan: Plan) -> None:
-        """A plan without rows cannot be submitted; a given ``eval_id`` must name an eval with the plan's criteria
-        (checked once, before the runner writes anything)."""
+        """A plan without rows cannot be submitted; nor one whose judge deployment is the mapping's guess (when
+        ``judges_deployed``); a given ``eval_id`` must name an eval with the plan's criteria (checked once, before
+        the runner writes anything)."""
         if not plan.items:
             raise BackendError("the plan has no rows to evaluate")
+        if self.judges_deployed:
+            _refuse_guessed_deployment(plan)
         if self.eval_id:
             self._existing_eval(plan)
 
@@ -312,6 +320,23 @@ class FoundryBackend:
                     ctx.progress("collecting", done, total)
                 yield from ordered.rest()
         return done
+
+
+def _refuse_guessed_deployment(plan: Plan) -> None:
+    """``MappingError`` when a criterion's ``deployment_name`` is a ``${VAR:-default}`` default taken because VAR
+    was unset: Foundry would run the judge on a deployment of that name, or fail every row, so it is never guessed."""
+    guessed = [d for d in plan.env_defaults if d.param == "deployment_name"]
+    if not guessed:
+        return
+    first = guessed[0]
+    names = ", ".join(d.criterion for d in guessed)
+    raise MappingError(
+        f"the judge deployment of {names} is {first.value!r}, the mapping's fallback for {first.variable}, which is "
+        "not set; the cloud backend never guesses the judge deployment",
+        file=plan.mapping_path or "the packaged default.yaml",
+        field=first.field,
+        hint=f"set {first.variable} to your judge deployment's name, or write it as deployment_name in the mapping",
+    )
 
 
 def criteria_differences(planned: Sequence[dict[str, Any]], echoed: Sequence[TestingCriterion]) -> list[str]:

@@ -194,7 +194,19 @@ def mapping_data_from_azd(
         evaluators.append(_evaluator(ref, loc, fail, extra))
     description = entry.get("description") or f"azd eval {entry.get('name')!r}"
     settings, _ = _read_settings(text, file)
-    mapping = {"description": str(description), "dataset": {"fields": {"extra": extra}}, "evaluators": evaluators}
+    # the azd dataset holds only the columns its evaluators bind: a document list no evaluator binds is not read
+    # (an evaluator without data_mapping reads its inputs under their own names)
+    bound = {
+        column
+        for ev in evaluators
+        for column in ev.get("inputs") or {i.name: i.name for i in CATALOG[ev["evaluator"]].inputs}.values()
+    }
+    fields: dict[str, Any] = {name: None for name in _DOC_LISTS if name not in bound}
+    mapping = {
+        "description": str(description),
+        "dataset": {"fields": {**fields, "extra": extra}},
+        "evaluators": evaluators,
+    }
     return {**mapping, **settings}, azd_line_finder(node, text, file=file, index=index)
 
 

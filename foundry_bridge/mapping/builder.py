@@ -21,9 +21,9 @@ from .._text import did_you_mean
 from ..catalog import INPUT_TYPE_SCHEMAS, get_evaluator
 from ..errors import MappingError
 from ..wire import item_template, parse_template
-from .loader import expand_param, param_type_problem
+from .loader import defaults_taken, expand_param, param_type_problem
 from .model import Mapping
-from .plan import CriterionPlan, Plan, RowSpool
+from .plan import CriterionPlan, EnvDefault, Plan, RowSpool
 
 __all__ = ["available_fields", "build_criteria", "build_eval_body", "build_plan", "item_fields", "item_schema"]
 
@@ -110,6 +110,23 @@ def build_criteria(mapping: Mapping, *, environ: TMapping[str, str] | None = Non
                 data_mapping[inp] = item_template(target)
         criteria.append(CriterionPlan(name=name, evaluator=spec.name, init=init, data_mapping=data_mapping))
     return criteria
+
+
+def _env_defaults(
+    mapping: Mapping, criteria: list[CriterionPlan], *, environ: TMapping[str, str] | None = None
+) -> list[EnvDefault]:
+    """The init parameters of ``criteria`` (built from ``mapping`` by ``build_criteria``, one per entry) whose value
+    is a ``${VAR:-default}`` default because VAR was unset or empty (``loader.defaults_taken``)."""
+    out: list[EnvDefault] = []
+    for i, (entry, crit) in enumerate(zip(mapping.evaluators, criteria, strict=True)):
+        for key, value in entry.init.items():
+            out += [
+                EnvDefault(
+                    criterion=crit.name, param=key, field=f"evaluators[{i}].init.{key}", variable=var, value=default
+                )
+                for var, default in defaults_taken(value, environ=environ)
+            ]
+    return out
 
 
 def _field_of(template: str) -> str | None:
@@ -212,4 +229,5 @@ def build_plan(
         dataset_path=str(dataset_path) if dataset_path is not None else None,
         dataset_sha256=sha,
         mapping_path=str(mapping_path) if mapping_path is not None else None,
+        env_defaults=_env_defaults(mapping, criteria, environ=environ),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, MutableMapping
+from collections.abc import Mapping as TMapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from .model import Mapping
 __all__ = [
     "MAPPINGS_PACKAGE_DIR",
     "ParamTypeError",
+    "defaults_taken",
     "expand_env",
     "expand_param",
     "load_mapping",
@@ -127,11 +129,13 @@ def mapping_from_dict(
 def _check_response_id(mapping: Mapping, file: str | None, node: Any) -> None:
     """``response_id`` names an extra item field the mapping reads (``builder.available_fields``: for TREC input,
     extras come only with ``trec.responses``)."""
-    from .builder import available_fields
-
     name = mapping.response_id
+    if name is None:
+        return
+    from .builder import available_fields  # only when the mapping names one: the metrics path never loads it
+
     extras = [f for f in available_fields(mapping) if f in mapping.dataset.fields.extra]
-    if name is None or name in extras:
+    if name in extras:
         return
     guess = did_you_mean(name, extras)
     if guess:
@@ -229,7 +233,7 @@ def expand_env(value: Any, *, environ: MutableMapping[str, str] | None = None, w
         def sub(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             got = env.get(name)
-            if got:
+            if got:  # an empty variable counts as unset (the rule ``defaults_taken`` reads too)
                 return got
             if default is not None:
                 return default
@@ -245,6 +249,21 @@ def expand_env(value: Any, *, environ: MutableMapping[str, str] | None = None, w
     if isinstance(value, list):
         return [expand_env(v, environ=env, where=where) for v in value]
     return value
+
+
+def defaults_taken(value: Any, *, environ: TMapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """``(VAR, default)`` for each ``${VAR:-default}`` in ``value`` (strings, lists, dicts) whose default
+    ``expand_env`` takes — VAR unset or empty: the values a mapping only guessed."""
+    env = os.environ if environ is None else environ
+    if isinstance(value, str):
+        return [
+            (m.group(1), m.group(2)) for m in _ENV.finditer(value) if m.group(2) is not None and not env.get(m.group(1))
+        ]
+    if isinstance(value, dict):
+        return [d for v in value.values() for d in defaults_taken(v, environ=env)]
+    if isinstance(value, list):
+        return [d for v in value for d in defaults_taken(v, environ=env)]
+    return []
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string"}

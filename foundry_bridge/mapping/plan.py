@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidat
 
 from .model import Mapping
 
-__all__ = ["CriterionPlan", "JsonlRows", "Plan", "RowSpool", "iter_rows", "write_rows"]
+__all__ = ["CriterionPlan", "EnvDefault", "JsonlRows", "Plan", "RowSpool", "iter_rows", "write_rows"]
 
 _BLOCK = 1 << 20  # bytes read at once when rows are iterated
 
@@ -186,6 +186,20 @@ class CriterionPlan(BaseModel):
         return body
 
 
+class EnvDefault(BaseModel):
+    """An init parameter that holds the mapping's default because its variable was unset or empty when the plan
+    was built (``${VAR:-default}``): a guess, which a backend where the value matters refuses (the cloud backend,
+    for ``deployment_name``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    criterion: str
+    param: str
+    field: str  # where in the mapping: evaluators[i].init.<param>
+    variable: str
+    value: str
+
+
 class Plan(BaseModel):
     """Eval-create body, run items, and the settings needed to interpret the results later."""
 
@@ -200,6 +214,7 @@ class Plan(BaseModel):
     dataset_path: str | None = None
     dataset_sha256: str | None = None
     mapping_path: str | None = None
+    env_defaults: list[EnvDefault] = Field(default_factory=list)  # init values the mapping only guessed
     _fingerprint: tuple[bytes, Any, str] | None = PrivateAttr(default=None)
 
     @property

@@ -1,9 +1,11 @@
-"""The few distribution functions the trust statistics need, in pure ``math`` (no scipy at run time).
+"""The few distribution functions the trust statistics need.
 
-``normal_sf(z)`` = P(Z > z) = erfc(z/√2)/2; ``normal_quantile(p)`` inverts the normal CDF by bisection on it
-(to 1e-12, ample for interval bounds); ``binom_cdf(k, n)`` = P(X ≤ k) for X ~ Binomial(n, 1/2) (McNemar's exact
-test): summed exactly in integers up to n = 1000, beyond that in log space (log C(n, i) as a cumulative sum of
-log((n − i + 1)/i), relative error below 1e-7) so a million discordant pairs stay fast.
+``t_quantile(p, df)`` is Student's t quantile from ``scipy.special.stdtrit`` (imported when first called: scipy is
+a run-time dependency for it, a well-kept library rather than a hand-written inverse incomplete beta). The rest is
+pure ``math``: ``normal_sf(z)`` = P(Z > z) = erfc(z/√2)/2; ``normal_quantile(p)`` inverts the normal CDF by
+bisection on it (to 1e-12, ample for interval bounds); ``binom_cdf(k, n)`` = P(X ≤ k) for X ~ Binomial(n, 1/2)
+(McNemar's exact test): summed exactly in integers up to n = 1000, beyond that in log space (log C(n, i) as a
+cumulative sum of log((n − i + 1)/i), relative error below 1e-7) so a million discordant pairs stay fast.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 
 import numpy as np
 
-__all__ = ["binom_cdf", "binom_pmf", "normal_quantile", "normal_sf"]
+__all__ = ["binom_cdf", "binom_pmf", "normal_quantile", "normal_sf", "t_quantile"]
 
 _EXACT_UP_TO = 1000
 
@@ -34,6 +36,17 @@ def normal_quantile(p: float) -> float:
         else:
             hi = mid
     return (lo + hi) / 2
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The t with P(T ≤ t) = p for Student's T with ``df`` > 0 degrees of freedom (``scipy.special.stdtrit``)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be > 0, got {df}")
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, p))
 
 
 def binom_pmf(k: int, n: int) -> float:

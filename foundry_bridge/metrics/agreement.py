@@ -320,7 +320,8 @@ def judge_trust(
         alpha_j = krippendorff_alpha(np.vstack([hs, js[None, :]]), categories=categories)
     else:
         missing.append("Krippendorff's α needs two raters on at least one row")
-    means = [estimate_mean(j, rater_mean(h)) for j, h in ((js, hs), (jp, hp))]
+    scales = ((js, hs, categories), (jp, hp, (0.0, 1.0)))  # the score on its scale, the pass rate on [0, 1]
+    means = [estimate_mean(j, rater_mean(h), scale=scale) for j, h, scale in scales]
     labeled = int(np.count_nonzero((rated | ~np.isnan(hp)).any(axis=0))) if hs.size else 0
     return JudgeTrust(js.size, labeled, hs.shape[0], on_pass, on_scale, alpha_h, alpha_j, means[0], means[1], missing)
 

@@ -7,9 +7,10 @@ canonical (``rr@10``, ``ndcg(gain=exp)@3``: parameters at their default are left
 has a column name (``Measure.key``: ``rr@10``, ``ndcg_exp@3``) and a summary name (``Measure.aggregate_key``:
 ``mrr@10``, ``hit_rate@10``): the names the ``metrics`` and ``report`` outputs have always used.
 
-Spellings: the name or an alias, case-insensitive (``MRR@10`` = ``mrr@10`` = ``rr@10``; ``ndcg_exp@3`` =
-``ndcg(gain=exp)@3``), keyword parameters with literal values (a choice may be written bare: ``gain=exp``), ``@k``
-for the cutoff. The text is parsed with ``ast`` and only that shape is accepted; nothing is evaluated.
+Spellings: the name or an alias, case-insensitive (``MRR@10`` = ``mrr@10`` = ``rr@10``; ``P@5`` = ``precision@5``;
+``nDCG@10`` = ``ndcg@10``; ``ndcg_exp@3`` = ``ndcg(gain=exp)@3``), keyword parameters with literal values (a
+choice may be written bare: ``gain=exp``), ``@k`` for the cutoff. The text is parsed with ``ast`` and only that
+shape is accepted; nothing is evaluated.
 
 Definitions (they hold exactly; rank = 1-based position after removing later duplicates; relevant ⇔ label ≥ the
 relevance threshold, a setting of the whole computation, not a measure parameter; n_rel = relevant qrels documents,
@@ -114,7 +115,11 @@ MEASURES: dict[str, MeasureDef] = {
             mean_label="MRR",
         ),
         MeasureDef("recall", "relevant documents in the top k ÷ all relevant documents (n_rel)"),
-        MeasureDef("precision", "relevant documents in the top k ÷ k"),  # ÷ k also when fewer than k were retrieved
+        MeasureDef(  # ÷ k also when fewer than k were retrieved
+            "precision",
+            "relevant documents in the top k ÷ k",
+            aliases=("p",),  # P@5: trec_eval's, ir_measures' name
+        ),
         MeasureDef(
             "hit",
             "1 if any relevant document is in the top k (mean = hit rate)",

@@ -3,31 +3,58 @@
 Notation: ``y`` the human verdicts on the n labelled rows, ``f`` the judge's scores on the same rows, ``f_u`` the
 judge's scores on the N rows nobody labelled (the unlabelled rows only: a labelled row is not counted twice).
 
-- judge-only mean: mean(f ∪ f_u), with its CLT interval — it measures the judge, bias included.
-- human-only mean: mean(y) ± z · sd(y) / √n (the classical estimate; ignores the judge).
-- PPI (Angelopoulos et al., *Science* 2023): θ = mean(f_u) − mean(f − y), the judge's mean corrected by the
-  rectifier measured on the labelled rows; variance sd(f_u)²/N + sd(y − f)²/n.
-- PPI++ (Angelopoulos, Duchi, Zrnic, arXiv 2311.01453): θ_λ = mean(y) + λ·(mean(f_u) − mean(f)), variance
-  λ²·sd(f_u)²/N + sd(y − λf)²/n, with the power-tuned λ = Cov(y, f) / ((1 + n/N) · Var(f ∪ f_u)) clipped to
-  [0, 1] (λ = 0 is the human-only mean, λ = 1 plain PPI): never wider than either, asymptotically.
+Point estimates (identical to the ``ppi-python`` package's):
 
-Standard deviations are population (ddof 0) and Var(f ∪ f_u) is ddof 1, as in the ``ppi-python`` package; the
-intervals are normal (z) intervals. ``labels_to_halve`` solves for the fewest more labels (taken from the
-unlabelled rows, so N shrinks as n grows) after which the PPI++ interval is half as wide, λ re-tuned for each
-count (the variances and covariance held at today's estimates).
+- judge-only mean: mean(f ∪ f_u) — it measures the judge, bias included.
+- human-only mean: mean(y) (the classical estimate; ignores the judge).
+- PPI (Angelopoulos et al., *Science* 2023): θ = mean(f_u) − mean(f − y), the judge's mean corrected by the
+  rectifier measured on the labelled rows.
+- PPI++ (Angelopoulos, Duchi, Zrnic, arXiv 2311.01453): θ_λ = mean(y) + λ·(mean(f_u) − mean(f)) with the
+  power-tuned λ = Cov(y, f) / ((1 + n/N) · Var(f ∪ f_u)) clipped to [0, 1] (λ = 0 is the human-only mean, λ = 1
+  plain PPI); Cov with the n divisor, Var(f ∪ f_u) with n + N − 1, as ``ppi-python``.
+
+Intervals (95 % by default), chosen for the few labels a team has (``metrics.intervals`` states the formulas):
+
+- a pass rate (``scale`` = (0, 1)), judge only and human only: the Wilson score interval — inside [0, 1], never of
+  zero width (Wilson 1927; Brown, Cai & DasGupta 2001).
+- a mean score on a scale (e.g. 1–5), judge only and human only: Student's t, n − 1 degrees of freedom, on the
+  variance of the values padded with ``PSEUDO_ROWS`` = 2 pseudo-rows spread evenly over the scale's values.
+- PPI and PPI++: θ ± t₍n−1₎·√(λ²·s²(f_u)/N + s²(y − λf)/n), s² with the n − 1 divisor and s²(y − λf) padded with
+  2 pseudo-rows spread evenly over the scale × scale grid of (human, judge) values — on pass/fail data Agresti &
+  Min's ½ in each cell of the 2×2 table (*Statistics in Medicine* 2005), the interval for a difference of matched
+  proportions that the rectifier mean(y) − mean(f) is. So three agreeing labels no longer give a zero-width
+  interval, and a λ tuned on the same few labels does not shrink the interval below its coverage. The pad's
+  weight vanishes as 1/n: at a few hundred labels the interval is close to ``ppi-python``'s (``interval="normal"``
+  gives that one exactly: z and the n divisor).
+- every interval on a scale is clipped to it, and ``Estimate.clipped`` says it was (PPI's θ can itself leave the
+  scale — it subtracts the judge's measured error — and is kept as computed).
+- fewer than ``MIN_HUMAN_LABELS`` (5) labels: no human-only interval; fewer than ``MIN_LABELS`` (10): no PPI or
+  PPI++ interval. The estimate then carries ``need_labels`` (the minimum) and NaN bounds, and the report says
+  "too few labels (need N)". From the minima on, the simulation in ``tests/test_trust_coverage.py`` (a known
+  population, seeded) finds every interval at 95 % coverage or above, within its Monte Carlo error; below them the
+  intervals that keep their coverage span most of the scale.
+
+``labels_to_halve`` solves for the fewest more labels (taken from the unlabelled rows, so N shrinks as n grows)
+after which the PPI++ variance is a quarter of today's, λ re-tuned for each count, the (padded) variances and
+covariance held at today's estimates and the t quantile at today's: it errs on the side of more labels (the pad's
+weight and the t quantile both shrink as labels are added).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ._dist import normal_quantile
+from .intervals import PSEUDO_ROWS, clip, padded_variance, t_interval, two_sided, wilson
 
 __all__ = [
+    "MIN_HUMAN_LABELS",
+    "MIN_LABELS",
     "Estimate",
     "MeanEstimates",
     "QueuePick",
@@ -38,10 +65,20 @@ __all__ = [
     "tuned_lambda",
 ]
 
+MIN_HUMAN_LABELS = 5  # fewer labelled rows: no human-only interval ("too few labels")
+MIN_LABELS = 10  # fewer labelled rows: no PPI / PPI++ interval
+
+Scale = Sequence[float] | np.ndarray  # the scale's values, e.g. (0, 1) for a pass rate or range(1, 6)
+
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with its interval: ``mean`` in [``low``, ``high``] at ``confidence``, and what it was computed from."""
+    """A mean with its interval: ``mean`` in [``low``, ``high``] at ``confidence``, and what it was computed from.
+
+    ``interval`` names how the interval was made; ``clipped`` is True when it left the scale and was cut to it;
+    ``need_labels`` is set (and ``low``/``high`` are NaN) when there were too few labelled rows for an interval:
+    the minimum that gives one.
+    """
 
     method: str
     mean: float
@@ -50,6 +87,9 @@ class Estimate:
     n_labeled: int
     n_unlabeled: int
     confidence: float
+    interval: str = ""
+    clipped: bool = False
+    need_labels: int | None = None
 
     @property
     def half_width(self) -> float:
@@ -57,9 +97,7 @@ class Estimate:
 
 
 def _z(confidence: float) -> float:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    return normal_quantile(0.5 + confidence / 2)
+    return normal_quantile(two_sided(confidence))
 
 
 def _arrays(y: Any, f: Any, f_u: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,6 +107,49 @@ def _arrays(y: Any, f: Any, f_u: Any) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if np.isnan(yy).any() or np.isnan(ff).any() or np.isnan(uu).any():
         raise ValueError("NaN in the verdicts: leave unscored rows out before estimating")
     return yy, ff, uu
+
+
+def _scale_values(scale: Scale | None, *arrays: np.ndarray) -> np.ndarray | None:
+    """The scale's sorted distinct values (None: no scale); a value of ``arrays`` outside its range is refused."""
+    if scale is None:
+        return None
+    v = np.unique(np.asarray(scale, dtype=np.float64))
+    if v.size < 2 or np.isnan(v).any():
+        raise ValueError(f"a scale needs two or more values, got {list(scale)}")
+    for a in arrays:
+        off = a[(a < v[0]) | (a > v[-1])]
+        if off.size:
+            raise ValueError(f"value {off[0]:g} is outside the scale {v[0]:g}–{v[-1]:g}")
+    return v
+
+
+def _is_rate(v: np.ndarray | None) -> bool:
+    return v is not None and v.size == 2 and v[0] == 0.0 and v[1] == 1.0
+
+
+def _grid(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pseudo-rows: human and judge values over the k × k grid of scale values, each of weight PSEUDO_ROWS/k²."""
+    gy, gf = (g.ravel() for g in np.meshgrid(v, v, indexing="ij"))
+    return gy, gf, np.full(gy.size, PSEUDO_ROWS / gy.size)
+
+
+def _pad(v: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """The pseudo-rows' values of y − λf and their weights (λ = 0: ``PSEUDO_ROWS`` spread over the k values of one
+    mean)."""
+    gy, gf, w = _grid(v)
+    return gy - lam * gf, w
+
+
+def _residual_variance(y: np.ndarray, f: np.ndarray, lam: float, v: np.ndarray | None) -> float:
+    """s²(y − λf): the n − 1-divisor variance, padded with the pseudo-rows when there is a scale."""
+    r = y - lam * f
+    if v is None:
+        return float(r.var(ddof=1))
+    return padded_variance(r, *_pad(v, lam))
+
+
+def _var1(values: np.ndarray) -> float:
+    return float(values.var(ddof=1)) if values.size > 1 else 0.0
 
 
 def tuned_lambda(y: Any, f: Any, f_u: Any) -> float:
@@ -84,35 +165,88 @@ def tuned_lambda(y: Any, f: Any, f_u: Any) -> float:
     return float(np.clip(cov / ((1 + n / big_n) * var_all), 0.0, 1.0))
 
 
-def ppi_mean(y: Any, f: Any, f_u: Any, *, lam: float | None = None, confidence: float = 0.95) -> Estimate:
-    """The prediction-powered mean and interval: ``lam=None`` tunes λ (PPI++), ``lam=1`` is plain PPI."""
+def _method(lam: float, tuned: bool) -> str:
+    return f"PPI++ (λ={lam:.3f})" if tuned else f"PPI (λ={lam:g})"
+
+
+def ppi_mean(
+    y: Any,
+    f: Any,
+    f_u: Any,
+    *,
+    lam: float | None = None,
+    confidence: float = 0.95,
+    scale: Scale | None = None,
+    interval: Literal["t", "normal"] = "t",
+) -> Estimate:
+    """The prediction-powered mean and interval: ``lam=None`` tunes λ (PPI++), ``lam=1`` is plain PPI.
+
+    ``interval="t"`` (two labels or more): t₍n−1₎, n − 1 divisors, the pseudo-row pad and clipping when ``scale``
+    is given; ``interval="normal"``: ``ppi-python``'s large-sample interval, θ ± z·√(λ²·sd(f_u)²/N +
+    sd(y − λf)²/n) with the n divisor, unclipped."""
     yy, ff, uu = _arrays(y, f, f_u)
     n, big_n = yy.size, uu.size
     if n == 0 or big_n == 0:
         raise ValueError(f"PPI needs labelled and unlabelled rows, got n={n}, N={big_n}")
+    v = _scale_values(scale, yy, ff, uu)
     lam_ = tuned_lambda(yy, ff, uu) if lam is None else float(lam)
     mean = float(lam_ * uu.mean() + (yy - lam_ * ff).mean())
-    sd = math.sqrt(float(np.var(lam_ * uu)) / big_n + float(np.var(yy - lam_ * ff)) / n)
-    z = _z(confidence)
-    method = f"PPI++ (λ={lam_:.3f})" if lam is None else f"PPI (λ={lam_:g})"
-    return Estimate(method, mean, mean - z * sd, mean + z * sd, n, big_n, confidence)
+    method = _method(lam_, lam is None)
+    if interval == "normal":
+        half = _z(confidence) * math.sqrt(float(np.var(lam_ * uu)) / big_n + float(np.var(yy - lam_ * ff)) / n)
+        return Estimate(method, mean, mean - half, mean + half, n, big_n, confidence, "normal (ppi-python's)")
+    if n < 2:
+        raise ValueError("the t interval needs two labelled rows or more")
+    variance = lam_**2 * _var1(uu) / big_n + _residual_variance(yy, ff, lam_, v) / n
+    low, high = t_interval(mean, variance, n - 1, confidence=confidence)
+    how = f"t, {n - 1} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "")
+    low, high, cut = _on_scale(low, high, v)
+    return Estimate(method, mean, low, high, n, big_n, confidence, how, cut)
 
 
-def _clt(values: np.ndarray, method: str, n_labeled: int, n_unlabeled: int, confidence: float) -> Estimate:
+def _on_scale(low: float, high: float, v: np.ndarray | None) -> tuple[float, float, bool]:
+    """[low, high] clipped to the scale (each bound kept inside it), and whether it had to be."""
+    if v is None:
+        return low, high, False
+    lo, hi = float(v[0]), float(v[-1])
+    low, high, cut = clip(low, high, lo, hi)
+    return min(low, hi), max(high, lo), cut
+
+
+def _too_few(
+    method: str, mean: float, counts: tuple[int, int], confidence: float, need: int | None = MIN_LABELS
+) -> Estimate:
+    """The point estimate without an interval (NaN bounds), and the labels an interval needs."""
+    nan = float("nan")
+    return Estimate(method, mean, nan, nan, *counts, confidence, need_labels=need)
+
+
+def _single(
+    values: np.ndarray, method: str, counts: tuple[int, int], confidence: float, v: np.ndarray | None, minimum: int
+) -> Estimate:
+    """One mean with its interval (Wilson for a pass rate, padded t on a scale, plain t without one); fewer than
+    ``minimum`` values: no interval, ``need_labels`` = ``minimum``."""
     if values.size == 0:
-        nan = float("nan")
-        return Estimate(method, nan, nan, nan, n_labeled, n_unlabeled, confidence)
+        return _too_few(method, float("nan"), counts, confidence, None)
     mean = float(values.mean())
-    half = _z(confidence) * float(values.std()) / math.sqrt(values.size)
-    return Estimate(method, mean, mean - half, mean + half, n_labeled, n_unlabeled, confidence)
+    if values.size < max(minimum, 2):
+        return _too_few(method, mean, counts, confidence, minimum if minimum > 1 else None)
+    if _is_rate(v):
+        low, high = wilson(float(values.sum()), values.size, confidence=confidence)
+        return Estimate(method, mean, low, high, *counts, confidence, "Wilson score")
+    variance = _residual_variance(values, np.zeros_like(values), 0.0, v) / values.size
+    low, high = t_interval(mean, variance, values.size - 1, confidence=confidence)
+    how = f"t, {values.size - 1} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "")
+    low, high, cut = _on_scale(low, high, v)
+    return Estimate(method, mean, low, high, *counts, confidence, how, cut)
 
 
 @dataclass(frozen=True)
 class MeanEstimates:
     """One judge metric's mean four ways, λ, and the labels that would halve the intervals.
 
-    ``labels_to_halve``: more human labels after which the PPI++ interval is half as wide (None: not even labelling
-    every row would, or fewer than two labels yet);
+    ``labels_to_halve``: more human labels after which the PPI++ interval is half as wide or less (None: not even
+    labelling every row would, or fewer than ``MIN_LABELS`` labels yet);
     ``human_labels_to_halve``: the same for the human-only interval (3·n: width ∝ 1/√n).
     """
 
@@ -125,9 +259,12 @@ class MeanEstimates:
     human_labels_to_halve: int | None
 
 
-def estimate_mean(judge: Any, human: Any, *, confidence: float = 0.95) -> MeanEstimates:
+def estimate_mean(judge: Any, human: Any, *, confidence: float = 0.95, scale: Scale | None = None) -> MeanEstimates:
     """Every estimate of the mean from aligned arrays over all rows: ``judge`` (NaN = unscored, left out) and
-    ``human`` (NaN = not labelled). With no labelled row only the judge-only mean is set."""
+    ``human`` (NaN = not labelled). ``scale``: the values a verdict can take — (0, 1) for a pass rate (Wilson
+    intervals), e.g. range(1, 6) for a 1–5 score (padded t intervals clipped to 1–5); None: plain t intervals, no
+    clipping. With no labelled row only the judge-only mean is set; PPI and PPI++ are None when every scored row is
+    labelled (nothing to correct)."""
     j = np.asarray(judge, dtype=np.float64).ravel()
     h = np.asarray(human, dtype=np.float64).ravel()
     if j.shape != h.shape:
@@ -135,31 +272,53 @@ def estimate_mean(judge: Any, human: Any, *, confidence: float = 0.95) -> MeanEs
     scored = ~np.isnan(j)
     labeled = scored & ~np.isnan(h)
     y, f, f_u = h[labeled], j[labeled], j[scored & np.isnan(h)]
+    v = _scale_values(scale, y, j[scored])
     n, big_n = y.size, f_u.size
-    judge_only = _clt(j[scored], "judge only", n, big_n, confidence)
-    human_only = _clt(y, "human only", n, big_n, confidence)
-    if n < 2 or big_n == 0:
+    judge_only = _single(j[scored], "judge only", (n, big_n), confidence, v, 1)
+    human_only = _single(y, "human only", (n, big_n), confidence, v, MIN_HUMAN_LABELS)
+    if n == 0 or big_n == 0:
         return MeanEstimates(judge_only, human_only, None, None, None, None, 3 * n if n else None)
     lam = tuned_lambda(y, f, f_u)
-    plus = ppi_mean(y, f, f_u, confidence=confidence)
-    halve = _labels_to_halve(y, f, f_u, lam)
-    plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence)
-    return MeanEstimates(judge_only, human_only, plain, plus, lam, halve, 3 * n)
+    if n < MIN_LABELS:
+        plain, plus = (
+            _too_few(_method(lam_, tuned), float(lam_ * f_u.mean() + (y - lam_ * f).mean()), (n, big_n), confidence)
+            for lam_, tuned in ((1.0, False), (lam, True))
+        )
+        return MeanEstimates(judge_only, human_only, plain, plus, lam, None, 3 * n)
+    plus = ppi_mean(y, f, f_u, confidence=confidence, scale=v)
+    plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v)
+    return MeanEstimates(judge_only, human_only, plain, plus, lam, _labels_to_halve(y, f, f_u, lam, v), 3 * n)
 
 
-def _labels_to_halve(y: np.ndarray, f: np.ndarray, f_u: np.ndarray, lam: float) -> int | None:
+def _padded_moments(y: np.ndarray, f: np.ndarray, v: np.ndarray | None) -> tuple[float, float, float]:
+    """s²(y), Cov(y, f), s²(f) over the labelled rows (n − 1 divisor), padded like the interval's variance."""
+    if v is None:
+        c = float(np.cov(y, f, ddof=1)[0, 1])
+        return float(y.var(ddof=1)), c, float(f.var(ddof=1))
+    gy, gf, pw = _grid(v)
+    w = np.concatenate([np.ones(y.size), pw])
+    yy, ff = np.concatenate([y, gy]), np.concatenate([f, gf])
+    total = float(w.sum())
+    dy, df = yy - (w * yy).sum() / total, ff - (w * ff).sum() / total
+    s_y, c, s_f = ((w * a * b).sum() / (total - 1) for a, b in ((dy, dy), (dy, df), (df, df)))
+    return float(s_y), float(c), float(s_f)
+
+
+def _labels_to_halve(y: np.ndarray, f: np.ndarray, f_u: np.ndarray, lam: float, v: np.ndarray | None) -> int | None:
     """The fewest m (moved from the unlabelled rows) whose PPI++ variance is a quarter of today's, λ re-tuned at each
-    m: V(m) = λ²·s_f²/(N − m) + (s_y² − 2λ·c + λ²·s_f²)/(n + m) at λ = c / (s_f²·(1 + (n + m)/(N − m))) clipped to
-    [0, 1] (c = Cov(y, f), s_f² = Var(f) over every row, s_y² = Var(y)): λ = 0 is the human-only interval."""
+    m: V(m) = λ²·s_u²/(N − m) + (s_y² − 2λ·c + λ²·s_f²)/(n + m), with s_u² = s²(f_u) and s_y², c, s_f² the padded
+    moments of the labelled rows (so V(0) is the interval's variance), at λ = c₀ / (v₀·(1 + (n + m)/(N − m)))
+    clipped to [0, 1] (c₀ = Cov(y, f), v₀ = Var(f ∪ f_u), as ``tuned_lambda``): λ = 0 is the human-only interval."""
     n, big_n = y.size, f_u.size
-    target = (float(np.var(lam * f_u)) / big_n + float(np.var(y - lam * f)) / n) / 4
-    s_f = float(np.var(np.concatenate([f, f_u])))
-    s_y = float(np.var(y))
-    c = float(np.mean((y - y.mean()) * (f - f.mean())))
+    s_u = _var1(f_u)
+    s_y, c, s_f = _padded_moments(y, f, v)
+    target = (lam**2 * s_u / big_n + (s_y - 2 * lam * c + lam**2 * s_f) / n) / 4
+    v0 = float(np.var(np.concatenate([f, f_u]), ddof=1))
+    c0 = float(np.mean((y - y.mean()) * (f - f.mean())))
     m = np.arange(1, big_n, dtype=np.float64)
     lab, unl = n + m, big_n - m
-    lam_m = np.clip(c / (s_f * (1 + lab / unl)), 0.0, 1.0) if s_f > 0 else np.zeros_like(m)
-    variance = lam_m**2 * s_f / unl + (s_y - 2 * lam_m * c + lam_m**2 * s_f) / lab
+    lam_m = np.clip(c0 / (v0 * (1 + lab / unl)), 0.0, 1.0) if v0 > 0 else np.zeros_like(m)
+    variance = lam_m**2 * s_u / unl + (s_y - 2 * lam_m * c + lam_m**2 * s_f) / lab
     ok = np.nonzero(variance <= target)[0]
     return int(m[ok[0]]) if ok.size else None
 

@@ -41,6 +41,7 @@ __all__ = [
     "ranking_from_arrays",
     "ranking_metrics",
     "summarize",
+    "top_grades",
 ]
 
 NanPolicy = Literal["propagate", "drop", "zerofill"]
@@ -112,6 +113,23 @@ def compute(arrays: QueryArrays, ks: Sequence[int]) -> dict[str, np.ndarray]:
             out[f"ndcg@{k}"] = np.where(il > 0, _at(dcg_lin, k) / il, np.nan)
             out[f"ndcg_exp@{k}"] = np.where(ie > 0, _at(dcg_exp, k) / ie, np.nan)
     return out
+
+
+def top_grades(arrays: QueryArrays, k: int) -> dict[str, np.ndarray]:
+    """Per query (int64): ``found`` = the highest label among the top ``k`` documents (0 when none is labelled
+    above 0) and ``best`` = the highest label of its judgments (0 when none is above 0).
+
+    With graded labels, hit@k counts a query as found as soon as any relevant document is in the top k; when
+    ``relevance_threshold ≤ found < best`` the best-graded passage was missed all the same (a partial search miss,
+    which stage attribution reports: ``report._stages.missed_top_grade``).
+    """
+    if arrays.depth < k:
+        raise ValueError(f"arrays were built to depth {arrays.depth}, below k={k}")
+    n = arrays.labels.shape[0]
+    top_k = arrays.labels[:, :k]
+    found = top_k.max(axis=1, initial=0) if top_k.shape[1] else np.zeros(n, np.int64)
+    best = arrays.ideal[:, 0].copy() if arrays.ideal.shape[1] else np.zeros(n, np.int64)
+    return {"found": found.astype(np.int64), "best": best.astype(np.int64)}
 
 
 def nan_mean(values: np.ndarray, nan_policy: str) -> float | None:

@@ -9,9 +9,10 @@ multiplicity control across metrics × candidates, and a "too few paired queries
   zeros and n ≤ 50; with ties or zeros and at most 13 pairs, the exact distribution over all sign flips of the
   ranks; otherwise the normal approximation with tie correction and no continuity correction.
 - effect sizes (Ihemelandu & Ekstrand, SIGIR'23: at large n every p is small, the size is what matters): the
-  mean paired difference B − A with its normal interval ±z·sd/√n (for pass/fail the difference of pass rates,
-  whose variance is ((b + c) − (c − b)²/n)/n²), the standardized d_z = mean / sd with the interval
-  ±z·√(1/n + d_z²/(2n)), and for Wilcoxon the matched-pairs rank-biserial r = (W⁺ − W⁻) / (W⁺ + W⁻).
+  mean paired difference B − A with Student's interval ±t₍n−1₎·s/√n, s with the n − 1 divisor (for pass/fail the
+  difference of pass rates, s² padded with ½ in each cell of the 2×2 table — Agresti & Min's "Wald+2" — and cut
+  to [−1, 1]), the standardized d_z = mean / sd with the interval ±z·√(1/n + d_z²/(2n)), and for Wilcoxon the
+  matched-pairs rank-biserial r = (W⁺ − W⁻) / (W⁺ + W⁻).
 - multiplicity: Holm's step-down (family-wise error, the default) or Benjamini–Hochberg (false discovery rate)
   adjusted p-values over every (metric, candidate) tested; a comparison with fewer than ``min_n`` paired rows is
   not tested and not counted in the family (its verdict says so). The gate decides on the adjusted p.
@@ -27,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._dist import binom_cdf, binom_pmf, normal_quantile, normal_sf
+from .intervals import clip, padded_variance, t_interval
 
 __all__ = [
     "DEFAULT_MIN_N",
@@ -76,22 +78,33 @@ class PairedTest:
     significant: bool | None = None
 
 
-def paired_effect(diffs: Any, *, confidence: float = 0.95) -> Effect:
-    """The mean of ``diffs`` (B − A per row) with ±z·sd/√n (sd ddof 0), and d_z = mean/sd with ±z·√(1/n + d²/2n).
+_MATCHED_PAD = (np.array([0.0, 1.0, -1.0, 0.0]), np.full(4, 0.5))  # B − A in each cell of the 2×2 table, ½ each
+
+
+def paired_effect(diffs: Any, *, confidence: float = 0.95, matched_proportions: bool = False) -> Effect:
+    """The mean of ``diffs`` (B − A per row) with Student's interval mean ± t₍n−1₎·s/√n (s with the n − 1 divisor;
+    NaN below two rows), and d_z = mean/sd (sd ddof 0) with ±z·√(1/n + d²/2n). ``matched_proportions`` (pass/fail
+    differences in {−1, 0, 1}): s² padded with Agresti & Min's ½ in each cell of the 2×2 table (Statistics in
+    Medicine 2005), so a table without discordant pairs still gets an interval of honest width, cut to [−1, 1].
     NaN when there are no rows; d_z is NaN when every difference is equal (sd 0)."""
     d = np.asarray(diffs, dtype=np.float64).ravel()
     n = d.size
+    nan = float("nan")
     if n == 0:
-        nan = float("nan")
         return Effect(nan, nan, nan, nan, nan, nan)
-    z = normal_quantile(0.5 + confidence / 2)
     mean, sd = float(d.mean()), float(d.std())
-    half = z * sd / math.sqrt(n)
+    low = high = nan
+    if n >= 2:
+        variance = padded_variance(d, *_MATCHED_PAD) if matched_proportions else float(d.var(ddof=1))
+        low, high = t_interval(mean, variance / n, n - 1, confidence=confidence)
+        if matched_proportions:
+            low, high, _ = clip(low, high, -1.0, 1.0)
     if sd == 0:
-        return Effect(mean, mean, mean, float("nan"), float("nan"), float("nan"))
+        return Effect(mean, low, high, nan, nan, nan)
+    z = normal_quantile(0.5 + confidence / 2)
     dz = mean / sd
     dz_half = z * math.sqrt(1 / n + dz * dz / (2 * n))
-    return Effect(mean, mean - half, mean + half, dz, dz - dz_half, dz + dz_half)
+    return Effect(mean, low, high, dz, dz - dz_half, dz + dz_half)
 
 
 def _too_few(n: int, min_n: int) -> str | None:
@@ -109,7 +122,7 @@ def mcnemar(
     n = int(pa.size)
     worse, better = int(np.count_nonzero(pa & ~pb)), int(np.count_nonzero(~pa & pb))
     name = "McNemar mid-p" if mid_p else "McNemar exact"
-    effect = paired_effect(pb.astype(float) - pa.astype(float), confidence=confidence)
+    effect = paired_effect(pb.astype(float) - pa.astype(float), confidence=confidence, matched_proportions=True)
     refused = _too_few(n, min_n)
     if refused:
         return PairedTest(name, n, worse + better, float(min(worse, better)), None, effect, refused)

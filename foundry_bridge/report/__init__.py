@@ -24,7 +24,7 @@ from ._html import render_html
 from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
 from ._queue import write_labelling_queue
-from ._render import FORMATS, render, render_json
+from ._render import FORMATS, queries_path, render, render_json
 from ._stages import STAGE_RULES, attribute_stage
 from ._trust import render_trust_html, render_trust_markdown, trust_section, write_verdict_queue_for
 
@@ -46,6 +46,7 @@ __all__ = [
     "load_run",
     "noise_bands_by_key",
     "parse_fail_on",
+    "queries_path",
     "render",
     "render_comparison_json",
     "render_comparison_markdown",

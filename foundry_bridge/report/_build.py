@@ -325,12 +325,16 @@ def _section(kind: str, b: _Built, aggregates: dict[str, Any], stage: np.ndarray
     return Section(kind=kind, queries=int(mask.sum()), kind_sources=sources, metrics=aggregates, stages=stages)
 
 
-def _stage_section(rows: RowsOut) -> StageSection:
+def _stage_section(rows: RowsOut, params: Params) -> StageSection:
     return StageSection(
         counts={s: int(np.count_nonzero(rows.stage == k)) for k, s in enumerate(STAGES)},
         queries={s: rows.stage_ids.get(s, []) for s in STAGES},
         worst={s: [r["query_id"] for r in rows.worst.get(s, [])] for s in STAGES},
         rules=STAGE_RULES,
+        stage_k=params.stage_k,
+        relevance_threshold=params.relevance_threshold,
+        search_partial=rows.search_partial,
+        search_partial_queries=rows.search_partial_ids,
     )
 
 
@@ -511,7 +515,7 @@ def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
         positive=positive,
         negative=negative,
         negative_queries=_negative_section(b.run),
-        stages=_stage_section(rows),
+        stages=_stage_section(rows, b.params),
         canaries=rows.canaries,
         canary_counts=rows.canary_counts,
         labelling_queue=_adapter(HoleEntry).validate_python(queue.entries(LIST_CAP)),

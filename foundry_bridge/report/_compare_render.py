@@ -57,13 +57,18 @@ def _sweep(comparison: Comparison) -> list[str]:
 
 
 def _gate_and_warnings(comparison: Comparison) -> list[str]:
+    """One gate line (the decision and the false-alarm rate across gates), its reasons and skipped checks, then
+    the warnings."""
     out: list[str] = []
-    if comparison.gate.get("checked"):
-        if comparison.gate.get("failed"):
-            out.append("**Gate: FAILED**")
-            out.extend(f"- {md_escape(r)}" for r in comparison.gate.get("reasons", []))
-        else:
-            out.append("**Gate: passed**")
+    gate = comparison.gate
+    if gate.get("checked"):
+        status = "FAILED" if gate.get("failed") else "passed"
+        statement = gate.get("false_alarm")
+        out.append(f"**Gate: {status}**" + (f" — {md_escape(statement)}" if statement else ""))
+        out.extend(f"- {md_escape(r)}" for r in gate.get("reasons", []))
+        out.extend(
+            f"- skipped: {md_escape(c['reason'])}" for c in gate.get("checks", []) if c.get("outcome") == "skipped"
+        )
         out.append("")
     out.extend(f"> ⚠️ {md_escape(w)}" for w in comparison.warnings)
     if comparison.warnings:
@@ -72,14 +77,14 @@ def _gate_and_warnings(comparison: Comparison) -> list[str]:
 
 
 def _decision(comparison: Comparison) -> str:
-    """The method line's decision rule: which p, corrected how, decides."""
+    """The method line's decision rule: which p, corrected how, decides (the verdicts; the gate says its own)."""
     fewer = f"fewer than {comparison.min_paired} paired queries: no decision."
     if comparison.correction == "none":
         return f"significant ⇔ p < {comparison.alpha} (uncorrected); {fewer}"
     name = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[comparison.correction]
     return (
-        f"significant ⇔ {name}-corrected p < {comparison.alpha}, one family being the gate's tests (candidates × "
-        f"--fail-on metrics) and another the rest; {fewer}"
+        f"significant ⇔ {name}-corrected p < {comparison.alpha} over the {comparison.exploratory_tests} tests of "
+        f"every metric the runs share (whichever are shown; the gate decides on its own); {fewer}"
     )
 
 

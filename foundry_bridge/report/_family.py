@@ -7,7 +7,8 @@ pairing). The tests are ``metrics.significance.compare_family``'s: McNemar (exac
 verdict and a boolean metric —, Wilcoxon signed-rank on a judge's ordinal score and on continuous metrics, "too
 few paired queries" under ``min_n``; the decision is on the adjusted p, and a change inside the judge's own noise
 band (``noise``: key → band, ``metrics.agreement.noise_band``) is no change. ``FamilyComparison.gate_failures``
-lists the rows a CI gate fails on: changed, in the worse direction.
+lists the rows changed in the worse direction; inside ``compare`` they are shown, not gated (the gate is
+``--fail-on``'s, ``report._compare._gate``).
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ class FamilyComparison(BaseModel):
 
     @property
     def gate_failures(self) -> list[FamilyLine]:
-        """The rows a CI gate fails on: a change after correction, outside the noise, in the worse direction."""
+        """The rows a gate on this family would fail on: a change after correction, outside the noise, in the worse
+        direction (compare shows them; its gate is ``--fail-on``'s)."""
         return [r for r in self.rows if r.verdict == "worse"]
 
 
@@ -359,7 +361,7 @@ def render_family_markdown(comparison: FamilyComparison) -> str:
                 f"\n{md_escape(name)}: {missing[0]} baseline queries missing, {missing[1]} queries not in the baseline"
             )
     worse = comparison.gate_failures
-    lines += ["", f"Gate: {len(worse)} metric(s) worse after correction" + (":" if worse else ".")]
+    lines += ["", f"Worse after correction: {len(worse)} metric(s)" + (":" if worse else ".")]
     lines += [
         f"- {md_escape(r.candidate)} {md_escape(r.key)}: Δ {fmt_num(r.delta)} ({md_escape(r.test)})" for r in worse
     ]

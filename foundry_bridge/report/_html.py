@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
-from ._markdown import canary_note, negative_rows, per_query_note, worst_rows
+from ._markdown import PARTIAL_LABEL, canary_note, negative_rows, per_query_note, stage_basis, worst_rows
 from ._model import STAGES, Distribution, QueryRow, Report, Section
 from ._trust import render_trust_html
 
@@ -235,7 +235,8 @@ def _query_table(report: Report, rows: Sequence[QueryRow]) -> str:
             f'<td class=n data-v="{q.row}">{q.row}</td>',
             f"<td>{_e(q.query_id)}</td>",
             f"<td>{_e(q.kind)}</td>",
-            f'<td class="stage-{q.stage}" data-v="{order[q.stage]}">{q.stage}</td>',
+            f'<td class="stage-{q.stage}" data-v="{order[q.stage]}">{q.stage}'
+            f"{f'<br><small>{PARTIAL_LABEL}</small>' if q.search_partial else ''}</td>",
         ]
         for c in local_cols:
             v = q.local.get(c)
@@ -311,14 +312,15 @@ def _head(report: Report) -> list[str]:
 
 
 def _stages(report: Report) -> list[str]:
-    parts = ["<h2>Stage attribution</h2><table><thead><tr><th>stage</th><th>count</th><th>queries</th></tr>"]
-    parts.append("</thead><tbody>")
-    for stage in STAGES:
-        ids = report.stages.queries.get(stage, [])
-        count = report.stages.counts.get(stage, 0)
+    parts = [f"<h2>Stage attribution</h2><p class=meta>{_e(stage_basis(report))}</p>"]
+    parts.append("<table><thead><tr><th>stage</th><th>count</th><th>queries</th></tr></thead><tbody>")
+    st = report.stages
+    rows: list[tuple[str, str, int, list[str]]] = [(s, s, st.counts.get(s, 0), st.queries.get(s, [])) for s in STAGES]
+    rows.append(("search", PARTIAL_LABEL, st.search_partial, st.search_partial_queries))
+    for css, stage, count, ids in rows:
         more = f" … and {count - len(ids)} more" if count > len(ids) else ""
         parts.append(
-            f'<tr><td class="stage-{stage}">{stage}</td><td class=n>{count}</td>'
+            f'<tr><td class="stage-{css}">{_e(stage)}</td><td class=n>{count}</td>'
             f"<td>{_e(', '.join(ids) + more)}</td></tr>"
         )
     parts.append("</tbody></table><details><summary>Rules</summary><ul>")

@@ -13,6 +13,22 @@ from ._trust import render_trust_markdown
 
 __all__ = ["negative_rows", "per_query_note", "render_markdown", "summary_metric_keys", "worst_rows"]
 
+PARTIAL_LABEL = "search (partial)"  # the partial search miss (_stages.missed_top_grade), beside the stages
+PARTIAL_HINT = "fix the ranking: the highest-graded passage was missed (also counted in its stage above)"
+
+
+def stage_basis(report: Report) -> str:
+    """What the stage table rests on, stated beside it: the cutoff, the relevance threshold and the label range."""
+    st, p = report.stages, report.params
+    k = st.stage_k if st.stage_k is not None else p.stage_k
+    t = st.relevance_threshold if st.relevance_threshold is not None else p.relevance_threshold
+    return (
+        f"Stages at k = {k}; relevant ⇔ label ≥ {t} (labels {p.label_min}–{p.label_max}): a query counts as found "
+        f"when a document labelled {t} or more is in its top {k}; {PARTIAL_LABEL}: found, but not its "
+        "highest-labelled document."
+    )
+
+
 _STAGE_HINT = {
     "search": "fix the index / retriever",
     "assembly": "fix the context builder",
@@ -238,12 +254,16 @@ def _distributions(report: Report) -> list[str]:
 
 
 def _stages(report: Report) -> list[str]:
-    out = ["### Stage attribution", "", "| stage | queries | which | what to fix |", "|---|---|---|---|"]
-    for stage in STAGES:
-        ids = report.stages.queries.get(stage, [])
-        more = report.stages.counts.get(stage, 0) > 15
-        shown = ", ".join(md_escape(i) for i in ids[:15]) + (" …" if more else "")
-        out.append(f"| {stage} | {report.stages.counts.get(stage, 0)} | {shown} | {_STAGE_HINT[stage]} |")
+    out = ["### Stage attribution", "", f"_{stage_basis(report)}_", ""]
+    out += ["| stage | queries | which | what to fix |", "|---|---|---|---|"]
+    rows: list[tuple[str, int, list[str], str]] = [
+        (s, report.stages.counts.get(s, 0), report.stages.queries.get(s, []), _STAGE_HINT[s]) for s in STAGES
+    ]
+    st = report.stages
+    rows.append((PARTIAL_LABEL, st.search_partial, st.search_partial_queries, PARTIAL_HINT))
+    for stage, count, ids, hint in rows:
+        shown = ", ".join(md_escape(i) for i in ids[:15]) + (" …" if count > 15 else "")
+        out.append(f"| {stage} | {count} | {shown} | {hint} |")
     out.append("")
     return out
 
@@ -320,8 +340,9 @@ def _worst(report: Report, max_queries: int) -> list[str]:
         out.append("| query | kind | stage | why | failing scores |")
         out.append("|---|---|---|---|---|")
         for q in shown:
+            partial = f" · {PARTIAL_LABEL}" if q.search_partial else ""
             out.append(
-                f"| {md_escape(q.query_id)} | {q.kind} | **{q.stage}** | {md_escape(q.stage_reason, 160)} "
+                f"| {md_escape(q.query_id)} | {q.kind} | **{q.stage}**{partial} | {md_escape(q.stage_reason, 160)} "
                 f"| {_failed_metrics(report, q) or '–'} |"
             )
         more = f"… and {total - len(shown)} more; " if total > len(shown) else ""

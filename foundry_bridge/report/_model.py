@@ -140,6 +140,11 @@ class QueryRow(_Model):
     holes: list[str] = Field(default_factory=list, description="unlabelled documents in the top stage_k")
     stage: Stage
     stage_reason: str
+    search_partial: bool = Field(
+        False,
+        description="a relevant document is in the top stage_k but not one of the query's highest label: a partial "
+        "search miss hit@k does not show (the stage is the rules' own)",
+    )
 
 
 class MetricAggregate(_Model):
@@ -197,6 +202,16 @@ class StageSection(_Model):
         default_factory=dict, description="per stage, the N worst query ids (failed answer judges, lowest scores)"
     )
     rules: list[str]
+    stage_k: int | None = Field(None, description="the cutoff K of the rules (params.stage_k)")
+    relevance_threshold: int | None = Field(
+        None, description="relevant ⇔ label ≥ this: what 'a relevant document in the top K' means in the rules"
+    )
+    search_partial: int = Field(
+        0, description="positive queries with a relevant document in the top K but none of their highest label"
+    )
+    search_partial_queries: list[str] = Field(
+        default_factory=list, description="the first LIST_CAP of them, in dataset order"
+    )
 
 
 class HoleEntry(_Model):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from ._html import render_html
 from ._markdown import render_markdown
 from ._model import Report
 
-__all__ = ["FORMATS", "render", "render_json"]
+__all__ = ["FORMATS", "queries_path", "render", "render_json"]
 
 
 def render_json(report: Report) -> str:
@@ -25,3 +26,11 @@ def render(report: Report, fmt: str) -> str:
         return FORMATS[fmt](report)
     except KeyError:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}") from None
+
+
+def queries_path(out: str | Path) -> Path:
+    """Where ``report --out FILE`` writes every query's row: beside FILE, FILE's whole name plus
+    ``.queries.jsonl`` (``r.md`` → ``r.md.queries.jsonl``, ``r.json`` → ``r.json.queries.jsonl``), so the reports
+    of one run in several formats, made with other options perhaps, each keep their own rows."""
+    out = Path(out)
+    return out.with_name(out.name + ".queries.jsonl")

@@ -22,7 +22,7 @@ from .._io import dumps
 from ..columns import RunColumns
 from ._columns import SCORED, STATUSES, Index, ScoreColumn, score_row
 from ._model import LIST_CAP, STAGES, CanaryFlag
-from ._stages import JudgeVerdict, Verdict, attribute_stage
+from ._stages import JudgeVerdict, Verdict, attribute_stage, missed_top_grade
 
 __all__ = ["Judge", "RowInputs", "RowsOut", "stream_rows"]
 
@@ -61,6 +61,8 @@ class RowsOut:
     worst: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     kept: list[dict[str, Any]] | None = None
     stage_ids: dict[str, list[str]] = field(default_factory=dict)  # the first LIST_CAP query ids of each stage
+    search_partial: int = 0  # queries with a partial search miss (_stages.missed_top_grade)
+    search_partial_ids: list[str] = field(default_factory=list)  # the first LIST_CAP of them
 
 
 def _verdicts(
@@ -96,7 +98,7 @@ def _canary(query_id: str, canary: str, judges: list[JudgeVerdict]) -> CanaryFla
 
 
 _FACTS: tuple[str, ...] = ("query_id", "kind", "kind_source", "query", "response", "canary", "dropped_relevant")
-_FACTS += ("checked", "holes", "contradiction")
+_FACTS += ("checked", "holes", "contradiction", "found", "best")
 
 
 @dataclass
@@ -146,16 +148,20 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
             dropped = f["dropped_relevant"][j]
             abstained = None if abstains[i] < 0 else bool(abstains[i] == 1)
             judges, (failed, scaled) = _verdicts(inp.judges, block.judges, j)
+            hit = local.get(inp.hit_key)
+            grades = (int(f["found"][j]), int(f["best"][j]))
             stage, reason = attribute_stage(
                 kind=kind,
-                hit=local.get(inp.hit_key),
+                hit=hit,
                 assembly_checked=bool(f["checked"][j]),
                 dropped_relevant=dropped,
                 has_response=response is not None,
                 abstained=abstained,
                 answer_judges=judges,
                 label_contradiction=bool(f["contradiction"][j]),
+                grades=grades,
             )
+            partial = missed_top_grade(kind, hit, grades)
             row = {
                 "row": i,
                 "query_id": query_id,
@@ -171,12 +177,17 @@ def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: 
                 "holes": f["holes"][j],
                 "stage": stage,
                 "stage_reason": reason,
+                "search_partial": partial,
             }
             if write is not None:
                 write(dumps(row) + b"\n")
             out.stage[i] = stage_index[stage]
             if len(ids := out.stage_ids[stage]) < LIST_CAP:
                 ids.append(query_id)
+            if partial:
+                out.search_partial += 1
+                if len(out.search_partial_ids) < LIST_CAP:
+                    out.search_partial_ids.append(query_id)
             if canary is not None:
                 canaries.add(i, _canary(query_id, canary, judges))
             if out.kept is not None:

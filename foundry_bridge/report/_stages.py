@@ -14,7 +14,7 @@ from typing import NamedTuple, Protocol
 
 from ._model import Stage
 
-__all__ = ["STAGE_RULES", "JudgeVerdict", "Verdict", "attribute_stage"]
+__all__ = ["STAGE_RULES", "JudgeVerdict", "Verdict", "attribute_stage", "missed_top_grade"]
 
 STAGE_RULES: list[str] = [
     "Positive queries, checked in order (K = stage_k, relevant ⇔ label ≥ relevance threshold):",
@@ -28,6 +28,9 @@ STAGE_RULES: list[str] = [
     "6. any answer judge (an evaluator whose inputs include the response) failed its threshold → generation",
     "7. any answer judge errored, is missing or gave no pass/fail, or no answer judge ran → unknown",
     "8. otherwise → ok",
+    "Besides the stage (which it does not change): a positive query with a relevant document in the top K but not "
+    "one of its highest label (graded labels: a label-1 passage found, the label-3 one missed) is marked "
+    "search (partial), and its reason names both labels.",
     "Negative queries (the answer is not in the corpus):",
     "1. no response → unknown",
     "2. a top-K document carries a relevant label (the labels contradict the kind) → unknown",
@@ -60,6 +63,13 @@ class JudgeVerdict:
     score: _Scored
 
 
+def missed_top_grade(kind: str, hit: float | None, grades: tuple[int, int] | None) -> bool:
+    """The partial search miss of ``STAGE_RULES``: a positive query with a relevant document in the top K
+    (``hit`` > 0) whose best label there (``grades[0]``) is below its best label of all (``grades[1]``;
+    ``metrics.ranking.top_grades``)."""
+    return kind != "negative" and hit is not None and hit > 0 and grades is not None and grades[0] < grades[1]
+
+
 def attribute_stage(
     *,
     kind: str,
@@ -70,8 +80,41 @@ def attribute_stage(
     abstained: bool | None,
     answer_judges: Sequence[JudgeVerdict],
     label_contradiction: bool = False,
+    grades: tuple[int, int] | None = None,
 ) -> tuple[Stage, str]:
-    """Return ``(stage, reason)`` per ``STAGE_RULES``."""
+    """Return ``(stage, reason)`` per ``STAGE_RULES``. ``grades``: the best label in the top K and the best of the
+    query's labels (``metrics.ranking.top_grades``); when the first is below the second (``missed_top_grade``) the
+    reason ends with the partial search miss."""
+    stage, reason = _stage(
+        kind=kind,
+        hit=hit,
+        assembly_checked=assembly_checked,
+        dropped_relevant=dropped_relevant,
+        has_response=has_response,
+        abstained=abstained,
+        answer_judges=answer_judges,
+        label_contradiction=label_contradiction,
+    )
+    if grades is not None and missed_top_grade(kind, hit, grades):
+        reason += (
+            f"; search (partial): the highest-graded relevant document (label {grades[1]}) is not in the top k, "
+            f"the best there has label {grades[0]}"
+        )
+    return stage, reason
+
+
+def _stage(
+    *,
+    kind: str,
+    hit: float | None,
+    assembly_checked: bool,
+    dropped_relevant: Sequence[str],
+    has_response: bool,
+    abstained: bool | None,
+    answer_judges: Sequence[JudgeVerdict],
+    label_contradiction: bool,
+) -> tuple[Stage, str]:
+    """The stage and reason of rules 1–8 (positive) and 1–4 (negative)."""
     if kind == "negative":
         if not has_response or abstained is None:
             return "unknown", "negative query without a response: abstention cannot be checked"

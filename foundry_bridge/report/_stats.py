@@ -1,11 +1,12 @@
-"""Paired statistics over per-query differences: sign-flip randomization test and bootstrap CI (numpy, seeded)."""
+"""Paired statistics over per-query differences: the sign-flip randomization test (numpy, seeded). The interval of
+the mean difference is Student's t (``metrics.intervals.mean_t_interval``)."""
 
 from __future__ import annotations
 
 import zlib
 from typing import Any
 
-__all__ = ["bootstrap_ci", "paired_generator", "sign_flip_test"]
+__all__ = ["paired_generator", "sign_flip_test"]
 
 _CHUNK_CELLS = 4_000_000  # resamples × queries per sign-flip draw call: part of the random stream, keep it
 _WORK_CELLS = 262_144  # resamples × queries processed at once (cache-sized; does not change the random stream)
@@ -13,7 +14,8 @@ _WORK_CELLS = 262_144  # resamples × queries processed at once (cache-sized; do
 
 def paired_generator(seed: int, key: str) -> Any:
     """A ``numpy.random.Generator`` seeded from ``(seed, key)``: one metric's p-value never depends on which
-    other metrics were compared, or in which order."""
+    other metrics were compared, or in which order. compare's key names the two runs as an unordered pair, so
+    swapping baseline and candidate draws the same numbers."""
     import numpy as np
 
     return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(key.encode())]))
@@ -25,20 +27,25 @@ def sign_flip_test(diffs: Any, *, n_resamples: int = 10_000, rng: Any) -> tuple[
     Under the null each per-query difference is as likely positive as negative. Exact over all 2^m sign
     assignments of the m non-zero differences when 2^m ≤ ``n_resamples``; otherwise Monte Carlo with
     p = (hits + 1) / (n_resamples + 1). Returns ``(p, method)``.
+
+    The flips are applied to the sorted |d|: with s uniform on {±1}^m, s·sgn(d) is uniform too, so
+    |Σ sᵢdᵢ| and |Σ sᵢ|dᵢ|| have the same null distribution (the exact count is the same number). p then depends
+    only on the multiset of |d| and on |Σ d|: negating every difference (swapping baseline and candidate) or
+    listing the queries in another order gives the same p from the same generator.
     """
     import numpy as np
 
     d = np.asarray(diffs, dtype=np.float64)
     nonzero = d != 0
     n, m = d.size, int(np.count_nonzero(nonzero))
-    nz = d if m == n else d[nonzero]  # no copy when no difference is 0
-    del nonzero
     if n == 0:
         return float("nan"), "none (no paired queries)"
     if m == 0:
         return 1.0, "exact (all differences are 0)"
-    observed = abs(nz.sum()) / n
-    tol = 1e-12 * max(1.0, float(np.abs(nz).sum()))
+    observed = abs(d.sum()) / n  # the zeros add nothing
+    nz = np.sort(np.abs(d[nonzero]))  # the order and signs the flips see: none of the runs' (see above)
+    del nonzero
+    tol = 1e-12 * max(1.0, float(nz.sum()))  # the sums' rounding (the flips add in another order)
     if m <= 30 and 2**m <= n_resamples:
         total = 2**m
         hits = 0
@@ -64,24 +71,3 @@ def sign_flip_test(diffs: Any, *, n_resamples: int = 10_000, rng: Any) -> tuple[
             hits += int(np.count_nonzero(stats >= observed - tol))
         done += size
     return (hits + 1) / (n_resamples + 1), f"Monte Carlo sign-flip, {n_resamples} resamples"
-
-
-def bootstrap_ci(diffs: Any, *, confidence: float = 0.95, n_resamples: int = 10_000, rng: Any) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of mean(diffs), resampling queries with replacement."""
-    import numpy as np
-
-    d = np.asarray(diffs, dtype=np.float64)
-    n = d.size
-    if n == 0:
-        return float("nan"), float("nan")
-    if np.all(d == d[0]):
-        return float(d[0]), float(d[0])
-    means = np.empty(n_resamples, dtype=np.float64)
-    step = max(1, 4 * _WORK_CELLS // n)  # the draws do not depend on the step (one 32-bit draw per index)
-    for start in range(0, n_resamples, step):
-        size = min(step, n_resamples - start)
-        idx = rng.integers(0, n, size=(size, n))
-        means[start : start + size] = np.take(d, idx).mean(axis=1)
-    alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return float(lo), float(hi)

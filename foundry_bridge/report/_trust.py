@@ -80,7 +80,9 @@ class _Stat(BaseModel):
 
 
 class EstimateOut(_Stat):
-    """``metrics.ppi.Estimate``: a mean in [low, high] at ``confidence``, and the rows it used."""
+    """``metrics.ppi.Estimate``: a mean in [low, high] at ``confidence``, and the rows it used; ``interval`` names
+    how the interval was made, ``clipped`` says it was cut to the scale, ``need_labels`` (low and high null) that
+    there were too few labels for one."""
 
     method: str
     mean: Num
@@ -89,6 +91,9 @@ class EstimateOut(_Stat):
     n_labeled: int
     n_unlabeled: int
     confidence: float
+    interval: str = ""
+    clipped: bool = False
+    need_labels: int | None = None
 
 
 class MeanOut(_Stat):
@@ -595,9 +600,15 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 def _estimate(e: EstimateOut | None) -> str:
+    """``mean [low, high]``, † when the interval was clipped to the scale; "too few labels (need N)" below the
+    minimum (no point estimate either: a number from two labels invites quoting)."""
     if e is None or e.mean is None:
         return "–"
-    return f"{_num(e.mean)} [{_num(e.low)}, {_num(e.high)}]"
+    if e.need_labels is not None:
+        return f"too few labels (need {e.need_labels})"
+    if e.low is None or e.high is None:
+        return _num(e.mean)
+    return f"{_num(e.mean)} [{_num(e.low)}, {_num(e.high)}]" + ("†" if e.clipped else "")
 
 
 def _means(m: MeanOut | None) -> tuple[str, str, str, str]:
@@ -632,9 +643,16 @@ def _notes(section: TrustSection) -> list[str]:
                 f"{j.criterion}: no human label yet — {j.labels_for_pass_rate} labelled rows give its pass rate "
                 f"±{PASS_RATE_HALF_WIDTH} by themselves{more}."
             )
-        halve = j.trust.pass_rate.labels_to_halve if j.trust.pass_rate else None
+        rate = j.trust.pass_rate
+        plus = rate.ppi_plus if rate else None
+        if plus is not None and plus.need_labels is not None:
+            out.append(
+                f"{j.criterion}: {plus.n_labeled} labelled rows: the corrected numbers (PPI, PPI++) need "
+                f"{plus.need_labels} for an interval ({plus.need_labels - plus.n_labeled} more)."
+            )
+        halve = rate.labels_to_halve if rate else None
         if halve is not None:
-            out.append(f"{j.criterion}: {halve} more labels would halve the PPI++ interval of its pass rate.")
+            out.append(f"{j.criterion}: about {halve} more labels would halve the PPI++ interval of its pass rate.")
         if j.worst:
             worst = ", ".join(f"{w['query_id']} (judge {w['judge']:g}, human {w['human']:g})" for w in j.worst[:3])
             out.append(f"{j.criterion}: largest judge–human gaps: {worst}.")
@@ -701,7 +719,7 @@ def render_trust_markdown(section: TrustSection) -> str:
     lines = ["## Can the judge be trusted?", "", md_escape(_source_line(section)), ""]
     if section.judges:
         head, rows = _table_rows(section)
-        lines += [*table(head, rows), "", "Intervals are 95 %. " + md_escape(_KAPPA_NOTE), ""]
+        lines += [*table(head, rows), "", md_escape(_INTERVAL_NOTE + " " + _KAPPA_NOTE), ""]
     lines += [f"- {md_escape(n)}" for n in _notes(section) + _noise_lines(section)]
     lines += ["", md_escape(_retrieval_line(section)), ""]
     if section.canaries:
@@ -711,6 +729,10 @@ def render_trust_markdown(section: TrustSection) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+_INTERVAL_NOTE = (
+    "Intervals are 95 %: Wilson for pass rates, Student's t for mean scores, PPI and PPI++ with t and two "
+    "pseudo-rows (docs/trust.md); † cut to the scale."
+)
 _KAPPA_NOTE = (
     "Read κ against the base rates: a judge that passes everything agrees often and has κ 0. PPI corrects the "
     "judge's mean with the human labels; PPI++ leans on the judge only as far as it tracks the humans."
@@ -728,7 +750,7 @@ def render_trust_html(section: TrustSection) -> str:
 
     parts = ['<section id="trust">', "<h2>Can the judge be trusted?</h2>", f"<p>{e(_source_line(section))}</p>"]
     if section.judges:
-        parts += [table(*_table_rows(section)), f"<p>Intervals are 95 %. {e(_KAPPA_NOTE)}</p>"]
+        parts += [table(*_table_rows(section)), f"<p>{e(_INTERVAL_NOTE)} {e(_KAPPA_NOTE)}</p>"]
     notes = _notes(section) + _noise_lines(section)
     if notes:
         parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")

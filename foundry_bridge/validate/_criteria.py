@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -39,6 +39,9 @@ class Criterion:
     label_min: int = 0
     label_max: int = 4
     where: str = ""  # field path of the criterion's init parameters in its file
+    range_source: str = ""  # where the label range comes from, for the note that states it
+    max_from: str = "mapping"  # what sets the maximum: the mapping's `labels`, or the criterion's `init` or
+    # `initialization_parameters` (also for the evaluator's default, which is overridden there)
 
     def field_of_type(self, input_type: str) -> str | None:
         """The item field bound to this criterion's first input of ``input_type`` (labels, documents)."""
@@ -119,40 +122,64 @@ def _expand_param(
     return out
 
 
-def _label_range(
-    spec: EvaluatorSpec, init: dict[str, Any], mapping_labels: tuple[int, int] | None
-) -> tuple[int, int] | None:
-    """The (min, max) label range a criterion with a labels input validates against.
+class _Range(NamedTuple):
+    """A criterion's label range and what it comes from (``source``, as the note about it says)."""
+
+    label_min: int
+    label_max: int
+    source: str
+    max_from: str
+
+
+def _label_range(spec: EvaluatorSpec, init: dict[str, Any], labels: tuple[int, int, str] | None) -> _Range | None:
+    """The (min, max) label range a criterion with a labels input validates against, and its source: each bound
+    from the criterion's init, else the mapping's ``labels`` (``labels``: min, max and where they come from; None
+    for hand-written criteria), else the evaluator's default.
 
     None if it has no labels input, or if a bound was rejected by ``_check_init`` (reported there as an error; kept
     as None): the range Foundry would use is then unknown, so labels are not range-checked against a guess.
     """
     if not any(i.type == "labels" for i in spec.inputs):
         return None
+    init_name = "initialization_parameters" if labels is None else "init"
     bounds: list[int] = []
-    for name, fallback in zip(_LABEL_BOUNDS, mapping_labels or (None, None), strict=True):
+    sources: list[str] = []
+    for i, name in enumerate(_LABEL_BOUNDS):
         if name in init:
-            value = init[name]
+            value, source = init[name], "init"
             if value is None:
                 return None  # rejected and reported by _check_init
+        elif labels is not None:
+            value, source = labels[i], "mapping"
         else:
-            value = fallback
-            if value is None and name in spec.param_names:
-                value = spec.param(name).default
+            value, source = (spec.param(name).default if name in spec.param_names else None), "default"
         if value is None:
             return None  # the evaluator has no such bound
         if not isinstance(value, int) or isinstance(value, bool):
             # _check_init rejects these; reaching here is a bug, never a silent skip
             raise TypeError(f"{name} {value!r} is not an integer")
         bounds.append(value)
-    return bounds[0], bounds[1]
+        sources.append(source)
+    source = _range_source(sources[0], sources[1], init_name, labels[2] if labels else "")
+    max_from = "mapping" if sources[1] == "mapping" else init_name
+    return _Range(bounds[0], bounds[1], source, max_from)
 
 
-def _with_range(c: Criterion, rng: tuple[int, int] | None, loc: tuple[Any, ...], ctx: Context) -> Criterion:
+def _range_source(low: str, high: str, init_name: str, mapping_origin: str) -> str:
+    """Where a range comes from, in words, given where each bound does (``init``, ``mapping``, ``default``)."""
+    texts = {"init": f"from its {init_name}", "mapping": mapping_origin, "default": "the evaluator's default"}
+    if low != high:
+        return f"{_LABEL_BOUNDS[0]} {texts[low]}, {_LABEL_BOUNDS[1]} {texts[high]}"
+    if low == "default":
+        return f"{texts['default']} (no ground_truth_label_min/max in its {init_name})"
+    return texts[low]
+
+
+def _with_range(c: Criterion, rng: _Range | None, loc: tuple[Any, ...], ctx: Context) -> Criterion:
     """``c`` with its label range set, and the warnings a range alone gives (fidelity with labels ≥ 10)."""
     if rng is None:
         return c
-    c.label_min, c.label_max = rng
+    c.label_min, c.label_max, c.range_source, c.max_from = rng
     line = ctx.line_of(loc) or ctx.line_of(loc[:-1])
     bounds = {"label_min": c.label_min, "label_max": c.label_max}
     if c.label_max >= 10:
@@ -182,7 +209,11 @@ def criteria_from_mapping(
 
     ctx = Context(report, file, _line_finder(file))
     produced = set(available_fields(mapping))
-    labels = (mapping.labels.min, mapping.labels.max)
+    if "labels" in mapping.model_fields_set:
+        origin = "from the mapping's `labels`" + (f" ({file})" if file else "")
+    else:
+        origin = "the default (the mapping sets no `labels`)"
+    labels = (mapping.labels.min, mapping.labels.max, origin)
     out: list[Criterion] = []
     names: set[str] = set()
     if not mapping.evaluators:
@@ -203,7 +234,7 @@ def _mapping_entry(
     entry: EvaluatorEntry,
     i: int,
     produced: set[str],
-    labels: tuple[int, int],
+    labels: tuple[int, int, str],
     ctx: Context,
     environ: dict[str, str] | None,
 ) -> Criterion | None:

@@ -14,10 +14,28 @@ from typing import Any
 from ._criteria import Criterion
 from ._rules import Context
 
-__all__ = ["MAX_DOCUMENTS", "LabelChecks", "LocateLabel"]
+__all__ = ["MAX_DOCUMENTS", "LabelChecks", "LocateLabel", "range_note"]
 
 MAX_DOCUMENTS = 10_000  # Foundry's limit per list (retrieved_documents and retrieval_ground_truth)
 _ZERO_RESULT_LINES = 5  # lines named in the zero_result warning
+_NONE_YET = 2**63  # a span's start: above any label the arrays hold
+
+
+def range_note(c: Criterion, low: int | None = None, high: int | None = None) -> str:
+    """What range ``c`` checks labels against and where it comes from, with the span of the data's labels
+    (``low``-``high``; None: no row had one) and, when they stop below the maximum, how to declare the top."""
+    note = f"criterion {c.name!r} checks labels against {c.label_min}-{c.label_max}, {c.range_source}"
+    if low is None or high is None:
+        return note + "; no row has an integer label"
+    note += f"; the data's labels span {low}-{high}"
+    if c.label_min <= high < c.label_max:
+        if c.max_from == "mapping":
+            declare = f"declare `labels: {{min: {c.label_min}, max: {high}}}` in the mapping"
+        else:
+            declare = f"set ground_truth_label_max: {high} in its {c.max_from}"
+        note += f": if {high} is the top grade, {declare}, so that a {high + 1} is an error"
+    return note
+
 
 # where the i-th label of a row's labels field is reported: (file, line); ``None`` → the row's file and line
 LocateLabel = Callable[[str, int], tuple[str, int] | None]
@@ -29,6 +47,8 @@ class LabelChecks:
     def __init__(self, criteria: list[Criterion], ctx: Context) -> None:
         self.ctx = ctx
         self.checks = [(c, lf, c.field_of_type("documents")) for c in criteria if (lf := c.field_of_type("labels"))]
+        # per criterion: the lowest and highest integer label of the data, for the note on the range
+        self.spans = [[_NONE_YET, -_NONE_YET] for _ in self.checks]
         # per (criterion, retrieved field): [rows with a non-zero label and none retrieved, rows whose labels are
         # all 0, first lines of the former...]
         self.zero_result: defaultdict[tuple[str, str | None], list[Any]] = defaultdict(lambda: [0, 0])
@@ -41,11 +61,11 @@ class LabelChecks:
 
     def row(self, item: dict[str, Any], line: int | None, bad_documents: set[str]) -> None:
         """``bad_documents``: the retrieved fields of this row that got an error (Foundry rejects the row)."""
-        for c, lf, df in self.checks:
+        for (c, lf, df), span in zip(self.checks, self.spans, strict=True):
             labels = item.get(lf)
             if not isinstance(labels, list):
                 continue
-            label_of, valid = self._in_range(c, lf, labels, line)
+            label_of, valid = self._in_range(c, lf, labels, line, span)
             docs = item.get(df) if df else None
             if not isinstance(docs, list):
                 continue
@@ -55,8 +75,11 @@ class LabelChecks:
                 continue  # rows Foundry rejects, and empty lists (its float 0.0 branch), stop here
             self._zero_or_nan(c, lf, df, docs, label_of, line)
 
-    def _in_range(self, c: Criterion, lf: str, labels: list[Any], line: int | None) -> tuple[dict[str, Any], bool]:
-        """(id → label, whether every label is an in-range integer: Foundry scores the row, else rejects it)."""
+    def _in_range(
+        self, c: Criterion, lf: str, labels: list[Any], line: int | None, span: list[int]
+    ) -> tuple[dict[str, Any], bool]:
+        """(id → label, whether every label is an in-range integer: Foundry scores the row, else rejects it);
+        ``span`` widened to the integer labels seen."""
         label_of: dict[str, Any] = {}
         valid = True
         for i, g in enumerate(labels):
@@ -70,7 +93,12 @@ class LabelChecks:
                 label_of[str(g["document_id"])] = v
             if not isinstance(v, int) or isinstance(v, bool):
                 valid = False
-            elif not c.label_min <= v <= c.label_max:
+                continue
+            if v < span[0]:
+                span[0] = v
+            if v > span[1]:
+                span[1] = v
+            if not c.label_min <= v <= c.label_max:
                 valid = False
                 below = v < c.label_min
                 side = "below ground_truth_label_min" if below else "above ground_truth_label_max"
@@ -114,7 +142,9 @@ class LabelChecks:
     def finish(self) -> None:
         """One ``zero_result`` warning per document_retrieval criterion, if any row with a non-zero label
         retrieved none: Foundry's integer-0 branch. Rows whose labels are all 0 (negative queries) take the same
-        branch as expected; they are only counted in the message."""
+        branch as expected; they are only counted in the message. Then a note per criterion on its label range."""
+        for (c, _, _), span in zip(self.checks, self.spans, strict=True):
+            self.ctx.report.notes.append(range_note(c, span[0], span[1]) if span[0] <= span[1] else range_note(c))
         for (name, df), (missed, negative, *lines) in self.zero_result.items():
             if not missed:
                 continue

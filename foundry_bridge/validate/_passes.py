@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from ..dataset._json import JsonLimitError, duplicate_keys, loads
+from ..dataset.absent import field_sources
 from ..dataset.choice import choose_reader
 from ..dataset.frames import Table, TableSource, relocate
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
@@ -128,7 +129,9 @@ def _pass(
         rule = "missing_file/directory" if isinstance(exc, IsADirectoryError) else "missing_file/jsonl"
         report.add(Context(report, source).problem(rule))
         return
-    checker = RowChecker(criteria, report, source, threshold)
+    checker = RowChecker(
+        criteria, report, source, threshold, sources=None if raw_items else field_sources(mapping.dataset.fields)
+    )
     parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=records)
     needed = {f for c in criteria for f in c.fields.values()}
     with fh:
@@ -136,16 +139,13 @@ def _pass(
             if raw_items:
                 kind = row.get("kind")
                 checker.query_id(row.get("query_id"), lineno)
-                checker.row(row, lineno, declared_kind=kind if isinstance(kind, str) else None, raw_keys=row.keys())
+                checker.row(row, lineno, declared_kind=kind if isinstance(kind, str) else None, raw=row)
                 continue
             parsed = parser.parse(row, lineno)
             _mapped_row(parsed, row, lineno, mapping, needed, checker)
             if parsed.record is not None:
                 yield parsed.record
-    checker.finish(
-        {} if raw_items else _mapping_field_sources(mapping),
-        lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates),
-    )
+    checker.finish(lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates))
 
 
 def _table_pass(
@@ -158,7 +158,8 @@ def _table_pass(
     records: bool,
 ) -> Iterator[QueryRecord]:
     """The pass over a table's rows (``dataset.frames``): the JSONL checks, located by row index and column."""
-    checker = RowChecker(criteria, report, source.name, threshold)
+    sources = None if raw_items else field_sources(mapping.dataset.fields)
+    checker = RowChecker(criteria, report, source.name, threshold, sources=sources)
     parser = RowParser(mapping, source=source.name, relevance_threshold=threshold, records=records)
     needed = {f for c in criteria for f in c.fields.values()}
     listed = len(report.problems)
@@ -168,17 +169,14 @@ def _table_pass(
             if raw_items:
                 kind = row.get("kind")
                 checker.query_id(row.get("query_id"), index)
-                checker.row(row, index, declared_kind=kind if isinstance(kind, str) else None, raw_keys=row.keys())
+                checker.row(row, index, declared_kind=kind if isinstance(kind, str) else None, raw=row)
                 continue
             parsed = parser.parse(row, index)
             _mapped_row(parsed, row, index, mapping, needed, checker)
             if parsed.record is not None:
                 parsed.record.line = None
                 yield parsed.record
-        checker.finish(
-            {} if raw_items else _mapping_field_sources(mapping),
-            lambda _: _table_query_ids(source, mapping, raw_items, threshold),
-        )
+        checker.finish(lambda _: _table_query_ids(source, mapping, raw_items, threshold))
     except DatasetError as exc:
         Context(report, exc.file).add("bad_table", message=exc.message, hint=exc.hint)
     report.problems[listed:] = [relocate(p, source.name) for p in report.problems[listed:]]
@@ -236,7 +234,8 @@ def _mapped_row(
         _needed(full, needed),
         lineno,
         declared_kind=full["kind"] if parsed.kind_source == "declared" else None,
-        raw_keys=row.keys(),
+        raw=row,
+        absent=parsed.missing,
     )
 
 
@@ -246,22 +245,6 @@ def _needed(full: dict[str, Any], needed: set[str]) -> dict[str, Any]:
     for name in _ALWAYS_READ:
         item.setdefault(name, full.get(name))
     return item
-
-
-def _mapping_field_sources(mapping: Mapping) -> dict[str, str]:
-    """Item field → the dataset path it is read from (for messages about fields no row has)."""
-    f = mapping.dataset.fields
-    out: dict[str, str] = {}
-    for name in ("query_id", "query", "kind", "context", "response", "ground_truth"):
-        p = getattr(f, name)
-        if p:
-            out[name] = p
-    if f.retrieved_documents:
-        out["retrieved_documents"] = f.retrieved_documents.path
-    if f.retrieval_ground_truth:
-        out["retrieval_ground_truth"] = f.retrieval_ground_truth.path
-    out.update(f.extra)
-    return out
 
 
 def _unparsed_query_id(row: dict[str, Any], mapping: Mapping) -> Any:
@@ -324,7 +307,7 @@ def _trec_pass(
     beir = mapping.dataset.format == "beir"
     read = read_beir if beir else read_trec
     files = mapping.dataset.beir if beir else mapping.dataset.trec
-    checker = RowChecker(criteria, report, str(base / files.run), threshold)
+    checker = RowChecker(criteria, report, str(base / files.run), threshold, hints=False)
     needed = {f for c in criteria for f in c.fields.values()}
     response_lines: dict[str, int] = {}
     label_lines: dict[str, list[int]] = {}
@@ -346,14 +329,13 @@ def _trec_pass(
         checker.query_id(rec.query_id, line)
         full = rec.item()
         declared = rec.kind if rec.kind_source == "declared" else None
-        checker.row(_needed(full, needed), line, declared_kind=declared, raw_keys=full.keys())
+        checker.row(_needed(full, needed), line, declared_kind=declared, raw=full)
         if records:
             yield rec
     for p in problems:
         report.add(p)
     checker.finish(
-        {},
-        lambda _: ((rec.query_id, rec.line) for rec in read(base, mapping, relevance_threshold=threshold, problems=[])),
+        lambda _: ((rec.query_id, rec.line) for rec in read(base, mapping, relevance_threshold=threshold, problems=[]))
     )
 
 

@@ -13,9 +13,11 @@ __all__ = ["ValidationReport"]
 
 @dataclass
 class ValidationReport:
-    """Every problem found (at most ``max_per_code`` listed per code; all counted) and the counts."""
+    """Every problem found (at most ``max_per_code`` listed per code; all counted), the counts, and ``notes``:
+    facts that are not problems but decide what was checked (the label range of each criterion, its source)."""
 
     problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     rows: int = 0
     by_code: Counter[str] = field(default_factory=Counter)
     errors: int = 0
@@ -62,4 +64,5 @@ class ValidationReport:
                 "omitted": self.omitted,
             },
             "problems": [p.to_dict() for p in self.problems],
+            "notes": list(self.notes),
         }

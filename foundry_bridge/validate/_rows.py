@@ -6,11 +6,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .._text import did_you_mean
-from ..dataset.parse import float_label_problem
+from ..dataset.absent import RANKING, absent_field, close_key, field_role, fits_field, read_keys, rename_fix
+from ..dataset.parse import (
+    MISSING,
+    compile_path,
+    fits_role,
+    float_label_problem,
+    missing_key_hint,
+    quoted_number_hint,
+    rename_hint,
+    value_role,
+)
 from ..dataset.problems import Problem
 from ..dataset.records import derive_kind
 from ._criteria import Criterion
@@ -27,14 +37,32 @@ _STRINGS = ("string", "string_or_messages", "string_object_or_messages")
 # the narrowest input type wins when criteria read one field as different types
 _TYPE_ORDER = {"string": 0, "documents": 0, "labels": 0, "string_or_messages": 1, "string_object_or_messages": 2}
 
+_FILL = "fill the field in every row, or drop the evaluator"
+
 # where a missing item field is reported: (file, line, note) for the current row
 Locate = Callable[[str, int | None], tuple[str, int | None, str]]
 
 
 class RowChecker:
-    """Per-row checks of item values against the criteria; state for duplicates and never-seen fields."""
+    """Per-row checks of item values against the criteria; state for duplicates and never-seen fields.
 
-    def __init__(self, criteria: list[Criterion], report: ValidationReport, source: str, threshold: int) -> None:
+    ``sources`` (rows read through a mapping): item field → the dataset path it is read from. A field absent from
+    a row is then reported when a criterion needs it (``missing_input``), when it is the ranking (every item carries
+    it, the local metrics rank it; ``[]`` is an empty ranking), or when the row has an unread key close to it
+    (``missing_field``, with a did-you-mean); a field absent from every row without a close key is one the dataset
+    does not have. ``hints``: look for such keys in the rows (not in items a reader built, TREC's).
+    """
+
+    def __init__(
+        self,
+        criteria: list[Criterion],
+        report: ValidationReport,
+        source: str,
+        threshold: int,
+        *,
+        sources: dict[str, str] | None = None,
+        hints: bool = True,
+    ) -> None:
         self.criteria = criteria
         self.report = report
         self.ctx = Context(report, source)
@@ -43,8 +71,18 @@ class RowChecker:
         self.ids = DuplicateIds()
         self.labels = LabelChecks(criteria, self.ctx)
         self.seen_fields: set[str] = set()
-        self.raw_keys: set[str] = set()
-        self.deferred: dict[str, list[Problem]] = {}  # item field → missing-input problems (capped)
+        self.raw_keys: dict[str, str] = {}  # row key → the role of its first value (``value_role``)
+        self.sources = sources or {}
+        self.mapped = sources is not None
+        self.hints = hints
+        # the rows' keys something reads: the mapping's paths, or for items as they are the criteria's templates,
+        # the id and the kind
+        self.read_keys = read_keys(self.sources)
+        if not self.mapped:
+            self.read_keys = {"query_id", "kind", *(f for c in criteria for f in c.fields.values())}
+        self.deferred: dict[str, list[Problem]] = {}  # item field → missing-input/field problems (capped)
+        self.mapped_rows = 0  # rows read through the mapping, and in how many of them each field was absent
+        self.absent_rows: Counter[str] = Counter()
         self.deferred_count: Counter[str] = Counter()
         self.groups = [(c, [[(x, c.fields.get(x)) for x in g] for g in c.spec.input_groups]) for c in criteria]
         self.locate: Locate | None = None  # None → this file, the row's line
@@ -60,13 +98,24 @@ class RowChecker:
         self.ids.add(qid)
 
     def row(
-        self, item: dict[str, Any], line: int | None, *, declared_kind: str | None, raw_keys: Iterable[str]
+        self,
+        item: dict[str, Any],
+        line: int | None,
+        *,
+        declared_kind: str | None,
+        raw: dict[str, Any],
+        absent: Collection[str] = (),
     ) -> None:
+        """Check one row's ``item``; ``raw`` is the row as read (its keys, for did-you-mean hints), ``absent`` the
+        fields whose path is not in it (``ParsedRow.missing``)."""
         if len(self.raw_keys) < _MAX_KEYS_KEPT:  # for did-you-mean only; bounded whatever the rows hold
-            self.raw_keys.update(raw_keys)
+            for key in raw.keys() - self.raw_keys.keys():
+                self.raw_keys[key] = value_role(raw[key])
         present = {k for k, v in item.items() if v is not None}
-        self.seen_fields |= present
-        self._missing_inputs(present, line)
+        self.seen_fields |= present.difference(absent) if absent else present
+        reported = self._missing_inputs(present, line, raw)
+        if self.mapped:
+            self._absent(absent, raw, line, reported)
         self.row_ids: list[set[str]] = []  # the document ids of each list, filled by the type checks
         bad_documents = self._types(item, line)
         self._near_document_ids(item, line)
@@ -77,8 +126,10 @@ class RowChecker:
                 self.ctx.add(f"empty_{name}", name, line=line)
         self._check_kind(item, declared_kind, line)
 
-    def _missing_inputs(self, present: set[str], line: int | None) -> None:
-        """Required inputs without a value, deferred: a field no row has is one error at the end, not one a row."""
+    def _missing_inputs(self, present: set[str], line: int | None, raw: dict[str, Any]) -> set[str]:
+        """Required inputs without a value, deferred: a field no row has is one error at the end, not one a row.
+        Returns the fields reported for this row."""
+        reported: set[str] = set()
         for c, groups in self.groups:
             if any(all(f in present for _, f in g) for g in groups):
                 continue
@@ -86,14 +137,54 @@ class RowChecker:
             for inp, f in best:
                 if f is None or f in present:
                     continue
-                self.deferred_count[f] += 1
-                bucket = self.deferred.setdefault(f, [])
-                if len(bucket) < self.report.max_per_code:
-                    source, at, note = self.locate(f, line) if self.locate else (self.source, line, "")
-                    problem = self.ctx.problem(
-                        "missing_input", f, file=source, line=at, input=inp, criterion=c.name, note=note
-                    )
-                    bucket.append(problem)
+                reported.add(f)
+                guess = self._close_key(f, raw)
+                suggestion = _FILL if guess is None else self._rename(f, guess, "the row has")
+                self._defer(f, line, "missing_input", f, input=inp, criterion=c.name, suggestion=suggestion)
+        return reported
+
+    def _absent(
+        self, absent: Collection[str], raw: dict[str, Any], line: int | None, reported: Collection[str]
+    ) -> None:
+        """Mapped fields absent from a row that no criterion reported: the ranking always, any other one when the
+        row has an unread key close to it (a misspelling); deferred as the missing inputs are. Called for every
+        usable row read through the mapping (a row with a reader's error is checked no further, as for inputs)."""
+        self.mapped_rows += 1
+        if not absent:
+            return
+        counts = self.absent_rows
+        for f in absent:
+            counts[f] += 1
+        unread = raw.keys() - self.read_keys if self.hints else set()
+        if not unread and RANKING not in absent:
+            return  # the usual case (an optional field absent): no key could be a misspelling of it
+        for f in absent:
+            if f in reported or f not in self.sources:
+                continue
+            params = absent_field(f, raw, self.sources, unread, self.field_types.get(f))
+            if params is not None:
+                self._defer(f, line, "missing_field", self.sources[f], **params)
+
+    def _defer(self, f: str, line: int | None, rule: str, field: str, **params: Any) -> None:
+        """Keep the problem of ``f`` missing from the row at ``line`` for ``finish`` (listed up to the cap)."""
+        self.deferred_count[f] += 1
+        bucket = self.deferred.setdefault(f, [])
+        if len(bucket) < self.report.max_per_code:
+            source, at, note = self.locate(f, line) if self.locate else (self.source, line, "")
+            bucket.append(self.ctx.problem(rule, field, file=source, line=at, note=note, **params))
+
+    def _close_key(self, f: str, raw: dict[str, Any]) -> str | None:
+        """An unread top-level key of ``raw`` close to where ``f`` is read from (``absent.close_key``), or None."""
+        if not self.hints:
+            return None
+        return close_key(f, raw, self.sources, raw.keys() - self.read_keys, self.field_types.get(f))
+
+    def _fits(self, f: str, role: str) -> bool:
+        return fits_field(f, self.sources, role, self.field_types.get(f))
+
+    def _rename(self, f: str, key: str, holder: str) -> str:
+        """The did-you-mean fix for ``f`` read from a path whose top key ``holder`` spells ``key``."""
+        return rename_fix(f, key, holder, self.sources) if self.mapped else rename_hint(f, key, holder, None)
 
     def _types(self, item: dict[str, Any], line: int | None) -> set[str]:
         """Type checks of every field a criterion reads; returns the document fields that got an error."""
@@ -145,7 +236,7 @@ class RowChecker:
             s = d.get("relevance_score")
             if s is None or not isinstance(s, int | float) or isinstance(s, bool):
                 rule = "missing_score" if s is None else "bad_score"
-                self.ctx.add(rule, f"{f}[{i}].relevance_score", line=line, score=s)
+                self.ctx.add(rule, f"{f}[{i}].relevance_score", line=line, score=s, hint=quoted_number_hint(s))
                 previous = None
                 continue
             if previous is not None and s > previous and not order_warned:
@@ -214,14 +305,18 @@ class RowChecker:
                 if key in seen:
                     self.ctx.add("duplicate_document_id/labels", f"{f}[{i}].document_id", line=line, id=key, list=f)
                 seen.add(key)
-            self._check_label(g.get("query_relevance_label"), f"{f}[{i}].query_relevance_label", line)
+            self._check_label(g, f"{f}[{i}].query_relevance_label", line)
 
-    def _check_label(self, label: Any, field: str, line: int | None) -> None:
+    def _check_label(self, entry: dict[str, Any], field: str, line: int | None) -> None:
+        label = entry.get("query_relevance_label", MISSING)
         if isinstance(label, int) and not isinstance(label, bool):
             return
         if isinstance(label, float):
             message, hint = float_label_problem(label)
             self.ctx.add("label_not_integer/float", field, line=line, message=message, hint=hint)
+        elif label is MISSING:
+            fix = missing_key_hint(entry, "query_relevance_label", "document_id", None)
+            self.ctx.add("missing_label", field, line=line, hint=fix)
         elif label is None:
             self.ctx.add("missing_label", field, line=line)
         else:
@@ -245,7 +340,7 @@ class RowChecker:
 
     # -- at the end of the pass ---------------------------------------------------------------------------------
 
-    def finish(self, field_sources: dict[str, str], rescan: Rescan | None = None) -> None:
+    def finish(self, rescan: Rescan | None = None) -> None:
         """No rows, duplicate query ids, zero_result, and fields no row had (one error instead of one per row).
 
         ``rescan`` is the second pass over the ids, run only when the filter found candidates.
@@ -255,22 +350,42 @@ class RowChecker:
         self.ids.report(rescan, self.ctx)
         self.labels.finish()
         for f in sorted(self.deferred):
-            if f in self.seen_fields:
+            if f in self.seen_fields or (f in self.sources and self.absent_rows[f] < self.mapped_rows):
                 for p in self.deferred[f]:
                     self.report.add(p)
                 extra = self.deferred_count[f] - len(self.deferred[f])
                 if extra > 0:  # counted, not listed
-                    self.report.count("missing_input", "error", extra)
+                    self.report.count(self.deferred[f][0].code, "error", extra)
             else:
-                self._field_not_in_data(field_sources.get(f, f), f)
+                self._field_not_in_data(self.sources.get(f, f), f)
 
     def _field_not_in_data(self, src: str, f: str) -> None:
-        candidates = sorted(self.raw_keys | self.seen_fields)
+        """One error for a field no row has: the criteria that read it, or the mapping (the ranking, or a field
+        rows spell with a close key); the did-you-mean ranks the data's keys by the field's role first."""
+        candidates = sorted(self.raw_keys.keys() | self.seen_fields)
         leaf = src.split(".")[-1]
-        guess = did_you_mean(leaf, candidates)
         readers = ", ".join(f"{c.name}.{inp}" for c in self.criteria for inp, fld in c.fields.items() if fld == f)
-        if guess is not None and guess.lower() == leaf.lower():
-            self.ctx.add("field_wrong_case", src, readers=readers, guess=guess)
-        else:
-            hint = f"did you mean {guess!r}?" if guess else f"fields in the data: {', '.join(candidates[:20])}"
-            self.ctx.add("field_not_in_data", src, readers=readers, suggestion=hint)
+        if self.deferred[f][0].code == "missing_field":
+            top = compile_path(src)[:1]
+            unread = [k for k in self.raw_keys if k not in self.read_keys and (k,) != top]
+            guess = did_you_mean(top[0], unread, fits=lambda k: self._fits(f, self.raw_keys[k])) if top else None
+            hint = self._rename(f, guess, "the rows have") if guess else None
+            if guess is None and f == RANKING:
+                # no row has a ranking, no key spells one and no criterion reads it: a judge-only dataset under a
+                # mapping that did not say so; said once, not refused (a misspelling above, or a criterion, is)
+                self.ctx.add("no_ranking", src)
+                return
+            if guess is None:
+                hint = f"fields in the data: {', '.join(candidates[:20])}"
+            self.ctx.add("missing_field/none", src, role=field_role(f, "each"), suggestion=hint)
+            return
+        wrong_case = next((c for c in candidates if c.lower() == leaf.lower()), None)
+        if wrong_case is not None:
+            self.ctx.add("field_wrong_case", src, readers=readers, guess=wrong_case)
+            return
+        kind = self.field_types.get(f)
+        guess = did_you_mean(
+            leaf, candidates, fits=lambda k: k not in self.raw_keys or fits_role(kind, self.raw_keys[k])
+        )
+        hint = f"did you mean {guess!r}?" if guess else f"fields in the data: {', '.join(candidates[:20])}"
+        self.ctx.add("field_not_in_data", src, readers=readers, suggestion=hint)

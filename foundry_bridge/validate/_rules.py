@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..dataset.absent import MISSING_FIELD
 from ..dataset.problems import Problem, Severity
 
 if TYPE_CHECKING:
@@ -151,7 +152,15 @@ _TABLE = (
     _e(
         "missing_input",
         "required input {input!r} of criterion {criterion!r} is missing (item field {field!r}){note}",
-        "fill the field in every row, or drop the evaluator",
+        "{suggestion}",
+    ),
+    _e("missing_field", MISSING_FIELD, "{suggestion}"),  # also what the readers raise (dataset.absent)
+    _e("missing_field/none", "no row has {field!r}: {role}", "{suggestion}"),
+    _w(
+        "no_ranking",
+        "no row has {field!r} and no criterion reads it: no local ranking metric or search stage is computed",
+        "if the dataset has rankings, point dataset.fields.retrieved_documents at them; if it has none, set "
+        "dataset.fields.retrieved_documents: null",
     ),
     _e("field_not_in_data", "no row has the field {field!r} that {readers} read", "{suggestion}"),
     _e("field_wrong_case", "no row has the field {field!r} that {readers} read", "wrong case: the data has {guess!r}"),
