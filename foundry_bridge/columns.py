@@ -18,11 +18,10 @@ DuckDB is imported here only, when a run is read or sealed: never on the ``--hel
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +35,7 @@ from .runfolder import RunFolder, RunFolderError
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["COLUMNS_DIR", "FactParams", "RunColumns", "connect", "seal"]
+__all__ = ["COLUMNS_DIR", "FactParams", "QueryFacts", "RunColumns", "connect", "prepare_facts", "seal"]
 
 COLUMNS_DIR = "columns"
 FORMAT = 2  # the layout of columns/: a folder sealed with another is sealed again
@@ -106,11 +105,16 @@ class FactParams:
 
     @classmethod
     def for_plan(cls, plan: Plan, stage_k: int | None = None) -> FactParams:
-        """The mapping's cutoffs (default [10]) with ``stage_k`` (default: the largest) added."""
+        """The plan mapping's cutoffs (default [10]) with ``stage_k`` (default: the largest) added."""
+        return cls.for_mapping(plan.mapping, stage_k)
+
+    @classmethod
+    def for_mapping(cls, mapping: Any, stage_k: int | None = None) -> FactParams:
+        """``for_plan`` from the mapping itself (``mapping.Mapping``), before a plan is built."""
         from .metrics._arrays import check_threshold
         from .metrics.ranking import normalize_ks
 
-        ms = plan.mapping.metrics
+        ms = mapping.metrics
         ks = sorted(set(ms.k)) or [10]
         k_stage = stage_k or max(ks)
         check_threshold(ms.relevance_threshold)
@@ -158,36 +162,61 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
     return out
 
 
-class _FactBlocks:
-    """The records, a block at a time: the metrics' arrays (local metrics, the negative-query parts) and each
-    record's facts, written as one Parquet file per block."""
+class QueryFacts:
+    """The per-query facts of a run's records, computed as the records are handed over one at a time (``add``;
+    ``tap`` passes an iterator through) and written a block of ``BLOCK`` records at a time into ``folder``:
+    ``queries-NNNNN.parquet`` (the facts, the local metrics at every k, ``top_grades``) and ``holes-NNNNN.parquet``.
+    The run feeds it while it builds its plan from the records it has just read (so ``seal`` need not read
+    ``records.jsonl`` again); ``seal`` feeds it from ``records.jsonl`` for any other folder. ``finish`` writes the
+    last block; ``meta`` then holds the counts and the negative-query report."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, target: Path, params: FactParams) -> None:
-        from .metrics.negative import NegativeParts
-
-        self.con, self.target, self.params = con, target, params
-        self.parts = NegativeParts(params.stage_k, params.surface_threshold, keep=_LIST_CAP)
-        self.n = 0
-        self.holes: dict[str, list[Any]] = {"row": [], "rank": [], "document_id": []}
-        self.n_holes = 0
-        self._facts: dict[str, list[Any]] = {}
-
-    def _record(self, rec: Any) -> None:
+    def __init__(self, params: FactParams, folder: Path) -> None:
         from .canaries import CanaryCase
         from .metrics import assembly_check
         from .metrics.agreement import context_holds_relevant
+        from .metrics.negative import NegativeParts
+
+        self.params, self.folder = params, folder
+        self.parts = NegativeParts(params.stage_k, params.surface_threshold, keep=_LIST_CAP)
+        self.n = self.n_holes = self._index = 0
+        self.done = False
+        self._case_of, self._assembly, self._holds = CanaryCase.from_record, assembly_check, context_holds_relevant
+        self._spill: Path | None = None
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._start()
+
+    def _start(self) -> None:
+        from .metrics._arrays import ArraysBuilder, record_adder
 
         p = self.params
+        self._builder = ArraysBuilder(p.ks[-1], p.relevance_threshold)
+        self._add_record = record_adder(self._builder, p.abstention_phrases)
+        derived = ("query_id", "kind", "kind_source", "abstains", "contradiction", "found", "best")
+        self._facts: dict[str, list[Any]] = {k: [] for k in _FACT_TYPES if k not in derived}
+        self._holes: dict[str, list[Any]] = {"row": [], "rank": [], "document_id": []}
+
+    def tap(self, records: Iterable[Any]) -> Iterator[Any]:
+        """``records`` unchanged, each added on its way through; ``finish`` once they are all through."""
+        for rec in records:
+            self.add(rec)
+            yield rec
+        self.finish()
+
+    def add(self, rec: Any) -> None:
+        """One record (a ``QueryRecord`` or alike), the next row."""
+        p = self.params
+        top, qrels = self._add_record(rec)  # the first ks[-1] distinct documents, the labels by document id
         row = self.n + len(self._facts["row"])
-        found = _holes(rec, p.stage_k)
+        found = _holes(top, qrels, p.stage_k)
+        h = self._holes
         for rank, doc in found:
-            self.holes["row"].append(row)
-            self.holes["rank"].append(rank)
-            self.holes["document_id"].append(doc)
-        asm = assembly_check((rec,), k=p.stage_k, relevance_threshold=p.relevance_threshold)[0]
+            h["row"].append(row)
+            h["rank"].append(rank)
+            h["document_id"].append(doc)
+        asm = self._assembly((rec,), k=p.stage_k, relevance_threshold=p.relevance_threshold)[0]
         canary = rec.extra.get("canary")
-        case = CanaryCase.from_record(rec)
-        holds = context_holds_relevant(rec)
+        case = self._case_of(rec)
+        holds = self._holds(rec)
         f = self._facts
         f["row"].append(row)
         f["query"].append(rec.query)
@@ -200,28 +229,65 @@ class _FactBlocks:
         f["checked"].append(bool(asm.get("checked", False)) and rec.context is not None)
         f["holds_relevant"].append(np.nan if holds is None else float(holds))
         f["holes"].append([d for _, d in found])
+        if len(f["row"]) >= BLOCK:
+            self._flush()
 
-    def add(self, records: Iterator[Any]) -> bool:
-        """One block of records; False when there was none left."""
-        from .metrics._arrays import from_records
+    def finish(self) -> None:
+        """Write the last block and close the engine."""
+        if self.done:
+            return
+        if self._facts["row"]:
+            self._flush()
+        self.done = True
+        self.close()
+
+    def remove(self) -> None:
+        """Close the engine and delete ``folder`` (facts prepared under ``TMPDIR``, once sealed)."""
+        self.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def close(self) -> None:
+        if self._con is not None:
+            with contextlib.suppress(Exception):
+                self._con.close()
+            self._con = None
+        if self._spill is not None:
+            shutil.rmtree(self._spill, ignore_errors=True)
+            self._spill = None
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """What ``meta.json`` says of the facts: the counts and the negative-query report with its lists."""
+        parts = self.parts
+        return {
+            "queries": self.n,
+            "holes": self.n_holes,
+            "negative": parts.report() if parts.n_neg else {},
+            "negative_lists": {
+                "surfaced_evidence": parts.surfaced_ids,
+                "n_surfaced": parts.n_surfaced,
+                "label_contradictions": parts.contradiction_ids,
+                "n_contradictions": parts.n_contradictions,
+            },
+        }
+
+    def _engine(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            self._spill = _spill_dir()
+            self._con = connect(self._spill)
+        return self._con
+
+    def _flush(self) -> None:
+        """The block's arrays (local metrics, the negative-query parts, top grades) and facts, as Parquet."""
         from .metrics.ranking import compute, top_grades
 
         p = self.params
-        derived = ("query_id", "kind", "kind_source", "abstains", "contradiction", "found", "best")
-        self._facts = {k: [] for k in _FACT_TYPES if k not in derived}
-
-        def each() -> Iterator[Any]:
-            for rec in records:
-                self._record(rec)
-                yield rec
-
-        arrays = from_records(each(), p.ks[-1], p.relevance_threshold, abstention_phrases=p.abstention_phrases)
-        if not arrays.n_queries:
-            return False
+        arrays = self._builder.build()
         local = compute(arrays, p.ks)
         self.parts.add(arrays)
+        f = self._facts
         block: dict[str, np.ndarray] = {
-            "row": np.asarray(self._facts["row"], np.int64),
+            "row": np.asarray(f["row"], np.int64),
             "query_id": _objects(list(arrays.query_ids)),
             "kind": _objects(list(arrays.kinds)),
             "kind_source": _objects(list(arrays.kind_sources)),
@@ -229,7 +295,7 @@ class _FactBlocks:
             "contradiction": self.parts._contradiction[-1],
             **top_grades(arrays, p.stage_k),
         }
-        for name, values in self._facts.items():
+        for name, values in f.items():
             if name == "row":
                 continue
             block[name] = np.asarray(values, np.float64) if name == "holds_relevant" else _objects(values)
@@ -239,34 +305,41 @@ class _FactBlocks:
             block[key] = np.asarray(local[key], np.float64)
         casts = [f"{_quote(k)}::{t} AS {_quote(k)}" for k, t in _FACT_TYPES.items()]
         casts += [f"{_quote(k)}::DOUBLE AS {_quote(k)}" for k in [*p.local_keys, "n_rel"]]
-        index = len(list(self.target.glob("queries-*.parquet")))
-        path = self.target / f"queries-{index:05d}.parquet"
-        self.con.register("block_", block)  # DuckDB scans a dict of numpy arrays
+        con = self._engine()
+        path = self.folder / f"queries-{self._index:05d}.parquet"
+        con.register("block_", block)  # DuckDB scans a dict of numpy arrays
         try:
-            self.con.execute(f"COPY (SELECT {', '.join(casts)} FROM block_) TO '{_sql_path(path)}' (FORMAT PARQUET)")
+            con.execute(f"COPY (SELECT {', '.join(casts)} FROM block_) TO '{_sql_path(path)}' (FORMAT PARQUET)")
         finally:
-            self.con.unregister("block_")
-        self._write_holes(index)
+            con.unregister("block_")
+        self._write_holes(con)
         self.n += arrays.n_queries
-        return True
+        self._index += 1
+        self._start()
 
-    def _write_holes(self, index: int) -> None:
+    def _write_holes(self, con: duckdb.DuckDBPyConnection) -> None:
         """This block's holes as one Parquet file (row, rank, document id)."""
-        h = self.holes
+        h = self._holes
         table = {
             "row": np.asarray(h["row"], np.int64),
             "rank": np.asarray(h["rank"], np.int64),
             "document_id": _objects(h["document_id"]),
         }
         self.n_holes += len(h["row"])
-        self.con.register("holes_", table)
+        con.register("holes_", table)
         try:
             sql = "SELECT row::BIGINT AS row, rank::BIGINT AS rank, document_id::VARCHAR AS document_id FROM holes_"
-            path = self.target / f"holes-{index:05d}.parquet"
-            self.con.execute(f"COPY ({sql}) TO '{_sql_path(path)}' (FORMAT PARQUET)")
+            path = self.folder / f"holes-{self._index:05d}.parquet"
+            con.execute(f"COPY ({sql}) TO '{_sql_path(path)}' (FORMAT PARQUET)")
         finally:
-            self.con.unregister("holes_")
-        self.holes = {"row": [], "rank": [], "document_id": []}
+            con.unregister("holes_")
+
+
+def prepare_facts(records: Iterable[Any], plan_mapping: Any) -> tuple[Iterator[Any], QueryFacts]:
+    """``records`` passed through a ``QueryFacts`` under the mapping's parameters (``FactParams.for_mapping``),
+    written to a folder under ``TMPDIR`` (removed with ``QueryFacts.remove``): what ``run`` hands to ``seal``."""
+    facts = QueryFacts(FactParams.for_mapping(plan_mapping), Path(tempfile.mkdtemp(prefix="foundry-bridge-facts-")))
+    return facts.tap(records), facts
 
 
 _LIST_CAP = 100  # as report._model.LIST_CAP: the negative-query report's lists keep this many rows
@@ -276,22 +349,11 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def _holes(rec: Any, k: int) -> list[tuple[int, str]]:
-    """One query's unlabelled top-k documents as ``(rank, document id)``; a repeat counts at its first position."""
-    labelled = {g.document_id for g in rec.retrieval_ground_truth or []}
-    seen: set[str] = set()
-    rank = 0
-    holes: list[tuple[int, str]] = []
-    for doc in rec.retrieved_documents:
-        if doc.document_id in seen:
-            continue
-        seen.add(doc.document_id)
-        rank += 1
-        if rank > k:
-            break
-        if doc.document_id not in labelled:
-            holes.append((rank, doc.document_id))
-    return holes
+def _holes(top: Sequence[str], qrels: dict[str, int] | None, k: int) -> list[tuple[int, str]]:
+    """One query's unlabelled top-k documents as ``(rank, document id)``, from its distinct documents in rank order
+    (``record_adder``'s: a repeat counts at its first position) and its labels by document id."""
+    labelled = qrels or {}
+    return [(rank, doc) for rank, doc in enumerate(top[:k], start=1) if doc not in labelled]
 
 
 def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Path) -> None:
@@ -317,9 +379,16 @@ def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Pat
 
 
 def seal(
-    folder: RunFolder, params: FactParams | None = None, *, target: Path | None = None, plan: Plan | None = None
+    folder: RunFolder,
+    params: FactParams | None = None,
+    *,
+    target: Path | None = None,
+    plan: Plan | None = None,
+    facts: QueryFacts | None = None,
 ) -> Path:
-    """Write ``columns/`` for the run in ``folder`` (or into ``target``), replacing what is there; its path."""
+    """Write ``columns/`` for the run in ``folder`` (or into ``target``), replacing what is there; its path.
+    ``facts``: the per-query facts the run computed while it read the records (``prepare_facts``), copied when
+    they are complete and of these parameters; otherwise computed here from ``records.jsonl``."""
     plan = plan or folder.read_plan(items=False, records=False)
     params = params or FactParams.for_plan(plan)
     final = target or folder.path / COLUMNS_DIR
@@ -328,30 +397,28 @@ def seal(
     con = connect(spill)
     try:
         sources = _sources(folder)
-        blocks = _FactBlocks(con, work, params)
-        records = folder.iter_records(plan)
-        while blocks.add(itertools.islice(records, BLOCK)):
-            pass
-        if not blocks.n:
+        if facts is not None and facts.done and facts.params == params and facts.n:
+            for part in sorted(facts.folder.glob("*.parquet")):
+                shutil.copyfile(part, work / part.name)
+        else:
+            facts = QueryFacts(params, work)
+            try:
+                for rec in folder.iter_records(plan):
+                    facts.add(rec)
+                facts.finish()
+            finally:
+                facts.close()
+        if not facts.n:
             raise RunFolderError(
                 "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
             )
         _seal_results(con, folder, work)
-        parts = blocks.parts
         meta = {
             "format": FORMAT,
             "params": params.key(),
             "sources": sources,
-            "queries": blocks.n,
-            "holes": blocks.n_holes,
+            **facts.meta,
             "local_keys": params.local_keys,
-            "negative": parts.report() if parts.n_neg else {},
-            "negative_lists": {
-                "surfaced_evidence": parts.surfaced_ids,
-                "n_surfaced": parts.n_surfaced,
-                "label_contradictions": parts.contradiction_ids,
-                "n_contradictions": parts.n_contradictions,
-            },
         }
         write_json(work / "meta.json", meta)
         if final.exists():

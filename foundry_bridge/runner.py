@@ -24,7 +24,7 @@ from typing import Any, Literal
 from . import __version__
 from ._io import dumps, loads
 from .catalog import CATALOG
-from .columns import seal
+from .columns import QueryFacts, seal
 from .errors import BackendError, UsageError
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
@@ -325,10 +325,13 @@ def execute_run(
     backend: Backend,
     progress: ProgressCallback | None = None,
     notify: Callable[[str], None] | None = None,
+    facts: QueryFacts | None = None,
 ) -> RunSummary:
     """Carry out ``decision``: reuse (no request sent), or preflight, write the plan, execute while the result
-    rows stream into ``results.jsonl`` (counted on the way), then the final state and the manifest. ``notify``
-    gets one line per service id as it is created."""
+    rows stream into ``results.jsonl`` (counted on the way), then the final state, the manifest and the run's
+    columns (``columns.seal``; ``facts``: the per-query facts computed while the plan's records were read,
+    ``columns.prepare_facts``, else they are computed from ``records.jsonl``). ``notify`` gets one line per
+    service id as it is created."""
     folder = decision.folder
     if decision.action == "reuse":
         summary = summarize(folder.iter_results(), plan, folder.path, backend.name)
@@ -356,7 +359,7 @@ def execute_run(
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
     folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))
-    seal(folder, plan=plan)  # the results and per-query facts as columns: what every report reads
+    seal(folder, plan=plan, facts=facts)  # the results and per-query facts as columns: what reports read
     return summary
 
 

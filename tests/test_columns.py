@@ -111,3 +111,44 @@ def test_local_metrics_are_columns_fetched_one_at_a_time(old_run: Path) -> None:
     assert column.dtype == np.float64 and column.shape == (14,)
     negative = run.column("kind") == "negative"
     assert np.isnan(column[negative]).all()  # a negative query has no relevant label: undefined
+
+
+def test_a_run_seals_the_facts_it_computed_while_reading_its_records(
+    benefits_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run`` computes the per-query facts as its plan reads the records, and seals them without reading
+    ``records.jsonl`` again; the facts equal those a folder sealed from ``records.jsonl`` gets."""
+    from foundry_bridge.cli import main
+    from foundry_bridge.runfolder import RunFolder
+
+    real = RunFolder.iter_records
+    read_again: list[Path] = []
+
+    def iter_records(self: RunFolder, plan: Any) -> Any:
+        read_again.append(self.path)
+        return real(self, plan)
+
+    monkeypatch.setattr(RunFolder, "iter_records", iter_records)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(benefits_jsonl), "--backend", "mock", "--out", str(out), "-q"])
+    assert info.value.code in (0, None)
+    assert read_again == [] and (out / COLUMNS_DIR / "meta.json").is_file()
+    assert not list(Path(tempfile_dir()).glob("foundry-bridge-facts-*"))  # the prepared facts are removed
+    sealed = RunColumns.open(out)
+    facts = sealed.sql("SELECT * FROM queries ORDER BY row").fetchall()
+    meta = dict(sealed.meta)
+    sealed.close()
+
+    shutil.rmtree(out / COLUMNS_DIR)
+    again = RunColumns.open(out)  # sealed from records.jsonl
+    assert read_again == [out]
+    assert again.sql("SELECT * FROM queries ORDER BY row").fetchall() == facts
+    assert {k: v for k, v in again.meta.items() if k != "sources"} == {k: v for k, v in meta.items() if k != "sources"}
+    again.close()
+
+
+def tempfile_dir() -> str:
+    import tempfile
+
+    return tempfile.gettempdir()

@@ -242,34 +242,41 @@ def command(
     from ..runner import choose_out, get_backend, prepare_run
     from ._estimate import show_run_estimate
 
-    with ExitStack() as owned:  # the run folder's lock, held from the first read of the folder to the end
-        if resume_dir is not None:
-            owned.enter_context(RunFolder(resume_dir).lock())
-        name, plan, out, endpoint = _inputs(data, mapping_path, backend, out, endpoint, resume_dir, force)
-        if mock_faults and name != "mock":
-            raise UsageError("--mock-fault only applies to --backend mock")
-        if repeats > 1 and (name != "local" or resume_dir is not None):
-            raise UsageError("--repeats applies to a new --backend local run (judges here, answers cached)")
-        tuning["eval_id"] = _eval_id(name, tuning["eval_id"], resume_dir)
-        runner_backend = get_backend(name, **_backend_options(name, endpoint, parse_faults(mock_faults), tuning))
-        folder = choose_out(plan, runner_backend, out, force=force, dataset=data)
-        if resume_dir is None:
-            owned.enter_context(folder.lock())
-        elif not force:
-            _refuse_resume_elsewhere(folder, plan, runner_backend)
-        decision = prepare_run(plan, runner_backend, folder.path, resume=resume_dir is not None, force=force)
-        show_run_estimate(plan, runner_backend)
-        summary = _execute(decision, plan, runner_backend, quiet=quiet)
-    click.echo(str(summary.run_dir))
-    if not quiet:
-        click.echo(summary.text(), err=True)
-    for warning in summary.warnings:
-        click.secho(f"WARNING: {warning}", fg="red", bold=True, err=True)
-    if repeats > 1:
-        _repeat_runs(plan, Path(summary.run_dir), repeats, tuning, force=force, quiet=quiet)
+    facts = None  # the records' facts computed while the plan was built: removed once every run has sealed them
+    try:
+        with ExitStack() as owned:  # the run folder's lock, held from the first read of the folder to the end
+            if resume_dir is not None:
+                owned.enter_context(RunFolder(resume_dir).lock())
+            name, plan, facts, out, endpoint = _inputs(data, mapping_path, backend, out, endpoint, resume_dir, force)
+            if mock_faults and name != "mock":
+                raise UsageError("--mock-fault only applies to --backend mock")
+            if repeats > 1 and (name != "local" or resume_dir is not None):
+                raise UsageError("--repeats applies to a new --backend local run (judges here, answers cached)")
+            tuning["eval_id"] = _eval_id(name, tuning["eval_id"], resume_dir)
+            runner_backend = get_backend(name, **_backend_options(name, endpoint, parse_faults(mock_faults), tuning))
+            folder = choose_out(plan, runner_backend, out, force=force, dataset=data)
+            if resume_dir is None:
+                owned.enter_context(folder.lock())
+            elif not force:
+                _refuse_resume_elsewhere(folder, plan, runner_backend)
+            decision = prepare_run(plan, runner_backend, folder.path, resume=resume_dir is not None, force=force)
+            show_run_estimate(plan, runner_backend)
+            summary = _execute(decision, plan, runner_backend, quiet=quiet, facts=facts)
+        click.echo(str(summary.run_dir))
+        if not quiet:
+            click.echo(summary.text(), err=True)
+        for warning in summary.warnings:
+            click.secho(f"WARNING: {warning}", fg="red", bold=True, err=True)
+        if repeats > 1:
+            _repeat_runs(plan, Path(summary.run_dir), repeats, tuning, force=force, quiet=quiet, facts=facts)
+    finally:
+        if facts is not None:
+            facts.remove()
 
 
-def _repeat_runs(plan: Any, run_dir: Path, repeats: int, tuning: dict[str, Any], *, force: bool, quiet: bool) -> None:
+def _repeat_runs(
+    plan: Any, run_dir: Path, repeats: int, tuning: dict[str, Any], *, force: bool, quiet: bool, facts: Any = None
+) -> None:
     """Repeats 2..K of a local run, each its own run folder beside the first (``RUN.repeatI``), judged with the
     repeat index in the cache key; prints the report command that reads them."""
     from ..runfolder import RunFolder
@@ -281,7 +288,7 @@ def _repeat_runs(plan: Any, run_dir: Path, repeats: int, tuning: dict[str, Any],
         folder = RunFolder(run_dir.with_name(f"{run_dir.name}.repeat{i}"))
         with folder.lock():
             decision = prepare_run(plan, backend, folder.path, resume=False, force=force)
-            summary = _execute(decision, plan, backend, quiet=quiet)
+            summary = _execute(decision, plan, backend, quiet=quiet, facts=facts)
         click.echo(str(summary.run_dir))
         folders.append(str(summary.run_dir))
     click.echo(
@@ -298,8 +305,9 @@ def _inputs(
     endpoint: str | None,
     resume_dir: Path | None,
     force: bool,
-) -> tuple[str, Any, Path | None, str | None]:
-    """The backend's name, the plan, the run folder (None: let ``prepare_run`` choose) and the endpoint; on
+) -> tuple[str, Any, Any, Path | None, str | None]:
+    """The backend's name, the plan, its records' facts (``_build``; None on a bare ``--resume``), the run folder
+    (None: let ``prepare_run`` choose) and the endpoint; on
     ``--resume`` the backend and the cloud endpoint default to what ``state.json`` recorded."""
     from ..errors import UsageError
     from ..runfolder import RunFolder
@@ -310,15 +318,15 @@ def _inputs(
             raise UsageError("give DATA (a JSONL file or TREC directory), or --resume RUN_DIR")
         if backend is None:
             raise UsageError("choose a backend: --backend cloud|mock|local")
-        return backend, _build(data, mapping_path), out, endpoint
+        return backend, *_build(data, mapping_path), out, endpoint
     if out is not None and out.resolve() != resume_dir.resolve():
         raise UsageError("--resume DIR and --out name different folders; give only --resume")
     folder = RunFolder(resume_dir)
     name, state = backend_for_resume(folder, backend, force=force)
-    plan = folder.read_plan() if data is None else _build(data, mapping_path)
+    plan, facts = (folder.read_plan(), None) if data is None else _build(data, mapping_path)
     if name == "cloud" and state is not None:  # the identity holds it from the start, before any request
         endpoint = endpoint or state.endpoint or state.backend_identity.get("endpoint")
-    return name, plan, resume_dir, endpoint
+    return name, plan, facts, resume_dir, endpoint
 
 
 def _eval_id(backend: str, given: str | None, resume_dir: Path | None) -> str | None:
@@ -406,7 +414,7 @@ def _warnings_to_stderr(enabled: bool) -> Iterator[None]:
         logging.getLogger("azure.identity").removeHandler(said_in_the_error)
 
 
-def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
+def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool, facts: Any = None) -> Any:
     """``execute_run`` with a progress bar, and each failure worded with how to continue."""
     from azure.core.exceptions import AzureError, ClientAuthenticationError
 
@@ -417,7 +425,7 @@ def _execute(decision: Any, plan: Any, backend: Any, *, quiet: bool) -> Any:
     run_dir = decision.folder.path
     try:
         with _warnings_to_stderr(not quiet), progress_reporter(not quiet, terminal=sys.stderr.isatty()) as progress:
-            return execute_run(decision, plan, backend, progress, notify=None if quiet else _notice)
+            return execute_run(decision, plan, backend, progress, notify=None if quiet else _notice, facts=facts)
     except RunFailedError as exc:
         raise RunFailedError(
             f"{exc}. Once the cause is fixed, `foundry-bridge run --resume {run_dir}` submits the failed part again",
@@ -489,11 +497,19 @@ def _after_interrupt(backend: Any, run_dir: Path) -> str:
     return f"Nothing is lost: foundry-bridge run --resume {run_dir}"
 
 
-def _build(data: Path, mapping_path: Path | None) -> Any:
-    """The plan of DATA under the mapping (new runs, and ``--resume DIR DATA``); no run folder is touched yet."""
+def _build(data: Path, mapping_path: Path | None) -> tuple[Any, Any]:
+    """The plan of DATA under the mapping (new runs, and ``--resume DIR DATA``), and the per-query facts computed
+    from the same records as they are read (``columns.prepare_facts``: the run seals them without reading
+    records.jsonl again; the caller removes them); no run folder is touched yet."""
+    from ..columns import prepare_facts
     from ..mapping import build_plan, load_mapping
     from .validate import records_through_gate
 
     mapping = load_mapping(mapping_path)
     records = records_through_gate(data, mapping_path, mapping, "run")  # the gate: before anything is written or sent
-    return build_plan(records, mapping, dataset_path=data, mapping_path=mapping_path)
+    records, facts = prepare_facts(records, mapping)
+    try:
+        return build_plan(records, mapping, dataset_path=data, mapping_path=mapping_path), facts
+    except BaseException:
+        facts.remove()
+        raise

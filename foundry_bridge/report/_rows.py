@@ -26,7 +26,7 @@ from ._stages import JudgeVerdict, Verdict, attribute_stage, missed_top_grade
 
 __all__ = ["Judge", "RowInputs", "RowsOut", "stream_rows"]
 
-_BLOCK = 65_536  # rows whose columns are fetched from the engine at once
+_BLOCK = 8192  # rows whose columns are fetched from the engine at once
 
 
 @dataclass(frozen=True)
