@@ -1,7 +1,7 @@
 """A run's results as columns (Parquet), and ``RunColumns``: the one reader of a run folder's results.
 
 A finished run folder gets a ``columns/`` folder (``seal``): ``results.parquet`` (``results.jsonl`` as DuckDB
-reads it, in file order), ``queries-NNNNN.parquet`` (one file per block of 65,536 records: each query's id, kind,
+reads it, in file order), ``queries-NNNNN.parquet`` (one file per block of 16,384 records: each query's id, kind,
 kind source, abstention, text facts, the local ranking metrics at every k and the per-query facts the report and
 the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document: row, rank, document id) and
 ``meta.json`` (the parameters the facts were computed with, the counts, the negative-query report, the sizes of
@@ -39,7 +39,7 @@ __all__ = ["COLUMNS_DIR", "FactParams", "QueryFacts", "RunColumns", "connect", "
 
 COLUMNS_DIR = "columns"
 FORMAT = 2  # the layout of columns/: a folder sealed with another is sealed again
-BLOCK = 65_536  # records whose facts are computed (and written as one Parquet file) at once
+BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
 MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "256MB")
 
 # result row fields as results.jsonl holds them (results.ResultRow), with the SQL type DuckDB reads them as
