@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +65,6 @@ def test_columns_are_sealed_again_when_results_change(old_run: Path) -> None:
 def test_a_read_only_run_folder_is_read_through_temporary_columns(
     old_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tempfile
-
     from foundry_bridge import columns
 
     real = tempfile.mkdtemp
@@ -129,12 +128,15 @@ def test_a_run_seals_the_facts_it_computed_while_reading_its_records(
         return real(self, plan)
 
     monkeypatch.setattr(RunFolder, "iter_records", iter_records)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the prepared facts go (TMPDIR)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as info:
         main(["run", str(benefits_jsonl), "--backend", "mock", "--out", str(out), "-q"])
     assert info.value.code in (0, None)
     assert read_again == [] and (out / COLUMNS_DIR / "meta.json").is_file()
-    assert not list(Path(tempfile_dir()).glob("foundry-bridge-facts-*"))  # the prepared facts are removed
+    assert not list(scratch.glob("foundry-bridge-facts-*"))  # the prepared facts are removed
     sealed = RunColumns.open(out)
     facts = sealed.sql("SELECT * FROM queries ORDER BY row").fetchall()
     meta = dict(sealed.meta)
@@ -146,9 +148,3 @@ def test_a_run_seals_the_facts_it_computed_while_reading_its_records(
     assert again.sql("SELECT * FROM queries ORDER BY row").fetchall() == facts
     assert {k: v for k, v in again.meta.items() if k != "sources"} == {k: v for k, v in meta.items() if k != "sources"}
     again.close()
-
-
-def tempfile_dir() -> str:
-    import tempfile
-
-    return tempfile.gettempdir()
