@@ -5,7 +5,8 @@ reads it, in file order), ``queries-NNNNN.parquet`` (one file per block of 16,38
 kind source, abstention, text facts, the local ranking metrics at every k and the per-query facts the report and
 the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document: row, rank, document id) and
 ``meta.json`` (the parameters the facts were computed with, the counts, the negative-query report, the sizes of
-the files they were read from). The runner seals a run when it finishes; a folder written by an earlier version
+the files they were read from). The runner seals a run when it finishes, with the per-query facts ``run`` computed
+while its plan read the records (``prepare_facts``, ``QueryFacts``); a folder written by an earlier version
 (or whose ``results.jsonl`` / ``records.jsonl`` changed since, or read with other parameters, e.g. another
 ``--stage-k``) is sealed on its first read: in place, or in a temporary folder when the run folder is read-only.
 ``results.jsonl`` stays the append log that makes a run resumable.
