@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._io import gc_paused, trim_heap
+from .._io import gc_paused
 from .._text import did_you_mean
 from ..catalog import CATALOG
 from ..errors import FoundryBridgeError, UsageError, spelled
@@ -253,9 +253,9 @@ class _Run:
 
         if source == "local" or kind != "boolean":
             return self.columns.values(key, source)
-        column = self.columns.foundry[key.removesuffix(PASS)]
-        passed = column.passed()
-        return np.where((column.status() == SCORED) & (passed >= 0), passed, np.nan).astype(np.float64)
+        cells = self.columns.foundry[key.removesuffix(PASS)].fields()  # the verdicts read for each query's kind
+        passed = np.asarray(cells["passed"])
+        return np.where((cells["status"] == SCORED) & (passed >= 0), passed, np.nan).astype(np.float64)
 
 
 def _labels(paths: Sequence[str]) -> list[str]:
@@ -898,12 +898,8 @@ def _lean_report(run: str | os.PathLike[str]) -> Report:
     """A run's report as compare needs it: no rows kept, no trust section, and only its columns' numbers (no
     reasons, no holes)."""
     report = build_report(run, worst=0, table_rows=0, trust=False)
-    for col in report._columns.foundry.values():
-        col.cells.reason.clear()
-        col.cells.error.clear()
     report._holes = None
     gc.collect()  # compare runs with the collector paused: the build's cycles go now, not after the next build
-    trim_heap()
     return report
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import html
 import math
 import os
-from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +31,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from .._io import loads
 from ..canaries import RETRIEVAL, CanaryCase, CanaryScore, score_canaries
 from ..catalog import CATALOG
+from ..columns import RunColumns
 from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, read_verdicts, write_verdict_queue
 from ..errors import DatasetError
 from ..metrics._arrays import Texts
 from ..metrics.agreement import (
     agreement,
-    context_holds_relevant,
     judge_noise,
     judge_trust,
     noise_band,
@@ -279,38 +278,40 @@ def _judge_specs(folder: RunFolder) -> list[tuple[str, str, str, float | None, b
     return out
 
 
-def _collect(folder: RunFolder) -> _Columns:
-    """Records then results, each streamed once."""
-    plan = folder.read_plan(items=False, records=False)
+def _collect(run: RunColumns) -> _Columns:
+    """The run's query ids, qrels truth and canary cases (its per-query columns), and each judge's last score and
+    verdict per row (rows without an error), one judge at a time."""
+    n = run.n_queries
     query_ids = Texts()  # one buffer, not a str object per query
-    truth = array("d")
+    for lo in range(0, n, 65_536):
+        for q in run.texts("query_id", lo, min(n, lo + 65_536)):
+            query_ids.append(q)
+    truth = np.asarray(run.column("holds_relevant"), np.float64) if n else np.zeros(0)
     cases: list[CanaryCase] = []
-    canary = array("b")
-    for rec in folder.iter_records(plan):
-        query_ids.append(rec.query_id)
-        holds = context_holds_relevant(rec)
-        truth.append(math.nan if holds is None else float(holds))
-        case = CanaryCase.from_record(rec)
-        canary.append(case is not None)
-        if case is not None:
-            cases.append(case)
-    n = len(query_ids)
+    canary = np.zeros(n, bool)
+    for row, qid, case in run.sql(
+        "SELECT row, query_id, canary_case FROM queries WHERE canary_case IS NOT NULL ORDER BY row"
+    ).fetchall():
+        c = loads(case)
+        cases.append(CanaryCase(qid, c["kind"], c["of"], c["expect"]))
+        canary[row] = True
     judges = {
-        c: _Judge(c, e, m, t, h, s, np.full(n, np.nan), np.full(n, np.nan)) for c, e, m, t, h, s in _judge_specs(folder)
+        c: _Judge(c, e, m, t, h, s, np.full(n, np.nan), np.full(n, np.nan))
+        for c, e, m, t, h, s in _judge_specs(run.folder)
     }
-    read = 0
-    for res in folder.iter_results():
-        read += 1
-        col = judges.get(res.criterion)
-        if col is None or res.metric != col.metric or not 0 <= res.row < n or res.error is not None:
-            continue
-        if res.score is not None:
-            col.score[res.row] = res.score
-        if res.passed is not None:
-            col.passed[res.row] = float(res.passed)
-    truth_ = np.frombuffer(truth, np.float64) if n else np.zeros(0)
-    canary_ = np.frombuffer(canary, np.int8).astype(bool) if n else np.zeros(0, bool)
-    return _Columns(query_ids, judges, truth_, cases, canary_, read)
+    for col in judges.values():
+        got = run.sql(
+            "SELECT row, arg_max(score, seq) FILTER (WHERE score IS NOT NULL), "
+            "arg_max(passed::DOUBLE, seq) FILTER (WHERE passed IS NOT NULL) FROM results "
+            "WHERE criterion = ? AND metric = ? AND error IS NULL AND row >= 0 AND row < ? GROUP BY row",
+            [col.criterion, col.metric, n],
+        ).fetchall()
+        for row, score, passed in got:
+            if score is not None:
+                col.score[row] = score
+            if passed is not None:
+                col.passed[row] = passed
+    return _Columns(query_ids, judges, truth, cases, canary, run.result_counts()[0])
 
 
 def _check_scale(verdicts: Sequence[Verdict], judge: _Judge, source: str) -> None:
@@ -443,14 +444,13 @@ def trust_section(
     *,
     questions: Mapping[str, str] | None = None,
     repeats: Sequence[str | os.PathLike[str]] = (),
+    run: RunColumns | None = None,
 ) -> TrustSection:
     """The trust section of the run in ``run_dir``, with the human verdicts of ``verdicts_path`` (JSONL or CSV,
     ``dataset.verdicts.read_verdicts``; ``questions`` maps a template sheet's columns to evaluators) when given,
     and the judges' noise when ``repeats`` names run folders of the same rows judged again."""
-    folder = RunFolder(run_dir)
-    folder.require_dir()
     verdicts = read_verdicts(verdicts_path, questions=questions) if verdicts_path is not None else None
-    cols = _collect(folder)
+    cols = _collect(run if run is not None else RunColumns.open(run_dir))
     source = TrustSource(
         run_dir=str(run_dir), rows=len(cols.query_ids), results_read=cols.results_read, canary_rows=len(cols.cases)
     )
@@ -473,7 +473,7 @@ def trust_section(
         missing.append("the plan has no LLM judge: nothing to trust or distrust")
     judges = [_judge_entry(j, verdicts, cols) for j in cols.judges.values()]
     canaries = _canaries(cols, missing)
-    noise = _noise(cols, [_collect(RunFolder(r)) for r in repeats])
+    noise = _noise(cols, [_collect(RunColumns.open(r)) for r in repeats])
     if not repeats:
         missing.append("judge noise: one judgement per row in this run (repeats are needed to measure it)")
     return TrustSection(
@@ -565,8 +565,8 @@ def write_verdict_queue_for(
 
     Each judge's queue is ``metrics.ppi.labelling_priority`` (its scores, the section's verdicts, spread = the judges
     disagreeing on the row); the queues are interleaved by rank, so every judge gets its first rows."""
-    folder = RunFolder(run_dir)
-    cols = _collect(folder)
+    run = RunColumns.open(run_dir)
+    cols = _collect(run)
     given = section.source.verdicts_path
     verdicts = read_verdicts(given, questions=questions).verdicts if given else []
     spread = _spread(cols)
@@ -578,19 +578,23 @@ def write_verdict_queue_for(
     picked = sorted(((p.rank, k, j, p) for k, (j, picks) in enumerate(per_judge) for p in picks), key=lambda t: t[:2])
     chosen = picked[:limit]
     wanted = {cols.query_ids[p.index] for *_, p in chosen}
-    texts = _texts(folder, wanted)
+    texts = _texts(run, wanted)
     rows = [queue_rows([p], cols.query_ids, j.evaluator, texts)[0] for _, _, j, p in chosen]
     return write_verdict_queue(rows, Path(path))
 
 
-def _texts(folder: RunFolder, wanted: set[str]) -> dict[str, dict[str, str | None]]:
+def _texts(run: RunColumns, wanted: set[str]) -> dict[str, dict[str, str | None]]:
     """Query and response of the wanted rows only (the context is left out: long, and in the run folder)."""
-    plan = folder.read_plan(items=False, records=False)
-    return {
-        r.query_id: {"query": r.query, "response": r.response}
-        for r in folder.iter_records(plan)
-        if r.query_id in wanted
-    }
+    ids = np.empty(len(wanted), dtype=object)
+    ids[:] = sorted(wanted)
+    run.con.register("trust_wanted", {"query_id": ids})
+    try:
+        rows = run.sql(
+            "SELECT q.query_id, q.query, q.response FROM queries q SEMI JOIN trust_wanted w ON q.query_id = w.query_id"
+        ).fetchall()
+    finally:
+        run.con.unregister("trust_wanted")
+    return {qid: {"query": query, "response": response} for qid, query, response in rows}
 
 
 # -- rendering ---------------------------------------------------------------------------------------------------
