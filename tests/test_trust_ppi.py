@@ -96,7 +96,14 @@ def test_labels_to_halve_halves_the_interval() -> None:
     human = np.full(y.size, np.nan)
     human[:100] = y[:100]
     est = estimate_mean(f, human)
-    assert est.labels_to_halve is not None and est.human_labels_to_halve == 300
+    assert est.labels_to_halve is not None and est.human_labels_to_halve is not None
+    more = est.human_labels_to_halve  # Student's t on today's variance: the t quantile shrinks too, so under 3n
+    s = float(np.std(y[:100], ddof=1))
+
+    def half(k: int) -> float:
+        return float(stats.t.ppf(0.975, k - 1)) * s / math.sqrt(k)
+
+    assert half(100 + more) <= half(100) / 2 < half(100 + more - 1)
     m = est.labels_to_halve
     human[: 100 + m] = y[: 100 + m]
     after = ppi_mean(y[: 100 + m], f[: 100 + m], f[100 + m :])  # PPI++ tuned again on the larger labelled set
@@ -108,7 +115,9 @@ def test_estimates_without_labels_say_so() -> None:
     assert est.ppi is None and est.ppi_plus is None and est.labels_to_halve is None
     assert est.judge_only.mean == pytest.approx(4.0) and est.judge_only.n_unlabeled == 3
     assert math.isnan(est.human_only.mean)
-    assert labels_for_half_width(0.1) == 97  # (1.96 · 0.5 / 0.1)² = 96.04
+    assert labels_for_half_width(0.1) == 99  # the fewest n with t₍n−1₎·0.5/√n ≤ 0.1 (the normal answer was 97)
+    half = [float(stats.t.ppf(0.975, n - 1)) * 0.5 / math.sqrt(n) for n in (98, 99)]
+    assert half[1] <= 0.1 < half[0]
 
 
 def test_labelling_priority_fills_unlabelled_strata_first_and_disagreement_inside() -> None:
