@@ -75,6 +75,20 @@ __all__ = ["command"]
     help="Write the judge verdicts to label next (human-verdict JSONL, blanks to fill), most useful first.",
 )
 @click.option("--verdict-queue-size", type=click.IntRange(1, 1_000_000), default=20, show_default=True)
+@click.option(
+    "--target-pass-rate",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="The label budget: labels each judge needs for its corrected pass rate ± this (docs/trust.md).",
+)
+@click.option(
+    "--target-score",
+    type=click.FloatRange(0, min_open=True),
+    default=0.25,
+    show_default=True,
+    help="... and for its corrected mean score ± this.",
+)
 def command(
     run_dir: Path,
     fmt: str | None,
@@ -87,6 +101,8 @@ def command(
     repeats: tuple[Path, ...],
     verdict_queue: Path | None,
     verdict_queue_size: int,
+    target_pass_rate: float,
+    target_score: float,
 ) -> None:
     from ..report import build_report, queries_path, render, write_labelling_queue, write_verdict_queue_for
 
@@ -96,7 +112,13 @@ def command(
     if queries_out is None and out is not None:
         queries_out = queries_path(out)
     report = build_report(
-        run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst, human_verdicts=human_verdicts, repeats=repeats
+        run_dir,
+        stage_k=stage_k,
+        queries_out=queries_out,
+        worst=worst,
+        human_verdicts=human_verdicts,
+        repeats=repeats,
+        label_targets=(target_pass_rate, target_score),
     )
     if queries_out is not None:
         click.echo(f"wrote {queries_out} ({report.per_query.rows} queries, JSON lines)", err=True)

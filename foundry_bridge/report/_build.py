@@ -52,7 +52,7 @@ from ._model import (
 from ._queue import Queue
 from ._rows import Judge, RowInputs, RowsOut, stream_rows
 from ._stages import STAGE_RULES
-from ._trust import trust_section
+from ._trust import PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH, trust_section
 
 __all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key", "load_run"]
 
@@ -452,6 +452,7 @@ def build_report(
     human_verdicts: str | os.PathLike[str] | None = None,
     repeats: Sequence[str | os.PathLike[str]] = (),
     trust: bool = True,
+    label_targets: tuple[float, float] | None = None,
 ) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
@@ -475,7 +476,10 @@ def build_report(
             path=None if queries_out is None else str(queries_out), rows=n_rows, complete=keep, worst_per_stage=worst
         ),
     )
-    report.trust = trust_section(run_dir, human_verdicts, repeats=repeats, run=b.run) if trust else None
+    targets = label_targets or (PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH)  # the label budget's half-widths
+    report.trust = (
+        trust_section(run_dir, human_verdicts, repeats=repeats, run=b.run, targets=targets) if trust else None
+    )
     shown = rows.kept if rows.kept is not None else _worst_rows(rows)
     report._queries = _adapter(QueryRow).validate_python(shown)
     report._columns = Columns(b.run, b.local, b.scores)

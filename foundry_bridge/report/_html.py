@@ -28,7 +28,7 @@ h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-
 .meta{color:var(--muted)}.meta code{background:#f4f4f4;padding:0 3px}
 .warn{background:#fff4e5;border-left:4px solid var(--neg);padding:6px 10px;margin:4px 0}
 table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;
-vertical-align:top}th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
+vertical-align:top}th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}td.few{color:#888}
 .short{color:var(--bad);font-weight:600}.fail{color:var(--bad)}.pass{color:var(--good)}.err{color:#7a4b00;
 font-style:italic}.grid{display:flex;flex-wrap:wrap;gap:14px}.chart{border:1px solid var(--line);padding:6px}
 .chart h3{font-size:13px;margin:0 0 4px}.legend span{display:inline-block;margin-right:12px}

@@ -2,12 +2,15 @@
 
 For every LLM judge of the plan (a catalog evaluator that needs a deployment): its agreement with the human
 verdicts (``metrics.agreement.judge_trust``: κ on pass/fail, quadratic-weighted κ on the scale, Krippendorff's α
-among raters and with the judge as one more rater), its mean score and pass rate four ways (judge only, human
-only, PPI, PPI++: ``metrics.ppi.estimate_mean``), and, with no verdict yet, how few labels would help
-(``labels_for_half_width``: ±0.1 on a pass rate; ±0.25 on the mean score with the judge's own spread as the
-guess of the humans'). Then the retrieval judge against the qrels (``qrels_check``'s rule on each record, no
-human work), and the generated canaries (``canaries.score_canaries``). Each part says what it was computed from,
-and ``missing`` says in words what could not be computed and why.
+among raters and with the judge as one more rater, α with its bootstrap interval), its mean score and pass rate four
+ways (judge only, human only, PPI, PPI++: ``metrics.ppi.estimate_mean``; several raters' disagreement in the
+intervals), and its label budget (``MeanEstimates.labels_for_target``: labels in all for a PPI++ interval of ±0.05
+on a pass rate and ±0.25 on the mean score by default — PPI's variance with the agreement seen so far; with no
+label yet the worst case, or the judge's own spread as the guess of the humans'). κ, weighted κ and α on fewer
+than ``MIN_AGREEMENT_ROWS`` rows are greyed (HTML class ``few``; Markdown italics and °) with a warning line. Then
+the retrieval judge against the qrels (``qrels_check``'s rule on each record, no human work), and the generated
+canaries (``canaries.score_canaries``). Each part says what it was computed from, and ``missing`` says in words
+what could not be computed and why.
 
 The pass reads ``plan.json`` without items, then ``records.jsonl`` (query ids, the qrels truth, canary cases),
 then ``results.jsonl`` into one score and one pass column per judge (NaN where unscored): memory grows with
@@ -36,13 +39,14 @@ from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, r
 from ..errors import DatasetError
 from ..metrics._arrays import Texts
 from ..metrics.agreement import (
+    MIN_AGREEMENT_ROWS,
     agreement,
     judge_noise,
     judge_trust,
     noise_band,
     rater_mean,
 )
-from ..metrics.ppi import labelling_priority, labels_for_half_width
+from ..metrics.ppi import labelling_priority
 from ..runfolder import RunFolder
 from ._format import fmt_num, md_escape
 
@@ -62,8 +66,8 @@ __all__ = [
     "write_verdict_queue_for",
 ]
 
-PASS_RATE_HALF_WIDTH = 0.1  # "how few labels would help": a pass rate ± this by human labels alone
-SCORE_HALF_WIDTH = 0.25  # ... and a mean score on the judge's scale ± this
+PASS_RATE_HALF_WIDTH = 0.05  # the label budget's default target: a pass rate ± this (report --target-pass-rate)
+SCORE_HALF_WIDTH = 0.25  # ... and a mean score on the judge's scale ± this (report --target-score)
 
 
 def _nan_to_none(value: Any) -> Any:
@@ -96,8 +100,17 @@ class EstimateOut(_Stat):
     need_labels: int | None = None
 
 
+class RaterSpreadOut(_Stat):
+    """``metrics.ppi.RaterSpread``: the raters' variance added to the intervals, on ``df`` degrees of freedom."""
+
+    variance: float
+    df: int
+    raters: int
+
+
 class MeanOut(_Stat):
-    """``metrics.ppi.MeanEstimates``: judge only, human only, PPI, PPI++, λ, labels to halve the interval."""
+    """``metrics.ppi.MeanEstimates``: judge only, human only, PPI, PPI++, λ, the label budget, the raters'
+    variance."""
 
     judge_only: EstimateOut
     human_only: EstimateOut
@@ -106,6 +119,9 @@ class MeanOut(_Stat):
     lam: Num
     labels_to_halve: int | None
     human_labels_to_halve: int | None
+    target: float | None = None
+    labels_for_target: int | None = None
+    raters: RaterSpreadOut | None = None
 
 
 class DisagreementOut(_Stat):
@@ -128,6 +144,7 @@ class AgreementOut(_Stat):
     judge_rates: list[Num]
     reference_rates: list[Num]
     disagreements: list[DisagreementOut]
+    rows: int = Field(-1, description="rows with a pair (-1: n)")
 
 
 class JudgeTrustOut(_Stat):
@@ -143,6 +160,10 @@ class JudgeTrustOut(_Stat):
     score_mean: MeanOut | None
     pass_rate: MeanOut | None
     missing: list[str]
+    alpha_humans_interval: list[Num] | None = None
+    alpha_with_judge_interval: list[Num] | None = None
+    alpha_rows: int = 0
+    alpha_with_judge_rows: int = 0
 
 
 class JudgeNoiseOut(_Stat):
@@ -183,8 +204,10 @@ class JudgeEntry(BaseModel):
     rows_scored: int
     rows_passed_known: int
     trust: JudgeTrustOut
-    labels_for_pass_rate: int | None = Field(None, description=f"labels for a pass rate ±{PASS_RATE_HALF_WIDTH}")
-    labels_for_score: int | None = Field(None, description=f"labels for a mean score ±{SCORE_HALF_WIDTH}")
+    labels_for_pass_rate: int | None = Field(None, description="labels in all for a pass rate ±pass_rate_target")
+    labels_for_score: int | None = Field(None, description="labels in all for a mean score ±score_target")
+    pass_rate_target: float = PASS_RATE_HALF_WIDTH
+    score_target: float = SCORE_HALF_WIDTH
     worst: list[dict[str, Any]] = Field(
         default_factory=list, description="[{query_id, judge, human}], largest gap first"
     )
@@ -331,7 +354,9 @@ def _check_scale(verdicts: Sequence[Verdict], judge: _Judge, source: str) -> Non
             )
 
 
-def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) -> JudgeEntry:
+def _judge_entry(
+    judge: _Judge, verdicts: VerdictFile | None, cols: _Columns, targets: tuple[float, float]
+) -> JudgeEntry:
     rows, query_ids = (verdicts.verdicts if verdicts is not None else []), cols.query_ids
     hs, _ = human_arrays(rows, judge.evaluator, query_ids)
     hp, _ = human_arrays(rows, judge.evaluator, query_ids, what="passed")
@@ -348,14 +373,14 @@ def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) ->
         threshold=judge.threshold,
         higher_is_better=judge.higher_is_better,
         categories=scale,
+        pass_target=targets[0],
+        score_target=targets[1],
     )
     scored = score[~np.isnan(score)]
     missing = off_scale + list(trust.missing)
-    need_pass = need_score = None
+    need_pass = trust.pass_rate.labels_for_target if trust.pass_rate else None
+    need_score = trust.score_mean.labels_for_target if trust.score_mean else None
     if trust.n_labeled == 0:
-        need_pass = labels_for_half_width(PASS_RATE_HALF_WIDTH)
-        spread = float(scored.std()) if scored.size > 1 else 0.0
-        need_score = labels_for_half_width(SCORE_HALF_WIDTH, sd=spread) if spread > 0 else None
         missing = [f"no human verdict on {judge.evaluator}: its numbers are uncorrected", *off_scale]
     if not scored.size:
         missing.append(f"{judge.criterion} scored no row")
@@ -371,6 +396,8 @@ def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) ->
         trust=JudgeTrustOut.model_validate(trust),
         labels_for_pass_rate=need_pass,
         labels_for_score=need_score,
+        pass_rate_target=targets[0],
+        score_target=targets[1],
         worst=[
             {"query_id": query_ids[d.index], "judge": d.judge, "human": d.human}
             for d in (trust.on_scale.disagreements if trust.on_scale else [])
@@ -445,10 +472,12 @@ def trust_section(
     questions: Mapping[str, str] | None = None,
     repeats: Sequence[str | os.PathLike[str]] = (),
     run: RunColumns | None = None,
+    targets: tuple[float, float] = (PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH),
 ) -> TrustSection:
     """The trust section of the run in ``run_dir``, with the human verdicts of ``verdicts_path`` (JSONL or CSV,
     ``dataset.verdicts.read_verdicts``; ``questions`` maps a template sheet's columns to evaluators) when given,
-    and the judges' noise when ``repeats`` names run folders of the same rows judged again."""
+    and the judges' noise when ``repeats`` names run folders of the same rows judged again. ``targets``: the
+    half-widths (pass rate, mean score) each judge's label budget is for."""
     verdicts = read_verdicts(verdicts_path, questions=questions) if verdicts_path is not None else None
     cols = _collect(run if run is not None else RunColumns.open(run_dir))
     source = TrustSource(
@@ -471,7 +500,7 @@ def trust_section(
             _check_scale(verdicts.verdicts, judge, verdicts.source)
     if not cols.judges:
         missing.append("the plan has no LLM judge: nothing to trust or distrust")
-    judges = [_judge_entry(j, verdicts, cols) for j in cols.judges.values()]
+    judges = [_judge_entry(j, verdicts, cols, targets) for j in cols.judges.values()]
     canaries = _canaries(cols, missing)
     noise = _noise(cols, [_collect(RunColumns.open(r)) for r in repeats])
     if not repeats:
@@ -604,6 +633,23 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt_num(value, digits)
 
 
+class _Few(str):
+    """A table cell standing on fewer than ``MIN_AGREEMENT_ROWS`` rows: greyed (HTML class ``few``, Markdown
+    italics) and marked °."""
+
+
+def _agreement_cell(value: float | None, rows: int, interval: list[float | None] | None = None) -> str:
+    """κ or α (with its interval when given), a ``_Few`` cell below ``MIN_AGREEMENT_ROWS`` rows."""
+    text = _num(value)
+    if value is not None and interval and interval[0] is not None and interval[1] is not None:
+        text += f" [{_num(interval[0])}, {_num(interval[1])}]"
+    return _Few(text + "°") if value is not None and 0 <= rows < MIN_AGREEMENT_ROWS else text
+
+
+def _few_rows(section: TrustSection) -> bool:
+    return any(isinstance(c, _Few) for r in _table_rows(section)[1] for c in r)
+
+
 def _estimate(e: EstimateOut | None) -> str:
     """``mean [low, high]``, † when the interval was clipped to the scale; "too few labels (need N)" below the
     minimum (no point estimate either: a number from two labels invites quoting)."""
@@ -629,25 +675,69 @@ def _table_rows(section: TrustSection) -> tuple[list[str], list[list[str]]]:
     rows = []
     for j in section.judges:
         t = j.trust
-        kappa = _num(t.on_pass.kappa) if t.on_pass else "–"
-        wk = _num(t.on_scale.weighted_kappa) if t.on_scale else "–"
+        kappa = _agreement_cell(t.on_pass.kappa, _rows_of(t.on_pass)) if t.on_pass else "–"
+        wk = _agreement_cell(t.on_scale.weighted_kappa, _rows_of(t.on_scale)) if t.on_scale else "–"
         common = [j.criterion, str(j.rows_scored), str(t.n_labeled), str(t.raters), kappa, wk]
-        common += [_num(t.alpha_humans), _num(t.alpha_with_judge)]
+        common += [
+            _agreement_cell(t.alpha_humans, t.alpha_rows, t.alpha_humans_interval),
+            _agreement_cell(t.alpha_with_judge, t.alpha_with_judge_rows, t.alpha_with_judge_interval),
+        ]
         rows.append([*common, "pass rate", *_means(t.pass_rate)])
         rows.append([""] * len(common) + ["mean score", *_means(t.score_mean)])
     return head, rows
 
 
+def _rows_of(a: AgreementOut) -> int:
+    return a.n if a.rows < 0 else a.rows
+
+
+def _budget_notes(j: JudgeEntry) -> list[str]:
+    """The label budget of one judge, and the raters' disagreement when it widens the intervals."""
+    out = []
+    have = j.trust.n_labeled
+    parts = []
+    for what, need, target in (
+        ("pass rate", j.labels_for_pass_rate, j.pass_rate_target),
+        ("mean score", j.labels_for_score, j.score_target),
+    ):
+        if need is not None:
+            more = f" ({need - have} more)" if have and need > have else ""
+            parts.append(f"{need} labelled rows in all{more} give its {what} ±{target:g}")
+    if parts:
+        how = "by themselves" if have == 0 else "with the judge's scores (PPI++; its agreement so far)"
+        lead = "no human label yet — " if have == 0 else ""
+        out.append(f"{j.criterion}: {lead}{'; '.join(parts)} {how}.")
+    if have and j.labels_for_pass_rate is None:
+        out.append(
+            f"{j.criterion}: not even labelling all {j.rows_scored} rows gives its pass rate ±{j.pass_rate_target:g}."
+        )
+    for what, m in (("pass rate", j.trust.pass_rate), ("mean score", j.trust.score_mean)):
+        r = m.raters if m else None
+        if r is not None and r.variance > 0:
+            unreachable = m is not None and m.labels_for_target is None and have > 0
+            extra = (
+                " — beyond what more rows can narrow: more raters, or raters who agree, are needed"
+                if unreachable
+                else ""
+            )
+            out.append(
+                f"{j.criterion}: its {r.raters} raters disagree systematically on the {what} (variance of the mean "
+                f"{r.variance:.3g} on {r.df} df): that disagreement is in the human-only, PPI and PPI++ intervals"
+                f"{extra}."
+            )
+    return out
+
+
 def _notes(section: TrustSection) -> list[str]:
     """The sentences under the table: labels that would help, disagreements, and every missing piece."""
     out = []
+    if section.judges and _few_rows(section):
+        out.append(
+            f"° κ, weighted κ or α on fewer than {MIN_AGREEMENT_ROWS} rows (greyed): a hint, not a measure — at 10 "
+            "rows a κ of 0.6 has a standard error near 0.25."
+        )
     for j in section.judges:
-        if j.labels_for_pass_rate is not None:
-            more = f"; {j.labels_for_score} for its mean score ±{SCORE_HALF_WIDTH}" if j.labels_for_score else ""
-            out.append(
-                f"{j.criterion}: no human label yet — {j.labels_for_pass_rate} labelled rows give its pass rate "
-                f"±{PASS_RATE_HALF_WIDTH} by themselves{more}."
-            )
+        out.extend(_budget_notes(j))
         rate = j.trust.pass_rate
         plus = rate.ppi_plus if rate else None
         if plus is not None and plus.need_labels is not None:
@@ -714,12 +804,18 @@ def _canary_rows(section: TrustSection) -> list[list[str]]:
 _CANARY_HEAD = ["canary type", "judge", "must", "caught", "missed", "unscored", "missed ids (first 5)"]
 
 
+def _md_cell(cell: str) -> str:
+    if not cell:
+        return ""
+    return f"*{md_escape(cell)}*" if isinstance(cell, _Few) else md_escape(cell)
+
+
 def render_trust_markdown(section: TrustSection) -> str:
     """The section as Markdown (dataset text escaped), starting with its ``##`` heading."""
 
     def table(head: list[str], rows: list[list[str]]) -> list[str]:
         out = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
-        return out + ["| " + " | ".join(md_escape(c) if c else "" for c in r) + " |" for r in rows]
+        return out + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
 
     lines = ["## Can the judge be trusted?", "", md_escape(_source_line(section)), ""]
     if section.judges:
@@ -736,7 +832,8 @@ def render_trust_markdown(section: TrustSection) -> str:
 
 _INTERVAL_NOTE = (
     "Intervals are 95 %: Wilson for pass rates, Student's t for mean scores, PPI and PPI++ with t and two "
-    "pseudo-rows (docs/trust.md); † cut to the scale."
+    "pseudo-rows, several raters' disagreement added (docs/trust.md); † cut to the scale; α with its bootstrap "
+    "interval over rows."
 )
 _KAPPA_NOTE = (
     "Read κ against the base rates: a judge that passes everything agrees often and has κ 0. PPI corrects the "
@@ -750,7 +847,8 @@ def render_trust_html(section: TrustSection) -> str:
 
     def table(head: list[str], rows: list[list[str]]) -> str:
         th = "".join(f"<th>{e(h)}</th>" for h in head)
-        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+        cell = {True: '<td class="few">{}</td>', False: "<td>{}</td>"}
+        body = "".join("<tr>" + "".join(cell[isinstance(c, _Few)].format(e(c)) for c in r) + "</tr>" for r in rows)
         return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
     parts = ['<section id="trust">', "<h2>Can the judge be trusted?</h2>", f"<p>{e(_source_line(section))}</p>"]
