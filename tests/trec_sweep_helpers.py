@@ -79,7 +79,10 @@ def write_beir_json(run: Path, out: Path) -> Path:
 def write_jsonl(run: Path, out: Path) -> Path:
     """The project's JSONL: one row per query, its documents in trec_eval's order (the stored order is the rank)."""
     rows = [
-        {"query_id": q, "retrieved_documents": [{"document_id": d, "relevance_score": s} for d, s in trec_eval_order(docs)]}
+        {
+            "query_id": q,
+            "retrieved_documents": [{"document_id": d, "relevance_score": s} for d, s in trec_eval_order(docs)],
+        }
         for q, docs in read_trec_run(run).items()
     ]
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
