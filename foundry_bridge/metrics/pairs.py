@@ -13,7 +13,6 @@ systems differ (the tests themselves are ``significance``'s).
 
 from __future__ import annotations
 
-import string
 from collections.abc import Collection, Sequence
 
 __all__ = ["compact_letters", "competition_ranks"]
@@ -28,7 +27,7 @@ def competition_ranks(means: Sequence[float | None], *, higher_is_better: bool |
 
 def _letter(i: int) -> str:
     """a, b, …, z, aa, ab, …: the i-th letter name."""
-    letters = string.ascii_lowercase
+    letters = "abcdefghijklmnopqrstuvwxyz"
     name = ""
     i += 1
     while i:
