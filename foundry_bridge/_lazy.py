@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["lazy_getattr"]
+__all__ = ["lazy_getattr", "optional_module"]
 
 
 def lazy_getattr(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
@@ -19,3 +19,14 @@ def lazy_getattr(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
         return getattr(importlib.import_module(f"{package}.{module}"), name)
 
     return __getattr__
+
+
+def optional_module(name: str, purpose: str) -> Any:
+    """The optional dependency ``name`` (pandas, polars...), imported now; a ``UsageError`` saying ``purpose``
+    needs it, and how to install it, when it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        from .errors import UsageError
+
+        raise UsageError(f"{purpose} need {name} (fix: pip install {name})") from None

@@ -132,7 +132,28 @@ class InputError(FoundryBridgeError, ValueError):
 
 
 class DatasetError(InputError):
-    """A dataset file or row is malformed or inconsistent."""
+    """A dataset file or row is malformed or inconsistent. In a table (a DataFrame, parquet, Arrow...) ``row`` is
+    the 0-based row index and ``column`` the column (``field`` too): ``file`` names the table alone, and the text
+    reads ``pandas.DataFrame: row 5: context: ...``. In a JSONL file ``line`` locates it and ``row``/``column`` are
+    None."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+        row: int | None = None,
+    ) -> None:
+        self.row = row
+        self.column = field if row is not None else None
+        super().__init__(message, file=file, line=line, field=field, hint=hint)
+
+    def _located(self) -> str:
+        where = self.file if self.row is None else f"{self.file or 'table'}: row {self.row}"
+        return located(self.message, file=where, line=self.line, field=self.field, hint=self.hint)
 
 
 class MappingError(InputError):

@@ -164,7 +164,11 @@ LAYERS: dict[str, set[str]] = {
     | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
+    "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report"},
 }
+# The package root is the public facade: it names every unit's exports, importing them only for type checkers
+# (TYPE_CHECKING) and on first use (``__getattr__``), so every layer may still read ``__version__`` from it.
+LAYERS["<root>"] = set(LAYERS)
 
 
 def _unit(module: str) -> str:

@@ -36,7 +36,7 @@ from foundry_bridge.report._compare_files import score_run_files
 
 # ours → pytrec_eval's (the runs are 30 deep: rr@100 is recip_rank, recall@100 is recall_100)
 MEASURES = {"ndcg@10": "ndcg_cut_10", "ndcg@20": "ndcg_cut_20", "precision@5": "P_5", "recall@100": "recall_100"}
-MEASURES["rr@100"] = "recip_rank"
+MEASURES.update({"rr@100": "recip_rank", "ap@100": "map", "bpref@100": "bpref"})  # newer registry measures
 RESAMPLES = 2000
 
 

@@ -135,14 +135,16 @@ def test_sources_and_response_ids_select_and_correlate(run_dir: Path) -> None:
     assert "gen_ai.response.id" not in _event(records, "q03", "relevance")
 
 
-def test_the_run_ids_are_resource_attributes(run_dir: Path) -> None:
+def test_the_run_ids_are_resource_attributes_and_on_every_event(run_dir: Path) -> None:
     records, _ = _emit(run_dir)
     resource = dict(records[0].resource.attributes)
     assert resource["service.name"] == "foundry-bridge"
     assert resource["foundry_bridge.eval.id"] == "eval_fixture"
     assert tuple(resource["foundry_bridge.run.ids"]) == ("evalrun_fixture",)
     assert resource["foundry_bridge.backend"] == "fixture"
-    assert "foundry_bridge.eval.id" not in records[0].log_record.attributes
+    for record in records:  # the caller's provider has no such resource: each event carries the run (#27)
+        assert record.log_record.attributes["foundry_bridge.eval.id"] == "eval_fixture"
+        assert tuple(record.log_record.attributes["foundry_bridge.run.ids"]) == ("evalrun_fixture",)
 
 
 @pytest.fixture

@@ -100,7 +100,8 @@ def relocate(problem: Problem, source: str) -> Problem:
     if problem.file != source:
         return problem
     message = _LINE_WORDS.sub(lambda m: "row" if m.group(1) == "line" else "rows", problem.message)
-    return replace(problem, line=None, row=problem.line if problem.line is not None else problem.row, message=message)
+    row = problem.line if problem.line is not None else problem.row
+    return replace(problem, line=None, row=row, message=message, lines=(), rows=problem.lines or problem.rows)
 
 
 def _pyarrow() -> Any:

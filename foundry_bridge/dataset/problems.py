@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from ..errors import DatasetError, located
 
-__all__ = ["Problem", "Severity"]
+__all__ = ["LISTED_ROWS", "Problem", "Severity"]
+
+LISTED_ROWS = 1000  # rows a dataset-level problem lists as data (``Problem.lines`` / ``rows``); its count has all
 
 Severity = Literal["error", "warning"]
 
@@ -15,7 +17,9 @@ Severity = Literal["error", "warning"]
 @dataclass(frozen=True)
 class Problem:
     """One finding: ``file:line: field: message (fix: hint)`` with a severity and a stable ``code``; in a table
-    (parquet, DataFrame...) ``row`` (0-based row index) replaces ``line``: ``file: row 3: column: message``."""
+    (parquet, DataFrame...) ``row`` (0-based row index) replaces ``line``: ``file: row 3: column: message``.
+    A dataset-level problem about several rows (``zero_result``) lists them as data too: ``lines`` (a file's line
+    numbers) or, in a table, ``rows`` (row indices), the first ``LISTED_ROWS`` of them."""
 
     severity: Severity
     code: str
@@ -25,11 +29,16 @@ class Problem:
     field: str | None = None
     hint: str | None = None
     row: int | None = None
+    lines: tuple[int, ...] = ()
+    rows: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if self.row is None:
-            del out["row"]
+        for key in ("row", "lines", "rows"):
+            if not out[key]:
+                del out[key]
+            elif isinstance(out[key], tuple):
+                out[key] = list(out[key])
         return out
 
     def _where(self) -> str | None:
@@ -40,4 +49,6 @@ class Problem:
 
     def to_error(self) -> DatasetError:
         """The ``DatasetError`` a reader raises for this problem."""
-        return DatasetError(self.message, file=self._where(), line=self.line, field=self.field, hint=self.hint)
+        return DatasetError(
+            self.message, file=self.file, line=self.line, field=self.field, hint=self.hint, row=self.row
+        )

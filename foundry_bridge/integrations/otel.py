@@ -14,13 +14,16 @@ of open-telemetry/semantic-conventions-genai, stability "development"):
 | ``error.type`` | on error | the error code of an errored row (``CODE: message`` → ``CODE``); ``missing`` |
 
 Events are log records with ``event_name`` set (the Logs API). Azure Monitor's exporter reads not that but
-``microsoft.custom_event.name`` to file a record under customEvents (else it is a trace): that attribute is added,
-with the event's name, when the exporter is Azure Monitor. Each event is timestamped when emitted
+``microsoft.custom_event.name`` to file a record under customEvents (else it is a trace): that attribute is on
+every event, with the event's name, whichever provider sends it (the library's own, or the caller's: a notebook's
+Azure Monitor provider). Each event is timestamped when emitted
 (``time.time_ns()``; the SDK adds the observed time). Their parent, for a collector to join them to a trace, is
 the span a W3C ``traceparent`` names when one is given (``report --otel-traceparent``, else ``$TRACEPARENT``),
 else the current context (the caller's active span).
 Beside them, namespaced ``foundry_bridge.*`` attributes say which query, kind, stage, criterion and evaluator;
-the run's ids travel once, as resource attributes (``foundry_bridge.eval.id``, ``foundry_bridge.run.ids``...).
+the run's identity (``foundry_bridge.eval.id``, ``foundry_bridge.run.ids``, ``foundry_bridge.dataset.sha256``,
+``foundry_bridge.run.dir``) is on every event too, so the events of one run group together whichever provider sends
+them; the library's own provider also sets them as resource attributes.
 A score is never invented: an errored or missing judge score is an event without a value, with ``error.type``.
 The label is the verdict as the report reads it for the query's kind (a quality_grader fail on a negative query
 that abstained is a pass, docs/report.md); the service's own label then rides along as
@@ -34,9 +37,9 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..errors import BackendError, UsageError
+from ..errors import BackendError, UsageError, option, spelled
 
 if TYPE_CHECKING:
     from ..report import QueryRow, Report
@@ -49,6 +52,7 @@ __all__ = [
     "parent_context",
     "report_rows",
     "resource_attributes",
+    "run_identity",
 ]
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -82,6 +86,19 @@ def report_rows(report: Report) -> Iterator[QueryRow]:
                     yield QueryRow.model_validate_json(line)
         return
     yield from report.queries
+
+
+def run_identity(report: Report) -> dict[str, Any]:
+    """The run's identity as attributes of each event (None left out): ``foundry_bridge.eval.id``,
+    ``foundry_bridge.run.ids``, ``foundry_bridge.dataset.sha256``, ``foundry_bridge.run.dir``."""
+    p = report.provenance
+    attrs = {
+        "foundry_bridge.eval.id": p.eval_id,
+        "foundry_bridge.run.ids": list(p.run_ids) or None,
+        "foundry_bridge.dataset.sha256": p.dataset_sha256,
+        "foundry_bridge.run.dir": p.run_dir,
+    }
+    return {k: v for k, v in attrs.items() if v is not None}
 
 
 def resource_attributes(report: Report) -> dict[str, Any]:
@@ -222,6 +239,23 @@ def parent_context(traceparent: str, *, origin: str = "traceparent") -> Any:
     return context
 
 
+_ENDPOINT = spelled("endpoint=", "--otel-endpoint")
+
+
+def _wanted(kind: str) -> str:
+    """The exporter as the caller chose it: ``exporter='otlp'`` in Python, ``--otel otlp`` on the command line."""
+    return option("exporter", kind, cli=f"--otel {kind}")
+
+
+def check_exporter(kind: object) -> Exporter:
+    """``kind`` if it is one of ``EXPORTERS``, else a ``UsageError`` naming them (before anything is made)."""
+    if kind not in EXPORTERS:
+        accepted = ", ".join(repr(e) for e in EXPORTERS)
+        raise UsageError(f"unknown OpenTelemetry exporter {kind!r} for {spelled('exporter=', '--otel')}: "
+                         f"choose one of {accepted}")  # fmt: skip
+    return cast(Exporter, kind)
+
+
 def _exporter(kind: Exporter, endpoint: str | None) -> Any:
     """A standard SDK log exporter. OTLP over HTTP/protobuf reads the usual ``OTEL_EXPORTER_OTLP_*`` variables
     when ``endpoint`` is None; Azure Monitor reads ``APPLICATIONINSIGHTS_CONNECTION_STRING``."""
@@ -236,7 +270,7 @@ def _exporter(kind: Exporter, endpoint: str | None) -> Any:
             from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         except ImportError as exc:
             raise UsageError(
-                "--otel otlp needs the OTLP exporter: pip install 'foundry-bridge[otel]' "
+                f"{_wanted('otlp')} needs the OTLP exporter: pip install 'foundry-bridge[otel]' "
                 "(opentelemetry-exporter-otlp-proto-http)"
             ) from exc
         return OTLPLogExporter(endpoint=endpoint) if endpoint else OTLPLogExporter()
@@ -244,13 +278,14 @@ def _exporter(kind: Exporter, endpoint: str | None) -> Any:
         from azure.monitor.opentelemetry.exporter import AzureMonitorLogExporter
     except ImportError as exc:
         raise UsageError(
-            "--otel azure-monitor needs Azure Monitor's exporter: pip install azure-monitor-opentelemetry-exporter"
+            f"{_wanted('azure-monitor')} needs Azure Monitor's exporter: pip install "
+            "azure-monitor-opentelemetry-exporter"
         ) from exc
     conn = endpoint or os.environ.get("APPLICATIONINSIGHTS_CONNECTION_STRING")
     if not conn:
         raise UsageError(
-            "--otel azure-monitor needs the Application Insights connection string: set "
-            "APPLICATIONINSIGHTS_CONNECTION_STRING (or pass it as --otel-endpoint)"
+            f"{_wanted('azure-monitor')} needs the Application Insights connection string: set "
+            f"APPLICATIONINSIGHTS_CONNECTION_STRING (or pass it as {_ENDPOINT})"
         )
     return AzureMonitorLogExporter(connection_string=conn)
 
@@ -285,7 +320,10 @@ def _provider(report: Report, exporter: Exporter, endpoint: str | None) -> tuple
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
         from opentelemetry.sdk.resources import Resource
     except ImportError as exc:
-        raise UsageError("--otel needs the OpenTelemetry SDK: pip install 'foundry-bridge[otel]'") from exc
+        raise UsageError(
+            f"{spelled('emit_evaluation_events()', '--otel')} needs the OpenTelemetry SDK: pip install "
+            "'foundry-bridge[otel]'"
+        ) from exc
     provider = LoggerProvider(resource=Resource.create(resource_attributes(report)))
     counted = _counting(_exporter(exporter, endpoint))
     provider.add_log_record_processor(BatchLogRecordProcessor(counted, max_queue_size=2 * _FLUSH_EVERY))
@@ -316,11 +354,13 @@ def emit_evaluation_events(
 
     parent = parent_context(traceparent) if traceparent is not None else None
     own = logger_provider is None
+    if own:
+        check_exporter(exporter)
     provider, counted = _provider(report, exporter, endpoint) if own else (logger_provider, None)
     from opentelemetry._logs import SeverityNumber
 
     logger = provider.get_logger("foundry_bridge", __version__)
-    marker = {AZURE_EVENT_NAME: EVENT_NAME} if own and exporter == "azure-monitor" else {}
+    marker = {AZURE_EVENT_NAME: EVENT_NAME, **run_identity(report)}  # on every event, whichever the provider
     n = 0
     try:
         for attrs in evaluation_attributes(report, sources=sources, response_ids=response_ids):
@@ -342,6 +382,6 @@ def emit_evaluation_events(
     if counted is not None and counted.failed:
         raise BackendError(
             f"{counted.failed} of {n} gen_ai.evaluation.result events could not be exported ({exporter}); "
-            "check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, --otel-endpoint) and the collector's log"
+            f"check the endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, {_ENDPOINT}) and the collector's log"
         )
     return n

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._io import gc_paused, trim_heap
 from .._text import did_you_mean
 from ..catalog import CATALOG
-from ..errors import FoundryBridgeError, UsageError
+from ..errors import FoundryBridgeError, UsageError, spelled
 from ..metrics._arrays import Codes, IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ..metrics.significance import (
@@ -253,6 +253,24 @@ class Comparison(_Model):
             if m.candidate == candidate and m.metric == metric and m.section == section:
                 return m
         raise KeyError((candidate, metric, section))
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame with one row per (candidate, section, metric) test (``report._frames``)."""
+        from ._frames import comparison_frame
+
+        return comparison_frame(self)
+
+    def to_polars(self) -> Any:
+        """``to_pandas`` as a polars DataFrame."""
+        from ._frames import comparison_frame
+
+        return comparison_frame(self, polars=True)
+
+
+_TWO_RUNS = spelled(
+    "compare_runs() needs at least two runs: [run_a, run_b, ...]",
+    "compare needs at least two runs: RUN_A RUN_B [RUN_C ...]",
+)
 
 
 class RunColumns(Protocol):
@@ -1030,7 +1048,7 @@ def compare_runs(
     still compares each candidate with the baseline.
     """
     if len(runs) < 2:
-        raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
+        raise UsageError(_TWO_RUNS)
     answer = foundry(runs) if foundry is not None else None
     reports = [r if isinstance(r, Report) else _lean_report(r) for r in runs]
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])

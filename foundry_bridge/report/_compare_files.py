@@ -12,7 +12,8 @@ The per-query values are trec_eval's with ``-c`` (and pytrec_eval's on the topic
   now — ``ndcg@20`` needs no folder made at 20). A topic whose value the kernels leave undefined — judged, but no
   label reaches the relevance threshold (n_rel = 0, or an ideal DCG of 0) — counts as 0, the value trec_eval and
   pytrec_eval print for it. The mean over the topics is then trec_eval's ``-c`` mean (``all``).
-- every topic is in the one section, shown as ``positive`` (trec_eval has no negative queries).
+- every topic is in the one section, shown as ``positive`` (trec_eval has no negative queries). The means are
+  ``metrics.ranking.average``'s ``trec_eval`` mode (``metrics --average trec_eval``'s numbers).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..errors import UsageError
 from ..metrics._arrays import Codes
 from ..metrics.measures import Measure, is_measure_name, parse_measure
 from ._compare import (
+    _TWO_RUNS,
     CompareOptions,
     Comparison,
     RunSummaryRow,
@@ -85,15 +87,20 @@ def _topic_values(
     measures: Sequence[Measure],
     threshold: int,
 ) -> dict[str, Any]:
-    """Each measure's value on every topic (``topics`` order), trec_eval's: undefined → 0 (module docstring)."""
+    """Each measure's value on every topic (``topics`` order), trec_eval's: undefined → 0, as
+    ``metrics.ranking.average``'s ``trec_eval`` mode counts it (module docstring). A condensed measure
+    (``ndcg_cond@10``) reads each whole ranking (its top k are the first k judged documents, wherever they are)."""
     import numpy as np
 
     from ..dataset.columnar import arrays_from_rankings
     from ..metrics.ranking import compute
 
     ks = sorted({m.cutoff for m in measures if m.cutoff is not None})
-    arrays = arrays_from_rankings(rankings, qrels, topics, depth=ks[-1], threshold=threshold)
-    columns = compute(arrays, ks)
+    depth = ks[-1]
+    if any(m.column.endswith("_cond") for m in measures):
+        depth = max(depth, max((len(r) for r in rankings.values()), default=0))
+    arrays = arrays_from_rankings(rankings, qrels, topics, depth=depth, threshold=threshold)
+    columns = compute(arrays, ks, extra=measures)
     return {m.key: np.nan_to_num(columns[m.key], nan=0.0) for m in measures}
 
 
@@ -181,10 +188,12 @@ def compare_run_files(
     sizes); ``None``: when there are three runs or more. ``relevance_threshold``: relevant ⇔ label ≥ it (trec_eval
     ``-l``). ``mapping_path``: the mapping a ``.jsonl`` run is read through (default: the packaged one).
     ``options``: ``CompareOptions``' other fields (seed, n_resamples, alpha, correction, gate_correction, …)."""
-    from ..metrics.ranking import nan_mean
+    import numpy as np
+
+    from ..metrics.ranking import average
 
     if len(runs) < 2:
-        raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
+        raise UsageError(_TWO_RUNS)
     measures = _measures(metrics, fail_on)
     scored = score_run_files(
         qrels, runs, measures, relevance_threshold=relevance_threshold, mapping_path=mapping_path, labels=labels
@@ -200,7 +209,8 @@ def compare_run_files(
         for m in measures
     ]
     sources = [_Run(None, _MeasureColumns(topics, kinds, values)) for values in scored.values]
-    means = [{k: nan_mean(v, "drop") for k, v in values.items()} for values in scored.values]
+    judged = np.ones(len(topics), bool)  # every topic is a qrels topic
+    means = [{k: average(v, judged, "trec_eval") for k, v in values.items()} for values in scored.values]
 
     def describe(chosen: list[str]) -> tuple[list[str], list[RunSummaryRow]]:
         rows = [

@@ -303,6 +303,24 @@ class Report(_Model):
                 return m
         raise KeyError(key)
 
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame with one row per query, every query of the run (``report._frames``)."""
+        from ._frames import query_frame
+
+        return query_frame(self)
+
+    def to_polars(self) -> Any:
+        """``to_pandas`` as a polars DataFrame."""
+        from ._frames import query_frame
+
+        return query_frame(self, polars=True)
+
+    def aggregates_frame(self) -> Any:
+        """A pandas DataFrame with one row per (metric, section): the aggregates, counts as integers."""
+        from ._frames import aggregates_frame
+
+        return aggregates_frame(self)
+
 
 def report_json_schema() -> dict[str, Any]:
     """The published JSON Schema of the report (``mappings/report.schema.json``)."""

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from ..dataset.problems import LISTED_ROWS
 from ._criteria import Criterion
 from ._rules import Context
 
@@ -134,7 +135,7 @@ class LabelChecks:
         if not found:
             counts = self.zero_result[(c.name, df)]
             counts[0] += 1
-            if len(counts) < 2 + _ZERO_RESULT_LINES:
+            if len(counts) < 2 + LISTED_ROWS:
                 counts.append(line)
         elif c.label_min and max(label_of.values()) == c.label_min:  # min 0: all-0 rows returned above
             self.ctx.add("nan_fidelity", lf, line=line, label_min=c.label_min)
@@ -148,7 +149,8 @@ class LabelChecks:
         for (name, df), (missed, negative, *lines) in self.zero_result.items():
             if not missed:
                 continue
-            where = ", ".join(map(str, lines)) + (", ..." if missed > len(lines) else "")
+            shown = lines[:_ZERO_RESULT_LINES]
+            where = ", ".join(map(str, shown)) + (", ..." if missed > len(shown) else "")
             negatives = (
                 f"; the {negative} row(s) whose labels are all 0 (negative queries) get the same 0, as expected"
                 if negative
@@ -156,4 +158,7 @@ class LabelChecks:
             )
             lines_text = f"line{'s' if missed > 1 else ''} {where}"
             field = df or "retrieved_documents"
-            self.ctx.add("zero_result", field, count=missed, lines=lines_text, criterion=name, negatives=negatives)
+            listed = tuple(n for n in lines if n is not None)
+            self.ctx.add(
+                "zero_result", field, count=missed, lines=lines_text, criterion=name, negatives=negatives, at=listed
+            )

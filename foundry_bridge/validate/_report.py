@@ -6,9 +6,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._lazy import optional_module
 from ..dataset.problems import Problem, Severity
 
-__all__ = ["ValidationReport"]
+__all__ = ["PROBLEM_COLUMNS", "ValidationReport"]
+
+PROBLEM_COLUMNS = ("file", "line", "row", "field", "code", "severity", "message", "hint", "lines", "rows")
 
 
 @dataclass
@@ -52,6 +55,27 @@ class ValidationReport:
         for p in self.problems:
             rank.setdefault(p.file, len(rank))
         self.problems.sort(key=lambda p: (rank[p.file], p.line or p.row or 0))
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame with one row per listed problem: file, line (a file) or row (a table, 0-based), field
+        (the column), code, severity, message, hint (the fix), lines / rows (what a dataset-level problem
+        concerns); ``line`` and ``row`` are nullable integers."""
+        rows = self._problem_rows()
+        pd = optional_module("pandas", "DataFrames")
+        frame = pd.DataFrame(rows, columns=list(PROBLEM_COLUMNS))
+        return frame.astype({"line": "Int64", "row": "Int64"})
+
+    def to_polars(self) -> Any:
+        """``to_pandas`` as a polars DataFrame."""
+        pl = optional_module("polars", "polars DataFrames")
+        return pl.DataFrame(self._problem_rows(), schema=list(PROBLEM_COLUMNS), strict=False)
+
+    def _problem_rows(self) -> list[dict[str, Any]]:
+        """One dict per listed problem, the ``PROBLEM_COLUMNS``; ``lines`` / ``rows`` as lists."""
+        rows = [{f: getattr(p, f) for f in PROBLEM_COLUMNS} for p in self.problems]
+        for r in rows:
+            r["lines"], r["rows"] = list(r["lines"]), list(r["rows"])
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         return {

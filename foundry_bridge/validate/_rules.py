@@ -285,9 +285,11 @@ class Context:
         loc: tuple[Any, ...] | None = None,
         file: str | None = None,
         hint: str | None = None,
+        at: tuple[int, ...] = (),
         **params: Any,
     ) -> Problem:
-        """The ``Problem`` of ``rule`` with its templates filled from ``field`` and ``params``."""
+        """The ``Problem`` of ``rule`` with its templates filled from ``field`` and ``params``; ``at``: the lines
+        of a problem about several rows (``Problem.lines``)."""
         r = RULES[rule]
         values = {"field": field, **params}
         if loc is not None:
@@ -300,6 +302,7 @@ class Context:
             line,
             field,
             r.hint.format(**values) if r.hint is not None else hint,
+            lines=at,
         )
 
     def add(self, rule: str, field: str | None = "", **kwargs: Any) -> None:
