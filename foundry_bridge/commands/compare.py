@@ -66,7 +66,13 @@ __all__ = ["command"]
     help="Exit 3 if a Foundry metric's coverage (scored ÷ queries) drops by more than this (default 0 when "
     "--fail-on is given; unchecked otherwise).",
 )
-@click.option("--alpha", type=Finite(min=0, max=1, min_open=True), default=0.05, show_default=True)
+@click.option(
+    "--alpha",
+    type=Finite(min=0, max=1, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the verdicts and of each --fail-on gate (the intervals stay at 95%).",
+)
 @click.option(
     "--correction",
     type=click.Choice(["holm", "bh", "none"]),
@@ -101,7 +107,13 @@ __all__ = ["command"]
 @click.option(
     "--seed", type=click.IntRange(0, 2**63 - 1), default=42, show_default=True, help="Seed of the numpy Generator."
 )
-@click.option("--resamples", type=click.IntRange(100, 1_000_000), default=10_000, show_default=True)
+@click.option(
+    "--resamples",
+    type=click.IntRange(100, 1_000_000),
+    default=10_000,
+    show_default=True,
+    help="Random sign flips of the paired test of continuous metrics (more: a steadier p, slower).",
+)
 @click.option(
     "--foundry",
     is_flag=True,
@@ -109,7 +121,14 @@ __all__ = ["command"]
     "cloud, one service run each, all in the baseline's eval: run the candidates with --eval-id) and show it beside "
     "the judge tests, disagreements flagged; never part of the gate. See docs/trust.md.",
 )
-@click.option("--format", "fmt", type=click.Choice(["json", "md"]), default="md", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "md"]),
+    default="md",
+    show_default=True,
+    help="Output format: Markdown (fits a pull-request comment) or the comparison as JSON.",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
 def command(
     runs: tuple[Path, ...],

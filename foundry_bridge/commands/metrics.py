@@ -11,7 +11,7 @@ import click
 
 from ..errors import UsageError
 from ..metrics.measures import measures_help, measures_labels
-from ._options import Finite
+from ._options import Finite, deprecated_alias, quiet_option
 
 MEASURES_HELP = measures_help()
 MEASURES_LABELS = measures_labels()
@@ -256,18 +256,33 @@ def render_text(doc: dict[str, Any]) -> str:
     default=None,
     help="Relevant ⇔ label ≥ this (default 1).",
 )
-@click.option("--nan-policy", type=click.Choice(["propagate", "drop", "zerofill"]), default=None)
+@click.option(
+    "--nan-policy",
+    type=click.Choice(["propagate", "drop", "zerofill"]),
+    default=None,
+    help="A query whose metric is undefined (no relevant document): propagate keeps NaN (the mean skips it), drop "
+    "leaves the query out, zerofill counts it as 0 (default: the mapping's, else propagate).",
+)
 @click.option("--surface-threshold", type=Finite(), default=None, help="A top-k score ≥ this surfaced evidence.")
-@click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
-def command(data: str | None, fmt: str, output: str | None, **options: Any) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "text"]),
+    default="json",
+    show_default=True,
+    help="Output format: the whole JSON document, or a readable summary.",
+)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
+@deprecated_alias("-o", "--output", new="--out", dest="out")
+@quiet_option
+def command(data: str | None, fmt: str, out: str | None, quiet: bool, **options: Any) -> None:
     """``foundry-bridge metrics``: see the help text above (``options``: ``_compute``'s keywords)."""
     from .._io import atomic_open
 
     doc, result = _compute(data, **options)
     payload = _json_document(doc, result) + b"\n" if fmt == "json" else render_text(doc).encode()
-    if output:
-        with atomic_open(output) as fh:
+    if out:
+        with atomic_open(out) as fh:
             fh.write(payload)
     else:
         sys.stdout.flush()

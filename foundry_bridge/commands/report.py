@@ -74,7 +74,13 @@ __all__ = ["command"]
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the judge verdicts to label next (human-verdict JSONL, blanks to fill), most useful first.",
 )
-@click.option("--verdict-queue-size", type=click.IntRange(1, 1_000_000), default=20, show_default=True)
+@click.option(
+    "--verdict-queue-size",
+    type=click.IntRange(1, 1_000_000),
+    default=20,
+    show_default=True,
+    help="How many verdicts --verdict-queue writes.",
+)
 def command(
     run_dir: Path,
     fmt: str | None,
