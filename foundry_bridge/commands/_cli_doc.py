@@ -1,12 +1,10 @@
 """docs/cli.md, generated from the click tree: every option of every command with its help, which commands share
-an option name, the exit codes (``_exit_codes``' table) and the deprecated spellings. ``python -m
-foundry_bridge.commands._cli_doc`` rewrites the file; a test holds the committed one to this output."""
+an option name, the exit codes (``_exit_codes``' table) and the deprecated spellings. ``python
+tests/cli_doc_helpers.py`` rewrites the file; a test holds the committed one to this output."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import click
 
@@ -17,15 +15,13 @@ __all__ = ["render_cli_doc"]
 
 _HEADER = """# The command line
 
-Generated from the click tree by `python -m foundry_bridge.commands._cli_doc` (a test fails when this file and
+Generated from the click tree by `python tests/cli_doc_helpers.py` (a test fails when this file and
 the commands disagree): edit the commands' help, not this file. `foundry-bridge COMMAND --help` shows the same.
 """
 
 
-def _commands() -> Iterator[tuple[str, click.Command]]:
-    from ..cli import cli
-
-    ctx = click.Context(cli, info_name="foundry-bridge")
+def _commands(root: click.Group) -> Iterator[tuple[str, click.Command]]:
+    ctx = click.Context(root, info_name="foundry-bridge")
 
     def walk(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
         if path:
@@ -36,7 +32,7 @@ def _commands() -> Iterator[tuple[str, click.Command]]:
                 if sub is not None:
                     yield from walk(sub, f"{path} {name}".strip())
 
-    yield from walk(cli, "")
+    yield from walk(root, "")
 
 
 def _cell(text: str) -> str:
@@ -91,22 +87,12 @@ def _deprecated(commands: list[tuple[str, click.Command]]) -> list[str]:
     return [*head, "| command | old | new |", "|---|---|---|", *rows, ""] if rows else []
 
 
-def render_cli_doc() -> str:
-    """The whole of docs/cli.md."""
-    commands = list(_commands())
+def render_cli_doc(root: click.Group) -> str:
+    """The whole of docs/cli.md, from ``root`` (``foundry_bridge.cli.cli``)."""
+    commands = list(_commands(root))
     lines = [_HEADER, "## Options shared by several commands", ""]
     lines += ["An option name means the same thing in every command that takes it.", "", *_shared_table(commands), ""]
     for path, command in commands:
         lines += _section(path, command)
     lines += _deprecated(commands)
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def main() -> None:
-    """Rewrite docs/cli.md (or the path given) from the click tree."""
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "docs" / "cli.md"
-    target.write_text(render_cli_doc(), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()
