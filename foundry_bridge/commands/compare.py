@@ -9,7 +9,7 @@ import click
 from .._io import atomic_open
 from ..metrics.measures import measures_help
 from ._ci import compare_ci_options, publish_comparison
-from ._options import Finite
+from ._options import Finite, quiet_option
 
 __all__ = ["command"]
 
@@ -130,6 +130,7 @@ __all__ = ["command"]
     help="Output format: Markdown (fits a pull-request comment) or the comparison as JSON.",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
+@quiet_option
 def command(
     runs: tuple[Path, ...],
     metrics: tuple[str, ...],
@@ -147,6 +148,7 @@ def command(
     foundry: bool,
     fmt: str,
     out: Path | None,
+    quiet: bool,
 ) -> None:
     from ..errors import UsageError
     from ..report import (
@@ -161,7 +163,9 @@ def command(
     if len(runs) < 2:
         raise UsageError("compare needs at least two run folders: RUN_A RUN_B [RUN_C ...]")
     from ..foundry._insights import request_comparison
+    from ._progress import command_progress
 
+    progress, done = command_progress(quiet)
     comparison = compare_runs(
         list(runs),
         metrics=list(metrics) or None,
@@ -177,7 +181,9 @@ def command(
         noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
         judge_tests=judge_tests,
         foundry=request_comparison if foundry else None,
+        progress=progress,
     )
+    done()
     text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
     if out is None:
         click.echo(text, nl=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -111,10 +112,12 @@ def _compute(
     mapping_path: str | None = None,
     qrels: str | None = None,
     run: str | None = None,
+    progress: Callable[[str, int, int | None], None] | None = None,
     **options: Any,
 ) -> tuple[dict[str, Any], RankingResult]:
     """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns
-    (``options``: ``_settings``' keywords)."""
+    (``options``: ``_settings``' keywords; ``progress("metrics", step, 3)`` after the read, the ranking metrics
+    and the negative-query report)."""
     from ..dataset.spec import LocalMetricsSpec
     from ..mapping import load_mapping
     from ..metrics.negative import negative_report_from_arrays
@@ -127,9 +130,14 @@ def _compute(
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
     s = _settings(spec, **options)
+    step = progress or (lambda stage, done, total: None)
+    step("metrics", 0, 3)
     (arrays, assembly), source = _load(data, mapping, mapping_path, qrels, run, s)
+    step("metrics", 1, 3)
     result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures)
+    step("metrics", 2, 3)
     negative = negative_report_from_arrays(arrays, k=s.depth, surface_threshold=s.surface)
+    step("metrics", 3, 3)
     params = dict(result.params)
     params.update({"surface_threshold": s.surface, "report_k": s.depth, "input": source, "queries": arrays.n_queries})
     doc = {"params": params, "summary": result.summary, "negative_report": negative}
@@ -278,8 +286,11 @@ def render_text(doc: dict[str, Any]) -> str:
 def command(data: str | None, fmt: str, out: str | None, quiet: bool, **options: Any) -> None:
     """``foundry-bridge metrics``: see the help text above (``options``: ``_compute``'s keywords)."""
     from .._io import atomic_open
+    from ._progress import command_progress
 
-    doc, result = _compute(data, **options)
+    progress, done = command_progress(quiet)
+    doc, result = _compute(data, progress=progress, **options)
+    done()
     payload = _json_document(doc, result) + b"\n" if fmt == "json" else render_text(doc).encode()
     if out:
         with atomic_open(out) as fh:

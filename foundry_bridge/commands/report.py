@@ -9,6 +9,7 @@ import click
 from .._io import atomic_open
 from ..metrics.measures import measures_labels
 from ._ci import publish_report, report_ci_options
+from ._options import quiet_option
 
 __all__ = ["command"]
 
@@ -74,6 +75,7 @@ __all__ = ["command"]
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the judge verdicts to label next (human-verdict JSONL, blanks to fill), most useful first.",
 )
+@quiet_option
 @click.option(
     "--verdict-queue-size",
     type=click.IntRange(1, 1_000_000),
@@ -93,6 +95,7 @@ def command(
     repeats: tuple[Path, ...],
     verdict_queue: Path | None,
     verdict_queue_size: int,
+    quiet: bool,
 ) -> None:
     from ..report import build_report, queries_path, render, write_labelling_queue, write_verdict_queue_for
 
@@ -101,9 +104,14 @@ def command(
         fmt = {".json": "json", ".html": "html", ".htm": "html"}.get(suffix, "md")
     if queries_out is None and out is not None:
         queries_out = queries_path(out)
+    from ._progress import command_progress
+
+    progress, done = command_progress(quiet)
     report = build_report(
-        run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst, human_verdicts=human_verdicts, repeats=repeats
-    )
+        run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst, human_verdicts=human_verdicts,
+        repeats=repeats, progress=progress,
+    )  # fmt: skip
+    done()
     if queries_out is not None:
         click.echo(f"wrote {queries_out} ({report.per_query.rows} queries, JSON lines)", err=True)
     text = render(report, fmt)
