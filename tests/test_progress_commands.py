@@ -44,9 +44,7 @@ def test_short_work_writes_no_progress_line(argv: list[str], line: str, capsys: 
     assert line.rsplit(" ", 1)[0] not in _stderr(argv, capsys)
 
 
-def test_a_log_line_says_how_long_is_left(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_log_line_says_how_long_is_left(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([100.0, 100.0, 110.0, 120.0])
     monkeypatch.setattr(_progress.time, "monotonic", lambda: next(clock))
     callback = _progress._plain_progress(interval=5.0)
