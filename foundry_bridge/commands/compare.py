@@ -124,10 +124,11 @@ __all__ = ["command"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "md"]),
+    type=click.Choice(["json", "md", "html"]),
     default="md",
     show_default=True,
-    help="Output format: Markdown (fits a pull-request comment) or the comparison as JSON.",
+    help="Output format: Markdown (fits a pull-request comment), the comparison as JSON, or one HTML page that "
+    "draws the deltas with their intervals (inline SVG, no script).",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
 @quiet_option
@@ -155,6 +156,7 @@ def command(
         CompareGateFailed,
         compare_runs,
         noise_bands_by_key,
+        render_comparison_html,
         render_comparison_json,
         render_comparison_markdown,
         trust_section,
@@ -184,7 +186,8 @@ def command(
         progress=progress,
     )
     done()
-    text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
+    renderer = {"json": render_comparison_json, "html": render_comparison_html}.get(fmt, render_comparison_markdown)
+    text = renderer(comparison)
     if out is None:
         click.echo(text, nl=False)
     else:
