@@ -32,9 +32,11 @@ def compute_metrics(data: str | None = None, **options: Any) -> dict[str, Any]:
 
     ``data`` (+ ``mapping_path``) or ``qrels`` + ``run``; the other options (``ks``, ``relevance_threshold``,
     ``nan_policy``, ``surface_threshold``) left ``None``/empty take the mapping's ``metrics`` defaults (with
-    ``qrels``/``run`` and no mapping: k=10, threshold 1, propagate). ``measures`` (``parse_measure`` spellings,
-    e.g. ``rr@10``, ``ndcg(gain=exp)``): output only these; one without a cutoff is computed at every k, and the
-    cutoffs given extend the k's (only they are used when no k is given).
+    ``qrels``/``run`` and no mapping: k=10, threshold 1, propagate). ``average`` (``ranking.AVERAGES``; default
+    ``trec_eval`` with ``qrels``/``run``, ``kind`` with ``data``): ``trec_eval`` adds the summary ``all``.
+    ``measures`` (``parse_measure`` spellings, e.g. ``rr@10``, ``ndcg(gain=exp)``, ``P_5``, ``map``): output
+    only these; one without a cutoff is computed at every k, and the cutoffs given extend the k's (only they are
+    used when no k is given).
     """
     doc, result = _compute(data, **options)
     return {"params": doc.pop("params"), "per_query": result.per_query, **doc}
@@ -51,10 +53,21 @@ class _Settings:
     nan_policy: str
     surface: float | None
     phrases: list[str] | None
+    average: str
 
     @property
     def depth(self) -> int:
         return self.ks[-1]
+
+    @property
+    def read_depth(self) -> int:
+        """The documents read per query: the whole list when a condensed measure is asked for (its top k are the
+        first k judged documents, wherever they are), else ``depth``."""
+        whole = any(m.column.endswith("_cond") for m in self.measures or ())
+        return _WHOLE_LIST if whole else self.depth
+
+
+_WHOLE_LIST = 2**31 - 1
 
 
 def _settings(
@@ -65,13 +78,15 @@ def _settings(
     nan_policy: str | None = None,
     surface_threshold: float | None = None,
     measures: tuple[str, ...] = (),
+    average: str = "kind",
 ) -> _Settings:
     chosen, ks_ = _measures_and_ks(measures, ks, spec.k)
     threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
     if threshold < 1:
         raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {threshold}")
     surface = spec.surface_threshold if surface_threshold is None else surface_threshold
-    return _Settings(chosen, ks_, threshold, nan_policy or spec.nan_policy, surface, spec.abstention_phrases)
+    policy = nan_policy or spec.nan_policy
+    return _Settings(chosen, ks_, threshold, policy, surface, spec.abstention_phrases, average)
 
 
 def _load(
@@ -89,9 +104,10 @@ def _load(
     if data is None or mapping is None:
         assert qrels is not None and run is not None  # checked by _compute
         source = {"qrels": str(qrels), "run": str(run), **({"mapping": mapping_path} if mapping_path else {})}
-        return load_trec_files(qrels, run, depth=s.depth, relevance_threshold=s.threshold), source
+        return load_trec_files(qrels, run, depth=s.read_depth, relevance_threshold=s.threshold), source
     source = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
-    loaded = load_dataset(data, mapping, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+    depth = s.read_depth
+    loaded = load_dataset(data, mapping, depth=depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
     return loaded, source
 
 
@@ -112,6 +128,7 @@ def _compute(
     mapping_path: str | None = None,
     qrels: str | None = None,
     run: str | None = None,
+    average: str | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
     **options: Any,
 ) -> tuple[dict[str, Any], RankingResult]:
@@ -129,12 +146,12 @@ def _compute(
         raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
-    s = _settings(spec, **options)
+    s = _settings(spec, average=average or ("kind" if data is not None else "trec_eval"), **options)
     step = progress or (lambda stage, done, total: None)
     step("metrics", 0, 3)
     (arrays, assembly), source = _load(data, mapping, mapping_path, qrels, run, s)
     step("metrics", 1, 3)
-    result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures)
+    result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures, average_mode=s.average)
     step("metrics", 2, 3)
     negative = negative_report_from_arrays(arrays, k=s.depth, surface_threshold=s.surface)
     step("metrics", 3, 3)
@@ -206,11 +223,20 @@ def render_text(doc: dict[str, Any]) -> str:
         f"  NaN policy: {p['nan_policy']}",
         "",
     ]
-    keys = [key for key in doc["summary"]["positive"] if "@" in key]
-    lines.append(f"{'metric':<18}{'positive':>12}{'negative':>12}")
+    summary = doc["summary"]
+    keys = [key for key in summary["positive"] if "@" in key]
+    every = summary.get("all")  # --average trec_eval: judged queries, both kinds, undefined = 0
+    head = f"{'metric':<18}" + (f"{'judged (' + every['average'] + ')':>22}" if every else "")
+    lines.append(head + f"{'positive':>12}{'negative':>12}")
     for key in ["queries", "undefined", "undefined_ndcg", *keys]:
-        pos, neg = doc["summary"]["positive"][key], doc["summary"]["negative"][key]
-        lines.append(f"{key:<18}{_fmt(pos):>12}{_fmt(neg):>12}")
+        pos, neg = summary["positive"][key], summary["negative"][key]
+        all_ = "" if not every else f"{_fmt(every.get(key, '')):>22}"
+        lines.append(f"{key:<18}{all_}{_fmt(pos):>12}{_fmt(neg):>12}")
+    if every:
+        lines.append(
+            f"judged (trec_eval): the {every['queries']} queries with qrels, both kinds, undefined counted as 0; "
+            f"{every['left_out']} without qrels left out"
+        )
     agg = doc["negative_report"]["aggregate"]
     lines += [
         "",
@@ -268,8 +294,17 @@ def render_text(doc: dict[str, Any]) -> str:
     "--nan-policy",
     type=click.Choice(["propagate", "drop", "zerofill"]),
     default=None,
-    help="A query whose metric is undefined (no relevant document): propagate keeps NaN (the mean skips it), drop "
-    "leaves the query out, zerofill counts it as 0 (default: the mapping's, else propagate).",
+    help="The per-kind means' rule for a query whose metric is undefined (no relevant label): propagate (the mean "
+    "is null if any is), drop (the mean of the defined ones), zerofill (count it as 0). Default: the mapping's, else "
+    "propagate.",
+)
+@click.option(
+    "--average",
+    type=click.Choice(["trec_eval", "kind"]),
+    default=None,
+    help="trec_eval: add the mean over the judged queries, both kinds, undefined = 0, unjudged left out (trec_eval "
+    "-c, pytrec_eval, ir_measures); kind: the per-kind means only. Default: trec_eval with --qrels/--run, kind "
+    "with DATA.",
 )
 @click.option("--surface-threshold", type=Finite(), default=None, help="A top-k score ≥ this surfaced evidence.")
 @click.option(

@@ -270,7 +270,9 @@ class QueryArrays:
     whether it had a label; ``length[q]`` = distinct documents in the top ``depth``; ``n_ret[q]`` = distinct
     documents retrieved (``-1`` when the fast reader did not count them: it counts them for negative queries
     only); ``scores`` are the top relevance scores (NaN: absent or past the end); ``ideal[q]`` (int64) = the
-    query's positive labels sorted descending, cut at ``I``; ``abstains`` = -1 (no response), 0 or 1;
+    query's positive labels sorted descending, cut at ``I``; ``n_judged[q]`` = its judged qrels documents (label ≥ 0:
+    trec_eval reads a negative label as not judged);
+    ``has_labels[q]``: it has qrels (a judged query); ``abstains`` = -1 (no response), 0 or 1;
     ``top_ids`` = the top ids of negative queries (for the labelling-contradiction check).
     """
 
@@ -285,6 +287,7 @@ class QueryArrays:
     n_ret: np.ndarray
     scores: np.ndarray
     n_rel: np.ndarray
+    n_judged: np.ndarray
     has_labels: np.ndarray
     ideal: np.ndarray
     abstains: np.ndarray
@@ -473,6 +476,7 @@ def build_parts(parts: Sequence[FlatPart], depth: int, relevance_threshold: int)
         n_ret=counts[:, 1].copy(),
         scores=scores,
         n_rel=n_rel,
+        n_judged=np.bincount(qq[ql >= 0], minlength=nq).astype(np.int64),
         has_labels=flags[:, 1].astype(bool),
         ideal=_ideal(qq[keep], ql[keep], nq, depth),
         abstains=flags[:, 0].copy(),
