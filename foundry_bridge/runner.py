@@ -755,10 +755,18 @@ _LOCAL_OPTIONS = {
 }
 
 
+# the command line's spelling of a keyword, where it is not ``--`` + the keyword with dashes
+_CLI_SPELLING = {"use_cache": "--no-cache", "faults": "--mock-fault"}
+
+
 def _split(options: dict[str, Any], allowed: set[str], backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    unknown = set(options) - allowed
+    """``options`` for a cloud/mock backend as (backend, client) keywords; ``UsageError`` names any that ``backend``
+    does not take (the one rule: ``run``'s command line relies on it to refuse an option of another backend)."""
+    unknown = sorted(set(options) - allowed)
     if unknown:
-        raise UsageError(f"option(s) {', '.join(sorted(unknown))} do not apply to the {backend} backend")
+        names = ", ".join(spelled(k, _CLI_SPELLING.get(k, "--" + k.replace("_", "-"))) for k in unknown)
+        see = spelled("", " (`foundry-bridge run --help` lists the options of each backend)")
+        raise UsageError(f"option(s) {names} do not apply to the {backend} backend{see}")
     fb = {k: v for k, v in options.items() if k in _FOUNDRY_OPTIONS}
     cl = {k: v for k, v in options.items() if k in _CLIENT_OPTIONS}
     return fb, cl

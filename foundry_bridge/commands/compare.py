@@ -10,7 +10,7 @@ import click
 from .._io import atomic_open
 from ..metrics.measures import measures_help
 from ._ci import compare_ci_options, publish_comparison
-from ._options import Finite
+from ._options import Finite, quiet_option
 
 __all__ = ["command"]
 
@@ -98,7 +98,13 @@ __all__ = ["command"]
     help="Exit 3 if a Foundry metric's coverage (scored ÷ queries) drops by more than this (default 0 when "
     "--fail-on is given; unchecked otherwise).",
 )
-@click.option("--alpha", type=Finite(min=0, max=1, min_open=True), default=0.05, show_default=True)
+@click.option(
+    "--alpha",
+    type=Finite(min=0, max=1, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the verdicts and of each --fail-on gate (the intervals stay at 95%).",
+)
 @click.option(
     "--correction",
     type=click.Choice(["holm", "bh", "none"]),
@@ -133,7 +139,13 @@ __all__ = ["command"]
 @click.option(
     "--seed", type=click.IntRange(0, 2**63 - 1), default=42, show_default=True, help="Seed of the numpy Generator."
 )
-@click.option("--resamples", type=click.IntRange(100, 1_000_000), default=10_000, show_default=True)
+@click.option(
+    "--resamples",
+    type=click.IntRange(100, 1_000_000),
+    default=10_000,
+    show_default=True,
+    help="Random sign flips of the paired test of continuous metrics (more: a steadier p, slower).",
+)
 @click.option(
     "--foundry",
     is_flag=True,
@@ -141,8 +153,17 @@ __all__ = ["command"]
     "cloud, one service run each, all in the baseline's eval: run the candidates with --eval-id) and show it beside "
     "the judge tests, disagreements flagged; never part of the gate. See docs/trust.md.",
 )
-@click.option("--format", "fmt", type=click.Choice(["json", "md"]), default="md", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "md", "html"]),
+    default="md",
+    show_default=True,
+    help="Output format: Markdown (fits a pull-request comment), the comparison as JSON, or one HTML page that "
+    "draws the deltas with their intervals (inline SVG, no script).",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
+@quiet_option
 def command(
     runs: tuple[Path, ...],
     qrels: Path | None,
@@ -164,6 +185,7 @@ def command(
     foundry: bool,
     fmt: str,
     out: Path | None,
+    quiet: bool,
 ) -> None:
     from ..errors import UsageError
     from ..report import (
@@ -171,6 +193,7 @@ def command(
         compare_run_files,
         compare_runs,
         noise_bands_by_key,
+        render_comparison_html,
         render_comparison_json,
         render_comparison_markdown,
         trust_section,
@@ -179,6 +202,9 @@ def command(
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
     _check_inputs(runs, qrels, repeats=bool(repeats), foundry=foundry, mapping=mapping_path)
+    from ._progress import command_progress
+
+    progress, done = command_progress(quiet)
     common: dict[str, Any] = {
         "metrics": list(metrics) or None,
         "seed": seed,
@@ -210,9 +236,12 @@ def command(
             judge_tests=judge_tests,
             foundry=request_comparison if foundry else None,
             all_pairs=bool(all_pairs),
+            progress=progress,
             **common,
         )
-    text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
+    done()
+    renderer = {"json": render_comparison_json, "html": render_comparison_html}.get(fmt, render_comparison_markdown)
+    text = renderer(comparison)
     if out is None:
         click.echo(text, nl=False)
     else:

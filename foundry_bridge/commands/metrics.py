@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ import click
 
 from ..errors import UsageError
 from ..metrics.measures import measures_help, measures_labels
-from ._options import Finite
+from ._options import Finite, deprecated_alias, quiet_option
 
 MEASURES_HELP = measures_help()
 MEASURES_LABELS = measures_labels()
@@ -128,10 +129,12 @@ def _compute(
     qrels: str | None = None,
     run: str | None = None,
     average: str | None = None,
+    progress: Callable[[str, int, int | None], None] | None = None,
     **options: Any,
 ) -> tuple[dict[str, Any], RankingResult]:
     """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns
-    (``options``: ``_settings``' keywords)."""
+    (``options``: ``_settings``' keywords; ``progress("metrics", step, 3)`` after the read, the ranking metrics
+    and the negative-query report)."""
     from ..dataset.spec import LocalMetricsSpec
     from ..mapping import load_mapping
     from ..metrics.negative import negative_report_from_arrays
@@ -144,9 +147,14 @@ def _compute(
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
     s = _settings(spec, average=average or ("kind" if data is not None else "trec_eval"), **options)
+    step = progress or (lambda stage, done, total: None)
+    step("metrics", 0, 3)
     (arrays, assembly), source = _load(data, mapping, mapping_path, qrels, run, s)
+    step("metrics", 1, 3)
     result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures, average_mode=s.average)
+    step("metrics", 2, 3)
     negative = negative_report_from_arrays(arrays, k=s.depth, surface_threshold=s.surface)
+    step("metrics", 3, 3)
     params = dict(result.params)
     params.update({"surface_threshold": s.surface, "report_k": s.depth, "input": source, "queries": arrays.n_queries})
     doc = {"params": params, "summary": result.summary, "negative_report": negative}
@@ -286,7 +294,9 @@ def render_text(doc: dict[str, Any]) -> str:
     "--nan-policy",
     type=click.Choice(["propagate", "drop", "zerofill"]),
     default=None,
-    help="The per-kind means' rule for undefined values (default propagate).",
+    help="The per-kind means' rule for a query whose metric is undefined (no relevant label): propagate (the mean "
+    "is null if any is), drop (the mean of the defined ones), zerofill (count it as 0). Default: the mapping's, else "
+    "propagate.",
 )
 @click.option(
     "--average",
@@ -297,16 +307,28 @@ def render_text(doc: dict[str, Any]) -> str:
     "with DATA.",
 )
 @click.option("--surface-threshold", type=Finite(), default=None, help="A top-k score ≥ this surfaced evidence.")
-@click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
-def command(data: str | None, fmt: str, output: str | None, **options: Any) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "text"]),
+    default="json",
+    show_default=True,
+    help="Output format: the whole JSON document, or a readable summary.",
+)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
+@deprecated_alias("-o", "--output", new="--out", dest="out")
+@quiet_option
+def command(data: str | None, fmt: str, out: str | None, quiet: bool, **options: Any) -> None:
     """``foundry-bridge metrics``: see the help text above (``options``: ``_compute``'s keywords)."""
     from .._io import atomic_open
+    from ._progress import command_progress
 
-    doc, result = _compute(data, **options)
+    progress, done = command_progress(quiet)
+    doc, result = _compute(data, progress=progress, **options)
+    done()
     payload = _json_document(doc, result) + b"\n" if fmt == "json" else render_text(doc).encode()
-    if output:
-        with atomic_open(output) as fh:
+    if out:
+        with atomic_open(out) as fh:
             fh.write(payload)
     else:
         sys.stdout.flush()

@@ -21,7 +21,7 @@ from ._compare import (
     parse_fail_on,
 )
 from ._compare_files import compare_run_files
-from ._compare_render import render_comparison_json, render_comparison_markdown
+from ._compare_render import deltas_svg, render_comparison_html, render_comparison_json, render_comparison_markdown
 from ._html import render_html
 from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
@@ -44,12 +44,14 @@ __all__ = [
     "build_report",
     "compare_run_files",
     "compare_runs",
+    "deltas_svg",
     "foundry_key",
     "load_run",
     "noise_bands_by_key",
     "parse_fail_on",
     "queries_path",
     "render",
+    "render_comparison_html",
     "render_comparison_json",
     "render_comparison_markdown",
     "render_html",

@@ -453,6 +453,7 @@ def build_report(
     repeats: Sequence[str | os.PathLike[str]] = (),
     trust: bool = True,
     label_targets: tuple[float, float] | None = None,
+    progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
@@ -463,12 +464,18 @@ def build_report(
     judged again) feed the "Can the judge be trusted?" section (``report._trust``; it says what is missing without
     them); ``trust=False`` leaves the section out (None) (compare, which never shows it). Steps: the run's columns
     (``columns.RunColumns``) → rows → sections, coverage, distributions, labelling queue, trust and provenance.
+    ``progress(stage, done, total)`` is called as ``("report", step, 4)`` before the read, the rows, the sections
+    and the trust pass, and once at the end.
     """
+    step = progress or _no_progress
+    step("report", 0, 4)
     b, specs = _read(run_dir, stage_k)
+    step("report", 1, 4)
     n_rows = b.run.n_queries
     keep = n_rows <= table_rows
     with atomic_open(queries_out) if queries_out is not None else contextlib.nullcontext() as fh:
         rows = _rows(b, specs, fh, worst, keep)
+    step("report", 2, 4)
     report = _assemble(
         b,
         rows,
@@ -476,14 +483,20 @@ def build_report(
             path=None if queries_out is None else str(queries_out), rows=n_rows, complete=keep, worst_per_stage=worst
         ),
     )
+    step("report", 3, 4)
     targets = label_targets or (PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH)  # the label budget's half-widths
     report.trust = (
         trust_section(run_dir, human_verdicts, repeats=repeats, run=b.run, targets=targets) if trust else None
     )
+    step("report", 4, 4)
     shown = rows.kept if rows.kept is not None else _worst_rows(rows)
     report._queries = _adapter(QueryRow).validate_python(shown)
     report._columns = Columns(b.run, b.local, b.scores)
     return report
+
+
+def _no_progress(stage: str, done: int, total: int | None) -> None:
+    """The ``progress`` callback when none is given."""
 
 
 def _worst_rows(rows: RowsOut) -> list[dict[str, Any]]:

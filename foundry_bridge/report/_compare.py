@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -1001,6 +1001,18 @@ def _lean_report(run: str | os.PathLike[str]) -> Report:
     return report
 
 
+def _reports(
+    runs: Sequence[str | os.PathLike[str] | Report], progress: Callable[[str, int, int | None], None] | None
+) -> list[Report]:
+    """Each run's lean report (a built one as given), saying how many are read."""
+    reports: list[Report] = []
+    for run in runs:
+        reports.append(run if isinstance(run, Report) else _lean_report(run))
+        if progress is not None:
+            progress("reading runs", len(reports), len(runs))
+    return reports
+
+
 @gc_paused()
 def compare_runs(
     runs: Sequence[str | os.PathLike[str] | Report],
@@ -1021,6 +1033,7 @@ def compare_runs(
     judge_tests: bool = True,
     foundry: FoundryRequest | None = None,
     all_pairs: bool = False,
+    progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
@@ -1042,11 +1055,13 @@ def compare_runs(
     ``all_pairs``: also every pair of candidates (``Comparison.all_pairs``: the runs ranked by each shown metric,
     which pairs differ, compact letters, win/tie/loss matrix, effect sizes), all pairs in the one family; the gate
     still compares each candidate with the baseline.
+    ``progress(stage, done, total)``: ``("reading runs", i, len(runs))`` after each run's report is built (the
+    long part; the tests that follow take a fraction of it).
     """
     if len(runs) < 2:
         raise UsageError(_TWO_RUNS)
     answer = foundry(runs) if foundry is not None else None
-    reports = [r if isinstance(r, Report) else _lean_report(r) for r in runs]
+    reports = _reports(runs, progress)
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
 
     def describe(chosen: list[str]) -> tuple[list[str], list[RunSummaryRow]]:

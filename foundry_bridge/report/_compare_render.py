@@ -10,7 +10,7 @@ from ._format import fmt_num, md_escape
 from ._foundry import render_foundry_markdown
 from ._model import STAGES
 
-__all__ = ["render_comparison_json", "render_comparison_markdown"]
+__all__ = ["deltas_svg", "render_comparison_html", "render_comparison_json", "render_comparison_markdown"]
 
 
 def render_comparison_json(comparison: Comparison) -> str:
@@ -263,3 +263,71 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
     if comparison.foundry_comparison is not None:
         out.append(render_foundry_markdown(comparison.foundry_comparison))
     return "\n".join(out).rstrip() + "\n"
+
+
+# -- the deltas as a picture ---------------------------------------------------------------------------------------
+_VERDICT_FILL = {"better": "#2e7d32", "worse": "#c62828"}
+
+
+def deltas_svg(comparison: Comparison, *, section: str = "positive", width: int = 720) -> str:
+    """The shown metrics' deltas on ``section``'s queries as an inline SVG interval plot: a row per (candidate,
+    metric), the mean delta as a dot and its confidence interval as a bar, around a line at 0; green when the
+    candidate is significantly better, red when worse, grey otherwise. Rows without a delta are left out."""
+    from html import escape
+
+    rows = [m for m in comparison.metrics if m.section == section and m.delta is not None]
+    if not rows:
+        return ""
+    values = [v for m in rows for v in (m.delta, m.ci_low, m.ci_high) if v is not None]
+    span = max(max(abs(v) for v in values), 1e-12)
+    label_w, row_h, top = 260, 22, 20
+    plot_w = width - label_w - 20
+    height = top + row_h * len(rows) + 6
+
+    def x(v: float) -> float:
+        return label_w + plot_w / 2 + plot_w / 2 * v / span
+
+    parts = [
+        f'<svg class="deltas" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="delta vs baseline with {comparison.confidence:.0%} intervals, {section} queries">',
+        f'<line x1="{x(0):.1f}" y1="{top - 6}" x2="{x(0):.1f}" y2="{height}" stroke="#999"/>',
+        f'<text x="{x(-span):.1f}" y="12" font-size="10" fill="#666">{fmt_num(-span)}</text>',
+        f'<text x="{x(0):.1f}" y="12" font-size="10" fill="#666" text-anchor="middle">0</text>',
+        f'<text x="{x(span):.1f}" y="12" font-size="10" fill="#666" text-anchor="end">+{fmt_num(span)}</text>',
+    ]
+    for i, m in enumerate(rows):
+        y = top + row_h * i + row_h / 2
+        fill = _VERDICT_FILL.get(m.verdict, "#757575")
+        name = f"{m.candidate}: {m.metric}" if len(comparison.candidates) > 1 else m.metric
+        title = f"{name}: Δ {fmt_num(m.delta)} [{fmt_num(m.ci_low)}, {fmt_num(m.ci_high)}] ({m.verdict})"
+        parts.append(f'<g><title>{escape(title)}</title><text x="0" y="{y + 4:.1f}" font-size="12">')
+        parts.append(f"{escape(name)}</text>")
+        if m.ci_low is not None and m.ci_high is not None:
+            parts.append(
+                f'<line x1="{x(m.ci_low):.1f}" y1="{y:.1f}" x2="{x(m.ci_high):.1f}" y2="{y:.1f}" stroke="{fill}" '
+                'stroke-width="3"/>'
+            )
+        parts.append(f'<circle cx="{x(m.delta or 0.0):.1f}" cy="{y:.1f}" r="5" fill="{fill}"/></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_comparison_html(comparison: Comparison) -> str:
+    """The comparison as one self-contained page with no script (its CSP allows none): the deltas of positive and
+    negative queries drawn with their intervals (``deltas_svg``), then the Markdown report's text."""
+    from html import escape
+
+    pictures = []
+    for section in ("positive", "negative"):
+        svg = deltas_svg(comparison, section=section)
+        if svg:
+            pictures.append(f"<h2>Δ vs baseline, {section} queries ({comparison.confidence:.0%} intervals)</h2>{svg}")
+    csp = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>foundry-bridge compare</title>'
+        "<style>body{font:14px/1.45 system-ui,sans-serif;max-width:1400px;margin:0 auto;padding:12px 20px}"
+        "pre{white-space:pre-wrap}</style></head><body>\n<h1>foundry-bridge compare</h1>\n"
+        + "\n".join(pictures)
+        + f"\n<h2>The comparison</h2><pre>{escape(render_comparison_markdown(comparison))}</pre>\n</body></html>\n"
+    )

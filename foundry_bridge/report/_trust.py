@@ -755,6 +755,18 @@ def _notes(section: TrustSection) -> list[str]:
     return out
 
 
+def trust_headline(section: TrustSection) -> str:
+    """The section in one sentence, for the report's first screen: how many judges, against how many human
+    verdicts, and where the judges' numbers come from."""
+    judges = len(section.judges)
+    humans = section.source.verdicts if section.source.verdicts_path is not None else 0
+    basis = (
+        f"checked against {humans} human verdicts" if humans else "no human verdicts yet: agreement cannot be measured"
+    )
+    canaries = f"; {section.canary_cases} generated canary cases" if section.canaries else ""
+    return f"{judges} {'judge' if judges == 1 else 'judges'}, {basis}{canaries}."
+
+
 def _source_line(section: TrustSection) -> str:
     s = section.source
     line = f"Computed from {s.rows} rows and {s.results_read} result rows of {s.run_dir}"
