@@ -657,7 +657,8 @@ def execute_run(
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
     folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))
-    seal(folder, plan=plan, facts=facts)  # the results and per-query facts as columns: what reports read
+    if len(plan.records):  # a plan made by hand of items alone has no per-query facts: its report says so
+        seal(folder, plan=plan, facts=facts)  # the results and per-query facts as columns: what reports read
     return summary
 
 

@@ -128,14 +128,18 @@ def test_a_run_on_a_folder_another_process_holds_is_refused_at_once_and_deletes_
     held: tuple[Path, subprocess.Popen[str]], args: list[str], capsys: Capture
 ) -> None:
     run_dir, proc = held
-    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.name != HOLDER_FILE}
+    before = {
+        str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != HOLDER_FILE
+    }
     code, out, err = cli([a.replace("{dir}", str(run_dir)) for a in args], capsys)
     assert code == 1, err
     no_traceback(err)
     assert err.startswith(f"Error: {run_dir}: in use by process {proc.pid} on {socket.gethostname()}, since "), err
     assert f"kill {proc.pid}" in err and "--force never takes over a folder in use" in err
     assert out == ""
-    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.name != HOLDER_FILE} == before
+    assert {
+        str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != HOLDER_FILE
+    } == before
 
 
 def test_the_lock_is_released_with_its_holder(held: tuple[Path, subprocess.Popen[str]], capsys: Capture) -> None:
