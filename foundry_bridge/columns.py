@@ -36,10 +36,19 @@ from .runfolder import RunFolder, RunFolderError
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["COLUMNS_DIR", "FactParams", "QueryFacts", "RunColumns", "connect", "prepare_facts", "seal"]
+__all__ = [
+    "COLUMNS_DIR",
+    "FactParams",
+    "QueryFacts",
+    "RunColumns",
+    "connect",
+    "prepare_facts",
+    "record_response_id",
+    "seal",
+]
 
 COLUMNS_DIR = "columns"
-FORMAT = 2  # the layout of columns/: a folder sealed with another is sealed again
+FORMAT = 3  # the layout of columns/: a folder sealed with another is sealed again
 BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
 MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "256MB")
 
@@ -75,6 +84,7 @@ _FACT_TYPES = {
     "holes": "VARCHAR[]",  # unlabelled top-k documents, in rank order
     "found": "BIGINT",  # the highest label in the top stage_k (metrics.ranking.top_grades)
     "best": "BIGINT",  # the highest label of the query's judgments (metrics.ranking.top_grades)
+    "response_id": "VARCHAR",  # the item field the mapping names as ``response_id`` (``record_response_id``)
 }
 
 
@@ -96,13 +106,15 @@ def _spill_dir() -> Path:
 @dataclass(frozen=True)
 class FactParams:
     """What the per-query facts are computed with: the cutoffs (``stage_k`` among them), the relevance threshold,
-    the abstention phrases and the surface threshold of the negative-query report."""
+    the abstention phrases, the surface threshold of the negative-query report, and the extra item field that holds
+    each row's response id (the mapping's ``response_id``)."""
 
     ks: tuple[int, ...]
     stage_k: int
     relevance_threshold: int
     abstention_phrases: tuple[str, ...] | None
     surface_threshold: float | None
+    response_id: str | None = None
 
     @classmethod
     def for_plan(cls, plan: Plan, stage_k: int | None = None) -> FactParams:
@@ -120,7 +132,9 @@ class FactParams:
         k_stage = stage_k or max(ks)
         check_threshold(ms.relevance_threshold)
         phrases = None if ms.abstention_phrases is None else tuple(ms.abstention_phrases)
-        return cls(normalize_ks([*ks, k_stage]), k_stage, ms.relevance_threshold, phrases, ms.surface_threshold)
+        ks_all = normalize_ks([*ks, k_stage])
+        response_id = getattr(mapping, "response_id", None)
+        return cls(ks_all, k_stage, ms.relevance_threshold, phrases, ms.surface_threshold, response_id)
 
     def key(self) -> dict[str, Any]:
         return {
@@ -129,6 +143,7 @@ class FactParams:
             "relevance_threshold": self.relevance_threshold,
             "abstention_phrases": None if self.abstention_phrases is None else list(self.abstention_phrases),
             "surface_threshold": self.surface_threshold,
+            "response_id": self.response_id,
         }
 
     @property
@@ -154,6 +169,13 @@ def _sources(folder: RunFolder) -> dict[str, list[int] | None]:
         else:
             out[key] = [st.st_size, st.st_mtime_ns]
     return out
+
+
+def record_response_id(rec: Any, field: str | None) -> str | None:
+    """A record's response id: its extra item field ``field`` (the mapping's ``response_id``) when that is a string
+    or an integer (never a bool), as a string; else None."""
+    value = None if field is None else rec.extra.get(field)
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
 def _objects(values: Sequence[Any]) -> np.ndarray:
@@ -230,6 +252,7 @@ class QueryFacts:
         f["checked"].append(bool(asm.get("checked", False)) and rec.context is not None)
         f["holds_relevant"].append(np.nan if holds is None else float(holds))
         f["holes"].append([d for _, d in found])
+        f["response_id"].append(record_response_id(rec, p.response_id))
         if len(f["row"]) >= BLOCK:
             self._flush()
 

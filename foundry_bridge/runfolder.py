@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, NamedTuple, TypeVar
+from typing import IO, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
@@ -37,7 +37,6 @@ from .results import RUN_FILES, ResultRow
 __all__ = [
     "FAILED_STATUSES",
     "DamagedRunFolderError",
-    "LoadedRun",
     "Manifest",
     "RunFolder",
     "RunFolderBusyError",
@@ -196,15 +195,6 @@ class Manifest(_Record):
     run_ids: list[str | None] | None = None
     report_url: str | None = None
     evaluators: list[dict[str, Any]] | None = None
-
-
-class LoadedRun(NamedTuple):
-    """What a report reads: the manifest (with ``state.json``'s status when it has none), plan, records, rows."""
-
-    manifest: dict[str, Any]
-    plan: Plan
-    records: list[QueryRecord]
-    results: list[ResultRow]
 
 
 def _field_error(path: Path, exc: ValidationError) -> RunFolderError:
@@ -479,18 +469,6 @@ class RunFolder:
             raise RunFolderError(
                 "not a directory (give the run folder written by `foundry-bridge run`)", file=str(self.path)
             )
-
-    def load(self) -> LoadedRun:
-        """Everything a report reads; the manifest is optional, ``plan.json`` and ``results.jsonl`` are not."""
-        self.require_dir()
-        manifest = self.report_manifest()
-        plan = self.read_plan(records=False)
-        records = list(self.iter_records(plan))
-        if not records:
-            raise RunFolderError(
-                "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(self.path)
-            )
-        return LoadedRun(manifest, plan, records, list(self.iter_results()))
 
     def report_manifest(self) -> dict[str, Any]:
         """``manifest.json`` as a dict ({} when absent), with ``state.json``'s status when it has none."""

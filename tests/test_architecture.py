@@ -334,3 +334,72 @@ def test_the_run_and_plan_commands_leave_the_work_to_the_library() -> None:
         called = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
         assert call in imported, name
         assert (imported | called) & the_library_s == set(), name
+
+
+# -- one reader of a run folder's results ---------------------------------------------------------------------
+# Who may open a run folder's results (``results.jsonl``) and query records (``records.jsonl``): the run folder
+# itself (it writes them, and its validating readers name a bad line), the runner (it streams a backend's rows into
+# the results, counts them as the run finishes, and reads them back on resume; the backends stream their rows to
+# it and open no file of their own), ``results`` (it names the files) and ``columns`` (``seal`` turns them into
+# Parquet; ``RunColumns`` is the one reader everything else — report, trust, compare, OTel, JUnit, the pytest
+# plugin — goes through).
+RESULTS_OPENERS = {"runfolder.py", "runner.py", "results.py", "columns.py"}
+_RESULT_READERS = {"iter_results", "read_results", "iter_records", "LoadedRun"}
+_RUN_FILES_READ = {"results", "records"}
+
+
+def _results_opened(path: Path) -> list[int]:
+    """Lines of ``path`` that reach a run folder's results or records file: ``RunFolder.iter_results`` /
+    ``iter_records`` / ``load``, ``runner.read_results``, ``folder.file("results")``, ``RUN_FILES["results"]`` or the
+    name ``"results.jsonl"`` itself (not a docstring's or a message's mention of it); the same for records."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return sorted({node.lineno for node in ast.walk(tree) if _reads_run_file(node)})
+
+
+def _reads_run_file(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name | ast.Attribute):
+        return _operand_name(node) in _RESULT_READERS  # iter_results, read_results, iter_records
+    if isinstance(node, ast.ImportFrom):
+        return any(a.name in _RESULT_READERS for a in node.names)
+    if isinstance(node, ast.Constant):
+        return node.value in ("results.jsonl", "records.jsonl")
+    if isinstance(node, ast.Subscript):  # RUN_FILES["results"]
+        key = node.slice
+        return (
+            _operand_name(node.value) == "RUN_FILES" and isinstance(key, ast.Constant) and key.value in _RUN_FILES_READ
+        )
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "file":  # folder.file("results")
+            return [getattr(a, "value", None) for a in node.args] in (["results"], ["records"])
+        target = node.func.value  # RunFolder(run_dir).load(): every row in memory
+        return node.func.attr == "load" and isinstance(target, ast.Call) and _operand_name(target.func) == "RunFolder"
+    return False
+
+
+def test_only_run_columns_opens_a_run_folders_results() -> None:
+    """The report, the trust section, compare, OTel, JUnit and the pytest plugin see a run's results only through
+    ``columns.RunColumns``; no other module of the package reads ``results.jsonl`` (nor keeps its own copy)."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not (path.parent == PACKAGE and path.name in RESULTS_OPENERS)
+        for line in _results_opened(path)
+    ]
+    assert offenders == [], "read a run's results through foundry_bridge.columns.RunColumns:\n" + "\n".join(offenders)
+
+
+def test_the_results_reader_check_catches_a_copy(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        '"""Reads results.jsonl."""\n'  # a docstring's mention: not a read
+        "from foundry_bridge.runner import read_results\n"
+        "def f(folder, RUN_FILES, run_dir):\n"
+        "    rows = list(folder.iter_results())\n"
+        "    path = folder.file('results')\n"
+        "    other = run_dir / RUN_FILES['results']\n"
+        "    raw = open(run_dir / 'results.jsonl')\n"
+        "    plan = folder.file('plan')\n"  # another file of the folder: fine
+        "    every = RunFolder(run_dir).load(), folder.iter_records(plan), folder.file('records')\n"
+        "    return read_results(run_dir), f'no results.jsonl in {run_dir}'\n"  # a message's mention: fine
+    )
+    assert _results_opened(probe) == [2, 4, 5, 6, 7, 9, 10]

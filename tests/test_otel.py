@@ -443,3 +443,22 @@ def test_the_mappings_response_id_must_name_an_extra_field(tmp_path: Path) -> No
         f"{bad}:{line}: response_id: 'completion_id' is not an extra item field of this mapping (fix: declare it "
         "under dataset.fields.extra: {completion_id: <dotted path in a row>})" in refused.output
     )
+
+
+def test_response_ids_come_from_the_run_columns_not_a_second_read_of_the_records(
+    mapped_run: Path, tmp_path: Path
+) -> None:
+    """The report's events carry the mapping's response ids from the run's columns (``RunColumns``): once the report
+    is built, ``records.jsonl`` is not read again (here it is gone) and every id is still there."""
+    import shutil
+
+    from foundry_bridge.integrations.otel import evaluation_attributes
+
+    run = tmp_path / "run"
+    shutil.copytree(mapped_run, run)
+    report = build_report(run)
+    (run / "records.jsonl").unlink()
+    ids: dict[str, set[Any]] = {}
+    for a in evaluation_attributes(report, sources=("foundry",)):
+        ids.setdefault(a["foundry_bridge.query_id"], set()).add(a.get("gen_ai.response.id"))
+    assert ids["q01"] == {"chatcmpl-q01"} and ids["n01"] == {"chatcmpl-n01"} and ids["q02"] == {None}

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from foundry_bridge.cli import main
+from foundry_bridge.columns import RunColumns
 from foundry_bridge.errors import UsageError
 from foundry_bridge.foundry import FoundryBackend, StaticTokenCredential
 from foundry_bridge.local import LocalBackend
-from foundry_bridge.report import load_run
 from foundry_bridge.runfolder import Manifest, RunFolder, RunFolderError, RunState
 from foundry_bridge.runner import get_backend, prepare_run, run_evaluation
 from foundry_bridge.runner_protocol import Backend
@@ -69,12 +69,17 @@ def test_resubmitting_a_failed_part_drops_its_error_like_the_old_code(tmp_path: 
     assert written["runs"][1]["replaced_runs"] == [{"run_id": failed.runs[1].run_id, "status": "failed"}]
 
 
-def test_an_old_folder_loads_for_the_report() -> None:
-    manifest, plan, records, results = load_run(OLD_RUNS / "mock-3rows")
+def test_an_old_folder_loads_for_the_report(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(OLD_RUNS / "mock-3rows", run_dir)
+    folder = RunFolder(run_dir)
+    manifest = folder.report_manifest()
     assert manifest["backend"] == "mock" and manifest["rows"] == 3 and manifest["status"] == "completed"
-    assert len(plan.items) == 3 and [r.query_id for r in records] == ["q01", "q02", "q03"]
+    assert len(folder.read_plan().items) == 3
+    run = RunColumns.open(run_dir)  # the report's one reader: the old folder is converted on its first read
+    assert run.texts("query_id") == ["q01", "q02", "q03"]
     # 3 rows x (document_retrieval's 9 metrics + 3 judges)
-    assert len(results) == 3 * 12 == manifest["results"]
+    assert run.result_counts()[0] == 3 * 12 == manifest["results"]
 
 
 @pytest.mark.parametrize(
@@ -195,9 +200,9 @@ def test_the_report_reads_the_status_from_state_when_the_manifest_has_none(tmp_p
     run_dir = tmp_path / "run"
     shutil.copytree(OLD_RUNS / "mock-3rows", run_dir)
     (run_dir / "manifest.json").unlink()
-    assert load_run(run_dir)[0] == {"status": "completed"}
+    assert RunFolder(run_dir).report_manifest() == {"status": "completed"}
     with pytest.raises(RunFolderError, match="^" + re.escape(f"{tmp_path / 'missing'}: not a directory")):
-        load_run(tmp_path / "missing")
+        RunColumns.open(tmp_path / "missing")
     (run_dir / "records.jsonl").write_text("")
     with pytest.raises(RunFolderError, match="^" + re.escape(f"{run_dir}: no query records")):
-        load_run(run_dir)
+        RunColumns.open(run_dir)

@@ -286,3 +286,34 @@ def test_kappa_and_alpha_on_few_rows_are_greyed_with_a_warning(run: Path) -> Non
     assert cells[6].startswith("*") and "\\[" in cells[6]  # α humans: italic, with its interval
     assert "° κ, weighted κ or α on fewer than 10 rows \\(greyed\\)" in md
     assert '<td class="few">' in page and "fewer than 10 rows" in page
+
+
+def test_judge_noise_pairs_a_repeat_run_by_query_id_whatever_its_order(run: Path, tmp_path: Path) -> None:
+    """A repeat run listing the queries in reverse order, one of them under another id: each query is paired with
+    its own repeat (the reversed rows are not compared with the rows at the same position); the renamed one has
+    no repeat and drops out of the noise."""
+    again = tmp_path / "again"
+    shutil.copytree(run, again)
+    records = _lines(run / "records.jsonl")
+    ids = [r["query_id"] for r in records]
+    n = len(records)
+    renamed = {"q04": "q04-elsewhere"}
+    reversed_records = [{**r, "query_id": renamed.get(r["query_id"], r["query_id"])} for r in records[::-1]]
+    (again / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reversed_records))
+    moved = {"q01": 2.0, "q06": 1.0}
+    rows = _lines(again / "results.jsonl")
+    for r in rows:
+        qid = ids[r["row"]]
+        if r["metric"] == "groundedness" and qid in moved:
+            r["score"], r["passed"] = moved[qid], moved[qid] >= 3
+        r["row"], r["query_id"] = n - 1 - r["row"], renamed.get(qid, qid)
+    (again / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    section = trust_section(run, repeats=[again])
+    noise = next(n for n in section.noise if n.criterion == "groundedness")
+    first = _by_hand(run, "groundedness")[0]
+    real = [q for q in first if "~" not in q and q not in renamed]
+    a = np.array([first[q][0] for q in real])
+    b = np.array([moved.get(q, first[q][0]) for q in real])
+    assert noise.noise.rows == len(real)
+    assert noise.noise.noise_sd == pytest.approx(math.sqrt(np.mean((a - b) ** 2 / 2)))
+    assert noise.flaky_queries == [q for q in real if first[q][1] != (moved.get(q, first[q][0]) >= 3)]

@@ -10,7 +10,7 @@ of open-telemetry/semantic-conventions-genai, stability "development"):
 | ``gen_ai.evaluation.score.label`` | if applicable | ``pass`` / ``fail`` as the report reads the verdict |
 | ``gen_ai.evaluation.explanation`` | recommended | the judge's reason (or why there is no score) |
 | ``gen_ai.response.id`` | when available | ``response_ids[query_id]`` when the caller gives it, else the row's |
-| | | item field the run's mapping names as ``response_id`` (an extra field: ``records.jsonl``) |
+| | | item field the run's mapping names as ``response_id`` (the run's columns: ``columns.RunColumns``) |
 | ``error.type`` | on error | the error code of an errored row (``CODE: message`` → ``CODE``); ``missing`` |
 
 Events are log records with ``event_name`` set (the Logs API). Azure Monitor's exporter reads not that but
@@ -148,35 +148,51 @@ def _foundry_attributes(score: Any) -> dict[str, Any]:
     return attrs
 
 
-class _RecordField:
-    """One extra item field of a run's records, read row by row beside the report's rows: both are in dataset
-    order (``QueryRow.row`` is the record's index), so the records stream once and memory stays flat."""
+class _ResponseIds:
+    """Each report row's response id, read from the run's columns (``columns.RunColumns``, the ``response_id``
+    column: the item field the mapping names) a block of rows at a time: the report's rows come in dataset order
+    (``QueryRow.row`` is the row), so memory stays flat."""
 
-    def __init__(self, records: Iterator[Any], field: str) -> None:  # QueryRecords (RunFolder.iter_records)
-        self._records = enumerate(records)
-        self._field = field
+    BLOCK = 65_536
+
+    def __init__(self, run: Any) -> None:  # columns.RunColumns
+        self._run = run
+        self._lo = self._hi = 0
+        self._ids: list[Any] = []
+        self._values: list[Any] = []
 
     def __call__(self, row: QueryRow) -> str | None:
-        for i, rec in self._records:
-            if i == row.row:
-                value = rec.extra.get(self._field) if rec.query_id == row.query_id else None
-                return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
-        return None
+        if not self._lo <= row.row < self._hi:
+            if not 0 <= row.row < self._run.n_queries:
+                return None
+            self._lo = row.row - row.row % self.BLOCK
+            self._hi = min(self._run.n_queries, self._lo + self.BLOCK)
+            self._ids = self._run.texts("query_id", self._lo, self._hi)
+            self._values = self._run.texts("response_id", self._lo, self._hi)
+        at = row.row - self._lo
+        return self._values[at] if self._ids[at] == row.query_id else None
 
 
 def _response_ids(report: Report, given: Mapping[str, str] | None) -> Callable[[QueryRow], str | None] | None:
     """Each row's response id: from ``given`` (query id → id) when the caller gives it; else from the item field
-    the run's mapping names as ``response_id`` (plan.json, then records.jsonl), when the run folder is at hand."""
+    the run's mapping names as ``response_id``, as the run's columns hold it (the report's own ``RunColumns`` when it
+    was built here, else the run folder's, when it is at hand)."""
     if given is not None:
         return lambda row: given.get(row.query_id)
+    from ..columns import RunColumns
     from ..runfolder import RunFolder
 
-    folder = RunFolder(report.provenance.run_dir)
-    if not folder.file("plan").is_file():
-        return None
-    plan = folder.read_plan(items=False, records=False)
-    field = plan.mapping.response_id
-    return None if field is None else _RecordField(folder.iter_records(plan), field)
+    columns = getattr(report, "_columns", None)
+    run = getattr(columns, "run", None)
+    if run is None:
+        folder = RunFolder(report.provenance.run_dir)
+        if not folder.file("plan").is_file():
+            return None
+        plan = folder.read_plan(items=False, records=False)
+        if plan.mapping.response_id is None:
+            return None
+        run = RunColumns.open(folder.path, stage_k=report.params.stage_k, plan=plan)
+    return None if run.params.response_id is None else _ResponseIds(run)
 
 
 def evaluation_attributes(

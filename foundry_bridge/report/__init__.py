@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from ._build import ReportError, build_report, foundry_key, load_run
+from ._build import ReportError, build_report, foundry_key
 from ._compare import (
     CompareGateFailed,
     Comparison,
@@ -46,7 +46,6 @@ __all__ = [
     "compare_runs",
     "deltas_svg",
     "foundry_key",
-    "load_run",
     "noise_bands_by_key",
     "parse_fail_on",
     "queries_path",

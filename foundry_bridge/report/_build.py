@@ -26,10 +26,8 @@ from .. import __version__
 from .._io import atomic_open, gc_paused
 from ..catalog import CATALOG, EvaluatorSpec
 from ..columns import FactParams, RunColumns
-from ..dataset.records import QueryRecord
 from ..mapping.plan import Plan
 from ..metrics.measures import measure_for_key
-from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
 from ..wire import resolve_threshold
 from ._aggregate import aggregate_foundry, aggregate_local, coverage_counts, defined, distribution, summary_infos
@@ -54,7 +52,7 @@ from ._rows import Judge, RowInputs, RowsOut, stream_rows
 from ._stages import STAGE_RULES
 from ._trust import PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH, trust_section
 
-__all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key", "load_run"]
+__all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key"]
 
 _NOT_METRICS = {"query_id", "kind", "kind_source", "n_rel", "row", "line", "source"}
 DEFAULT_WORST = 10  # worst queries shown per stage
@@ -67,12 +65,6 @@ ReportError = RunFolderError  # a run folder that cannot be reported on: the run
 def foundry_key(criterion: str, metric: str) -> str:
     """The column key of a Foundry metric: ``metric`` when it equals the criterion name, else ``criterion/metric``."""
     return metric if metric == criterion else f"{criterion}/{metric}"
-
-
-def load_run(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Plan, list[QueryRecord], list[ResultRow]]:
-    """Read ``manifest.json`` (optional), ``plan.json``, ``records.jsonl`` and ``results.jsonl`` of a run folder."""
-    with gc_paused():
-        return RunFolder(run_dir).load()
 
 
 def _answer_evaluators() -> set[str]:

@@ -37,7 +37,7 @@ from ..catalog import CATALOG
 from ..columns import RunColumns
 from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, read_verdicts, write_verdict_queue
 from ..errors import DatasetError
-from ..metrics._arrays import Texts
+from ..metrics._arrays import IdIndex, Texts, same_distinct
 from ..metrics.agreement import (
     MIN_AGREEMENT_ROWS,
     agreement,
@@ -537,12 +537,12 @@ def _noise(cols: _Columns, again: Sequence[_Columns]) -> list[NoiseEntry]:
     """Each judge's repeats × rows matrices (the repeat runs aligned on this run's query ids), its noise and bands."""
     if not again:
         return []
+    here = None if all(same_distinct(cols.query_ids, o.query_ids) for o in again) else IdIndex(cols.query_ids)
+    pairs = [_paired_rows(cols.query_ids, other.query_ids, here) for other in again]
     out = []
     for name, judge in cols.judges.items():
         scores, passed = [cols.real(judge.score)], [cols.real(judge.passed)]
-        for other in again:
-            position = {q: i for i, q in enumerate(other.query_ids)}
-            index = np.array([position.get(q, -1) for q in cols.query_ids], dtype=np.int64)
+        for other, index in zip(again, pairs, strict=True):
             same = other.judges.get(name)
             for matrix, column in ((scores, "score"), (passed, "passed")):
                 values = np.full(index.size, np.nan)
@@ -563,6 +563,14 @@ def _noise(cols: _Columns, again: Sequence[_Columns]) -> list[NoiseEntry]:
             )
         )
     return out
+
+
+def _paired_rows(ids: Sequence[str], other: Sequence[str], here: IdIndex | None) -> np.ndarray:
+    """For each row of ``ids``, ``other``'s row of the same query id (its last when repeated), -1 where it has none:
+    the pairing ``compare`` makes (``metrics._arrays``: no index when both list the same distinct ids in order)."""
+    if same_distinct(ids, other):
+        return np.arange(len(ids), dtype=np.int64)
+    return (here or IdIndex(ids)).rows_in(IdIndex(other)).astype(np.int64)
 
 
 def _finite(value: float) -> float | None:
