@@ -11,11 +11,17 @@ the 95 % interval ≥ 0.92 (0.95 − 3·√(.95·.05/REPS) ≈ 0.914).
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from foundry_bridge.cli import cli
+from foundry_bridge.dataset.verdicts import read_verdicts
+from foundry_bridge.errors import DatasetError
 from foundry_bridge.metrics.ppi import (
     estimate_mean,
     inclusion_probabilities,
@@ -90,3 +96,56 @@ def test_uniform_audit_sample_has_equal_probabilities() -> None:
     draws = queue_sample(judge, np.full(ROWS, np.nan), size=SIZE, spread=spread, audit=True)
     assert {d.probability for d in draws} == {SIZE / ROWS}
     assert all(d.design == "uniform audit" for d in draws)
+
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "benefits"
+
+
+def _mock_run(tmp_path: Path) -> tuple[CliRunner, Path]:
+    runner = CliRunner()
+    out = tmp_path / "r"
+    run = runner.invoke(cli, ["run", str(SAMPLE / "rag_eval.jsonl"), "--backend", "mock", "--out", str(out), "--quiet"])
+    assert run.exit_code == 0, run.output
+    return runner, out
+
+
+def test_the_queue_file_carries_probabilities_and_the_report_weights_by_them(tmp_path: Path) -> None:
+    """`report --verdict-queue q.jsonl`, labels filled in, `report --human-verdicts q.jsonl`: the weighted PPI and
+    the line saying so."""
+    runner, run = _mock_run(tmp_path)
+    queue = tmp_path / "q.jsonl"
+    made = runner.invoke(cli, ["report", str(run), "--verdict-queue", str(queue), "--verdict-queue-size", "18"])
+    assert made.exit_code == 0, made.output
+    lines = [json.loads(x) for x in queue.read_text().splitlines()]
+    assert lines and all(0 < x["inclusion_probability"] <= 1 and x["design"] for x in lines)
+    assert {v.inclusion_probability for v in read_verdicts(queue).verdicts} == set()  # unfilled: not verdicts yet
+    rng = np.random.default_rng(SEED)
+    filled = [x | {"passed": bool(rng.random() < 0.7)} for x in lines]
+    queue.write_text("".join(json.dumps(x) + "\n" for x in filled))
+    back = read_verdicts(queue).verdicts
+    assert [v.inclusion_probability for v in back] == [x["inclusion_probability"] for x in lines]
+    md = runner.invoke(cli, ["report", str(run), "--human-verdicts", str(queue), "--format", "md"])
+    assert md.exit_code == 0, md.output
+    assert "PPI\\+\\+ — labels weighted by 1/" in md.output  # Markdown-escaped
+    assert "treated as a uniform sample" not in md.output
+    data = json.loads(
+        runner.invoke(cli, ["report", str(run), "--human-verdicts", str(queue), "--format", "json"]).output
+    )
+    rates = [j["trust"]["pass_rate"] for j in data["trust"]["judges"] if j["trust"]["n_labeled"]]
+    assert rates and all(r["ppi"]["method"].startswith("PPI, inverse-probability weighted") for r in rates)
+
+
+def test_labels_without_probabilities_are_said_to_be_treated_as_uniform(tmp_path: Path) -> None:
+    runner, run = _mock_run(tmp_path)
+    verdicts = SAMPLE / "human_verdicts.jsonl"
+    md = runner.invoke(cli, ["report", str(run), "--human-verdicts", str(verdicts), "--format", "md"])
+    assert md.exit_code == 0, md.output
+    assert "PPI\\+\\+ — labels with no inclusion probability: treated as a uniform sample" in md.output
+
+
+def test_an_inclusion_probability_off_zero_one_is_a_located_error(tmp_path: Path) -> None:
+    bad = tmp_path / "v.jsonl"
+    bad.write_text('{"query_id": "q1", "evaluator": "relevance", "passed": true, "inclusion_probability": 1.5}\n')
+    with pytest.raises(DatasetError) as err:
+        read_verdicts(bad)
+    assert err.value.line == 1 and err.value.field == "inclusion_probability"

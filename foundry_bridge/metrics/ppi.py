@@ -386,17 +386,29 @@ class MeanEstimates:
     target: float | None = None
     labels_for_target: int | None = None
     raters: RaterSpread = NO_RATERS
+    design: str | None = None
 
 
 def estimate_mean(
-    judge: Any, human: Any, *, confidence: float = 0.95, scale: Scale | None = None, target: float | None = None
+    judge: Any,
+    human: Any,
+    *,
+    confidence: float = 0.95,
+    scale: Scale | None = None,
+    target: float | None = None,
+    probability: Any = None,
 ) -> MeanEstimates:
     """Every estimate of the mean from aligned arrays over all rows: ``judge`` (NaN = unscored, left out) and
     ``human`` (NaN = not labelled): one value per row, or a raters × rows matrix (the row's value is the raters'
     mean, their disagreement is added to the intervals: ``rater_spread``). ``scale``: the values a verdict can take —
     (0, 1) for a pass rate (Wilson intervals), e.g. range(1, 6) for a 1–5 score (padded t intervals clipped to 1–5);
     None: plain t intervals, no clipping. With no labelled row only the judge-only mean is set; PPI and PPI++ are
-    None when every scored row is labelled (nothing to correct). ``target``: a half-width to budget labels for."""
+    None when every scored row is labelled (nothing to correct). ``target``: a half-width to budget labels for.
+
+    ``probability``: each row's inclusion probability under the queue that chose it (NaN: unknown). When every
+    labelled row has one, PPI and PPI++ are ``ipw_ppi_mean`` (λ = 1 and PPI++'s tuned λ) and ``design`` names the
+    weighting; otherwise the labels are treated as a uniform random sample (``design`` = ``UNIFORM_NOTE`` — the
+    report prints it beside the estimate) and the unweighted estimators above apply."""
     j = np.asarray(judge, dtype=np.float64).ravel()
     given = np.asarray(human, dtype=np.float64)
     h = rater_mean(given) if given.ndim == 2 else given.ravel()
@@ -416,16 +428,27 @@ def estimate_mean(
     if n == 0 or big_n == 0:
         return MeanEstimates(judge_only, human_only, None, None, None, None, human_halve, target, need, raters)
     lam = tuned_lambda(y, f, f_u)
+    pi = None if probability is None else np.asarray(probability, dtype=np.float64).ravel()
+    if pi is not None and not np.isnan(pi[labeled]).any():
+        pi = np.where(labeled, pi, np.nan)
+        plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v)
+        plus = ipw_ppi_mean(j, h, pi, lam=lam, confidence=confidence, scale=v)
+        design = "labels weighted by 1/(the queue's inclusion probability)"
+        return MeanEstimates(judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, design)
     if n < MIN_LABELS:
         plain, plus = (
             _too_few(_method(lam_, tuned), float(lam_ * f_u.mean() + (y - lam_ * f).mean()), (n, big_n), confidence)
             for lam_, tuned in ((1.0, False), (lam, True))
         )
-        return MeanEstimates(judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters)
+        return MeanEstimates(
+            judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, UNIFORM_NOTE
+        )
     plus = ppi_mean(y, f, f_u, confidence=confidence, scale=v, raters=raters)
     plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v, raters=raters)
     halve = budget.ppi_to_halve()
-    return MeanEstimates(judge_only, human_only, plain, plus, lam, halve, human_halve, target, need, raters)
+    return MeanEstimates(
+        judge_only, human_only, plain, plus, lam, halve, human_halve, target, need, raters, UNIFORM_NOTE
+    )
 
 
 def _padded_moments(y: np.ndarray, f: np.ndarray, v: np.ndarray | None) -> tuple[float, float, float]:
