@@ -8,6 +8,7 @@ import click
 
 from .._io import atomic_open
 from ..metrics.measures import measures_labels
+from ..metrics.ppi import QUEUE_SEED
 from ._ci import publish_report, report_ci_options
 from ._options import quiet_option
 
@@ -80,7 +81,20 @@ __all__ = ["command"]
     type=click.IntRange(1, 1_000_000),
     default=20,
     show_default=True,
-    help="How many verdicts --verdict-queue writes.",
+    help="How many verdicts --verdict-queue writes, on average (rows are drawn at random, each with its "
+    "inclusion probability written beside it).",
+)
+@click.option(
+    "--verdict-queue-seed",
+    type=int,
+    default=QUEUE_SEED,
+    show_default=True,
+    help="Seed of --verdict-queue's random draw (the same run and seed give the same queue).",
+)
+@click.option(
+    "--verdict-queue-audit",
+    is_flag=True,
+    help="Draw --verdict-queue as a uniform random sample (every row equally likely) instead of by priority.",
 )
 @click.option(
     "--target-pass-rate",
@@ -109,6 +123,8 @@ def command(
     repeats: tuple[Path, ...],
     verdict_queue: Path | None,
     verdict_queue_size: int,
+    verdict_queue_seed: int,
+    verdict_queue_audit: bool,
     target_pass_rate: float,
     target_score: float,
     quiet: bool,
@@ -141,6 +157,8 @@ def command(
         n = write_labelling_queue(report, queue)
         click.echo(f"wrote {queue}: {n} (query, document) pairs to label", err=True)
     if verdict_queue is not None and report.trust is not None:
-        n = write_verdict_queue_for(run_dir, report.trust, verdict_queue, verdict_queue_size)
+        n = write_verdict_queue_for(
+            run_dir, report.trust, verdict_queue, verdict_queue_size, seed=verdict_queue_seed, audit=verdict_queue_audit
+        )
         click.echo(f"wrote {verdict_queue}: {n} judge verdicts to label", err=True)
     publish_report(report, out)

@@ -10,8 +10,11 @@ JSONL, one verdict a line::
 ``groundedness``).
 
 ``score`` (a finite number, e.g. 1–5) and/or ``passed`` (true/false); ``rater`` optional (several raters of one
-row feed Krippendorff's α). A line with neither score nor passed (``null``: a queue line not filled in yet) is
-counted in ``unfilled`` and skipped; anything else wrong is a ``DatasetError`` naming file, line and field.
+row feed Krippendorff's α); ``inclusion_probability`` optional (in (0, 1]: the chance the verdict queue drew the
+row, written by the queue with its ``design``), kept for the weighted PPI — a line without it is a label of no known
+design, treated as part of a uniform sample. A line with neither score nor passed (``null``: a queue line not
+filled in yet) is counted in ``unfilled`` and skipped; anything else wrong is a ``DatasetError`` naming file,
+line and field.
 
 CSV: the same columns (``query_id, evaluator, score, passed, rater``), or the wide sheet a human-evaluation
 template yields — one row per reviewed response, an id column, a reviewer column and one column per template
@@ -50,6 +53,7 @@ __all__ = [
     "Verdict",
     "VerdictFile",
     "human_arrays",
+    "inclusion_array",
     "queue_rows",
     "read_verdicts",
     "write_verdict_queue",
@@ -73,6 +77,8 @@ class Verdict:
     passed: bool | None
     rater: str | None
     line: int
+    inclusion_probability: float | None = None
+    design: str | None = None
 
 
 @dataclass
@@ -162,7 +168,29 @@ def _verdict(row: Mapping[str, Any], source: str, line: int) -> Verdict | None:
     if score is None and passed is None:
         return None
     assert query_id is not None and evaluator is not None
-    return Verdict(query_id, evaluator, score, passed, _text(row, "rater", where, required=False), line)
+    rater = _text(row, "rater", where, required=False)
+    design = _text(row, "design", where, required=False)
+    return Verdict(query_id, evaluator, score, passed, rater, line, _probability(row, where), design)
+
+
+def _probability(row: Mapping[str, Any], where: tuple[str, int]) -> float | None:
+    """``inclusion_probability``: absent or empty → None; else a number in (0, 1]."""
+    value = row.get("inclusion_probability")
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not 0 < number <= 1:
+        raise DatasetError(
+            f"inclusion_probability must be a number in (0, 1], got {value!r}",
+            file=where[0],
+            line=where[1],
+            field="inclusion_probability",
+            hint="keep the value the verdict queue wrote, or remove the field (the label then counts as uniform)",
+        )
+    return number
 
 
 def _score(value: Any, where: tuple[str, int]) -> float | None:
@@ -306,6 +334,17 @@ def human_arrays(
     return out, raters
 
 
+def inclusion_array(verdicts: Iterable[Verdict], evaluator: str, query_ids: Sequence[str]) -> np.ndarray:
+    """Each row's inclusion probability on ``evaluator`` (in the order of ``query_ids``; NaN: no verdict carries
+    one), from the verdicts that carry it — the weights of ``metrics.ppi.ipw_ppi_mean``."""
+    position = {q: i for i, q in enumerate(query_ids)}
+    out = np.full(len(query_ids), np.nan)
+    for v in verdicts:
+        if v.inclusion_probability is not None and _same_evaluator(v.evaluator, evaluator) and v.query_id in position:
+            out[position[v.query_id]] = v.inclusion_probability
+    return out
+
+
 @dataclass(frozen=True)
 class QueueRow:
     """One line of the judge-verdict labelling queue: what to label and why (the judge's own verdict is left out,
@@ -318,6 +357,8 @@ class QueueRow:
     query: str | None = None
     response: str | None = None
     context: str | None = None
+    inclusion_probability: float | None = None
+    design: str | None = None
 
 
 def queue_rows(
@@ -348,6 +389,8 @@ def write_verdict_queue(rows: Iterable[QueueRow], path: str | os.PathLike[str]) 
         for row in rows:
             line: dict[str, Any] = {"query_id": row.query_id, "evaluator": row.evaluator, "score": None, "passed": None}
             line |= {"rater": None, "priority": row.priority, "reason": row.reason}
+            if row.inclusion_probability is not None:
+                line |= {"inclusion_probability": row.inclusion_probability, "design": row.design}
             line |= {k: v for k, v in (("query", row.query), ("response", row.response), ("context", row.context)) if v}
             fh.write(dumps(line) + b"\n")
             n += 1

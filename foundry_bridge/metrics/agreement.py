@@ -383,12 +383,14 @@ def judge_trust(
     score_target: float | None = None,
     pass_target: float | None = None,
     resamples: int = 1000,
+    probability: Any = None,
 ) -> JudgeTrust:
     """Agreement, α and the PPI estimates of one judge from aligned arrays: the judge's per-row score and pass
     (1/0, NaN = unscored) and the humans' raters × rows matrices (``dataset.verdicts.human_arrays``; NaN = not
     rated). A human score without a pass verdict passes when it reaches ``threshold`` (the judge's own).
     ``score_target`` / ``pass_target``: half-widths to budget labels for (``MeanEstimates.labels_for_target``);
-    ``resamples``: α's bootstrap (0: no interval)."""
+    ``resamples``: α's bootstrap (0: no interval); ``probability``: each row's inclusion probability under the
+    verdict queue (NaN: unknown), for ``estimate_mean``'s weighted PPI."""
     js, jp = np.asarray(judge_score, dtype=np.float64), np.asarray(judge_passed, dtype=np.float64)
     hs = np.atleast_2d(np.asarray(human_score, dtype=np.float64))
     hp = np.atleast_2d(np.asarray(human_passed, dtype=np.float64))
@@ -412,7 +414,7 @@ def judge_trust(
     else:
         missing.append("Krippendorff's α needs two raters on at least one row")
     scales = ((js, hs, categories, score_target), (jp, hp, (0.0, 1.0), pass_target))  # score; pass rate on [0, 1]
-    means = [estimate_mean(j, h, scale=scale, target=target) for j, h, scale, target in scales]
+    means = [estimate_mean(j, h, scale=scale, target=target, probability=probability) for j, h, scale, target in scales]
     labeled = int(np.count_nonzero((rated | ~np.isnan(hp)).any(axis=0))) if hs.size else 0
     return JudgeTrust(
         js.size,

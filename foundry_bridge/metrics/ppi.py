@@ -73,14 +73,22 @@ __all__ = [
     "MIN_HUMAN_LABELS",
     "MIN_LABELS",
     "NO_RATERS",
+    "QUEUE_FLOOR",
+    "QUEUE_SEED",
+    "UNIFORM_NOTE",
     "Estimate",
     "MeanEstimates",
+    "QueueDraw",
     "QueuePick",
     "RaterSpread",
     "estimate_mean",
+    "inclusion_probabilities",
+    "ipw_ppi_mean",
     "labelling_priority",
     "labels_for_half_width",
     "ppi_mean",
+    "queue_priority",
+    "queue_sample",
     "rater_mean",
     "rater_spread",
     "tuned_lambda",
@@ -378,17 +386,29 @@ class MeanEstimates:
     target: float | None = None
     labels_for_target: int | None = None
     raters: RaterSpread = NO_RATERS
+    design: str | None = None
 
 
 def estimate_mean(
-    judge: Any, human: Any, *, confidence: float = 0.95, scale: Scale | None = None, target: float | None = None
+    judge: Any,
+    human: Any,
+    *,
+    confidence: float = 0.95,
+    scale: Scale | None = None,
+    target: float | None = None,
+    probability: Any = None,
 ) -> MeanEstimates:
     """Every estimate of the mean from aligned arrays over all rows: ``judge`` (NaN = unscored, left out) and
     ``human`` (NaN = not labelled): one value per row, or a raters × rows matrix (the row's value is the raters'
     mean, their disagreement is added to the intervals: ``rater_spread``). ``scale``: the values a verdict can take —
     (0, 1) for a pass rate (Wilson intervals), e.g. range(1, 6) for a 1–5 score (padded t intervals clipped to 1–5);
     None: plain t intervals, no clipping. With no labelled row only the judge-only mean is set; PPI and PPI++ are
-    None when every scored row is labelled (nothing to correct). ``target``: a half-width to budget labels for."""
+    None when every scored row is labelled (nothing to correct). ``target``: a half-width to budget labels for.
+
+    ``probability``: each row's inclusion probability under the queue that chose it (NaN: unknown). When every
+    labelled row has one, PPI and PPI++ are ``ipw_ppi_mean`` (λ = 1 and PPI++'s tuned λ) and ``design`` names the
+    weighting; otherwise the labels are treated as a uniform random sample (``design`` = ``UNIFORM_NOTE`` — the
+    report prints it beside the estimate) and the unweighted estimators above apply."""
     j = np.asarray(judge, dtype=np.float64).ravel()
     given = np.asarray(human, dtype=np.float64)
     h = rater_mean(given) if given.ndim == 2 else given.ravel()
@@ -408,16 +428,27 @@ def estimate_mean(
     if n == 0 or big_n == 0:
         return MeanEstimates(judge_only, human_only, None, None, None, None, human_halve, target, need, raters)
     lam = tuned_lambda(y, f, f_u)
+    pi = None if probability is None else np.asarray(probability, dtype=np.float64).ravel()
+    if pi is not None and not np.isnan(pi[labeled]).any():
+        pi = np.where(labeled, pi, np.nan)
+        plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v)
+        plus = ipw_ppi_mean(j, h, pi, lam=lam, confidence=confidence, scale=v)
+        design = "labels weighted by 1/(the queue's inclusion probability)"
+        return MeanEstimates(judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, design)
     if n < MIN_LABELS:
         plain, plus = (
             _too_few(_method(lam_, tuned), float(lam_ * f_u.mean() + (y - lam_ * f).mean()), (n, big_n), confidence)
             for lam_, tuned in ((1.0, False), (lam, True))
         )
-        return MeanEstimates(judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters)
+        return MeanEstimates(
+            judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, UNIFORM_NOTE
+        )
     plus = ppi_mean(y, f, f_u, confidence=confidence, scale=v, raters=raters)
     plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v, raters=raters)
     halve = budget.ppi_to_halve()
-    return MeanEstimates(judge_only, human_only, plain, plus, lam, halve, human_halve, target, need, raters)
+    return MeanEstimates(
+        judge_only, human_only, plain, plus, lam, halve, human_halve, target, need, raters, UNIFORM_NOTE
+    )
 
 
 def _padded_moments(y: np.ndarray, f: np.ndarray, v: np.ndarray | None) -> tuple[float, float, float]:
@@ -624,3 +655,127 @@ def _strata(scores: np.ndarray) -> np.ndarray:
         return np.searchsorted(values, scores)
     edges = np.unique(np.quantile(scores, np.linspace(0.1, 0.9, 9)))
     return np.searchsorted(edges, scores, side="right")
+
+
+# -- the queue's own design: Poisson sampling with known inclusion probabilities, and the IPW estimator -----------
+
+QUEUE_FLOOR = 0.2  # every candidate row's inclusion probability is at least this share of the uniform one
+QUEUE_SEED = 24  # the queue's default seed: the same run and size give the same queue
+UNIFORM_NOTE = "labels with no inclusion probability: treated as a uniform sample"
+
+
+@dataclass(frozen=True)
+class QueueDraw:
+    """One row the queue drew: its index, its inclusion probability π, the design and why it was favoured."""
+
+    index: int
+    probability: float
+    design: str
+    reason: str
+
+
+def inclusion_probabilities(priority: Any, size: float, *, floor: float = QUEUE_FLOOR) -> np.ndarray:
+    """π_i = max(floor·size/R, min(1, c·priority_i)) over the R candidate rows (``priority`` NaN: not a candidate,
+    π = 0), c found by bisection so that Σ π = ``size`` (the expected queue length); ``size`` ≥ R gives π = 1.
+    Every candidate row has a chance of at least ``floor`` × the uniform design's, so no row is left out."""
+    p = np.asarray(priority, dtype=np.float64).ravel()
+    live = ~np.isnan(p)
+    rows = int(np.count_nonzero(live))
+    out = np.zeros(p.size)
+    if rows == 0 or size <= 0:
+        return out
+    if size >= rows:
+        out[live] = 1.0
+        return out
+    base = floor * size / rows
+    q = np.maximum(p[live], 0.0)
+
+    def total(c: float) -> float:
+        return float(np.maximum(base, np.minimum(1.0, c * q)).sum())
+
+    low, high = 0.0, 1.0
+    while total(high) < size and high < 1e300:
+        high *= 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if total(mid) < size else (low, mid)
+    out[live] = np.maximum(base, np.minimum(1.0, high * q))
+    return out
+
+
+def queue_priority(judge: Any, human: Any, *, spread: Any = None, prior_variance: float = 0.25) -> np.ndarray:
+    """Each unlabelled scored row's priority (NaN: labelled or unscored): σ̃_b of its judge-score stratum (the shrunk
+    residual sd of ``labelling_priority``'s strata — Neyman allocation puts labels in proportion to w_b·σ_b) times
+    (1 + spread), so rows whose judges disagree count double."""
+    j = np.asarray(judge, dtype=np.float64).ravel()
+    h = np.asarray(human, dtype=np.float64).ravel()
+    s = np.zeros_like(j) if spread is None else np.nan_to_num(np.asarray(spread, dtype=np.float64).ravel())
+    out = np.full(j.size, np.nan)
+    for st in _stratum_state(j, h, s, prior_variance):
+        rows = np.asarray(st.todo, dtype=np.intp)
+        out[rows] = math.sqrt(st.variance) * (1.0 + (s[rows] > 0))
+    return out
+
+
+def queue_sample(
+    judge: Any, human: Any, *, size: float, spread: Any = None, seed: int = QUEUE_SEED, audit: bool = False
+) -> list[QueueDraw]:
+    """Poisson sampling of the unlabelled scored rows: row i is drawn independently with probability π_i
+    (``inclusion_probabilities`` of ``queue_priority``; ``audit``: π = size/R for every row, a uniform sample), the
+    draw seeded by ``seed``. E[rows drawn] = ``size``; each draw carries its π for ``ipw_ppi_mean``."""
+    j = np.asarray(judge, dtype=np.float64).ravel()
+    h = np.asarray(human, dtype=np.float64).ravel()
+    if audit:
+        candidate = ~np.isnan(j) & np.isnan(h)
+        pi = np.where(candidate, min(1.0, size / max(1, int(np.count_nonzero(candidate)))), 0.0)
+    else:
+        pi = inclusion_probabilities(queue_priority(j, h, spread=spread), size)
+    drawn = np.random.default_rng(seed).random(pi.size) < pi
+    s = np.zeros_like(j) if spread is None else np.nan_to_num(np.asarray(spread, dtype=np.float64).ravel())
+    design = "uniform audit" if audit else "priority (judge-score strata, disagreement)"
+    return [
+        QueueDraw(
+            int(i),
+            float(pi[i]),
+            design,
+            "uniform audit" if audit else f"judges disagree (spread {s[i]:g})" if s[i] > 0 else f"judge score {j[i]:g}",
+        )
+        for i in np.nonzero(drawn)[0]
+    ]
+
+
+def ipw_ppi_mean(
+    judge: Any,
+    human: Any,
+    probability: Any,
+    *,
+    lam: float = 1.0,
+    confidence: float = 0.95,
+    scale: Scale | None = None,
+) -> Estimate:
+    """PPI under the queue's own design (active statistical inference, Zrnic & Candès, ICML 2024, arXiv:2403.03208):
+    over the N scored rows, θ̂ = λ·mean(f) + (1/N)·Σ_labelled (y_i − λf_i)/π_i — unbiased for the humans' mean for
+    any fixed λ when row i was labelled with probability π_i > 0 independently (Poisson sampling). Variance:
+    λ²·s²(f)/N (the judge's mean) + (1/N²)·Σ_labelled (1 − π_i)/π_i² · (y_i − λf_i)² (Horvitz–Thompson's unbiased
+    estimator under Poisson sampling); t₍n−1₎ interval, clipped to the scale (``clipped`` says so). ``judge``,
+    ``human`` (NaN: not labelled), ``probability`` (π of each labelled row) are aligned over all rows; unscored rows
+    (NaN judge) are left out. Fewer than ``MIN_LABELS`` labels: the point estimate, no interval."""
+    j = np.asarray(judge, dtype=np.float64).ravel()
+    h = np.asarray(human, dtype=np.float64).ravel()
+    pi = np.asarray(probability, dtype=np.float64).ravel()
+    scored = ~np.isnan(j)
+    lab = scored & ~np.isnan(h)
+    f_all, y, f, p = j[scored], h[lab], j[lab], pi[lab]
+    if np.isnan(p).any() or (p <= 0).any() or (p > 1).any():
+        raise ValueError("every labelled row needs an inclusion probability in (0, 1]")
+    v = _scale_values(scale, y, f_all)
+    big_n, n = f_all.size, y.size
+    r = y - lam * f
+    mean = float(lam * f_all.mean() + (r / p).sum() / big_n)
+    method = f"PPI, inverse-probability weighted (λ={lam:.3g})"
+    if n < MIN_LABELS:
+        return _too_few(method, mean, (n, big_n - n), confidence)
+    variance = lam**2 * _var1(f_all) / big_n + float(((1 - p) / p**2 * r**2).sum()) / big_n**2
+    low, high = t_interval(mean, variance, n - 1, confidence=confidence)
+    low, high, cut = _on_scale(low, high, v)
+    return Estimate(method, mean, low, high, n, big_n - n, confidence, f"t, {n - 1} df, Horvitz–Thompson", cut)

@@ -24,7 +24,7 @@ import html
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,7 +35,15 @@ from .._io import loads
 from ..canaries import RETRIEVAL, CanaryCase, CanaryScore, score_canaries
 from ..catalog import CATALOG
 from ..columns import RunColumns
-from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, read_verdicts, write_verdict_queue
+from ..dataset.verdicts import (
+    QueueRow,
+    Verdict,
+    VerdictFile,
+    human_arrays,
+    inclusion_array,
+    read_verdicts,
+    write_verdict_queue,
+)
 from ..errors import DatasetError
 from ..metrics._arrays import IdIndex, Texts, same_distinct
 from ..metrics.agreement import (
@@ -46,7 +54,7 @@ from ..metrics.agreement import (
     noise_band,
     rater_mean,
 )
-from ..metrics.ppi import labelling_priority
+from ..metrics.ppi import QUEUE_SEED, QueueDraw, queue_sample
 from ..runfolder import RunFolder
 from ._format import fmt_num, md_escape
 
@@ -122,6 +130,7 @@ class MeanOut(_Stat):
     target: float | None = None
     labels_for_target: int | None = None
     raters: RaterSpreadOut | None = None
+    design: str | None = None
 
 
 class DisagreementOut(_Stat):
@@ -370,6 +379,7 @@ def _judge_entry(
         passed,
         hs,
         hp,
+        probability=inclusion_array(rows, judge.evaluator, query_ids),
         threshold=judge.threshold,
         higher_is_better=judge.higher_is_better,
         categories=scale,
@@ -595,28 +605,37 @@ def write_verdict_queue_for(
     limit: int = 20,
     *,
     questions: Mapping[str, str] | None = None,
+    seed: int = QUEUE_SEED,
+    audit: bool = False,
 ) -> int:
-    """Write the ``limit`` (judge, row) pairs whose human label would most narrow the PPI intervals, as human-verdict
-    JSONL to fill in (``dataset.verdicts.write_verdict_queue``); returns the lines written. ``questions`` as given
-    to ``trust_section`` (a template sheet's columns → evaluators).
+    """Write a random sample of (judge, row) pairs to label, about ``limit`` of them, as human-verdict JSONL to fill
+    in (``dataset.verdicts.write_verdict_queue``), each line with its ``inclusion_probability`` and ``design``;
+    returns the lines written. ``questions`` as given to ``trust_section`` (a template sheet's columns →
+    evaluators).
 
-    Each judge's queue is ``metrics.ppi.labelling_priority`` (its scores, the section's verdicts, spread = the judges
-    disagreeing on the row); the queues are interleaved by rank, so every judge gets its first rows."""
+    Each judge's rows are drawn by ``metrics.ppi.queue_sample`` (Poisson sampling, E[rows] = ``limit`` / judges;
+    π by judge-score stratum and the judges disagreeing on the row, floored; ``audit``: a uniform sample), seeded
+    by ``seed`` + the judge's position, so the report can weight the labels back (``ipw_ppi_mean``). The file lists
+    the draws highest π first."""
     run = RunColumns.open(run_dir)
     cols = _collect(run)
     given = section.source.verdicts_path
     verdicts = read_verdicts(given, questions=questions).verdicts if given else []
     spread = _spread(cols)
-    per_judge = []
-    for judge in cols.judges.values():
+    size = limit / max(1, len(cols.judges))
+    drawn: list[tuple[float, int, _Judge, QueueDraw]] = []
+    for k, judge in enumerate(cols.judges.values()):
         hs, _ = human_arrays(verdicts, judge.evaluator, cols.query_ids)
-        picks = labelling_priority(cols.real(judge.score), rater_mean(hs), spread=spread, limit=limit)
-        per_judge.append((judge, picks))
-    picked = sorted(((p.rank, k, j, p) for k, (j, picks) in enumerate(per_judge) for p in picks), key=lambda t: t[:2])
-    chosen = picked[:limit]
-    wanted = {cols.query_ids[p.index] for *_, p in chosen}
-    texts = _texts(run, wanted)
-    rows = [queue_rows([p], cols.query_ids, j.evaluator, texts)[0] for _, _, j, p in chosen]
+        score = cols.real(judge.score)
+        draws = queue_sample(score, rater_mean(hs), size=size, spread=spread, seed=seed + k, audit=audit)
+        drawn.extend((-d.probability, k, judge, d) for d in draws)
+    drawn.sort(key=lambda t: t[:2])
+    texts = _texts(run, {cols.query_ids[d.index] for *_, d in drawn})
+    rows = []
+    for rank, (_, _, j, d) in enumerate(drawn, 1):
+        text = texts.get(cols.query_ids[d.index], {})
+        row = QueueRow(cols.query_ids[d.index], j.evaluator, rank, d.reason, text.get("query"), text.get("response"))
+        rows.append(replace(row, inclusion_probability=round(d.probability, 6), design=d.design))
     return write_verdict_queue(rows, Path(path))
 
 
@@ -745,6 +764,9 @@ def _notes(section: TrustSection) -> list[str]:
             "rows a κ of 0.6 has a standard error near 0.25."
         )
     for j in section.judges:
+        design = next((m.design for m in (j.trust.pass_rate, j.trust.score_mean) if m and m.design), None)
+        if design and j.trust.n_labeled:
+            out.append(f"{j.criterion}: PPI and PPI++ — {design}.")
         out.extend(_budget_notes(j))
         rate = j.trust.pass_rate
         plus = rate.ppi_plus if rate else None
