@@ -130,6 +130,13 @@ __all__ = ["command"]
     "band is 'within judge noise', not a change (repeatable).",
 )
 @click.option(
+    "--power-delta",
+    type=Finite(min=0, min_open=True),
+    default=None,
+    help="Report the paired queries each gated test needs to detect this Δ with 80% power at --alpha "
+    "(default: the --fail-on tolerated drop, when given). The minimum detectable Δ at the current n is always shown.",
+)
+@click.option(
     "--min-paired",
     type=click.IntRange(1, 10**9),
     default=10,
@@ -178,6 +185,7 @@ def command(
     alpha: float,
     correction: str,
     min_paired: int,
+    power_delta: float | None,
     repeats: tuple[Path, ...],
     judge_tests: bool,
     seed: int,
@@ -215,6 +223,7 @@ def command(
         "gate_correction": gate_correction,
         "allow_empty_gate": allow_empty_gate,
         "min_paired": min_paired,
+        "power_delta": power_delta,
     }
     if qrels is not None:
         comparison = compare_run_files(

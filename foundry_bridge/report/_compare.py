@@ -33,6 +33,7 @@ from ..catalog import CATALOG
 from ..errors import FoundryBridgeError, UsageError, spelled
 from ..metrics._arrays import Codes, IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
+from ..metrics.power import POWER, min_detectable_delta, queries_needed
 from ..metrics.significance import (
     CORRECTION_NAME,
     Correction,
@@ -125,6 +126,7 @@ class MetricComparison(_Model):
     d_z: float | None = Field(None, description="standardized effect: delta ÷ sd of the paired differences")
     d_z_low: float | None = None
     d_z_high: float | None = None
+    sd_diff: float | None = Field(None, description="sd of the paired differences (n − 1 divisor; power planning)")
     rank_biserial: float | None = Field(None, description="matched-pairs rank-biserial r (Wilcoxon rows)")
     n_informative: int = Field(0, description="non-zero differences (discordant pairs for McNemar)")
     in_family: bool = Field(
@@ -605,6 +607,7 @@ def _row(
         d_z=_finite(e.d_z),
         d_z_low=_finite(e.d_low),
         d_z_high=_finite(e.d_high),
+        sd_diff=_finite(float(d.std(ddof=1))) if n_paired > 1 else None,
         rank_biserial=e.rank_biserial,
         n_informative=test.n_informative,
         p_value=test.p,
@@ -749,6 +752,7 @@ class _GateRule:
     noise: Mapping[str, float]
     coverage_drop: float | None
     allow_empty: bool
+    power_delta: float | None = None
 
 
 def _spec(section: str, metric: str) -> str:
@@ -797,16 +801,35 @@ def _false_alarm(tests: int, alpha: float, correction: Correction) -> tuple[floa
     return alpha, text + (" when no gated metric changed (false discovery rate ≤ α)" if correction == "bh" else "")
 
 
+def _power(mc: MetricComparison | None, alpha: float, delta: float | None) -> dict[str, Any]:
+    """The gate test's power at α (``metrics.power``, paired t, 80 %): the minimum detectable |Δ| at the current
+    n (``mde``) and, for the asked Δ (``delta``: ``--power-delta``, else the tolerated drop when > 0, else none),
+    the paired queries needed (``queries_needed``)."""
+    n, sd = (0, None) if mc is None else (mc.n_paired, mc.sd_diff)
+    return {
+        "power": POWER,
+        "alpha": alpha,
+        "n": n,
+        "mde": min_detectable_delta(n, sd, alpha),
+        "delta": delta,
+        "queries_needed": None if delta is None else queries_needed(delta, sd, alpha),
+    }
+
+
 def _checks(
-    sel: _Selection, candidates: Sequence[str], by: Mapping[tuple[str, str, str], MetricComparison], min_paired: int
+    sel: _Selection,
+    candidates: Sequence[str],
+    by: Mapping[tuple[str, str, str], MetricComparison],
+    rule: _GateRule,
 ) -> list[dict[str, Any]]:
     """One check per ``--fail-on`` (section, metric) × candidate, undecided: ``passed`` with its test's p, or
-    ``skipped`` with why it could never fire (``_cannot_fire``)."""
+    ``skipped`` with why it could never fire (``_cannot_fire``); each with its test's power (``_power``)."""
     checks: list[dict[str, Any]] = []
     for section, metric, tol in sel.gate_specs:
         for cand in candidates:
             mc = by.get((cand, section, metric))
-            why = _cannot_fire(mc, cand, section, metric, min_paired)
+            why = _cannot_fire(mc, cand, section, metric, rule.min_paired)
+            asked = rule.power_delta if rule.power_delta is not None else (tol if tol > 0 else None)
             checks.append(
                 {
                     "candidate": cand,
@@ -819,6 +842,7 @@ def _checks(
                     "p_gate": None,
                     "outcome": "skipped" if why else "passed",
                     "reason": why,
+                    "power": _power(mc, rule.alpha, asked),
                 }
             )
     return checks
@@ -863,7 +887,7 @@ def _gate(
     its tolerated delta and than the judge's noise band (``_regressed``). A Foundry metric's coverage dropping by
     more than ``coverage_drop`` fails too. The false-alarm rate across gates is stated by ``_false_alarm``."""
     by = {(mc.candidate, str(mc.section), mc.metric): mc for mc in comparisons}
-    checks = _checks(sel, candidates, by, rule.min_paired)
+    checks = _checks(sel, candidates, by, rule)
     if not rule.allow_empty:
         _refuse_empty(checks)
     ran = [c for c in checks if c["p"] is not None]
@@ -1033,6 +1057,7 @@ def compare_runs(
     judge_tests: bool = True,
     foundry: FoundryRequest | None = None,
     all_pairs: bool = False,
+    power_delta: float | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
@@ -1054,7 +1079,9 @@ def compare_runs(
     anything else, e.g. ``foundry._insights.request_comparison``), shown beside the local rows, never gated.
     ``all_pairs``: also every pair of candidates (``Comparison.all_pairs``: the runs ranked by each shown metric,
     which pairs differ, compact letters, win/tie/loss matrix, effect sizes), all pairs in the one family; the gate
-    still compares each candidate with the baseline.
+    still compares each candidate with the baseline. Each gate check carries its test's power (``_power``): the
+    minimum detectable |Δ| at the current n and the queries needed for ``power_delta`` (default: the check's
+    tolerated drop when > 0), at ``alpha`` with 80 % power (``metrics.power``).
     ``progress(stage, done, total)``: ``("reading runs", i, len(runs))`` after each run's report is built (the
     long part; the tests that follow take a fraction of it).
     """
@@ -1088,6 +1115,7 @@ def compare_runs(
             noise=noise,
             judge_tests=judge_tests,
             all_pairs=all_pairs,
+            power_delta=power_delta,
         ),
         answer,
     )
@@ -1111,6 +1139,7 @@ class CompareOptions:
     noise: Mapping[str, float] | None = None
     judge_tests: bool = True
     all_pairs: bool = False
+    power_delta: float | None = None
 
 
 Describe = Any  # (shown metric keys) -> (the sweep's metrics, one summary row per run)
@@ -1145,7 +1174,13 @@ def compare_sources(
     family, left_out = _correct(done.rows, done.tests, opts.correction, opts.alpha, opts.min_paired, opts.noise or {})
     baseline_rows = [mc for mc, (i, _) in zip(done.rows, done.owners, strict=True) if i == 0]
     rule = _GateRule(
-        opts.alpha, opts.gate_correction, opts.min_paired, opts.noise or {}, opts.coverage_drop, opts.allow_empty_gate
+        opts.alpha,
+        opts.gate_correction,
+        opts.min_paired,
+        opts.noise or {},
+        opts.coverage_drop,
+        opts.allow_empty_gate,
+        opts.power_delta,
     )
     gate = _gate(sel, names[1:], baseline_rows, done.coverage, rule)  # a gate that cannot fire stops here
     shown = set(sel.chosen)
