@@ -51,6 +51,7 @@ from ..metrics.significance import (
 from ._build import build_report, foundry_key
 from ._columns import SCORED
 from ._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
+from ._gate_trust import GateTrust, untrusted
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
 from ._trust import noise_bands
 
@@ -88,6 +89,12 @@ class CompareGateFailed(FoundryBridgeError):
     """A chosen metric regressed significantly, or coverage dropped (CLI exit 3)."""
 
     exit_code = 3
+
+
+class CompareGateInconclusive(FoundryBridgeError):
+    """No gate failed, but a gated judge metric's judge is not trusted enough to decide (CLI exit 4)."""
+
+    exit_code = 4
 
 
 class _Model(BaseModel):
@@ -753,6 +760,8 @@ class _GateRule:
     coverage_drop: float | None
     allow_empty: bool
     power_delta: float | None = None
+    trust: Mapping[str, GateTrust] | None = None
+    trust_floor: float | None = None
 
 
 def _spec(section: str, metric: str) -> str:
@@ -870,6 +879,30 @@ def _coverage_reasons(coverage: list[CoverageChange], tolerated: float) -> list[
     ]
 
 
+def _not_decided(checks: list[dict[str, Any]], rule: _GateRule, reasons: list[str]) -> list[str]:
+    """With a trust floor (``rule.trust_floor``), each decided check on a judge metric whose judge is not trusted
+    (``_gate_trust.untrusted``: κ unknown or below the floor, or the corrected interval wider than the Δ asked —
+    the power's Δ, else the observed |Δ|) becomes ``inconclusive``, neither passed nor failed: its failure reason
+    leaves ``reasons``. Returns the inconclusive checks' reasons."""
+    if rule.trust_floor is None or rule.trust is None:
+        return []
+    out: list[str] = []
+    for c in checks:
+        trust = rule.trust.get(c["metric"])
+        if c["outcome"] == "skipped" or trust is None:
+            continue
+        asked = c["power"]["delta"]
+        effect = asked if asked is not None else (abs(c["delta"]) if c["delta"] else None)
+        why = untrusted(trust, rule.trust_floor, effect, c["power"]["queries_needed"])
+        if not why:
+            continue
+        if c["outcome"] == "failed":
+            reasons.remove(c["reason"])
+        c["outcome"], c["reason"] = "inconclusive", f"{c['candidate']}: {_spec(c['section'], c['metric'])}: {why}"
+        out.append(c["reason"])
+    return out
+
+
 def _gate(
     sel: _Selection,
     candidates: Sequence[str],
@@ -905,6 +938,7 @@ def _gate(
                 f"(p = {p:.4g} < {rule.alpha}{how}; tolerated {c['tolerated']:g})"
             )
             reasons.append(c["reason"])
+    inconclusive = _not_decided(checks, rule, reasons)
     checked = bool(sel.gate_specs) or rule.coverage_drop is not None
     if checked:
         reasons += _coverage_reasons(coverage, rule.coverage_drop or 0.0)
@@ -913,6 +947,7 @@ def _gate(
         "checked": checked,
         "failed": bool(reasons),
         "reasons": reasons,
+        "inconclusive": inconclusive,
         "alpha": rule.alpha,
         "correction": rule.correction,
         "tests": len(ran),
@@ -1058,6 +1093,8 @@ def compare_runs(
     foundry: FoundryRequest | None = None,
     all_pairs: bool = False,
     power_delta: float | None = None,
+    trust: Mapping[str, GateTrust] | None = None,
+    trust_floor: float | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
@@ -1081,7 +1118,10 @@ def compare_runs(
     which pairs differ, compact letters, win/tie/loss matrix, effect sizes), all pairs in the one family; the gate
     still compares each candidate with the baseline. Each gate check carries its test's power (``_power``): the
     minimum detectable |Δ| at the current n and the queries needed for ``power_delta`` (default: the check's
-    tolerated drop when > 0), at ``alpha`` with 80 % power (``metrics.power``).
+    tolerated drop when > 0), at ``alpha`` with 80 % power (``metrics.power``). ``trust`` (``judge_trust_by_key``
+    of the baseline's trust section) with ``trust_floor`` (a κ): a gated judge metric whose judge is below the floor
+    or whose corrected interval is wider than the gate's Δ is ``inconclusive`` (``gate["inconclusive"]``; the CLI's
+    exit 4 when nothing failed), with the labels / queries it needs (``_not_decided``).
     ``progress(stage, done, total)``: ``("reading runs", i, len(runs))`` after each run's report is built (the
     long part; the tests that follow take a fraction of it).
     """
@@ -1116,6 +1156,8 @@ def compare_runs(
             judge_tests=judge_tests,
             all_pairs=all_pairs,
             power_delta=power_delta,
+            trust=trust,
+            trust_floor=trust_floor,
         ),
         answer,
     )
@@ -1140,6 +1182,8 @@ class CompareOptions:
     judge_tests: bool = True
     all_pairs: bool = False
     power_delta: float | None = None
+    trust: Mapping[str, GateTrust] | None = None
+    trust_floor: float | None = None
 
 
 Describe = Any  # (shown metric keys) -> (the sweep's metrics, one summary row per run)
@@ -1181,6 +1225,8 @@ def compare_sources(
         opts.coverage_drop,
         opts.allow_empty_gate,
         opts.power_delta,
+        opts.trust,
+        opts.trust_floor,
     )
     gate = _gate(sel, names[1:], baseline_rows, done.coverage, rule)  # a gate that cannot fire stops here
     shown = set(sel.chosen)

@@ -163,10 +163,11 @@ def _gate_and_warnings(comparison: Comparison) -> list[str]:
     out: list[str] = []
     gate = comparison.gate
     if gate.get("checked"):
-        status = "FAILED" if gate.get("failed") else "passed"
+        status = "FAILED" if gate.get("failed") else "INCONCLUSIVE" if gate.get("inconclusive") else "passed"
         statement = gate.get("false_alarm")
         out.append(f"**Gate: {status}**" + (f" — {md_escape(statement)}" if statement else ""))
         out.extend(f"- {md_escape(r)}" for r in gate.get("reasons", []))
+        out.extend(f"- inconclusive: {md_escape(r)}" for r in gate.get("inconclusive", []))
         out.extend(
             f"- skipped: {md_escape(c['reason'])}" for c in gate.get("checks", []) if c.get("outcome") == "skipped"
         )
