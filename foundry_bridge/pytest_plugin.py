@@ -105,7 +105,7 @@ class GateItem(pytest.Item):
         self.case = case
 
     def runtest(self) -> None:
-        if self.case.failed:
+        if self.case.failed or self.case.inconclusive:  # an inconclusive gate never passes silently
             raise _GateFailure(self.case)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
@@ -181,6 +181,10 @@ def foundry_bridge_gate() -> Callable[..., Comparison]:
         )
         if comparison.gate.get("failed"):
             pytest.fail("foundry-bridge gate failed:\n" + "\n".join(comparison.gate["reasons"]), pytrace=False)
+        if comparison.gate.get("inconclusive"):
+            pytest.fail(
+                "foundry-bridge gate inconclusive:\n" + "\n".join(comparison.gate["inconclusive"]), pytrace=False
+            )
         return comparison
 
     return gate

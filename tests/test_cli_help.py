@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from foundry_bridge.cli import cli, main
-from foundry_bridge.commands._exit_codes import COMMON, EXIT_CODES, GATE, exit_codes
+from foundry_bridge.commands._exit_codes import COMMON, EXIT_CODES, GATE, INCONCLUSIVE, exit_codes
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "benefits" / "rag_eval.jsonl"
@@ -59,11 +59,12 @@ def test_every_option_has_help_and_every_help_ends_with_its_exit_codes(path: str
 
 def test_the_exit_code_table_is_the_exception_tree() -> None:
     from foundry_bridge.errors import FoundryBridgeError, UsageError
-    from foundry_bridge.report import CompareGateFailed
+    from foundry_bridge.report import CompareGateFailed, CompareGateInconclusive
 
     assert set(EXIT_CODES) == {path for path, _ in COMMANDS}
     assert (FoundryBridgeError.exit_code, UsageError.exit_code) == (1, 2) and set(COMMON) == {0, 1, 2}
     assert CompareGateFailed.exit_code == GATE and GATE in exit_codes("compare")
+    assert CompareGateInconclusive.exit_code == INCONCLUSIVE and INCONCLUSIVE in exit_codes("compare")
 
 
 def test_run_help_shows_the_options_in_sections_per_backend() -> None:

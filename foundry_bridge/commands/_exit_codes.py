@@ -2,15 +2,16 @@
 docs/cli.md are generated from it (``exit_codes_epilog``), never written by hand per command.
 
 The codes are the ``exit_code`` attributes of the exception tree (``errors.FoundryBridgeError`` 1,
-``errors.UsageError`` 2, ``report.CompareGateFailed`` 3; a test holds the table to them) and click's own (2 for a
-usage error it finds, 130 after Ctrl-C). Importing this module loads nothing but the standard library.
+``errors.UsageError`` 2, ``report.CompareGateFailed`` 3, ``report.CompareGateInconclusive`` 4; a test holds the
+table to them) and click's own (2 for a usage error it finds, 130 after Ctrl-C).
+Importing this module loads nothing but the standard library.
 """
 
 from __future__ import annotations
 
 __all__ = ["COMMON", "EXIT_CODES", "exit_codes", "exit_codes_epilog"]
 
-OK, ERROR, USAGE, GATE, INTERRUPTED = 0, 1, 2, 3, 130
+OK, ERROR, USAGE, GATE, INCONCLUSIVE, INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 # what every command means by each code
 COMMON: dict[int, str] = {
@@ -34,6 +35,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "compare": {
         USAGE: "a usage error, or a --fail-on gate that could never fire (without --allow-empty-gate)",
         GATE: "the gate failed: a --fail-on metric regressed significantly or a Foundry metric's coverage dropped",
+        INCONCLUSIVE: "the gate is inconclusive: nothing failed, but a gated judge metric's judge is below "
+        "--judge-trust-floor or its corrected interval is wider than the gate's delta (need more labels / queries)",
     },
     "canaries": {},
     "mock-server": {OK: "stopped (Ctrl-C)"},

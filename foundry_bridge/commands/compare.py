@@ -130,6 +130,26 @@ __all__ = ["command"]
     "band is 'within judge noise', not a change (repeatable).",
 )
 @click.option(
+    "--power-delta",
+    type=Finite(min=0, min_open=True),
+    default=None,
+    help="Report the paired queries each gated test needs to detect this Δ with 80% power at --alpha "
+    "(default: the --fail-on tolerated drop, when given). The minimum detectable Δ at the current n is always shown.",
+)
+@click.option(
+    "--judge-trust-floor",
+    type=Finite(min=-1, max=1),
+    default=None,
+    help="Require a trusted judge: a --fail-on judge metric whose judge's κ against --human-verdicts (on the "
+    "baseline run) is below this, or whose corrected interval is wider than the gate's delta, is inconclusive "
+    "(exit 4, with the labels / queries it needs), never passed or failed.",
+)
+@click.option(
+    "--human-verdicts",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Human verdicts on the baseline run's rows (JSONL or CSV) for --judge-trust-floor.",
+)
+@click.option(
     "--min-paired",
     type=click.IntRange(1, 10**9),
     default=10,
@@ -178,6 +198,9 @@ def command(
     alpha: float,
     correction: str,
     min_paired: int,
+    power_delta: float | None,
+    judge_trust_floor: float | None,
+    human_verdicts: Path | None,
     repeats: tuple[Path, ...],
     judge_tests: bool,
     seed: int,
@@ -190,8 +213,10 @@ def command(
     from ..errors import UsageError
     from ..report import (
         CompareGateFailed,
+        CompareGateInconclusive,
         compare_run_files,
         compare_runs,
+        judge_trust_by_key,
         noise_bands_by_key,
         render_comparison_html,
         render_comparison_json,
@@ -201,6 +226,8 @@ def command(
 
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
+    if (judge_trust_floor is None) != (human_verdicts is None) or (judge_trust_floor is not None and qrels):
+        raise UsageError("--judge-trust-floor and --human-verdicts go together, on run folders (not --qrels)")
     _check_inputs(runs, qrels, repeats=bool(repeats), foundry=foundry, mapping=mapping_path)
     from ._progress import command_progress
 
@@ -215,6 +242,7 @@ def command(
         "gate_correction": gate_correction,
         "allow_empty_gate": allow_empty_gate,
         "min_paired": min_paired,
+        "power_delta": power_delta,
     }
     if qrels is not None:
         comparison = compare_run_files(
@@ -234,6 +262,8 @@ def command(
             coverage_drop=coverage_drop,
             noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
             judge_tests=judge_tests,
+            trust=judge_trust_by_key(trust_section(runs[0], human_verdicts)) if human_verdicts else None,
+            trust_floor=judge_trust_floor,
             foundry=request_comparison if foundry else None,
             all_pairs=bool(all_pairs),
             progress=progress,
@@ -251,6 +281,8 @@ def command(
     publish_comparison(comparison, fail_on, out)
     if comparison.gate.get("failed"):
         raise CompareGateFailed("compare gate failed: " + "; ".join(comparison.gate["reasons"]))
+    if comparison.gate.get("inconclusive"):
+        raise CompareGateInconclusive("compare gate inconclusive: " + "; ".join(comparison.gate["inconclusive"]))
 
 
 def _check_inputs(

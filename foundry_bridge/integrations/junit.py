@@ -40,6 +40,7 @@ class GateCase:
     details: str
     p_value: float | None = None
     skipped: bool = False
+    inconclusive: bool = False
 
 
 def _fmt(x: float | None) -> str:
@@ -72,6 +73,10 @@ def _metric_cases(comparison: Comparison, reasons: list[str]) -> list[GateCase]:
         cand, section, metric = check["candidate"], check["section"], check["metric"]
         name, outcome = f"{section} {metric}", check.get("outcome")
         mc = by.get((cand, section, metric))
+        if outcome == "inconclusive":
+            why = f"{name}: gate inconclusive: {check.get('reason', '')}"
+            cases.append(GateCase(cand, name, False, why, why, p_value=check.get("p"), inconclusive=True))
+            continue
         if outcome == "skipped" or mc is None:
             why = f"{name}: gate skipped: {check.get('reason', '')}"
             cases.append(GateCase(cand, name, False, why, why, skipped=True))
@@ -128,16 +133,20 @@ def _xml(comparison: Comparison, cases: list[GateCase]) -> str:
     root = ET.Element("testsuites", name="foundry-bridge compare", tests=str(len(cases)))
     root.set("failures", str(sum(c.failed for c in cases)))
     root.set("skipped", str(sum(c.skipped for c in cases)))
+    root.set("errors", str(sum(c.inconclusive for c in cases)))
     for candidate in dict.fromkeys(c.candidate for c in cases):
         mine = [c for c in cases if c.candidate == candidate]
         suite = ET.SubElement(root, "testsuite", name=f"foundry-bridge compare {comparison.baseline} → {candidate}")
-        suite.attrib.update(tests=str(len(mine)), failures=str(sum(c.failed for c in mine)), errors="0")
+        suite.attrib.update(tests=str(len(mine)), failures=str(sum(c.failed for c in mine)))
+        suite.set("errors", str(sum(c.inconclusive for c in mine)))
         suite.attrib.update(skipped=str(sum(c.skipped for c in mine)), time="0")
         for c in mine:
             case = ET.SubElement(suite, "testcase", classname=f"foundry_bridge.compare.{candidate}", name=c.name)
             case.set("time", "0")
             if c.failed:
                 ET.SubElement(case, "failure", message=c.message, type="regression").text = c.details
+            elif c.inconclusive:  # an error, not a skip: CI shows it red, the gate never silently passes
+                ET.SubElement(case, "error", message=c.message, type="inconclusive").text = c.details
             elif c.skipped:
                 ET.SubElement(case, "skipped", message=c.message)
             elif c.details:

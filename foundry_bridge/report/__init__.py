@@ -14,6 +14,7 @@ from __future__ import annotations
 from ._build import ReportError, build_report, foundry_key
 from ._compare import (
     CompareGateFailed,
+    CompareGateInconclusive,
     Comparison,
     MetricComparison,
     compare_runs,
@@ -22,6 +23,7 @@ from ._compare import (
 )
 from ._compare_files import compare_run_files
 from ._compare_render import deltas_svg, render_comparison_html, render_comparison_json, render_comparison_markdown
+from ._gate_trust import judge_trust_by_key
 from ._html import render_html
 from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
@@ -35,6 +37,7 @@ __all__ = [
     "STAGES",
     "STAGE_RULES",
     "CompareGateFailed",
+    "CompareGateInconclusive",
     "Comparison",
     "MetricComparison",
     "QueryRow",
@@ -46,6 +49,7 @@ __all__ = [
     "compare_runs",
     "deltas_svg",
     "foundry_key",
+    "judge_trust_by_key",
     "noise_bands_by_key",
     "parse_fail_on",
     "queries_path",

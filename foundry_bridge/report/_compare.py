@@ -33,6 +33,7 @@ from ..catalog import CATALOG
 from ..errors import FoundryBridgeError, UsageError, spelled
 from ..metrics._arrays import Codes, IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
+from ..metrics.power import POWER, min_detectable_delta, queries_needed
 from ..metrics.significance import (
     CORRECTION_NAME,
     Correction,
@@ -50,6 +51,7 @@ from ..metrics.significance import (
 from ._build import build_report, foundry_key
 from ._columns import SCORED
 from ._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
+from ._gate_trust import GateTrust, untrusted
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
 from ._trust import noise_bands
 
@@ -89,6 +91,12 @@ class CompareGateFailed(FoundryBridgeError):
     exit_code = 3
 
 
+class CompareGateInconclusive(FoundryBridgeError):
+    """No gate failed, but a gated judge metric's judge is not trusted enough to decide (CLI exit 4)."""
+
+    exit_code = 4
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -125,6 +133,7 @@ class MetricComparison(_Model):
     d_z: float | None = Field(None, description="standardized effect: delta ÷ sd of the paired differences")
     d_z_low: float | None = None
     d_z_high: float | None = None
+    sd_diff: float | None = Field(None, description="sd of the paired differences (n − 1 divisor; power planning)")
     rank_biserial: float | None = Field(None, description="matched-pairs rank-biserial r (Wilcoxon rows)")
     n_informative: int = Field(0, description="non-zero differences (discordant pairs for McNemar)")
     in_family: bool = Field(
@@ -605,6 +614,7 @@ def _row(
         d_z=_finite(e.d_z),
         d_z_low=_finite(e.d_low),
         d_z_high=_finite(e.d_high),
+        sd_diff=_finite(float(d.std(ddof=1))) if n_paired > 1 else None,
         rank_biserial=e.rank_biserial,
         n_informative=test.n_informative,
         p_value=test.p,
@@ -749,6 +759,9 @@ class _GateRule:
     noise: Mapping[str, float]
     coverage_drop: float | None
     allow_empty: bool
+    power_delta: float | None = None
+    trust: Mapping[str, GateTrust] | None = None
+    trust_floor: float | None = None
 
 
 def _spec(section: str, metric: str) -> str:
@@ -797,16 +810,35 @@ def _false_alarm(tests: int, alpha: float, correction: Correction) -> tuple[floa
     return alpha, text + (" when no gated metric changed (false discovery rate ≤ α)" if correction == "bh" else "")
 
 
+def _power(mc: MetricComparison | None, alpha: float, delta: float | None) -> dict[str, Any]:
+    """The gate test's power at α (``metrics.power``, paired t, 80 %): the minimum detectable |Δ| at the current
+    n (``mde``) and, for the asked Δ (``delta``: ``--power-delta``, else the tolerated drop when > 0, else none),
+    the paired queries needed (``queries_needed``)."""
+    n, sd = (0, None) if mc is None else (mc.n_paired, mc.sd_diff)
+    return {
+        "power": POWER,
+        "alpha": alpha,
+        "n": n,
+        "mde": min_detectable_delta(n, sd, alpha),
+        "delta": delta,
+        "queries_needed": None if delta is None else queries_needed(delta, sd, alpha),
+    }
+
+
 def _checks(
-    sel: _Selection, candidates: Sequence[str], by: Mapping[tuple[str, str, str], MetricComparison], min_paired: int
+    sel: _Selection,
+    candidates: Sequence[str],
+    by: Mapping[tuple[str, str, str], MetricComparison],
+    rule: _GateRule,
 ) -> list[dict[str, Any]]:
     """One check per ``--fail-on`` (section, metric) × candidate, undecided: ``passed`` with its test's p, or
-    ``skipped`` with why it could never fire (``_cannot_fire``)."""
+    ``skipped`` with why it could never fire (``_cannot_fire``); each with its test's power (``_power``)."""
     checks: list[dict[str, Any]] = []
     for section, metric, tol in sel.gate_specs:
         for cand in candidates:
             mc = by.get((cand, section, metric))
-            why = _cannot_fire(mc, cand, section, metric, min_paired)
+            why = _cannot_fire(mc, cand, section, metric, rule.min_paired)
+            asked = rule.power_delta if rule.power_delta is not None else (tol if tol > 0 else None)
             checks.append(
                 {
                     "candidate": cand,
@@ -819,6 +851,7 @@ def _checks(
                     "p_gate": None,
                     "outcome": "skipped" if why else "passed",
                     "reason": why,
+                    "power": _power(mc, rule.alpha, asked),
                 }
             )
     return checks
@@ -846,6 +879,30 @@ def _coverage_reasons(coverage: list[CoverageChange], tolerated: float) -> list[
     ]
 
 
+def _not_decided(checks: list[dict[str, Any]], rule: _GateRule, reasons: list[str]) -> list[str]:
+    """With a trust floor (``rule.trust_floor``), each decided check on a judge metric whose judge is not trusted
+    (``_gate_trust.untrusted``: κ unknown or below the floor, or the corrected interval wider than the Δ asked —
+    the power's Δ, else the observed |Δ|) becomes ``inconclusive``, neither passed nor failed: its failure reason
+    leaves ``reasons``. Returns the inconclusive checks' reasons."""
+    if rule.trust_floor is None or rule.trust is None:
+        return []
+    out: list[str] = []
+    for c in checks:
+        trust = rule.trust.get(c["metric"])
+        if c["outcome"] == "skipped" or trust is None:
+            continue
+        asked = c["power"]["delta"]
+        effect = asked if asked is not None else (abs(c["delta"]) if c["delta"] else None)
+        why = untrusted(trust, rule.trust_floor, effect, c["power"]["queries_needed"])
+        if not why:
+            continue
+        if c["outcome"] == "failed":
+            reasons.remove(c["reason"])
+        c["outcome"], c["reason"] = "inconclusive", f"{c['candidate']}: {_spec(c['section'], c['metric'])}: {why}"
+        out.append(c["reason"])
+    return out
+
+
 def _gate(
     sel: _Selection,
     candidates: Sequence[str],
@@ -863,7 +920,7 @@ def _gate(
     its tolerated delta and than the judge's noise band (``_regressed``). A Foundry metric's coverage dropping by
     more than ``coverage_drop`` fails too. The false-alarm rate across gates is stated by ``_false_alarm``."""
     by = {(mc.candidate, str(mc.section), mc.metric): mc for mc in comparisons}
-    checks = _checks(sel, candidates, by, rule.min_paired)
+    checks = _checks(sel, candidates, by, rule)
     if not rule.allow_empty:
         _refuse_empty(checks)
     ran = [c for c in checks if c["p"] is not None]
@@ -881,6 +938,7 @@ def _gate(
                 f"(p = {p:.4g} < {rule.alpha}{how}; tolerated {c['tolerated']:g})"
             )
             reasons.append(c["reason"])
+    inconclusive = _not_decided(checks, rule, reasons)
     checked = bool(sel.gate_specs) or rule.coverage_drop is not None
     if checked:
         reasons += _coverage_reasons(coverage, rule.coverage_drop or 0.0)
@@ -889,6 +947,7 @@ def _gate(
         "checked": checked,
         "failed": bool(reasons),
         "reasons": reasons,
+        "inconclusive": inconclusive,
         "alpha": rule.alpha,
         "correction": rule.correction,
         "tests": len(ran),
@@ -1033,6 +1092,9 @@ def compare_runs(
     judge_tests: bool = True,
     foundry: FoundryRequest | None = None,
     all_pairs: bool = False,
+    power_delta: float | None = None,
+    trust: Mapping[str, GateTrust] | None = None,
+    trust_floor: float | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
@@ -1054,7 +1116,12 @@ def compare_runs(
     anything else, e.g. ``foundry._insights.request_comparison``), shown beside the local rows, never gated.
     ``all_pairs``: also every pair of candidates (``Comparison.all_pairs``: the runs ranked by each shown metric,
     which pairs differ, compact letters, win/tie/loss matrix, effect sizes), all pairs in the one family; the gate
-    still compares each candidate with the baseline.
+    still compares each candidate with the baseline. Each gate check carries its test's power (``_power``): the
+    minimum detectable |Δ| at the current n and the queries needed for ``power_delta`` (default: the check's
+    tolerated drop when > 0), at ``alpha`` with 80 % power (``metrics.power``). ``trust`` (``judge_trust_by_key``
+    of the baseline's trust section) with ``trust_floor`` (a κ): a gated judge metric whose judge is below the floor
+    or whose corrected interval is wider than the gate's Δ is ``inconclusive`` (``gate["inconclusive"]``; the CLI's
+    exit 4 when nothing failed), with the labels / queries it needs (``_not_decided``).
     ``progress(stage, done, total)``: ``("reading runs", i, len(runs))`` after each run's report is built (the
     long part; the tests that follow take a fraction of it).
     """
@@ -1088,6 +1155,9 @@ def compare_runs(
             noise=noise,
             judge_tests=judge_tests,
             all_pairs=all_pairs,
+            power_delta=power_delta,
+            trust=trust,
+            trust_floor=trust_floor,
         ),
         answer,
     )
@@ -1111,6 +1181,9 @@ class CompareOptions:
     noise: Mapping[str, float] | None = None
     judge_tests: bool = True
     all_pairs: bool = False
+    power_delta: float | None = None
+    trust: Mapping[str, GateTrust] | None = None
+    trust_floor: float | None = None
 
 
 Describe = Any  # (shown metric keys) -> (the sweep's metrics, one summary row per run)
@@ -1145,7 +1218,15 @@ def compare_sources(
     family, left_out = _correct(done.rows, done.tests, opts.correction, opts.alpha, opts.min_paired, opts.noise or {})
     baseline_rows = [mc for mc, (i, _) in zip(done.rows, done.owners, strict=True) if i == 0]
     rule = _GateRule(
-        opts.alpha, opts.gate_correction, opts.min_paired, opts.noise or {}, opts.coverage_drop, opts.allow_empty_gate
+        opts.alpha,
+        opts.gate_correction,
+        opts.min_paired,
+        opts.noise or {},
+        opts.coverage_drop,
+        opts.allow_empty_gate,
+        opts.power_delta,
+        opts.trust,
+        opts.trust_floor,
     )
     gate = _gate(sel, names[1:], baseline_rows, done.coverage, rule)  # a gate that cannot fire stops here
     shown = set(sel.chosen)

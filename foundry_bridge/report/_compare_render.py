@@ -138,19 +138,40 @@ def _all_pairs(comparison: Comparison) -> list[str]:
     return out
 
 
+def _power_line(check: dict[str, Any]) -> str:
+    """A gate check's power: ``- power: <cand> <metric>: detects |Δ| ≥ x at n = N (80 %, α = a); Δ = y needs M
+    queries`` ('' when the check has no power entry or no defined sd)."""
+    pw = check.get("power") or {}
+    mde, need = pw.get("mde"), pw.get("queries_needed")
+    if mde is None and need is None:
+        return ""
+    what = f"{check['candidate']} {_spec_of(check)}"
+    parts = [f"detects |Δ| ≥ {mde:.4g} at n = {pw['n']}" if mde is not None else f"no effect size at n = {pw['n']}"]
+    parts[0] += f" ({pw['power']:.0%} power, α = {pw['alpha']:g})"
+    if need is not None:
+        parts.append(f"Δ = {pw['delta']:g} needs {need} paired queries")
+    return f"- power: {md_escape(what)}: " + "; ".join(parts)
+
+
+def _spec_of(check: dict[str, Any]) -> str:
+    return check["metric"] if check["section"] == "positive" else f"{check['section']}:{check['metric']}"
+
+
 def _gate_and_warnings(comparison: Comparison) -> list[str]:
     """One gate line (the decision and the false-alarm rate across gates), its reasons and skipped checks, then
     the warnings."""
     out: list[str] = []
     gate = comparison.gate
     if gate.get("checked"):
-        status = "FAILED" if gate.get("failed") else "passed"
+        status = "FAILED" if gate.get("failed") else "INCONCLUSIVE" if gate.get("inconclusive") else "passed"
         statement = gate.get("false_alarm")
         out.append(f"**Gate: {status}**" + (f" — {md_escape(statement)}" if statement else ""))
         out.extend(f"- {md_escape(r)}" for r in gate.get("reasons", []))
+        out.extend(f"- inconclusive: {md_escape(r)}" for r in gate.get("inconclusive", []))
         out.extend(
             f"- skipped: {md_escape(c['reason'])}" for c in gate.get("checks", []) if c.get("outcome") == "skipped"
         )
+        out.extend(line for c in gate.get("checks", []) if (line := _power_line(c)))
         out.append("")
     out.extend(f"> ⚠️ {md_escape(w)}" for w in comparison.warnings)
     if comparison.warnings:
