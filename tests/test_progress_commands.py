@@ -4,6 +4,7 @@ the time left; nothing for work shorter than a few seconds; nothing with ``--qui
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from foundry_bridge.cli import main
 from foundry_bridge.commands import _progress
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN_DIR = ROOT / "tests" / "data" / "runs" / "mock-3rows"
+FIXTURE = ROOT / "tests" / "data" / "runs" / "mock-3rows"
+RUN_DIR = Path("{run}")  # a copy in the test's tmp_path: reading a run seals its columns into the folder
 QRELS = ROOT / "tests" / "data" / "reference" / "trec_eval" / "qrels.test"
 RUN = ROOT / "tests" / "data" / "reference" / "trec_eval" / "results.test"
 
@@ -23,9 +25,18 @@ COMMANDS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _run_copy(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURE, tmp_path / "run")
+    _RUN[0] = str(tmp_path / "run")
+
+
+_RUN = [""]
+
+
 def _stderr(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     with pytest.raises(SystemExit) as exited:
-        main(argv)
+        main([a.replace(str(RUN_DIR), _RUN[0]) for a in argv])
     assert exited.value.code == 0
     return capsys.readouterr().err
 
