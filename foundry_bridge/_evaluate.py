@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -47,7 +48,8 @@ def evaluate(
     the ``Report``.
 
     * ``out``: the run folder, kept (and reused, resumed or refused as ``run_evaluation`` decides: ``resume``,
-      ``force``). None: a temporary folder, removed once the report is built unless ``keep=True``; the report
+      ``force``). None: a temporary folder, removed once the report is garbage-collected (or at exit) unless
+      ``keep=True``; the report
       names the folder in ``report.provenance.run_dir``. Without a folder to read later, the report holds every
       per-query row in memory (``report.queries`` complete, whatever the number of queries); with ``out`` it keeps
       at most 2,000 and ``report.to_pandas()`` reads the rest from the folder.
@@ -80,7 +82,13 @@ def evaluate(
             **backend_options,
         )
         gone = temporary is not None and not keep
-        return build_report(summary.run_dir, stage_k=stage_k, table_rows=sys.maxsize if gone else TABLE_ROWS)
-    finally:
+        report = build_report(summary.run_dir, stage_k=stage_k, table_rows=sys.maxsize if gone else TABLE_ROWS)
+    except BaseException:
         if temporary is not None and not keep:
             shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    if temporary is not None and not keep:
+        # the report reads its columns from the folder (to_pandas, compare): removed when the report is collected,
+        # or at exit at the latest
+        weakref.finalize(report, shutil.rmtree, temporary, True)
+    return report

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import gc
 import os
 import stat
@@ -37,43 +36,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-@functools.cache
-def _glibc() -> Any:
-    """The C library when it is glibc (it has ``mallopt`` and ``malloc_trim``), else None."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt, libc.malloc_trim  # noqa: B018 (the lookups are the check)
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-@functools.cache
-def free_large_blocks() -> bool:
-    """Have glibc serve every allocation of 128 KiB or more by its own ``mmap`` (``mallopt(M_MMAP_THRESHOLD)``), so
-    a freed numpy block goes back to the system at once. Otherwise glibc raises that threshold after the first such
-    block is freed (up to 32 MiB on 64-bit) and the next blocks come from the heap, where the small long-lived
-    allocations made between them keep the freed space from being returned: a pass that builds and frees a block of
-    arrays per 65,536 queries then grows by ~60 MiB per million queries that it no longer uses (measured on
-    ``report``). Process-wide, idempotent; ``False`` off glibc."""
-    import ctypes
-
-    libc = _glibc()
-    m_mmap_threshold = -3  # glibc's malloc.h
-    return libc is not None and bool(libc.mallopt(ctypes.c_int(m_mmap_threshold), ctypes.c_int(128 * 1024)))
-
-
-def trim_heap() -> None:
-    """Give the heap's free pages back to the system (glibc ``malloc_trim(0)``, which also releases free pages
-    between allocations, not only at the top): called between blocks of a long pass, so space freed by one block
-    does not stay in the process. A no-op off glibc."""
-    libc = _glibc()
-    if libc is not None:
-        libc.malloc_trim(0)
 
 
 def _new_file_mode() -> int:

@@ -14,6 +14,7 @@ import warnings
 
 import click
 
+from .commands._exit_codes import exit_codes_epilog
 from .errors import FoundryBridgeError, FoundryBridgeWarning, cli_text, describe_os_error, redact
 
 __all__ = ["main"]
@@ -43,7 +44,9 @@ class LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module = importlib.import_module(f"foundry_bridge.commands.{COMMANDS[cmd_name][0]}")
-        return module.command
+        command: click.Command = module.command
+        _end_with_exit_codes(command, cmd_name)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         from .metrics.measures import measures_labels
@@ -53,7 +56,17 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, help_.format(measures=labels)) for name, (_, help_) in COMMANDS.items()])
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def _end_with_exit_codes(command: click.Command, name: str) -> None:
+    """Append ``name``'s exit codes (one table: ``commands._exit_codes``) to its help, and to its subcommands'."""
+    marker = exit_codes_epilog(name)
+    if marker not in (command.epilog or ""):
+        command.epilog = f"{command.epilog}\n\n{marker}" if command.epilog else marker
+    if isinstance(command, click.Group):
+        for sub_name, sub in command.commands.items():
+            _end_with_exit_codes(sub, f"{name} {sub_name}")
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_codes_epilog(""))
 @click.version_option(package_name="foundry-bridge")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.pass_context

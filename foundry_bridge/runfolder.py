@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -417,6 +418,7 @@ class RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         for key in _OUTPUT_FILES:
             self.file(key).unlink(missing_ok=True)
+        shutil.rmtree(self.path / "columns", ignore_errors=True)  # columns.COLUMNS_DIR: the results as columns
 
     # -- rows ----------------------------------------------------------------------------------------------------
     def output_items_writer(self) -> AbstractContextManager[IO[Any]]:

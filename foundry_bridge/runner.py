@@ -25,6 +25,7 @@ from typing import Any, Literal
 from . import __version__
 from ._io import dumps, loads
 from .catalog import CATALOG
+from .columns import QueryFacts, seal
 from .dataset.frames import Table
 from .errors import BackendError, UsageError, describe_os_error, for_cli, for_python, option, spelled
 from .mapping.model import Mapping
@@ -326,6 +327,22 @@ def plan_evaluation(
     under ``mapping`` (a file, a loaded ``Mapping``, or None: the packaged default), read through the validation
     gate (``validate.gated_records``): ``ValidationFailed`` lists every error once the data is read, before
     anything is written or sent. ``skip_validation`` reads it unchecked after a ``ValidationSkipped`` warning."""
+    return _planned(data, mapping, name=name, skip_validation=skip_validation, command=command, facts=False)[0]
+
+
+def _planned(
+    data: str | os.PathLike[str] | Table,
+    mapping: Mapping | str | os.PathLike[str] | None,
+    *,
+    name: str | None = None,
+    skip_validation: bool,
+    command: str,
+    facts: bool,
+) -> tuple[Plan, QueryFacts | None]:
+    """``plan_evaluation``'s plan and, with ``facts``, the per-query facts computed from the same records as the
+    plan reads them (``columns.prepare_facts``: the run seals them without reading records.jsonl again; the
+    caller removes them)."""
+    from .columns import prepare_facts
     from .mapping import build_plan, load_mapping
     from .validate import gated_records
 
@@ -334,7 +351,14 @@ def plan_evaluation(
     gate_mapping = model if mapping_path is None else mapping_path  # a file names itself in the problems
     records = gated_records(data, gate_mapping, command=command, skip_validation=skip_validation)
     dataset = data if isinstance(data, str | os.PathLike) else None
-    return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path)
+    if not facts:
+        return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path), None
+    records, computed = prepare_facts(records, model)
+    try:
+        return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path), computed
+    except BaseException:
+        computed.remove()
+        raise
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -390,7 +414,9 @@ def run_evaluation(
                 raise UsageError(f"{option('resume')} continues the run in a folder: give its {_OUT}")
             owned.enter_context(RunFolder(out).lock())
             backend, backend_options = _resumed_backend(RunFolder(out), backend, backend_options, force=force)
-        plan = _plan_of(data, out, mapping, resume=resume, skip_validation=skip_validation)
+        plan, facts = _plan_of(data, out, mapping, resume=resume, skip_validation=skip_validation)
+        if facts is not None:
+            owned.callback(facts.remove)  # removed once every run (the repeats too) has sealed them
         chosen = _backend_of(backend, backend_options, repeats=repeats, resume=resume)
         dataset = data if isinstance(data, str | os.PathLike) else plan.dataset_path
         folder = choose_out(plan, chosen, out, force=force, dataset=dataset)
@@ -401,19 +427,13 @@ def run_evaluation(
         decision = prepare_run(plan, chosen, folder.path, resume=resume, force=force)
         if before_run is not None:
             before_run(plan, chosen)
-        summary = _execute(decision, plan, chosen, progress, notify)
-    for i in range(2, repeats + 1):
-        again = get_backend("local", **backend_options, repeat=i)
-        summary.repeat_dirs.append(
-            run_evaluation(
-                plan,
-                summary.run_dir.with_name(f"{summary.run_dir.name}.repeat{i}"),
-                again,
-                force=force,
-                progress=progress,
-                notify=notify,
-            ).run_dir
-        )
+        summary = _execute(decision, plan, chosen, progress, notify, facts)
+        for i in range(2, repeats + 1):
+            again = get_backend("local", **backend_options, repeat=i)
+            folder = RunFolder(summary.run_dir.with_name(f"{summary.run_dir.name}.repeat{i}"))
+            with folder.lock():
+                decision = prepare_run(plan, again, folder.path, resume=False, force=force)
+                summary.repeat_dirs.append(_execute(decision, plan, again, progress, notify, facts).run_dir)
     return summary
 
 
@@ -427,14 +447,15 @@ def _plan_of(
     *,
     resume: bool,
     skip_validation: bool,
-) -> Plan:
-    """The plan to run: ``data`` itself, the plan of ``data`` through the gate, or on ``resume`` the folder's."""
+) -> tuple[Plan, QueryFacts | None]:
+    """The plan to run: ``data`` itself, the plan of ``data`` through the gate (with the facts computed on the
+    way, ``_planned``), or on ``resume`` the folder's; facts are None where no records were read here."""
     if isinstance(data, Plan):
-        return data
+        return data, None
     if data is not None:
-        return plan_evaluation(data, mapping, skip_validation=skip_validation, command="run")
+        return _planned(data, mapping, skip_validation=skip_validation, command="run", facts=True)
     if resume and out is not None:
-        return RunFolder(out).read_plan()
+        return RunFolder(out).read_plan(), None
     what = spelled("data (a file, a directory, a table or a Plan)", "DATA (a JSONL file or TREC directory)")
     raise UsageError(f"give {what}, or {option('resume', cli='--resume RUN_DIR')}" + spelled(" with out=", ""))
 
@@ -519,6 +540,7 @@ def _execute(
     backend: Backend,
     progress: ProgressCallback | None,
     notify: Callable[[str], None] | None,
+    facts: QueryFacts | None = None,
 ) -> RunSummary:
     """``execute_run``, each failure worded with how to continue."""
     from azure.core.exceptions import AzureError
@@ -527,7 +549,7 @@ def _execute(
 
     run_dir = decision.folder.path
     try:
-        return execute_run(decision, plan, backend, progress, notify)
+        return execute_run(decision, plan, backend, progress, notify, facts)
     except RunFailedError as exc:
         raise RunFailedError(
             f"{_template(exc)}. Once the cause is fixed, {_resume_call(run_dir)} submits the failed part again",
@@ -599,10 +621,13 @@ def execute_run(
     backend: Backend,
     progress: ProgressCallback | None = None,
     notify: Callable[[str], None] | None = None,
+    facts: QueryFacts | None = None,
 ) -> RunSummary:
     """Carry out ``decision``: reuse (no request sent), or preflight, write the plan, execute while the result
-    rows stream into ``results.jsonl`` (counted on the way), then the final state and the manifest. ``notify``
-    gets one line per service id as it is created."""
+    rows stream into ``results.jsonl`` (counted on the way), then the final state, the manifest and the run's
+    columns (``columns.seal``; ``facts``: the per-query facts computed while the plan's records were read,
+    ``columns.prepare_facts``, else they are computed from ``records.jsonl``). ``notify`` gets one line per
+    service id as it is created."""
     folder = decision.folder
     if decision.action == "reuse":
         summary = summarize(folder.iter_results(), plan, folder.path, backend.name)
@@ -630,6 +655,7 @@ def execute_run(
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
     folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))
+    seal(folder, plan=plan, facts=facts)  # the results and per-query facts as columns: what reports read
     return summary
 
 
@@ -727,10 +753,18 @@ _LOCAL_OPTIONS = {
 }
 
 
+# the command line's spelling of a keyword, where it is not ``--`` + the keyword with dashes
+_CLI_SPELLING = {"use_cache": "--no-cache", "faults": "--mock-fault"}
+
+
 def _split(options: dict[str, Any], allowed: set[str], backend: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    unknown = set(options) - allowed
+    """``options`` for a cloud/mock backend as (backend, client) keywords; ``UsageError`` names any that ``backend``
+    does not take (the one rule: ``run``'s command line relies on it to refuse an option of another backend)."""
+    unknown = sorted(set(options) - allowed)
     if unknown:
-        raise UsageError(f"option(s) {', '.join(sorted(unknown))} do not apply to the {backend} backend")
+        names = ", ".join(spelled(k, _CLI_SPELLING.get(k, "--" + k.replace("_", "-"))) for k in unknown)
+        see = spelled("", " (`foundry-bridge run --help` lists the options of each backend)")
+        raise UsageError(f"option(s) {names} do not apply to the {backend} backend{see}")
     fb = {k: v for k, v in options.items() if k in _FOUNDRY_OPTIONS}
     cl = {k: v for k, v in options.items() if k in _CLIENT_OPTIONS}
     return fb, cl

@@ -2,7 +2,8 @@
 
 - custom_fields/rag_eval.jsonl: the rows under their own field names (mappings/custom_fields.yaml);
 - trec/: qrels, run, queries and responses as TREC files (mappings/trec.yaml);
-- degraded/rag_eval.jsonl: the same answers behind a worse retriever (each ranking reversed), for `compare`;
+- degraded/rag_eval.jsonl (and run.txt, its ranking as a TREC run): the same answers behind a worse retriever
+  (each ranking reversed), for `compare`;
 - beir/: a small BEIR collection (corpus, queries, qrels/test.tsv) with a TREC run (mappings/beir.yaml);
 - parquet/rag_eval.parquet: the rows as a parquet table (needs pyarrow, in the `test` extra).
 
@@ -76,6 +77,11 @@ def degraded(rows: list[dict[str, Any]], path: Path) -> None:
             scores = [d["relevance_score"] for d in docs]
             reranked = [{**d, "relevance_score": s} for d, s in zip(reversed(docs), scores, strict=True)]
             out.write(json.dumps({**r, "retrieved_documents": reranked}, ensure_ascii=False) + "\n")
+    with open(path.parent / "run.txt", "w", encoding="utf-8") as fh:  # the same ranking as a TREC run file
+        for line in path.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            for rank, d in enumerate(r["retrieved_documents"], 1):
+                fh.write(f"{r['query_id']} Q0 {d['document_id']} {rank} {d['relevance_score']} degraded-search\n")
 
 
 def beir(rows: list[dict[str, Any]], base: Path) -> None:

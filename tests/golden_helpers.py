@@ -29,6 +29,13 @@ changed, and why:
   test and d_z columns.
 - every other number (means, Δ and its interval, n, wins/ties/losses, got-worse lists, coverage, the gate) is as
   before.
+
+``report.*`` regenerated deliberately by #24 items 3–4 (no human verdict in the sample run, so no interval moved):
+the label budget is now for ±0.05 on a pass rate (was ±0.1) with Student's t — 387 labels (was 97 for ±0.1 by z) —
+and the mean score ±0.25 with t and the n − 1 sd (141/122/54 → 154/135/60); the interval note names the raters'
+variance and α's bootstrap interval; the JSON gains ``labels_for_target``, ``target``, ``raters``,
+``alpha_*_interval``, ``alpha_rows``, ``alpha_with_judge_rows``, ``pass_rate_target``, ``score_target`` and
+``rows`` (agreement); the HTML style gains ``td.few`` (greyed κ/α). Nothing else changed.
 """
 
 from __future__ import annotations

@@ -148,20 +148,21 @@ LAYERS: dict[str, set[str]] = {
     "validate": BASE | {"dataset", "mapping", "metrics"},
     "runfolder": BASE | {"dataset", "mapping"},
     "runner_protocol": BASE | {"mapping", "runfolder"},
+    "columns": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries"},
     "foundry": BASE | {"mapping", "runfolder", "runner_protocol"},
     "mock": BASE | {"metrics", "mapping"},
     "local": BASE | {"metrics", "mapping", "runfolder", "runner_protocol"},
     "runner": BASE
     | {"dataset", "mapping", "metrics", "validate", "runfolder", "runner_protocol"}
-    | {"foundry", "mock", "local"},
-    "report": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries"},
+    | {"foundry", "mock", "local", "columns"},
+    "report": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries", "columns"},
     "canaries": BASE | {"dataset", "metrics"},
     "estimate": BASE,
-    "integrations": BASE | {"report", "runfolder"},
+    "integrations": BASE | {"report", "runfolder", "columns"},
     "pytest_plugin": BASE | {"report", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations"},
+    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
     "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report"},

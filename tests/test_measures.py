@@ -100,7 +100,7 @@ def test_directions_and_nan_rules() -> None:
         ("recal@5", "did you mean 'recall'"),
         ("ndgc@10", "did you mean 'ndcg'"),
         ("ndcg(gian=exp)@3", "its parameters: gain"),
-        ("rr(gain=exp)", "its parameters: none"),
+        ("hit(gain=exp)", "its parameters: none"),
         ("ndcg(gain=cubic)@3", "one of linear, exp"),
         ("ndcg(gain=1)@3", "expected a str"),
         ("ndcg_exp(gain=linear)@3", "already means ndcg(gain=exp)"),

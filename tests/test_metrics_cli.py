@@ -58,7 +58,7 @@ def test_metrics_options_override_mapping(benefits_jsonl: Path, tmp_path: Path) 
             "3",
             "--surface-threshold",
             "0.5",
-            "-o",
+            "--out",
             str(out_file),
         ]
     )
@@ -482,7 +482,7 @@ def _modules_after(argv: list[str]) -> set[str]:
 
 
 def test_the_metrics_path_imports_only_what_it_needs(benefits_jsonl: Path, tmp_path: Path) -> None:
-    loaded = _modules_after(["metrics", str(benefits_jsonl), "-o", str(tmp_path / "m.json")])
+    loaded = _modules_after(["metrics", str(benefits_jsonl), "--out", str(tmp_path / "m.json")])
     assert (tmp_path / "m.json").is_file()
     # the fast reader needs the mapping and the numeric core, not the records reader, the TREC parser, the gate,
     # the plan builder, the report or another command
@@ -503,6 +503,7 @@ def test_the_metrics_path_imports_only_what_it_needs(benefits_jsonl: Path, tmp_p
         "foundry_bridge.cli",
         "foundry_bridge.errors",
         "foundry_bridge.commands",
+        "foundry_bridge.commands._exit_codes",
         "foundry_bridge.commands._options",
         "foundry_bridge.commands.run",
         "foundry_bridge.commands.validate",

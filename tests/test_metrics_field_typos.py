@@ -64,7 +64,7 @@ def test_metrics_refuses_a_row_whose_ranking_is_misspelled_as_validate_does(
     rows = _rows()
     rows[2] = _rename(rows[2], "retrieved_documents", "retrieved_docs")
     data = _write(tmp_path, rows)
-    code, err = _metrics(capsys, str(data), "--k", k, "-o", str(tmp_path / "m.json"))
+    code, err = _metrics(capsys, str(data), "--k", k, "--out", str(tmp_path / "m.json"))
     assert code == 1
     expected = (
         f"{data}:3: retrieved_documents: 'retrieved_documents' is missing: {RANKING_ROLE} (fix: {RENAME_RANKING})"
@@ -80,7 +80,7 @@ def test_metrics_refuses_a_null_ranking_and_keeps_an_explicit_empty_one(
     rows = _rows()
     rows[4]["retrieved_documents"] = []  # a query that retrieved nothing: legal, scored 0
     data = _write(tmp_path, rows)
-    code, err = _metrics(capsys, str(data), "-o", str(tmp_path / "m.json"))
+    code, err = _metrics(capsys, str(data), "--out", str(tmp_path / "m.json"))
     assert code == 0, err
     q05 = next(r for r in orjson.loads((tmp_path / "m.json").read_bytes())["per_query"] if r["query_id"] == "q05")
     assert q05["rr@10"] == 0.0

@@ -122,3 +122,45 @@ def test_an_empty_run_scores_every_qrels_query_0_in_metrics_and_through_a_trec_f
     assert result.exit_code == 0, result.output
     items = [orjson.loads(line)["item"] for line in (tmp_path / "plan" / "items.jsonl").read_bytes().splitlines()]
     assert [(i["query_id"], i["retrieved_documents"]) for i in items] == [("q1", []), ("q2", [])]
+
+
+# trec_eval name → our measure (at a k beyond the run's depth for the uncut ones), and the cut ones at their k
+_FIELD = re.compile(r"^(map|Rprec|bpref|map_cut_(\d+)|unj_(\d+))$")
+
+
+@pytest.mark.parametrize(
+    ("qrels", "out", "threshold"), [("qrels.test", "out.test.aq", 1), ("qrels.rel_level", "out.test.aql", 2)]
+)
+def test_field_measures_reproduce_trec_eval_per_topic_and_in_the_mean(qrels: str, out: str, threshold: int) -> None:
+    """map, map_cut_k, Rprec, bpref and judged@k (= 1 − unj_k) per topic and on trec_eval's `all` line, under the
+    default --average trec_eval, each asked for by its trec_eval name."""
+    values: dict[tuple[str, str], float] = {}
+    for line in (TREC / out).read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and _FIELD.match(parts[0]):
+            values[(parts[0], parts[1])] = float(parts[2])
+    names = sorted({name for name, _ in values})
+    assert len(names) == 3 + 9 + 3  # map, Rprec, bpref, map_cut at 9 cutoffs, unj at 3
+    args = ["metrics", "--qrels", str(TREC / qrels), "--run", str(TREC / "results.test"), "--k", "100000"]
+    args += ["--relevance-threshold", str(threshold)]
+    for name in names:
+        args += ["--measure", f"judged@{name[4:]}" if name.startswith("unj_") else name]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout_bytes)
+    rows = {row["query_id"]: row for row in doc["per_query"]}
+    summary = doc["summary"]["all"]
+    assert summary["average"] == "trec_eval" and summary["queries"] == 3
+    for (name, topic), value in values.items():
+        m = _FIELD.match(name)
+        assert m is not None
+        if m.group(2):
+            key, agg = f"ap@{m.group(2)}", f"map@{m.group(2)}"
+        elif m.group(3):
+            key = agg = f"judged@{m.group(3)}"
+            value = round(1 - value, 4)
+        else:
+            key = f"{ {'map': 'ap', 'Rprec': 'rprec', 'bpref': 'bpref'}[name] }@100000"
+            agg = key.replace("ap@", "map@")
+        ours = summary[agg] if topic == "all" else rows[topic][key]
+        assert round(ours, 4) == pytest.approx(value, abs=1e-9), (name, topic, ours, value)

@@ -3,6 +3,7 @@ Python caller, types a user's mypy reads."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -87,10 +88,15 @@ def test_evaluate_goes_from_a_dataframe_to_a_report_in_one_call(
     report = fb.evaluate(pd.DataFrame(_rows()), progress=lambda stage, done, total: seen.append(stage))
     assert isinstance(report, fb.Report) and report.per_query.rows == 14 and report.provenance.backend == "mock"
     run_dir = Path(report.provenance.run_dir)
-    assert seen and run_dir.parent.parent == tmp_path and not run_dir.parent.exists()  # the temporary folder is gone
+    assert seen and run_dir.parent.parent == tmp_path
     kept = fb.evaluate(pd.DataFrame(_rows()), keep=True)
     assert Path(kept.provenance.run_dir).joinpath("manifest.json").is_file()  # kept, and the report says where
     assert kept.positive == report.positive and kept.stages.counts == report.stages.counts
+    # the temporary folder lives as long as its report reads from it (to_pandas, compare), then it is gone
+    assert run_dir.parent.exists() and len(report.to_pandas()) == 14
+    del report
+    gc.collect()
+    assert not run_dir.parent.exists() and Path(kept.provenance.run_dir).exists()
 
 
 def test_evaluate_refuses_what_validate_rejects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -67,7 +67,7 @@ def _chromium() -> str | None:
     return None
 
 
-def _dump_dom(html_path: Path, profile: Path) -> str:
+def _dump_dom(html_path: Path, profile: Path, *extra: str) -> str:
     binary = _chromium()
     if binary is None:
         pytest.skip("chromium not found: install it with `apt-get update && apt-get install -y chromium`")
@@ -83,6 +83,7 @@ def _dump_dom(html_path: Path, profile: Path) -> str:
         "--disable-quic",
         f"--user-data-dir={profile}",
         "--virtual-time-budget=5000",
+        *extra,
         "--dump-dom",
         html_path.as_uri(),
     ]
@@ -92,11 +93,12 @@ def _dump_dom(html_path: Path, profile: Path) -> str:
     return proc.stdout
 
 
-def rendered_dom(page: str, tmp_path: Path, probe: str = PROBE) -> tuple[str, str]:
-    """``page`` with the probe, loaded in headless Chromium: (the DOM after scripts ran, its ``<html>`` tag)."""
+def rendered_dom(page: str, tmp_path: Path, probe: str = PROBE, *extra: str) -> tuple[str, str]:
+    """``page`` with the probe, loaded in headless Chromium (``extra``: more flags, e.g. the window size): (the DOM
+    after scripts ran, its ``<html>`` tag)."""
     html_path = tmp_path / "report.html"
     html_path.write_text(with_probe(page, probe), encoding="utf-8")
-    dom = _dump_dom(html_path, tmp_path / "profile")
+    dom = _dump_dom(html_path, tmp_path / "profile", *extra)
     root = re.search(r"<html[^>]*>", dom)
     assert root is not None
     return dom, root.group(0)
@@ -142,3 +144,63 @@ def test_the_search_box_hides_the_rows_without_the_text(tmp_path: Path) -> None:
     assert shown is not None, root_tag
     expected = [q.query_id for q in report.queries if q.query_id.startswith("q0")]
     assert shown.group(1).split(",") == expected and len(expected) == 9
+
+
+FIRST_SCREEN = (1400, 900)  # a laptop's browser window: the verdict must be there without scrolling
+BOX_PROBE = """<script>
+window.addEventListener('load', function () {
+  var chart = document.getElementById('stage-chart'), box = chart.getBoundingClientRect();
+  var trust = document.querySelector('.trust-line'), table = document.querySelector('#verdict table');
+  var root = document.documentElement;
+  root.setAttribute('data-viewport', window.innerWidth + 'x' + window.innerHeight);
+  root.setAttribute('data-chart', [box.left, box.top, box.right, box.bottom].map(Math.round).join(','));
+  root.setAttribute('data-segments', chart.querySelectorAll('rect title').length);
+  root.setAttribute('data-table-bottom', Math.round(table.getBoundingClientRect().bottom));
+  root.setAttribute('data-trust-bottom', trust ? Math.round(trust.getBoundingClientRect().bottom) : -1);
+});
+</script>"""
+
+
+def _screenshot(html_path: Path, profile: Path, png: Path) -> None:
+    binary = _chromium()
+    assert binary is not None
+    width, height = FIRST_SCREEN
+    cmd = [
+        *(binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"),
+        *(f"--user-data-dir={profile}", f"--window-size={width},{height}", f"--screenshot={png}", html_path.as_uri()),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(profile)})
+    assert proc.returncode == 0 and png.is_file(), proc.stderr[-2000:]
+
+
+def test_the_first_screen_at_1400_px_shows_the_stage_picture(tmp_path: Path) -> None:
+    """The verdict answers first: at 1400 x 900 px, before any scrolling, the stage picture (one segment per stage
+    with queries), its table and the judge-trust headline are on screen; the screenshot shows the bar's colours."""
+    report = build_report(write_run(tmp_path / "run"))
+    failing = {s for s in ("search", "assembly", "generation") if report.stages.counts.get(s)}
+    assert len(failing) >= 2, report.stages.counts  # the picture has something to show
+    width, height = FIRST_SCREEN
+    _, root_tag = rendered_dom(render_html(report), tmp_path, BOX_PROBE, f"--window-size={width},{height}")
+    attrs = dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', root_tag))
+    assert attrs.get("data-viewport", "").startswith(f"{width}x"), root_tag
+    viewport_h = int(attrs["data-viewport"].split("x")[1])
+    left, top, right, bottom = map(int, attrs["data-chart"].split(","))
+    assert 0 <= top < bottom <= viewport_h and 0 <= left < right <= width, (attrs, viewport_h)
+    assert int(attrs["data-segments"]) == sum(1 for n in report.stages.counts.values() if n)
+    assert int(attrs["data-table-bottom"]) <= viewport_h and 0 < int(attrs["data-trust-bottom"]) <= viewport_h, attrs
+
+    png = tmp_path / "first-screen.png"
+    page = tmp_path / "plain.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    _screenshot(page, tmp_path / "profile-shot", png)
+    if os.environ.get("FOUNDRY_BRIDGE_KEEP_SCREENSHOT"):
+        shutil.copy(png, os.environ["FOUNDRY_BRIDGE_KEEP_SCREENSHOT"])
+    image = pytest.importorskip("PIL.Image").open(png).convert("RGB")
+    assert image.size[0] == width
+    inside = image.crop((left, top, right, bottom))
+    colours = {rgb for _, rgb in inside.getcolors(maxcolors=1 << 20) or []}
+    for stage in failing:  # each failing stage's segment is drawn in its own colour, on the first screen
+        assert _STAGE_RGB[stage] in colours, stage
+
+
+_STAGE_RGB = {"search": (0xC6, 0x28, 0x28), "assembly": (0xEF, 0x8F, 0x00), "generation": (0xAD, 0x14, 0x57)}

@@ -65,7 +65,7 @@ def test_emulator_run_data_driven_stages_and_local_metrics(emulated: Path) -> No
     assert report.negative_queries.surfaced_evidence == ["n02"]
     assert {c.query_id for c in report.canaries} == {"q03", "q04", "q05"}
     md, page = render_markdown(report), render_html(report)
-    assert "### Stage attribution" in md and page.count('<tr data-query-id="') == 14
+    assert "### Where queries fail" in md and page.count('<tr data-query-id="') == 14
 
 
 def test_two_identical_emulator_runs_compare_equal(emulated: Path, tmp_path: Path) -> None:

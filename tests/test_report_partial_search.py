@@ -65,12 +65,12 @@ def test_the_stage_table_states_the_relevance_threshold_in_every_format(runs: tu
     assert (data["relevance_threshold"], data["stage_k"]) == (1, 3)
     assert data["search_partial"] == report.stages.search_partial
 
-    md = _stage_section(render(report, "md"), "### Stage attribution", "###")
+    md = _stage_section(render(report, "md"), "### Where queries fail", "###")
     assert "relevant ⇔ label ≥ 1" in md and "k = 3" in md
-    partial_row = next(line for line in md.splitlines() if line.startswith("| search (partial)"))
+    partial_row = next(line for line in md.splitlines() if line.startswith("| **search (partial)**"))
     assert "q03" in partial_row
     assert "| q03 | positive | **generation** · search (partial) |" in render(report, "md")  # its own row, too
 
-    page = _stage_section(render(report, "html"), "<h2>Stage attribution</h2>", "<h2>")
+    page = _stage_section(render(report, "html"), "<h2>Where queries fail</h2>", "<h2>")
     assert "relevant ⇔ label ≥ 1" in page and "k = 3" in page
-    assert re.search(r"search \(partial\)</td><td class=n>\d+</td><td>[^<]*q03", page)
+    assert re.search(r"search \(partial\)</td><td class=n>\d+</td><td>[^<]*</td><td>[^<]*q03", page)

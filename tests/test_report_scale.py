@@ -42,14 +42,20 @@ def test_report_numbers_are_unchanged(runs: tuple[Path, Path], golden: dict[str,
 def test_report_numbers_are_unchanged_when_read_in_small_blocks(
     runs: tuple[Path, Path], golden: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Records 700 at a time, columns on disk 512 rows a block, per-query rows 300 at a time: a run larger than
-    every block gives the numbers of one block (block edges fall inside the run, not on it)."""
-    from foundry_bridge.report import _columns, _rows, _spill
+    """Records sealed 700 at a time (one Parquet file each), per-query rows fetched 300 at a time: a run larger
+    than every block gives the numbers of one block (block edges fall inside the run, not on it)."""
+    import shutil
 
-    monkeypatch.setattr(_columns, "_CHUNK_RECORDS", 700)
-    monkeypatch.setattr(_spill, "BLOCK", 512)
-    monkeypatch.setattr(_rows, "_CHUNK", 300)
-    report = build_report(runs[0], queries_out=tmp_path / "queries.jsonl")
+    from foundry_bridge import columns
+    from foundry_bridge.report import _rows
+
+    monkeypatch.setattr(columns, "BLOCK", 700)
+    monkeypatch.setattr(_rows, "_BLOCK", 300)
+    run = tmp_path / "run"
+    shutil.copytree(runs[0], run)
+    shutil.rmtree(run / columns.COLUMNS_DIR, ignore_errors=True)  # sealed again, in blocks of 700
+    report = build_report(run, queries_out=tmp_path / "queries.jsonl")
+    assert len(list((run / columns.COLUMNS_DIR).glob("queries-*.parquet"))) > 1
     rows = [json.loads(line) for line in (tmp_path / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
     numbers = json.loads(json.dumps(report_numbers(json.loads(render_json(report)), rows), sort_keys=True))
     for key, expected in golden["report"].items():

@@ -154,8 +154,8 @@ def test_no_token_in_any_log_line_or_file(plan: Plan, tmp_path: Path, caplog: py
     run_evaluation(plan, tmp_path / "run", mock(emu, inline_max_bytes=0))
     assert caplog.records
     assert TOKEN not in caplog.text and "sig=" not in caplog.text.replace("sig=***", "")
-    for path in (tmp_path / "run").iterdir():
-        assert TOKEN not in path.read_text(), path.name
+    for path in (p for p in (tmp_path / "run").rglob("*") if p.is_file()):
+        assert TOKEN.encode() not in path.read_bytes(), path.name
 
 
 def test_resume_after_a_failed_part_resubmits_only_that_part(plan: Plan, tmp_path: Path) -> None:

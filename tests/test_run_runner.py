@@ -202,8 +202,8 @@ def test_injected_429_and_500_are_survived_and_no_secret_leaks(
     assert len(fake.runs) == 1 and len(read_results(tmp_path / "run")) == 14 * (N_DOCRET + 3)
     assert "retry" in caplog.text
     assert TOKEN not in caplog.text
-    for path in (tmp_path / "run").iterdir():
-        assert TOKEN not in path.read_text(), path.name
+    for path in (p for p in (tmp_path / "run").rglob("*") if p.is_file()):
+        assert TOKEN.encode() not in path.read_bytes(), path.name
 
 
 def test_get_backend_validates_names_endpoints_and_options(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -233,10 +233,13 @@ def _docret_plan(tmp_path: Path, n: int) -> Any:
 def test_local_run_memory_follows_the_batch_not_the_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tracemalloc
 
+    from foundry_bridge import columns, runfolder
     from foundry_bridge.local import _backend
     from foundry_bridge.mapping import plan as plan_module
 
     monkeypatch.setattr(_backend, "BATCH_ROWS", 100)
+    monkeypatch.setattr(columns, "BLOCK", 100)  # the run's columns are sealed 100 records at a time,
+    monkeypatch.setattr(runfolder, "_CHUNK_BYTES", 1 << 16)  # read from records.jsonl 64 KiB at a time
     monkeypatch.setattr(plan_module, "_BLOCK", 1 << 16)  # plan rows are read 64 KiB at a time
 
     def peak(n: int) -> int:

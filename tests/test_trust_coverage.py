@@ -14,12 +14,19 @@ exact coverage at p = 0.65 is 0.946 at n = 5 and 30). The human-only, PPI and PP
 truth; the judge-only interval targets the judge's own population mean (it measures the judge, bias included).
 Below the minimum labels (5 for human only, 10 for PPI and PPI++) the estimate must carry no interval and say how
 many labels it needs.
+
+Several raters (#24 item 3): the same population labelled by a pool of ``POOL`` raters, each labelled row by two of
+them (half the rows) or one, chosen at random; a rating is the row's score moved one step up or down with
+probability ``RATER_SLIP`` each (``RATER_GIVEN_SCORE``, cut to 1–5), independently per rating. The truth is the
+mean rating (and rating ≥ 3) over rows and raters; the intervals, which now add the raters' variance, must keep the
+same tolerance.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -43,17 +50,25 @@ JUDGE_GIVEN_HUMAN = np.array(  # row: the human's score 1–5; column: the judge
         [0.00, 0.00, 0.05, 0.25, 0.70],
     ]
 )
+POOL = 4
+RATER_SLIP = 0.1
+RATER_GIVEN_SCORE = np.array(  # row: the row's score 1–5; column: the rating a rater gives
+    [[1 - 2 * RATER_SLIP if i == j else RATER_SLIP if abs(i - j) == 1 else 0.0 for j in range(5)] for i in range(5)]
+)
+RATER_GIVEN_SCORE[0, 0] += RATER_SLIP  # cut to 1–5: a slip below 1 stays 1
+RATER_GIVEN_SCORE[4, 4] += RATER_SLIP
 MC_SE = math.sqrt(0.95 * 0.05 / REPS)
 TOLERANCE = 0.95 - 3 * MC_SE
 KINDS = ("judge_only", "human_only", "ppi", "ppi_plus")
 MINIMUM = {"judge_only": 0, "human_only": MIN_HUMAN_LABELS, "ppi": MIN_LABELS, "ppi_plus": MIN_LABELS}
 
 
-def _truths() -> dict[tuple[str, str], float]:
-    """(quantity, estimate kind) → the population value it estimates."""
+def _truths(raters: bool = False) -> dict[tuple[str, str], float]:
+    """(quantity, estimate kind) → the population value it estimates (``raters``: the mean rating of the pool)."""
     values = np.array(SCALE)
     judge = P_HUMAN @ JUDGE_GIVEN_HUMAN
-    human_truth = {"pass rate": float(P_HUMAN[values >= THRESHOLD].sum()), "mean score": float(P_HUMAN @ values)}
+    rated = P_HUMAN @ RATER_GIVEN_SCORE if raters else P_HUMAN
+    human_truth = {"pass rate": float(rated[values >= THRESHOLD].sum()), "mean score": float(rated @ values)}
     judge_truth = {"pass rate": float(judge[values >= THRESHOLD].sum()), "mean score": float(judge @ values)}
     return {(q, kind): (judge_truth if kind == "judge_only" else human_truth)[q] for q in human_truth for kind in KINDS}
 
@@ -70,27 +85,56 @@ def _trust(human: np.ndarray, judge: np.ndarray, n: int) -> dict[str, MeanEstima
     derived from them at the judge's threshold, as for a verdict file with scores only)."""
     labels = np.full(ROWS, np.nan)
     labels[:n] = human[:n]
+    return _judge_trust(judge, labels[None, :])
+
+
+def _judge_trust(judge: np.ndarray, labels: np.ndarray) -> dict[str, MeanEstimates | None]:
     t = judge_trust(
         judge,
         passes(judge, THRESHOLD, True).astype(float),
-        labels[None, :],
-        np.full((1, ROWS), np.nan),
+        labels,
+        np.full(labels.shape, np.nan),
         threshold=THRESHOLD,
         categories=SCALE,
+        resamples=0,  # α's bootstrap is not what this checks
     )
     return {"pass rate": t.pass_rate, "mean score": t.score_mean}
 
 
+def _rated(rng: np.random.Generator, human: np.ndarray, n: int) -> np.ndarray:
+    """The POOL × ROWS matrix of ratings of the first n rows: two random raters on half of them, one on the rest."""
+    labels = np.full((POOL, ROWS), np.nan)
+    raters = np.argsort(rng.random((n, POOL)), axis=1)[:, :2]  # two distinct raters per row, in random order
+    two = rng.random(n) < 0.5
+    cum = np.cumsum(RATER_GIVEN_SCORE[human[:n].astype(int) - 1], axis=1)  # n × 5
+    ratings = (rng.random((n, 2))[:, :, None] > cum[:, None, :-1]).sum(axis=2) + 1.0
+    rows = np.arange(n)
+    labels[raters[:, 0], rows] = ratings[:, 0]
+    labels[raters[two, 1], rows[two]] = ratings[two, 1]
+    return labels
+
+
 def test_every_trust_interval_covers_the_truth_and_stays_on_its_scale() -> None:
     human, judge = _runs(np.random.default_rng(SEED))
-    truth = _truths()
+    _check_coverage(_truths(), lambda r, n: _trust(human[r], judge[r], n))
+
+
+def test_intervals_with_one_or_two_raters_per_row_cover_the_mean_rating() -> None:
+    rng = np.random.default_rng(SEED + 1)
+    human, judge = _runs(rng)
+    _check_coverage(_truths(raters=True), lambda r, n: _judge_trust(judge[r], _rated(rng, human[r], n)))
+
+
+def _check_coverage(
+    truth: dict[tuple[str, str], float], trust: Callable[[int, int], dict[str, MeanEstimates | None]]
+) -> None:
     scale = {"pass rate": (0.0, 1.0), "mean score": (SCALE[0], SCALE[-1])}
     covered: dict[tuple[str, str, int], int] = defaultdict(int)
     shown: dict[tuple[str, str, int], int] = defaultdict(int)
     wrong: list[str] = []
     for n in LABELS:
         for r in range(REPS):
-            for quantity, est in _trust(human[r], judge[r], n).items():
+            for quantity, est in trust(r, n).items():
                 assert est is not None
                 lo, hi = scale[quantity]
                 for kind in KINDS:

@@ -96,7 +96,14 @@ def test_labels_to_halve_halves_the_interval() -> None:
     human = np.full(y.size, np.nan)
     human[:100] = y[:100]
     est = estimate_mean(f, human)
-    assert est.labels_to_halve is not None and est.human_labels_to_halve == 300
+    assert est.labels_to_halve is not None and est.human_labels_to_halve is not None
+    more = est.human_labels_to_halve  # Student's t on today's variance: the t quantile shrinks too, so under 3n
+    s = float(np.std(y[:100], ddof=1))
+
+    def half(k: int) -> float:
+        return float(stats.t.ppf(0.975, k - 1)) * s / math.sqrt(k)
+
+    assert half(100 + more) <= half(100) / 2 < half(100 + more - 1)
     m = est.labels_to_halve
     human[: 100 + m] = y[: 100 + m]
     after = ppi_mean(y[: 100 + m], f[: 100 + m], f[100 + m :])  # PPI++ tuned again on the larger labelled set
@@ -108,7 +115,9 @@ def test_estimates_without_labels_say_so() -> None:
     assert est.ppi is None and est.ppi_plus is None and est.labels_to_halve is None
     assert est.judge_only.mean == pytest.approx(4.0) and est.judge_only.n_unlabeled == 3
     assert math.isnan(est.human_only.mean)
-    assert labels_for_half_width(0.1) == 97  # (1.96 · 0.5 / 0.1)² = 96.04
+    assert labels_for_half_width(0.1) == 99  # the fewest n with t₍n−1₎·0.5/√n ≤ 0.1 (the normal answer was 97)
+    half = [float(stats.t.ppf(0.975, n - 1)) * 0.5 / math.sqrt(n) for n in (98, 99)]
+    assert half[1] <= 0.1 < half[0]
 
 
 def test_labelling_priority_fills_unlabelled_strata_first_and_disagreement_inside() -> None:
@@ -187,3 +196,29 @@ def test_pass_rates_take_wilson_and_scores_a_padded_t_clipped_to_the_scale() -> 
     low = 5.0 - stats.t.ppf(0.975, 4) * math.sqrt(s2 / 5)
     assert (est.human_only.low, est.human_only.high) == pytest.approx((low, 5.0))
     assert est.human_only.clipped and est.human_only.interval == "t, 4 df, 2 pseudo-rows"
+
+
+def test_labels_for_target_gives_an_interval_that_wide() -> None:
+    """The budget for a PPI++ pass rate ±0.05 on 4000 rows, from 100 labels (averaged over 5 draws: 100 labels
+    estimate the judge–human agreement with noise); labelling that many rows of fresh draws of the same population
+    gives intervals of ±0.05 on average (within 10 %), and 30 % fewer labels do not."""
+    rng = np.random.default_rng(21)
+    budgets = []
+    for _ in range(5):
+        y, f = _biased_judge(rng, 4000)
+        human = np.full(y.size, np.nan)
+        human[:100] = y[:100]
+        need = estimate_mean(f, human, scale=(0, 1), target=0.05).labels_for_target
+        assert need is not None and 100 < need < 4000
+        budgets.append(need)
+    need = round(float(np.mean(budgets)))
+
+    def mean_half(labels: int) -> float:
+        halves = []
+        for _ in range(30):
+            yy, ff = _biased_judge(rng, 4000)
+            halves.append(ppi_mean(yy[:labels], ff[:labels], ff[labels:], scale=(0, 1)).half_width)
+        return float(np.mean(halves))
+
+    assert mean_half(need) == pytest.approx(0.05, rel=0.1)
+    assert mean_half(int(need * 0.7)) > 0.05

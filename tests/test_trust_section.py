@@ -19,6 +19,7 @@ from foundry_bridge.canaries import CANARY_TYPES, expectation
 from foundry_bridge.dataset.records import QueryRecord
 from foundry_bridge.dataset.verdicts import read_verdicts
 from foundry_bridge.errors import DatasetError
+from foundry_bridge.metrics.ppi import labels_for_half_width
 from foundry_bridge.report._trust import (
     TrustSection,
     noise_bands,
@@ -125,10 +126,13 @@ def test_without_verdicts_the_section_says_so_and_how_few_labels_would_help(run:
     assert any("no human verdicts given" in m for m in section.missing)
     for entry in section.judges:
         assert entry.trust.n_labeled == 0 and entry.trust.on_pass is None
-        assert entry.labels_for_pass_rate == math.ceil((1.959963984540054 * 0.5 / 0.1) ** 2) == 97
+        assert entry.labels_for_pass_rate == labels_for_half_width(0.05) == 387  # the worst case, Student's t
         assert entry.missing == [f"no human verdict on {entry.evaluator}: its numbers are uncorrected"]
     text = render_trust_markdown(section)
-    assert "97 labelled rows give its pass rate ±0.1" in text and "no human verdicts given" in text
+    assert (
+        "no human label yet — 387 labelled rows in all give its pass rate ±0.05" in text
+        and "no human verdicts given" in text
+    )
 
 
 def test_canaries_are_scored_from_the_results(run: Path) -> None:
@@ -269,3 +273,16 @@ def test_judge_noise_over_repeat_runs_matches_hand_values(run: Path, tmp_path: P
     assert "groundedness against itself over 2 runs" in render_trust_markdown(section)
     bands = noise_bands(section)
     assert bands["groundedness"] == noise.score_band and "groundedness/pass" in bands  # the report keys
+
+
+def test_kappa_and_alpha_on_few_rows_are_greyed_with_a_warning(run: Path) -> None:
+    section = trust_section(run, VERDICTS)
+    few = [j for j in section.judges if j.trust.on_pass is not None and j.trust.on_pass.rows < 10]
+    assert few, "the fixture's verdicts label fewer than 10 rows"
+    md, page = render_trust_markdown(section), render_trust_html(section)
+    row = next(line for line in md.splitlines() if line.startswith(f"| {few[0].criterion} |"))
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[4].startswith("*") and cells[4].endswith("°*")  # κ pass/fail: italic, marked
+    assert cells[6].startswith("*") and "\\[" in cells[6]  # α humans: italic, with its interval
+    assert "° κ, weighted κ or α on fewer than 10 rows \\(greyed\\)" in md
+    assert '<td class="few">' in page and "fewer than 10 rows" in page

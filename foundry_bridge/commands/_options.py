@@ -10,7 +10,17 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["ESTIMATE_KEY", "RUN_ESTIMATE_KEY", "Finite", "estimate_options", "run_estimate_option"]
+__all__ = [
+    "DEPRECATED_KEY",
+    "ESTIMATE_KEY",
+    "RUN_ESTIMATE_KEY",
+    "Finite",
+    "SectionedCommand",
+    "deprecated_alias",
+    "estimate_options",
+    "quiet_option",
+    "run_estimate_option",
+]
 
 
 class Finite(click.FloatRange):
@@ -28,6 +38,28 @@ class Finite(click.FloatRange):
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
+
+
+class SectionedCommand(click.Command):
+    """A command whose help lists its options in sections (click has no option groups): ``sections`` maps a
+    parameter name to its section's title (the sections in the order of first mention); the others are under
+    "Options", first. Usage:
+    ``@click.command(cls=SectionedCommand, sections={"judge_model": "local options"})``."""
+
+    def __init__(self, *args: Any, sections: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sections = dict(sections or {})
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        grouped: dict[str, list[tuple[str, str]]] = {t: [] for t in ("Options", *self.sections.values())}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                grouped.setdefault(self.sections.get(param.name or "", "Options"), []).append(record)
+        for title, rows in grouped.items():
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -106,3 +138,33 @@ def run_estimate_option(f: _F) -> _F:
         help="Print the cost preflight first (judge calls, tokens; local: how many the response cache answers). "
         "$FOUNDRY_BRIDGE_ENCODING names the tiktoken encoding (default o200k_base).",
     )(f)
+
+
+DEPRECATED_KEY = "foundry_bridge.deprecated"  # an option's attribute: the spelling that replaces it
+
+
+def deprecated_alias(*opts: str, new: str, dest: str) -> Callable[[_F], _F]:
+    """An old spelling (``opts``, e.g. ``-o``, ``--output``) of the option ``new`` (whose parameter is ``dest``), kept
+    for one release: hidden from the help, it still works and prints a deprecation note on stderr (given with the
+    new spelling too, the old one wins: it is read last)."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is None:
+            return
+        click.echo(f"Deprecated: {'/'.join(opts)} is now {new}; the old spelling goes in the next release.", err=True)
+        ctx.params[dest] = value
+
+    def decorate(f: _F) -> _F:
+        f = click.option(
+            *opts, f"{dest}_deprecated_alias", hidden=True, expose_value=False, callback=callback, default=None
+        )(f)
+        params: list[click.Parameter] = getattr(f, "__click_params__", [])
+        setattr(params[-1], DEPRECATED_KEY, new)  # read by docs/cli.md's generator
+        return f
+
+    return decorate
+
+
+def quiet_option(f: _F) -> _F:
+    """``--quiet/-q``: no progress on stderr (the one meaning of ``--quiet`` in every command that shows any)."""
+    return click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")(f)

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from .._io import atomic_open
 from ..metrics.measures import measures_help
 from ._ci import compare_ci_options, publish_comparison
-from ._options import Finite
+from ._options import Finite, quiet_option
 
 __all__ = ["command"]
 
 
 @click.command(
     "compare",
-    help="Compare runs over the same queries. The first run is the baseline; each other run is a candidate. "
+    help="Compare runs over the same queries: run folders, or run files with --qrels (TREC, BEIR .json, the "
+    "project's JSONL; local measures computed now, at any cutoff, trec_eval -c's values). The first run is the "
+    "baseline; each other run is a candidate; --all-pairs tests every pair and ranks the runs. "
     "Per metric and per query kind, in one table: mean delta, the paired test of the metric's kind (sign-flip for "
     "continuous metrics, Wilcoxon for a judge's score, McNemar for pass/fail), a Student t confidence interval, "
     "win/tie/loss counts and the queries that got worse; a one-screen sweep table for N "
@@ -24,8 +27,37 @@ __all__ = ["command"]
     "significantly or a Foundry metric's coverage drops; 2 when a --fail-on gate could never fire. See "
     "docs/report.md.",
 )
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @compare_ci_options
+@click.option(
+    "--qrels",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Compare run files (RUN: a TREC run, a BEIR .json run, or the project's .jsonl) on these qrels (TREC "
+    "`qid 0 docid label`, or BEIR's .tsv): the --metric and --fail-on measures are computed now on every qrels "
+    "topic, as trec_eval -c does (a run's unjudged query left out, a missing topic scored as an empty ranking, a "
+    "topic without a relevant label 0). Default measures: ndcg@10, rr@10, recall@10. See docs/report.md.",
+)
+@click.option(
+    "--all-pairs/--baseline-only",
+    "all_pairs",
+    default=None,
+    help="Test every pair of runs, not only each candidate against the baseline: per metric, the runs ranked by "
+    "their mean with a compact letter display (runs sharing a letter do not differ significantly), the win/tie/loss "
+    "matrix and each pair's effect size; every pair in the one family. Default: on with --qrels and 3 runs or more.",
+)
+@click.option(
+    "--relevance-threshold",
+    type=click.IntRange(1, 2**63 - 1),
+    default=1,
+    show_default=True,
+    help="With --qrels: relevant ⇔ label ≥ this (trec_eval -l).",
+)
+@click.option(
+    "--mapping",
+    "mapping_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="With --qrels: the mapping a .jsonl run is read through (default: the packaged one).",
+)
 @click.option(
     "--metric",
     "metrics",
@@ -66,7 +98,13 @@ __all__ = ["command"]
     help="Exit 3 if a Foundry metric's coverage (scored ÷ queries) drops by more than this (default 0 when "
     "--fail-on is given; unchecked otherwise).",
 )
-@click.option("--alpha", type=Finite(min=0, max=1, min_open=True), default=0.05, show_default=True)
+@click.option(
+    "--alpha",
+    type=Finite(min=0, max=1, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the verdicts and of each --fail-on gate (the intervals stay at 95%).",
+)
 @click.option(
     "--correction",
     type=click.Choice(["holm", "bh", "none"]),
@@ -101,7 +139,13 @@ __all__ = ["command"]
 @click.option(
     "--seed", type=click.IntRange(0, 2**63 - 1), default=42, show_default=True, help="Seed of the numpy Generator."
 )
-@click.option("--resamples", type=click.IntRange(100, 1_000_000), default=10_000, show_default=True)
+@click.option(
+    "--resamples",
+    type=click.IntRange(100, 1_000_000),
+    default=10_000,
+    show_default=True,
+    help="Random sign flips of the paired test of continuous metrics (more: a steadier p, slower).",
+)
 @click.option(
     "--foundry",
     is_flag=True,
@@ -109,10 +153,23 @@ __all__ = ["command"]
     "cloud, one service run each, all in the baseline's eval: run the candidates with --eval-id) and show it beside "
     "the judge tests, disagreements flagged; never part of the gate. See docs/trust.md.",
 )
-@click.option("--format", "fmt", type=click.Choice(["json", "md"]), default="md", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "md", "html"]),
+    default="md",
+    show_default=True,
+    help="Output format: Markdown (fits a pull-request comment), the comparison as JSON, or one HTML page that "
+    "draws the deltas with their intervals (inline SVG, no script).",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
+@quiet_option
 def command(
     runs: tuple[Path, ...],
+    qrels: Path | None,
+    all_pairs: bool | None,
+    relevance_threshold: int,
+    mapping_path: str | None,
     metrics: tuple[str, ...],
     fail_on: tuple[str, ...],
     gate_correction: str,
@@ -128,38 +185,63 @@ def command(
     foundry: bool,
     fmt: str,
     out: Path | None,
+    quiet: bool,
 ) -> None:
     from ..errors import UsageError
     from ..report import (
         CompareGateFailed,
+        compare_run_files,
         compare_runs,
         noise_bands_by_key,
+        render_comparison_html,
         render_comparison_json,
         render_comparison_markdown,
         trust_section,
     )
 
     if len(runs) < 2:
-        raise UsageError("compare needs at least two run folders: RUN_A RUN_B [RUN_C ...]")
-    from ..foundry._insights import request_comparison
+        raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
+    _check_inputs(runs, qrels, repeats=bool(repeats), foundry=foundry, mapping=mapping_path)
+    from ._progress import command_progress
 
-    comparison = compare_runs(
-        list(runs),
-        metrics=list(metrics) or None,
-        seed=seed,
-        n_resamples=resamples,
-        alpha=alpha,
-        fail_on=list(fail_on),
-        coverage_drop=coverage_drop,
-        correction=correction,  # type: ignore[arg-type]  # click.Choice above
-        gate_correction=gate_correction,  # type: ignore[arg-type]  # click.Choice above
-        allow_empty_gate=allow_empty_gate,
-        min_paired=min_paired,
-        noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
-        judge_tests=judge_tests,
-        foundry=request_comparison if foundry else None,
-    )
-    text = render_comparison_json(comparison) if fmt == "json" else render_comparison_markdown(comparison)
+    progress, done = command_progress(quiet)
+    common: dict[str, Any] = {
+        "metrics": list(metrics) or None,
+        "seed": seed,
+        "n_resamples": resamples,
+        "alpha": alpha,
+        "fail_on": list(fail_on),
+        "correction": correction,
+        "gate_correction": gate_correction,
+        "allow_empty_gate": allow_empty_gate,
+        "min_paired": min_paired,
+    }
+    if qrels is not None:
+        comparison = compare_run_files(
+            qrels,
+            list(runs),
+            all_pairs=all_pairs,
+            relevance_threshold=relevance_threshold,
+            mapping_path=mapping_path,
+            coverage_drop=coverage_drop,
+            **common,
+        )
+    else:
+        from ..foundry._insights import request_comparison
+
+        comparison = compare_runs(
+            list(runs),
+            coverage_drop=coverage_drop,
+            noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
+            judge_tests=judge_tests,
+            foundry=request_comparison if foundry else None,
+            all_pairs=bool(all_pairs),
+            progress=progress,
+            **common,
+        )
+    done()
+    renderer = {"json": render_comparison_json, "html": render_comparison_html}.get(fmt, render_comparison_markdown)
+    text = renderer(comparison)
     if out is None:
         click.echo(text, nl=False)
     else:
@@ -169,3 +251,29 @@ def command(
     publish_comparison(comparison, fail_on, out)
     if comparison.gate.get("failed"):
         raise CompareGateFailed("compare gate failed: " + "; ".join(comparison.gate["reasons"]))
+
+
+def _check_inputs(
+    runs: tuple[Path, ...], qrels: Path | None, *, repeats: bool, foundry: bool, mapping: str | None
+) -> None:
+    """Run folders without --qrels, run files with it; the options of the other kind of input refused."""
+    from ..errors import UsageError
+
+    if qrels is None:
+        files = [str(r) for r in runs if not r.is_dir()]
+        if files:
+            raise UsageError(
+                f"{', '.join(files)}: not a run folder. To compare run files (TREC, BEIR .json, .jsonl), give the "
+                "qrels: compare --qrels QRELS RUN_A RUN_B ..."
+            )
+        if mapping:
+            raise UsageError("--mapping reads .jsonl run files: it goes with --qrels")
+        return
+    folders = [str(r) for r in runs if r.is_dir()]
+    if folders:
+        raise UsageError(
+            f"{', '.join(folders)}: a folder. With --qrels every RUN is a run file; compare run folders without --qrels"
+        )
+    for flag, given in (("--repeat-run", repeats), ("--foundry", foundry)):
+        if given:
+            raise UsageError(f"{flag} compares run folders' judge scores: it does not go with --qrels")

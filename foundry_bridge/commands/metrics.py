@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ import click
 
 from ..errors import UsageError
 from ..metrics.measures import measures_help, measures_labels
-from ._options import Finite
+from ._options import Finite, deprecated_alias, quiet_option
 
 MEASURES_HELP = measures_help()
 MEASURES_LABELS = measures_labels()
@@ -31,9 +32,11 @@ def compute_metrics(data: str | None = None, **options: Any) -> dict[str, Any]:
 
     ``data`` (+ ``mapping_path``) or ``qrels`` + ``run``; the other options (``ks``, ``relevance_threshold``,
     ``nan_policy``, ``surface_threshold``) left ``None``/empty take the mapping's ``metrics`` defaults (with
-    ``qrels``/``run`` and no mapping: k=10, threshold 1, propagate). ``measures`` (``parse_measure`` spellings,
-    e.g. ``rr@10``, ``ndcg(gain=exp)``): output only these; one without a cutoff is computed at every k, and the
-    cutoffs given extend the k's (only they are used when no k is given).
+    ``qrels``/``run`` and no mapping: k=10, threshold 1, propagate). ``average`` (``ranking.AVERAGES``; default
+    ``trec_eval`` with ``qrels``/``run``, ``kind`` with ``data``): ``trec_eval`` adds the summary ``all``.
+    ``measures`` (``parse_measure`` spellings, e.g. ``rr@10``, ``ndcg(gain=exp)``, ``P_5``, ``map``): output
+    only these; one without a cutoff is computed at every k, and the cutoffs given extend the k's (only they are
+    used when no k is given).
     """
     doc, result = _compute(data, **options)
     return {"params": doc.pop("params"), "per_query": result.per_query, **doc}
@@ -50,10 +53,21 @@ class _Settings:
     nan_policy: str
     surface: float | None
     phrases: list[str] | None
+    average: str
 
     @property
     def depth(self) -> int:
         return self.ks[-1]
+
+    @property
+    def read_depth(self) -> int:
+        """The documents read per query: the whole list when a condensed measure is asked for (its top k are the
+        first k judged documents, wherever they are), else ``depth``."""
+        whole = any(m.column.endswith("_cond") for m in self.measures or ())
+        return _WHOLE_LIST if whole else self.depth
+
+
+_WHOLE_LIST = 2**31 - 1
 
 
 def _settings(
@@ -64,13 +78,15 @@ def _settings(
     nan_policy: str | None = None,
     surface_threshold: float | None = None,
     measures: tuple[str, ...] = (),
+    average: str = "kind",
 ) -> _Settings:
     chosen, ks_ = _measures_and_ks(measures, ks, spec.k)
     threshold = spec.relevance_threshold if relevance_threshold is None else relevance_threshold
     if threshold < 1:
         raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {threshold}")
     surface = spec.surface_threshold if surface_threshold is None else surface_threshold
-    return _Settings(chosen, ks_, threshold, nan_policy or spec.nan_policy, surface, spec.abstention_phrases)
+    policy = nan_policy or spec.nan_policy
+    return _Settings(chosen, ks_, threshold, policy, surface, spec.abstention_phrases, average)
 
 
 def _load(
@@ -88,9 +104,10 @@ def _load(
     if data is None or mapping is None:
         assert qrels is not None and run is not None  # checked by _compute
         source = {"qrels": str(qrels), "run": str(run), **({"mapping": mapping_path} if mapping_path else {})}
-        return load_trec_files(qrels, run, depth=s.depth, relevance_threshold=s.threshold), source
+        return load_trec_files(qrels, run, depth=s.read_depth, relevance_threshold=s.threshold), source
     source = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
-    loaded = load_dataset(data, mapping, depth=s.depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+    depth = s.read_depth
+    loaded = load_dataset(data, mapping, depth=depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
     return loaded, source
 
 
@@ -111,10 +128,13 @@ def _compute(
     mapping_path: str | None = None,
     qrels: str | None = None,
     run: str | None = None,
+    average: str | None = None,
+    progress: Callable[[str, int, int | None], None] | None = None,
     **options: Any,
 ) -> tuple[dict[str, Any], RankingResult]:
     """``compute_metrics``' document without ``per_query``, and the ranking result that holds it as columns
-    (``options``: ``_settings``' keywords)."""
+    (``options``: ``_settings``' keywords; ``progress("metrics", step, 3)`` after the read, the ranking metrics
+    and the negative-query report)."""
     from ..dataset.spec import LocalMetricsSpec
     from ..mapping import load_mapping
     from ..metrics.negative import negative_report_from_arrays
@@ -126,10 +146,15 @@ def _compute(
         raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
-    s = _settings(spec, **options)
+    s = _settings(spec, average=average or ("kind" if data is not None else "trec_eval"), **options)
+    step = progress or (lambda stage, done, total: None)
+    step("metrics", 0, 3)
     (arrays, assembly), source = _load(data, mapping, mapping_path, qrels, run, s)
-    result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures)
+    step("metrics", 1, 3)
+    result = ranking_from_arrays(arrays, ks=s.ks, nan_policy=s.nan_policy, measures=s.measures, average_mode=s.average)
+    step("metrics", 2, 3)
     negative = negative_report_from_arrays(arrays, k=s.depth, surface_threshold=s.surface)
+    step("metrics", 3, 3)
     params = dict(result.params)
     params.update({"surface_threshold": s.surface, "report_k": s.depth, "input": source, "queries": arrays.n_queries})
     doc = {"params": params, "summary": result.summary, "negative_report": negative}
@@ -198,11 +223,20 @@ def render_text(doc: dict[str, Any]) -> str:
         f"  NaN policy: {p['nan_policy']}",
         "",
     ]
-    keys = [key for key in doc["summary"]["positive"] if "@" in key]
-    lines.append(f"{'metric':<18}{'positive':>12}{'negative':>12}")
+    summary = doc["summary"]
+    keys = [key for key in summary["positive"] if "@" in key]
+    every = summary.get("all")  # --average trec_eval: judged queries, both kinds, undefined = 0
+    head = f"{'metric':<18}" + (f"{'judged (' + every['average'] + ')':>22}" if every else "")
+    lines.append(head + f"{'positive':>12}{'negative':>12}")
     for key in ["queries", "undefined", "undefined_ndcg", *keys]:
-        pos, neg = doc["summary"]["positive"][key], doc["summary"]["negative"][key]
-        lines.append(f"{key:<18}{_fmt(pos):>12}{_fmt(neg):>12}")
+        pos, neg = summary["positive"][key], summary["negative"][key]
+        all_ = "" if not every else f"{_fmt(every.get(key, '')):>22}"
+        lines.append(f"{key:<18}{all_}{_fmt(pos):>12}{_fmt(neg):>12}")
+    if every:
+        lines.append(
+            f"judged (trec_eval): the {every['queries']} queries with qrels, both kinds, undefined counted as 0; "
+            f"{every['left_out']} without qrels left out"
+        )
     agg = doc["negative_report"]["aggregate"]
     lines += [
         "",
@@ -256,18 +290,45 @@ def render_text(doc: dict[str, Any]) -> str:
     default=None,
     help="Relevant ⇔ label ≥ this (default 1).",
 )
-@click.option("--nan-policy", type=click.Choice(["propagate", "drop", "zerofill"]), default=None)
+@click.option(
+    "--nan-policy",
+    type=click.Choice(["propagate", "drop", "zerofill"]),
+    default=None,
+    help="The per-kind means' rule for a query whose metric is undefined (no relevant label): propagate (the mean "
+    "is null if any is), drop (the mean of the defined ones), zerofill (count it as 0). Default: the mapping's, else "
+    "propagate.",
+)
+@click.option(
+    "--average",
+    type=click.Choice(["trec_eval", "kind"]),
+    default=None,
+    help="trec_eval: add the mean over the judged queries, both kinds, undefined = 0, unjudged left out (trec_eval "
+    "-c, pytrec_eval, ir_measures); kind: the per-kind means only. Default: trec_eval with --qrels/--run, kind "
+    "with DATA.",
+)
 @click.option("--surface-threshold", type=Finite(), default=None, help="A top-k score ≥ this surfaced evidence.")
-@click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
-def command(data: str | None, fmt: str, output: str | None, **options: Any) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "text"]),
+    default="json",
+    show_default=True,
+    help="Output format: the whole JSON document, or a readable summary.",
+)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write here (atomically).")
+@deprecated_alias("-o", "--output", new="--out", dest="out")
+@quiet_option
+def command(data: str | None, fmt: str, out: str | None, quiet: bool, **options: Any) -> None:
     """``foundry-bridge metrics``: see the help text above (``options``: ``_compute``'s keywords)."""
     from .._io import atomic_open
+    from ._progress import command_progress
 
-    doc, result = _compute(data, **options)
+    progress, done = command_progress(quiet)
+    doc, result = _compute(data, progress=progress, **options)
+    done()
     payload = _json_document(doc, result) + b"\n" if fmt == "json" else render_text(doc).encode()
-    if output:
-        with atomic_open(output) as fh:
+    if out:
+        with atomic_open(out) as fh:
             fh.write(payload)
     else:
         sys.stdout.flush()

@@ -9,6 +9,7 @@ import click
 from .._io import atomic_open
 from ..metrics.measures import measures_labels
 from ._ci import publish_report, report_ci_options
+from ._options import quiet_option
 
 __all__ = ["command"]
 
@@ -74,7 +75,28 @@ __all__ = ["command"]
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the judge verdicts to label next (human-verdict JSONL, blanks to fill), most useful first.",
 )
-@click.option("--verdict-queue-size", type=click.IntRange(1, 1_000_000), default=20, show_default=True)
+@click.option(
+    "--verdict-queue-size",
+    type=click.IntRange(1, 1_000_000),
+    default=20,
+    show_default=True,
+    help="How many verdicts --verdict-queue writes.",
+)
+@click.option(
+    "--target-pass-rate",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="The label budget: labels each judge needs for its corrected pass rate ± this (docs/trust.md).",
+)
+@click.option(
+    "--target-score",
+    type=click.FloatRange(0, min_open=True),
+    default=0.25,
+    show_default=True,
+    help="... and for its corrected mean score ± this.",
+)
+@quiet_option
 def command(
     run_dir: Path,
     fmt: str | None,
@@ -87,6 +109,9 @@ def command(
     repeats: tuple[Path, ...],
     verdict_queue: Path | None,
     verdict_queue_size: int,
+    target_pass_rate: float,
+    target_score: float,
+    quiet: bool,
 ) -> None:
     from ..report import build_report, queries_path, render, write_labelling_queue, write_verdict_queue_for
 
@@ -95,9 +120,14 @@ def command(
         fmt = {".json": "json", ".html": "html", ".htm": "html"}.get(suffix, "md")
     if queries_out is None and out is not None:
         queries_out = queries_path(out)
+    from ._progress import command_progress
+
+    progress, done = command_progress(quiet)
     report = build_report(
-        run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst, human_verdicts=human_verdicts, repeats=repeats
-    )
+        run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst, human_verdicts=human_verdicts,
+        repeats=repeats, label_targets=(target_pass_rate, target_score), progress=progress,
+    )  # fmt: skip
+    done()
     if queries_out is not None:
         click.echo(f"wrote {queries_out} ({report.per_query.rows} queries, JSON lines)", err=True)
     text = render(report, fmt)

@@ -8,14 +8,32 @@ from typing import Any
 
 import click
 
-from ._options import Finite, run_estimate_option
+from ._options import Finite, SectionedCommand, run_estimate_option
 from .validate import skip_validation_option
 
 __all__ = ["command"]
 
 
+# the backend each option applies to (the library refuses it elsewhere: ``runner.get_backend``); the help's sections
+_CLOUD_AND_MOCK = ("endpoint", "max_rows_per_run", "inline_max_bytes", "eval_id")
+_LOCAL_TUNING = (
+    "judge_endpoint",
+    "judge_model",
+    "cache_dir",
+    "cache_ttl",
+    "concurrency",
+    "judge_timeout",
+    "judge_retries",
+)
+_SECTIONS = {
+    **dict.fromkeys(_CLOUD_AND_MOCK, "cloud and mock options"),
+    "mock_faults": "mock options",
+    **dict.fromkeys((*_LOCAL_TUNING, "no_cache", "repeats"), "local options"),
+}
+
+
 # -- the command -------------------------------------------------------------------------------------------------
-@click.command(name="run")
+@click.command(name="run", cls=SectionedCommand, sections=_SECTIONS)
 @click.argument("data", required=False, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--mapping",
@@ -173,24 +191,11 @@ def _eval_id(backend: str | None, given: str | None) -> str | None:
     return given
 
 
-_LOCAL_TUNING = (
-    "judge_endpoint",
-    "judge_model",
-    "cache_dir",
-    "cache_ttl",
-    "concurrency",
-    "judge_timeout",
-    "judge_retries",
-)
-
-
 def _backend_options(backend: str | None, endpoint: str | None, faults: Any, tuning: dict[str, Any]) -> dict[str, Any]:
-    """The command-line options that apply to ``backend``, as ``get_backend`` keywords (None: not given)."""
-    if backend == "local":
-        options = {k: tuning[k] for k in _LOCAL_TUNING}
-        return {**options, "use_cache": False if tuning["no_cache"] else None}
-    options = {k: tuning[k] for k in ("max_rows_per_run", "inline_max_bytes", "eval_id")}
-    options.update(endpoint=endpoint, faults=faults)
+    """The options given on the command line, as ``get_backend`` keywords (those not given left out): the library
+    refuses one that ``backend`` ignores (``--judge-model`` on mock, ``--endpoint`` on local), naming it."""
+    options = {k: tuning[k] for k in (*_LOCAL_TUNING, "max_rows_per_run", "inline_max_bytes", "eval_id")}
+    options.update(endpoint=endpoint, faults=faults, use_cache=False if tuning["no_cache"] else None)
     return {k: v for k, v in options.items() if v is not None}
 
 

@@ -45,7 +45,14 @@ def render_text(report: ValidationReport) -> str:
     default=None,
     help="Hand-written testing criteria: a JSON list of Foundry testing_criteria, or a whole eval-create body.",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format: one problem a line, or the whole report as JSON.",
+)
 @click.option(
     "--max-per-rule",
     type=click.IntRange(1, 1_000_000),

@@ -25,7 +25,7 @@ import itertools
 import math
 import operator
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from .choice import choose_reader
 from .records import KINDS, derive_kind
 from .spec import DataSource
 
-__all__ = ["LoadResult", "arrays_from_records", "load_dataset", "load_trec_files"]
+__all__ = ["LoadResult", "arrays_from_rankings", "arrays_from_records", "load_dataset", "load_trec_files"]
 
 LoadResult = tuple[QueryArrays, list[dict[str, Any]]]
 _PartResult = tuple[FlatPart, list[dict[str, Any]]]
@@ -689,14 +689,85 @@ def load_trec_files(
         from .reader import empty_dataset
 
         raise empty_dataset(run_path)
-    builder = ArraysBuilder(depth, t)
+    order = [*runs, *(q for q in qrels if q not in runs)]
+    return arrays_from_rankings({q: trec_order(r) for q, r in runs.items()}, qrels, order, depth=depth, threshold=t), []
+
+
+def arrays_from_rankings(
+    rankings: Mapping[str, Sequence[tuple[float | None, str]]],
+    qrels: Mapping[str, dict[str, int]],
+    order: Sequence[str],
+    *,
+    depth: int,
+    threshold: int,
+) -> QueryArrays:
+    """Arrays of the queries ``order`` names, in that order: each query's ``(score, docid)`` ranking as given (rank
+    order; a query ``rankings`` lacks has an empty one, as trec_eval ``-c``), a repeated document kept at its first
+    position, labelled by ``qrels`` (kind from the labels, ``derive_kind``; no qrels entry: ``kind_source``
+    ``unknown``). The TREC files' reader and ``compare --qrels`` build their arrays here."""
+    builder = ArraysBuilder(depth, threshold)
     add = builder.adder()
-    for qid in [*runs, *(q for q in qrels if q not in runs)]:
-        first: dict[str, float] = {}
-        for score, doc in trec_order(runs.get(qid, ())):
+    for qid in order:
+        first: dict[str, float | None] = {}
+        for score, doc in rankings.get(qid, ()):
             first.setdefault(doc, score)
         ids = list(first)[:depth]
         labels = qrels.get(qid)
-        kind, source = derive_kind(None, None if labels is None else labels.values(), t)
+        kind, source = derive_kind(None, None if labels is None else labels.values(), threshold)
         add(qid, kind, source, ids, [first[i] for i in ids], labels, len(first), -1)
-    return builder.build(), []
+    return builder.build()
+
+
+def read_qrels_file(path: str | os.PathLike[str], relevance_threshold: int = 1) -> dict[str, dict[str, int]]:
+    """query id → {document id → label} from a qrels file: BEIR's ``query-id<TAB>corpus-id<TAB>score`` for a
+    ``.tsv`` file (its header line skipped), else TREC's ``qid 0 docid label``; each parsed by its reader
+    (``beir``, ``trec.read_qrels``), the first bad line a located ``DatasetError``. A document judged twice keeps
+    its last label (trec_eval's)."""
+    from .beir import _read_qrels_tsv
+    from .trec import Sink, read_qrels
+
+    source = Path(path)
+    read = _read_qrels_tsv if source.suffix.lower() == ".tsv" else read_qrels
+    qrels = {
+        qid: {g.document_id: g.query_relevance_label for g in labels}
+        for qid, labels in read(source, Sink(None)).items()
+    }
+    if not qrels:
+        from .reader import empty_dataset
+
+        raise empty_dataset(path)
+    return qrels
+
+
+def read_ranking_file(
+    path: str | os.PathLike[str], mapping: DataSource | None = None
+) -> dict[str, list[tuple[float | None, str]]]:
+    """query id → its ``(score, docid)`` ranking in rank order, from a run file by its name: a BEIR ``.json`` run
+    (``{qid: {docid: score}}``) or a TREC run (``qid Q0 docid rank score tag``), both in trec_eval's order (score
+    descending, ties by document id descending; the rank column ignored); a ``.jsonl`` file is the project's JSONL
+    read through ``mapping`` (``read_records``), its ranking as stored (the order
+    ``metrics`` ranks it in). Each by the readers of its format; the first problem is a located ``DatasetError``."""
+    from .trec import Sink, read_run, trec_order
+
+    source = Path(path)
+    suffix = source.suffix.lower()
+    if suffix == ".jsonl":
+        from . import read_records
+
+        if mapping is None:
+            raise ValueError("a JSONL run is read through a mapping")
+        return {
+            rec.query_id: [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
+            for rec in read_records(source, mapping, require_ranking=True)
+        }
+    if suffix == ".json":
+        from .beir import _read_json_run
+
+        runs = _read_json_run(source, Sink(None))
+    else:
+        runs, _ = read_run(source, Sink(None))
+    if not runs:
+        from .reader import empty_dataset
+
+        raise empty_dataset(path)
+    return {qid: list(trec_order(pairs)) for qid, pairs in runs.items()}

@@ -37,6 +37,7 @@ __all__ = [
     "build_parts",
     "check_threshold",
     "from_records",
+    "record_adder",
     "same_distinct",
     "sort_keys",
 ]
@@ -270,7 +271,9 @@ class QueryArrays:
     whether it had a label; ``length[q]`` = distinct documents in the top ``depth``; ``n_ret[q]`` = distinct
     documents retrieved (``-1`` when the fast reader did not count them: it counts them for negative queries
     only); ``scores`` are the top relevance scores (NaN: absent or past the end); ``ideal[q]`` (int64) = the
-    query's positive labels sorted descending, cut at ``I``; ``abstains`` = -1 (no response), 0 or 1;
+    query's positive labels sorted descending, cut at ``I``; ``n_judged[q]`` = its judged qrels documents (label ≥ 0:
+    trec_eval reads a negative label as not judged);
+    ``has_labels[q]``: it has qrels (a judged query); ``abstains`` = -1 (no response), 0 or 1;
     ``top_ids`` = the top ids of negative queries (for the labelling-contradiction check).
     """
 
@@ -285,6 +288,7 @@ class QueryArrays:
     n_ret: np.ndarray
     scores: np.ndarray
     n_rel: np.ndarray
+    n_judged: np.ndarray
     has_labels: np.ndarray
     ideal: np.ndarray
     abstains: np.ndarray
@@ -473,6 +477,7 @@ def build_parts(parts: Sequence[FlatPart], depth: int, relevance_threshold: int)
         n_ret=counts[:, 1].copy(),
         scores=scores,
         n_rel=n_rel,
+        n_judged=np.bincount(qq[ql >= 0], minlength=nq).astype(np.int64),
         has_labels=flags[:, 1].astype(bool),
         ideal=_ideal(qq[keep], ql[keep], nq, depth),
         abstains=flags[:, 0].copy(),
@@ -526,23 +531,15 @@ def _ideal(qq: np.ndarray, ql: np.ndarray, nq: int, depth: int) -> np.ndarray:
     return ideal
 
 
-def from_records(
-    records: Iterable[RecordLike],
-    depth: int,
-    relevance_threshold: int,
-    *,
-    abstention_phrases: Sequence[str] | None = None,
-    on_record: Callable[[Any, list[str], dict[str, int] | None], None] | None = None,
-) -> QueryArrays:
-    """Build the arrays from canonical records (one Python step per retrieved document: the library path).
+def record_adder(
+    builder: ArraysBuilder, abstention_phrases: Sequence[str] | None = None
+) -> Callable[[RecordLike], tuple[list[str], dict[str, int] | None]]:
+    """``add(record)``: one canonical record into ``builder`` (one Python step per retrieved document); returns its
+    first ``depth`` distinct document ids and its qrels (id → label, or None). The one way a record becomes a row
+    of the arrays, for ``from_records`` and for a caller that is handed the records one at a time."""
+    add, depth = builder.adder(), builder.depth
 
-    ``on_record(record, top_ids, qrels)`` is called for each record after it is added (top_ids: its first
-    ``depth`` distinct document ids; qrels: id → label, or None), so a caller can compute per-query extras
-    in the same pass (``report`` builds the arrays a block of records at a time instead).
-    """
-    builder = ArraysBuilder(depth, relevance_threshold)
-    add = builder.adder()
-    for rec in records:
+    def add_record(rec: RecordLike) -> tuple[list[str], dict[str, int] | None]:
         seen: dict[str, float | None] = {}
         for doc in rec.retrieved_documents:
             if doc.document_id not in seen:
@@ -553,6 +550,29 @@ def from_records(
             qrels = {g.document_id: g.query_relevance_label for g in rec.retrieval_ground_truth}
         abst = -1 if rec.response is None else int(is_abstention(rec.response, abstention_phrases))
         add(rec.query_id, rec.kind, rec.kind_source, ids, [seen[i] for i in ids], qrels, len(seen), abst)
+        return ids, qrels
+
+    return add_record
+
+
+def from_records(
+    records: Iterable[RecordLike],
+    depth: int,
+    relevance_threshold: int,
+    *,
+    abstention_phrases: Sequence[str] | None = None,
+    on_record: Callable[[Any, list[str], dict[str, int] | None], None] | None = None,
+) -> QueryArrays:
+    """Build the arrays from canonical records (``record_adder``: the library path).
+
+    ``on_record(record, top_ids, qrels)`` is called for each record after it is added (top_ids: its first
+    ``depth`` distinct document ids; qrels: id → label, or None), so a caller can compute per-query extras
+    in the same pass.
+    """
+    builder = ArraysBuilder(depth, relevance_threshold)
+    add_record = record_adder(builder, abstention_phrases)
+    for rec in records:
+        ids, qrels = add_record(rec)
         if on_record is not None:
             on_record(rec, ids, qrels)
     return builder.build()

@@ -15,6 +15,9 @@ narrower than Student's at n = 10 — and collapses to zero width when a few lab
   table (*Statistics in Medicine* 2005, "Wald+2" for matched proportions), so a few labels that all agree still
   give an interval of honest width, and the pad's weight vanishes as 1/n.
 - ``clip(low, high, lo, hi)``: an interval cut to its scale, and whether it had to be (the report says so).
+- ``satterthwaite(parts)``: the degrees of freedom of a sum of independent variance estimates V = Σ Vᵢ, each on
+  dfᵢ: (Σ Vᵢ)² / Σ (Vᵢ² / dfᵢ) (Satterthwaite, *Biometrics Bulletin* 1946) — used when the raters' variance (on
+  k − 1 df) is added to the rows' (on n − 1).
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ import numpy as np
 
 from ._dist import normal_quantile, t_quantile
 
-__all__ = ["PSEUDO_ROWS", "clip", "mean_t_interval", "padded_variance", "t_interval", "two_sided", "wilson"]
+__all__ = [
+    "PSEUDO_ROWS",
+    "clip",
+    "mean_t_interval",
+    "padded_variance",
+    "satterthwaite",
+    "t_interval",
+    "two_sided",
+    "wilson",
+]
 
 PSEUDO_ROWS = 2.0  # the pad's total weight: Agresti & Min's ½ per cell of a 2×2 table
 
@@ -38,7 +50,7 @@ def two_sided(confidence: float) -> float:
     return 0.5 + confidence / 2
 
 
-def wilson(successes: float, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+def wilson(successes: float, n: float, *, confidence: float = 0.95) -> tuple[float, float]:
     """The Wilson score interval of ``successes`` out of ``n`` (NaN, NaN when n = 0)."""
     if n <= 0:
         return float("nan"), float("nan")
@@ -78,3 +90,11 @@ def clip(low: float, high: float, lo: float, hi: float) -> tuple[float, float, b
     """[low, high] cut to [lo, hi], and whether a bound was cut."""
     cut = low < lo or high > hi
     return max(low, lo), min(high, hi), cut
+
+
+def satterthwaite(parts: list[tuple[float, float]]) -> float:
+    """(Σ Vᵢ)² / Σ (Vᵢ² / dfᵢ) over (Vᵢ, dfᵢ) with Vᵢ > 0 (inf when no part has variance: the normal limit)."""
+    live = [(v, df) for v, df in parts if v > 0 and df > 0]
+    if not live:
+        return math.inf
+    return sum(v for v, _ in live) ** 2 / sum(v * v / df for v, df in live)

@@ -8,7 +8,9 @@ has a column name (``Measure.key``: ``rr@10``, ``ndcg_exp@3``) and a summary nam
 ``mrr@10``, ``hit_rate@10``): the names the ``metrics`` and ``report`` outputs have always used.
 
 Spellings: the name or an alias, case-insensitive (``MRR@10`` = ``mrr@10`` = ``rr@10``; ``P@5`` = ``precision@5``;
-``nDCG@10`` = ``ndcg@10``; ``ndcg_exp@3`` = ``ndcg(gain=exp)@3``), keyword parameters with literal values (a
+``nDCG@10`` = ``ndcg@10``; ``ndcg_exp@3`` = ``ndcg(gain=exp)@3``; trec_eval's names: ``P_5``, ``recall_100``,
+``success_10``, ``ndcg_cut_10``, ``map_cut_10`` with their cutoff, ``recip_rank``, ``map``, ``Rprec``, ``bpref``
+without one), keyword parameters with literal values (a
 choice may be written bare: ``gain=exp``), ``@k`` for the cutoff. The text is parsed with ``ast`` and only that
 shape is accepted; nothing is evaluated.
 
@@ -16,12 +18,15 @@ Definitions (they hold exactly; rank = 1-based position after removing later dup
 relevance threshold, a setting of the whole computation, not a measure parameter; n_rel = relevant qrels documents,
 retrieved or not): each ``MeasureDef.definition`` below (the report's text), and ``metrics/ranking.py`` for the
 kernels. A new local measure: declare it here, compute its column in ``ranking.compute``; the summaries, report
-columns, ``compare`` and ``metrics --measure`` and the help texts follow.
+columns, ``compare`` and ``metrics --measure`` and the help texts follow. Measures declared ``default=False``
+(``ap``, ``rprec``, ``bpref``, ``judged``, the ``condensed`` variants) are computed only when asked for; the
+default output (``COLUMNS``) keeps the others.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +35,7 @@ from .._text import did_you_mean
 from ..errors import UsageError
 
 __all__ = [
+    "ALL_COLUMNS",
     "COLUMNS",
     "MEASURES",
     "Measure",
@@ -66,6 +72,7 @@ class Variant:
     params: tuple[tuple[str, Any], ...]
     column: str
     definition: str
+    default: bool = True  # in the default output (every measure at every k), else computed when asked for
 
 
 _NO_RELEVANT = "undefined when the query has no relevant label (n_rel = 0)"
@@ -93,6 +100,8 @@ class MeasureDef:
     variants: tuple[Variant, ...] = ()
     bounds: tuple[float, float] | None = (0.0, 1.0)
     mean_label: str | None = None
+    default: bool = True
+    trec_eval: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "aggregate", self.aggregate or self.name)
@@ -102,6 +111,15 @@ class MeasureDef:
 _ALWAYS = "always defined (all retrieved top-k documents when none is relevant)"
 _GAIN = Param(str, "linear", ("linear", "exp"), "linear: gain = label; exp: gain = 2^label − 1")
 _IDEAL_ZERO = "undefined when the ideal DCG is 0 (no label > 0); the relevance threshold does not apply"
+_CONDENSED = Param(bool, False, (False, True), "True: unjudged documents removed from the ranking first")
+
+
+def _condensed(column: str, name: str) -> Variant:
+    """The condensed-list variant of a measure (trec_eval -J, pytrec_eval ``judged_docs_only_flag``)."""
+    return Variant(
+        (("condensed", True),), f"{column}_cond", f"{name} on the ranking without its unjudged documents", False
+    )
+
 
 MEASURES: dict[str, MeasureDef] = {
     d.name: d
@@ -111,20 +129,32 @@ MEASURES: dict[str, MeasureDef] = {
             "1/rank of the first relevant document within the top k, else 0 (mean = MRR)",
             aggregate="mrr",
             label="MRR",
-            aliases=("mrr",),
+            aliases=("mrr", "recip_rank"),  # recip_rank: trec_eval's (uncut: give a k ≥ the run's depth)
             mean_label="MRR",
+            params={"condensed": _CONDENSED},
+            variants=(_condensed("rr", "rr"),),
         ),
-        MeasureDef("recall", "relevant documents in the top k ÷ all relevant documents (n_rel)"),
+        MeasureDef(
+            "recall",
+            "relevant documents in the top k ÷ all relevant documents (n_rel)",
+            trec_eval="recall",
+            params={"condensed": _CONDENSED},
+            variants=(_condensed("recall", "recall"),),
+        ),
         MeasureDef(  # ÷ k also when fewer than k were retrieved
             "precision",
             "relevant documents in the top k ÷ k",
             aliases=("p",),  # P@5: trec_eval's, ir_measures' name
+            trec_eval="P",
+            params={"condensed": _CONDENSED},
+            variants=(_condensed("precision", "precision"),),
         ),
         MeasureDef(
             "hit",
             "1 if any relevant document is in the top k (mean = hit rate)",
             aggregate="hit_rate",
             aliases=("hit_rate",),
+            trec_eval="success",
         ),
         MeasureDef(
             "distracting",
@@ -138,11 +168,65 @@ MEASURES: dict[str, MeasureDef] = {
             "trec_eval ndcg_cut: gain = label, discount 1/log2(rank+1), ideal from all labels",
             nan_rule=_IDEAL_ZERO,
             label="NDCG@k",
-            params={"gain": _GAIN},
-            variants=(Variant((("gain", "exp"),), "ndcg_exp", "as ndcg with gain 2^label − 1"),),
+            params={"gain": _GAIN, "condensed": _CONDENSED},
+            variants=(
+                Variant((("gain", "exp"),), "ndcg_exp", "as ndcg with gain 2^label − 1"),
+                _condensed("ndcg", "ndcg"),
+            ),
+            trec_eval="ndcg_cut",
+        ),
+        MeasureDef(
+            "ap",
+            "Σ over relevant documents at rank r ≤ k of (relevant in the top r ÷ r), ÷ n_rel (mean = MAP; trec_eval "
+            "map_cut_k, and map for k ≥ the run's depth)",
+            aggregate="map",
+            label="MAP@k",
+            aliases=("map",),  # trec_eval's map (uncut: give a k ≥ the run's depth)
+            mean_label="MAP",
+            params={"condensed": _CONDENSED},
+            variants=(_condensed("ap", "ap"),),
+            default=False,
+            trec_eval="map_cut",
+        ),
+        MeasureDef(
+            "rprec",
+            "relevant documents in the top R ÷ R, R = n_rel, on the ranking cut at k (trec_eval Rprec for k ≥ the "
+            "run's depth)",
+            label="R-precision",
+            aliases=("r_precision",),
+            params={"condensed": _CONDENSED},
+            variants=(_condensed("rprec", "rprec"),),
+            default=False,
+        ),
+        MeasureDef(
+            "bpref",
+            "Σ over relevant documents in the top k of 1 − min(judged non-relevant above it, R) ÷ min(R, N), ÷ R "
+            "(R = n_rel, N = judged non-relevant qrels documents; 1 when N = 0; unjudged documents are ignored; "
+            "trec_eval bpref for k ≥ the run's depth)",
+            default=False,
+        ),
+        MeasureDef(
+            "judged",
+            "judged documents (a qrels label ≥ 0) in the top k ÷ k (ir_measures Judged@k; trec_eval 1 − unj_k)",
+            nan_rule="always defined",
+            default=False,
         ),
     )
 }
+
+# trec_eval's cut names: P_5, recall_100, success_10, ndcg_cut_10, map_cut_10 (any case)
+_TREC_CUT = re.compile(
+    r"^(" + "|".join(d.trec_eval for d in MEASURES.values() if d.trec_eval) + r")_([0-9]+)$", re.IGNORECASE
+)
+
+
+def _trec_cut(text: str) -> Measure | None:
+    """``P_5`` → ``precision@5``: a trec_eval cut name as a measure, or None."""
+    m = _TREC_CUT.match(text.strip())
+    if m is None:
+        return None
+    d = next(d for d in MEASURES.values() if d.trec_eval.lower() == m.group(1).lower())
+    return Measure.of(d.name, None, int(m.group(2)))
 
 
 def _lookup(name: str) -> tuple[MeasureDef, dict[str, Any]]:
@@ -262,15 +346,25 @@ class Measure:
         return self.spec.higher_is_better
 
 
-# the kernels' output, in order: for each k, these columns
-COLUMNS: tuple[Measure, ...] = tuple(
+# every column the kernels compute, in output order: for each k, these columns
+ALL_COLUMNS: tuple[Measure, ...] = tuple(
     Measure.of(v) for d in MEASURES.values() for v in (d.name, *(x.column for x in d.variants))
 )
 
 
-def column_names() -> tuple[str, ...]:
-    """The kernels' column names without cutoff, in output order: ``rr``, ``recall``, ..., ``ndcg_exp``."""
-    return tuple(m.column for m in COLUMNS)
+def _is_default(m: Measure) -> bool:
+    variant = m._variant() if m.params else None
+    return m.spec.default and (variant is None or variant.default)
+
+
+# the default output (the ``metrics`` and ``report`` columns): the measures and variants declared ``default``
+COLUMNS: tuple[Measure, ...] = tuple(m for m in ALL_COLUMNS if _is_default(m))
+
+
+def column_names(every: bool = False) -> tuple[str, ...]:
+    """The kernels' column names without cutoff, in output order: ``rr``, ``recall``, ..., ``ndcg_exp`` (the
+    default output; ``every``: also those computed only when asked for, ``ap``, ``bpref``, ``ndcg_cond``...)."""
+    return tuple(m.column for m in (ALL_COLUMNS if every else COLUMNS))
 
 
 def _literal(node: ast.expr, spec: str) -> Any:
@@ -300,6 +394,9 @@ def parse_measure(spec: str | Measure) -> Measure:
     naming the expected form, the known measures or the allowed parameters otherwise)."""
     if isinstance(spec, Measure):
         return spec
+    trec = _trec_cut(spec)
+    if trec is not None:
+        return trec
     text = spec.strip()
     if not text or len(text) > _MAX_LEN:
         raise UsageError(f"measure {spec!r}: expected {_FORM}")
@@ -334,6 +431,8 @@ def is_measure_name(spec: str) -> bool:
     """Whether ``spec`` starts with a registered name, alias or variant column (``MRR@10``: yes; ``groundedness``,
     ``document_retrieval/ndcg@3``: no) — i.e. whether ``parse_measure`` is the parser it is meant for."""
     head = spec.strip()
+    if _TREC_CUT.match(head):
+        return True
     end = next((i for i, ch in enumerate(head) if not (ch.isalnum() or ch == "_")), len(head))
     if head[end : end + 1] not in ("", "@", "(", " "):
         return False

@@ -34,34 +34,55 @@ Intervals (95 % by default), chosen for the few labels a team has (``metrics.int
   population, seeded) finds every interval at 95 % coverage or above, within its Monte Carlo error; below them the
   intervals that keep their coverage span most of the scale.
 
+Several raters on a row (``human`` a raters × rows matrix): the row's human value is the raters' mean, and the
+raters' own disagreement is added to every human-only, PPI and PPI++ interval as a crossed random effect (rows ×
+raters; Cornfield & Tukey 1956, Brennan, *Generalizability Theory* 2001, the "absolute" error variance of a mean
+generalised over raters): Var(θ) = V_rows + V_raters, V_raters = σ̂²_rater · Σ_r w_r², w_r = (1/n)·Σ_{rows j rated
+by r} 1/m_j the weight of rater r in the mean of the row means (Σ w_r² = 1/k when k raters rate every row: more rows
+do not shrink it, more raters do). σ̂²_rater = Σ â_r² / (k − 1), â_r the rater effects of the additive two-way
+model y_rj = μ_j + a_r + e (least squares by backfitting on the rows rated twice or more, Σ â = 0): exact in
+expectation for a complete design up to the residual noise each â carries (σ²_e/n_r), which is counted again —
+conservative. The interval is t on Satterthwaite's df of (V_rows on n − 1, V_raters on k − 1); a pass rate's Wilson
+interval uses Korn & Graubard's effective n (*Survey Methodology* 1998): n* = p̂(1 − p̂)/V · (z/t_df)². Two raters
+who give 2 and 4 on every row have row means of 3 and no row variance, but σ̂²_rater = 2: the mean is 3 [1, 5]†,
+the pass rate 0.50 with an interval spanning most of [0, 1] — the humans' number is not known until the raters
+agree. One rater per row (or raters who never share a row): V_raters = 0, the intervals above unchanged.
+
 ``labels_to_halve`` solves for the fewest more labels (taken from the unlabelled rows, so N shrinks as n grows)
 after which the PPI++ variance is a quarter of today's, λ re-tuned for each count, the (padded) variances and
-covariance held at today's estimates and the t quantile at today's: it errs on the side of more labels (the pad's
-weight and the t quantile both shrink as labels are added).
+covariance held at today's estimates: V(m) = λ_m²·s_u²/(N − m) + (s_y² − 2λ_m·c + λ_m²·s_f²)/(n + m) + V_raters
+(``_variance_after``). ``labels_for_target`` is the fewest labels in all (n + m) whose interval half-width
+t₍df(m)₎·√V(m) is at most the target (df(m) Satterthwaite's of n + m − 1 and k − 1) — PPI's variance formula with
+the judge–human agreement seen so far; ``human_labels_to_halve`` and the no-label ``labels_for_half_width`` are the
+same search for the human-only mean, t₍n−1₎·√(s²/n + V_raters) (Student's t, not the normal approximation).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from ._dist import normal_quantile
-from .intervals import PSEUDO_ROWS, clip, padded_variance, t_interval, two_sided, wilson
+from ._dist import normal_quantile, t_quantile
+from .intervals import PSEUDO_ROWS, clip, padded_variance, satterthwaite, t_interval, two_sided, wilson
 
 __all__ = [
     "MIN_HUMAN_LABELS",
     "MIN_LABELS",
+    "NO_RATERS",
     "Estimate",
     "MeanEstimates",
     "QueuePick",
+    "RaterSpread",
     "estimate_mean",
     "labelling_priority",
     "labels_for_half_width",
     "ppi_mean",
+    "rater_mean",
+    "rater_spread",
     "tuned_lambda",
 ]
 
@@ -94,6 +115,75 @@ class Estimate:
     @property
     def half_width(self) -> float:
         return (self.high - self.low) / 2
+
+
+@dataclass(frozen=True)
+class RaterSpread:
+    """The raters' share of the variance of a mean of row means: ``variance`` = ``sigma2`` · ``weight`` (σ̂²_rater ·
+    Σ_r w_r²) on ``df`` = k − 1 degrees of freedom, ``raters`` = k (those sharing a row with another rater)."""
+
+    variance: float
+    df: int
+    raters: int
+    sigma2: float
+    weight: float
+
+
+NO_RATERS = RaterSpread(0.0, 0, 0, 0.0, 0.0)
+
+
+def rater_mean(matrix: Any) -> np.ndarray:
+    """The raters' mean per row of a raters × rows matrix, NaN where nobody rated (no warning): the human value
+    of each row for PPI and the labelling priority."""
+    matrix = np.atleast_2d(np.asarray(matrix, dtype=np.float64))
+    counts = np.count_nonzero(~np.isnan(matrix), axis=0)
+    sums = np.nansum(matrix, axis=0)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def rater_spread(ratings: Any, *, iterations: int = 200) -> RaterSpread:
+    """The raters' variance component of the mean of the row means of a raters × rows matrix (NaN = not rated; the
+    columns: the rows the mean is over). σ̂²_rater = Σ â_r² / (k − 1), â the rater effects of y_rj = μ_j + a_r + e
+    fitted by backfitting (alternating row and rater means, Σ â = 0) on the rows rated twice or more; Σ_r w_r² with
+    w_r = (1/n)·Σ_j [r rated j] / m_j over every row rated. Fewer than two raters sharing a row: ``NO_RATERS``."""
+    m = np.atleast_2d(np.asarray(ratings, dtype=np.float64))
+    rated = ~np.isnan(m)
+    per_row = rated.sum(axis=0)
+    rows = per_row > 0
+    n = int(np.count_nonzero(rows))
+    multi = per_row >= 2
+    who = rated[:, multi].any(axis=1)
+    k = int(np.count_nonzero(who))
+    if n == 0 or k < 2:
+        return NO_RATERS
+    w = (rated[:, rows] / per_row[rows]).sum(axis=1) / n
+    y, r = np.where(rated, m, 0.0)[who][:, multi], rated[who][:, multi]
+    per_rater, per_col = r.sum(axis=1), r.sum(axis=0)
+    a = np.zeros(k)
+    for _ in range(iterations):
+        mu = (np.where(r, y - a[:, None], 0.0)).sum(axis=0) / per_col
+        new = (np.where(r, y - mu[None, :], 0.0)).sum(axis=1) / per_rater
+        new -= new.mean()
+        done = float(np.abs(new - a).max()) < 1e-10
+        a = new
+        if done:
+            break
+    sigma2 = float((a**2).sum()) / (k - 1)
+    weight = float((w**2).sum())
+    return RaterSpread(sigma2 * weight, k - 1, k, sigma2, weight)
+
+
+def _with_raters(variance: float, df: float, raters: RaterSpread) -> float:
+    """Satterthwaite's df of the rows' variance (on ``df``) plus the raters' (on k − 1)."""
+    return satterthwaite([(variance, df), (raters.variance, raters.df)]) if raters.variance > 0 else df
+
+
+def _df_text(df: float) -> str:
+    return str(int(df)) if float(df).is_integer() else f"{df:.1f}"
+
+
+def _raters_note(raters: RaterSpread) -> str:
+    return f", {raters.raters} raters' variance" if raters.variance > 0 else ""
 
 
 def _z(confidence: float) -> float:
@@ -178,12 +268,13 @@ def ppi_mean(
     confidence: float = 0.95,
     scale: Scale | None = None,
     interval: Literal["t", "normal"] = "t",
+    raters: RaterSpread = NO_RATERS,
 ) -> Estimate:
     """The prediction-powered mean and interval: ``lam=None`` tunes λ (PPI++), ``lam=1`` is plain PPI.
 
     ``interval="t"`` (two labels or more): t₍n−1₎, n − 1 divisors, the pseudo-row pad and clipping when ``scale``
-    is given; ``interval="normal"``: ``ppi-python``'s large-sample interval, θ ± z·√(λ²·sd(f_u)²/N +
-    sd(y − λf)²/n) with the n divisor, unclipped."""
+    is given, plus the ``raters``' variance (Satterthwaite's df); ``interval="normal"``: ``ppi-python``'s
+    large-sample interval, θ ± z·√(λ²·sd(f_u)²/N + sd(y − λf)²/n) with the n divisor, unclipped."""
     yy, ff, uu = _arrays(y, f, f_u)
     n, big_n = yy.size, uu.size
     if n == 0 or big_n == 0:
@@ -198,8 +289,9 @@ def ppi_mean(
     if n < 2:
         raise ValueError("the t interval needs two labelled rows or more")
     variance = lam_**2 * _var1(uu) / big_n + _residual_variance(yy, ff, lam_, v) / n
-    low, high = t_interval(mean, variance, n - 1, confidence=confidence)
-    how = f"t, {n - 1} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "")
+    df = _with_raters(variance, n - 1, raters)
+    low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
+    how = f"t, {_df_text(df)} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "") + _raters_note(raters)
     low, high, cut = _on_scale(low, high, v)
     return Estimate(method, mean, low, high, n, big_n, confidence, how, cut)
 
@@ -222,9 +314,16 @@ def _too_few(
 
 
 def _single(
-    values: np.ndarray, method: str, counts: tuple[int, int], confidence: float, v: np.ndarray | None, minimum: int
+    values: np.ndarray,
+    method: str,
+    counts: tuple[int, int],
+    confidence: float,
+    v: np.ndarray | None,
+    minimum: int,
+    raters: RaterSpread = NO_RATERS,
 ) -> Estimate:
-    """One mean with its interval (Wilson for a pass rate, padded t on a scale, plain t without one); fewer than
+    """One mean with its interval (Wilson for a pass rate, padded t on a scale, plain t without one; the
+    ``raters``' variance added: Wilson on Korn & Graubard's effective n, t on Satterthwaite's df); fewer than
     ``minimum`` values: no interval, ``need_labels`` = ``minimum``."""
     if values.size == 0:
         return _too_few(method, float("nan"), counts, confidence, None)
@@ -232,22 +331,41 @@ def _single(
     if values.size < max(minimum, 2):
         return _too_few(method, mean, counts, confidence, minimum if minimum > 1 else None)
     if _is_rate(v):
+        if raters.variance > 0 and 0 < mean < 1:
+            n_star = _effective_n(mean, values.size, raters, confidence)
+            low, high = wilson(mean * n_star, n_star, confidence=confidence)
+            how = f"Wilson score, effective n {n_star:.3g} ({raters.raters} raters' variance)"
+            return Estimate(method, mean, low, high, *counts, confidence, how)
         low, high = wilson(float(values.sum()), values.size, confidence=confidence)
         return Estimate(method, mean, low, high, *counts, confidence, "Wilson score")
     variance = _residual_variance(values, np.zeros_like(values), 0.0, v) / values.size
-    low, high = t_interval(mean, variance, values.size - 1, confidence=confidence)
-    how = f"t, {values.size - 1} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "")
+    df = _with_raters(variance, values.size - 1, raters)
+    low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
+    how = f"t, {_df_text(df)} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "") + _raters_note(raters)
     low, high, cut = _on_scale(low, high, v)
     return Estimate(method, mean, low, high, *counts, confidence, how, cut)
 
 
+def _effective_n(p: float, n: int, raters: RaterSpread, confidence: float) -> float:
+    """Korn & Graubard's effective n of a proportion whose variance is p(1 − p)/n plus the raters':
+    n* = p(1 − p)/V · (z/t_df)², df Satterthwaite's (at most n)."""
+    base = p * (1 - p) / n
+    total = base + raters.variance
+    df = satterthwaite([(base, n - 1), (raters.variance, raters.df)])
+    z = _z(confidence)
+    return min(float(n), p * (1 - p) / total * (z / t_quantile(two_sided(confidence), df)) ** 2)
+
+
 @dataclass(frozen=True)
 class MeanEstimates:
-    """One judge metric's mean four ways, λ, and the labels that would halve the intervals.
+    """One judge metric's mean four ways, λ, and the label budget.
 
     ``labels_to_halve``: more human labels after which the PPI++ interval is half as wide or less (None: not even
-    labelling every row would, or fewer than ``MIN_LABELS`` labels yet);
-    ``human_labels_to_halve``: the same for the human-only interval (3·n: width ∝ 1/√n).
+    labelling every row would, or fewer than ``MIN_LABELS`` labels yet); ``human_labels_to_halve``: the same for
+    the human-only interval (Student's t on today's variance); ``labels_for_target``: labels in all (today's
+    included) for a PPI++ interval of ±``target`` (the human-only one when every scored row is labelled; with no
+    label yet the worst case, ``labels_for_half_width``) — None when no count of rows reaches it (the raters'
+    variance alone is wider: more raters are needed, not more rows); ``raters``: the raters' variance component.
     """
 
     judge_only: Estimate
@@ -257,37 +375,49 @@ class MeanEstimates:
     lam: float | None
     labels_to_halve: int | None
     human_labels_to_halve: int | None
+    target: float | None = None
+    labels_for_target: int | None = None
+    raters: RaterSpread = NO_RATERS
 
 
-def estimate_mean(judge: Any, human: Any, *, confidence: float = 0.95, scale: Scale | None = None) -> MeanEstimates:
+def estimate_mean(
+    judge: Any, human: Any, *, confidence: float = 0.95, scale: Scale | None = None, target: float | None = None
+) -> MeanEstimates:
     """Every estimate of the mean from aligned arrays over all rows: ``judge`` (NaN = unscored, left out) and
-    ``human`` (NaN = not labelled). ``scale``: the values a verdict can take — (0, 1) for a pass rate (Wilson
-    intervals), e.g. range(1, 6) for a 1–5 score (padded t intervals clipped to 1–5); None: plain t intervals, no
-    clipping. With no labelled row only the judge-only mean is set; PPI and PPI++ are None when every scored row is
-    labelled (nothing to correct)."""
+    ``human`` (NaN = not labelled): one value per row, or a raters × rows matrix (the row's value is the raters'
+    mean, their disagreement is added to the intervals: ``rater_spread``). ``scale``: the values a verdict can take —
+    (0, 1) for a pass rate (Wilson intervals), e.g. range(1, 6) for a 1–5 score (padded t intervals clipped to 1–5);
+    None: plain t intervals, no clipping. With no labelled row only the judge-only mean is set; PPI and PPI++ are
+    None when every scored row is labelled (nothing to correct). ``target``: a half-width to budget labels for."""
     j = np.asarray(judge, dtype=np.float64).ravel()
-    h = np.asarray(human, dtype=np.float64).ravel()
+    given = np.asarray(human, dtype=np.float64)
+    h = rater_mean(given) if given.ndim == 2 else given.ravel()
     if j.shape != h.shape:
         raise ValueError(f"judge and human must have one length, got {j.size} and {h.size}")
     scored = ~np.isnan(j)
     labeled = scored & ~np.isnan(h)
     y, f, f_u = h[labeled], j[labeled], j[scored & np.isnan(h)]
     v = _scale_values(scale, y, j[scored])
+    raters = rater_spread(given[:, labeled]) if given.ndim == 2 and y.size else NO_RATERS
     n, big_n = y.size, f_u.size
     judge_only = _single(j[scored], "judge only", (n, big_n), confidence, v, 1)
-    human_only = _single(y, "human only", (n, big_n), confidence, v, MIN_HUMAN_LABELS)
+    human_only = _single(y, "human only", (n, big_n), confidence, v, MIN_HUMAN_LABELS, raters)
+    budget = _Budget(y, f, f_u, v, raters, confidence)
+    human_halve = budget.human_to_halve()
+    need = None if target is None else budget.for_target(target)
     if n == 0 or big_n == 0:
-        return MeanEstimates(judge_only, human_only, None, None, None, None, 3 * n if n else None)
+        return MeanEstimates(judge_only, human_only, None, None, None, None, human_halve, target, need, raters)
     lam = tuned_lambda(y, f, f_u)
     if n < MIN_LABELS:
         plain, plus = (
             _too_few(_method(lam_, tuned), float(lam_ * f_u.mean() + (y - lam_ * f).mean()), (n, big_n), confidence)
             for lam_, tuned in ((1.0, False), (lam, True))
         )
-        return MeanEstimates(judge_only, human_only, plain, plus, lam, None, 3 * n)
-    plus = ppi_mean(y, f, f_u, confidence=confidence, scale=v)
-    plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v)
-    return MeanEstimates(judge_only, human_only, plain, plus, lam, _labels_to_halve(y, f, f_u, lam, v), 3 * n)
+        return MeanEstimates(judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters)
+    plus = ppi_mean(y, f, f_u, confidence=confidence, scale=v, raters=raters)
+    plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v, raters=raters)
+    halve = budget.ppi_to_halve()
+    return MeanEstimates(judge_only, human_only, plain, plus, lam, halve, human_halve, target, need, raters)
 
 
 def _padded_moments(y: np.ndarray, f: np.ndarray, v: np.ndarray | None) -> tuple[float, float, float]:
@@ -304,31 +434,116 @@ def _padded_moments(y: np.ndarray, f: np.ndarray, v: np.ndarray | None) -> tuple
     return float(s_y), float(c), float(s_f)
 
 
-def _labels_to_halve(y: np.ndarray, f: np.ndarray, f_u: np.ndarray, lam: float, v: np.ndarray | None) -> int | None:
-    """The fewest m (moved from the unlabelled rows) whose PPI++ variance is a quarter of today's, λ re-tuned at each
-    m: V(m) = λ²·s_u²/(N − m) + (s_y² − 2λ·c + λ²·s_f²)/(n + m), with s_u² = s²(f_u) and s_y², c, s_f² the padded
-    moments of the labelled rows (so V(0) is the interval's variance), at λ = c₀ / (v₀·(1 + (n + m)/(N − m)))
-    clipped to [0, 1] (c₀ = Cov(y, f), v₀ = Var(f ∪ f_u), as ``tuned_lambda``): λ = 0 is the human-only interval."""
-    n, big_n = y.size, f_u.size
-    s_u = _var1(f_u)
-    s_y, c, s_f = _padded_moments(y, f, v)
-    target = (lam**2 * s_u / big_n + (s_y - 2 * lam * c + lam**2 * s_f) / n) / 4
-    v0 = float(np.var(np.concatenate([f, f_u]), ddof=1))
-    c0 = float(np.mean((y - y.mean()) * (f - f.mean())))
-    m = np.arange(1, big_n, dtype=np.float64)
-    lab, unl = n + m, big_n - m
-    lam_m = np.clip(c0 / (v0 * (1 + lab / unl)), 0.0, 1.0) if v0 > 0 else np.zeros_like(m)
-    variance = lam_m**2 * s_u / unl + (s_y - 2 * lam_m * c + lam_m**2 * s_f) / lab
-    ok = np.nonzero(variance <= target)[0]
-    return int(m[ok[0]]) if ok.size else None
+def _t_half(variance: np.ndarray, df: np.ndarray, confidence: float) -> np.ndarray:
+    """t₍df₎·√variance, element-wise (``scipy.special.stdtrit``)."""
+    from scipy.special import stdtrit
+
+    return np.asarray(stdtrit(df, two_sided(confidence))) * np.sqrt(np.maximum(variance, 0.0))
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """The label budget of one mean from today's labelled rows: the PPI++ variance V(m) after m more labels, and
+    the human-only one (both with the raters' variance, which more rows do not shrink)."""
+
+    y: np.ndarray
+    f: np.ndarray
+    f_u: np.ndarray
+    v: np.ndarray | None
+    raters: RaterSpread
+    confidence: float
+
+    def _df(self, variance: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        r = self.raters
+        if r.variance <= 0:
+            return labels - 1
+        total = variance + r.variance
+        return total**2 / (variance**2 / (labels - 1) + r.variance**2 / r.df)
+
+    def _human(self, labels: np.ndarray) -> np.ndarray:
+        """Half-width of the human-only mean at each count of labels: t₍df₎·√(s²/n' + V_raters)."""
+        s2 = _residual_variance(self.y, np.zeros_like(self.y), 0.0, self.v)
+        variance = s2 / labels
+        return _t_half(variance + self.raters.variance, self._df(variance, labels), self.confidence)
+
+    def human_to_halve(self) -> int | None:
+        """More labels after which the human-only half-width is half today's (None: none yet, or unreachable)."""
+        n = self.y.size
+        if n < 2:
+            return None
+        today = float(self._human(np.array([float(n)]))[0])
+        found = self._first(float(n + 1), float(n + max(64 * n, 10_000)), lambda k: self._human(k) <= today / 2)
+        return None if found is None else found - n
+
+    @staticmethod
+    def _first(low: float, high: float, ok: Callable[[np.ndarray], np.ndarray]) -> int | None:
+        """The fewest whole k in [low, high] with ok(k): ``ok`` on 256 log-spaced counts, then on every count
+        between the last that failed and the first that held."""
+        grid = np.unique(np.round(np.geomspace(low, high, 256)))
+        hit = np.nonzero(ok(grid))[0]
+        if not hit.size:
+            return None
+        start = grid[hit[0] - 1] + 1 if hit[0] > 0 else low
+        dense = np.arange(start, grid[hit[0]] + 1)
+        return int(dense[np.nonzero(ok(dense))[0][0]])
+
+    def _ppi(self, m: np.ndarray) -> np.ndarray:
+        """V(m) = λ_m²·s_u²/(N − m) + (s_y² − 2λ_m·c + λ_m²·s_f²)/(n + m), λ_m = c₀ / (v₀·(1 + (n + m)/(N − m)))
+        clipped to [0, 1] (c₀ = Cov(y, f), v₀ = Var(f ∪ f_u), as ``tuned_lambda``); s_u² = s²(f_u) and s_y², c,
+        s_f² the padded moments of the labelled rows, so V(0) is today's interval's variance (raters' excluded)."""
+        y, f, f_u = self.y, self.f, self.f_u
+        n, big_n = y.size, f_u.size
+        s_u = _var1(f_u)
+        s_y, c, s_f = _padded_moments(y, f, self.v)
+        v0 = float(np.var(np.concatenate([f, f_u]), ddof=1))
+        c0 = float(np.mean((y - y.mean()) * (f - f.mean())))
+        lab, unl = n + m, big_n - m
+        lam = np.clip(c0 / (v0 * (1 + lab / unl)), 0.0, 1.0) if v0 > 0 else np.zeros_like(m)
+        return np.asarray(lam**2 * s_u / unl + (s_y - 2 * lam * c + lam**2 * s_f) / lab)
+
+    def ppi_to_halve(self) -> int | None:
+        """The fewest m (moved from the unlabelled rows) whose PPI++ variance, raters' included, is a quarter of
+        today's (None: not even labelling every row would)."""
+        big_n = self.f_u.size
+        today = float(self._ppi(np.zeros(1))[0]) + self.raters.variance
+        m = np.arange(1, big_n, dtype=np.float64)
+        ok = np.nonzero(self._ppi(m) + self.raters.variance <= today / 4)[0]
+        return int(m[ok[0]]) if ok.size else None
+
+    def for_target(self, half_width: float) -> int | None:
+        """Labels in all for a half-width of at most ``half_width``: the PPI++ interval's t₍df₎·√(V(m) +
+        V_raters), from ``MIN_LABELS`` up to every scored row but one; every scored row labelled: the human-only
+        interval's. With fewer than two labels: ``labels_for_half_width`` (the worst case on a pass rate, else the
+        judge's own spread as the guess of the humans'). None when no count reaches it."""
+        if half_width <= 0:
+            raise ValueError(f"half_width must be > 0, got {half_width}")
+        n, big_n = self.y.size, self.f_u.size
+        if n < 2:
+            pool = np.concatenate([self.f, self.f_u])
+            sd = 0.5 if _is_rate(self.v) else (float(pool.std(ddof=1)) if pool.size > 1 else 0.0)
+            return labels_for_half_width(half_width, sd=sd, confidence=self.confidence) if sd > 0 else None
+        start = max(n, MIN_LABELS)
+        if big_n > 0 and start < n + big_n:
+            m = np.arange(start - n, big_n, dtype=np.float64)
+            variance = self._ppi(m)
+            half = _t_half(variance + self.raters.variance, self._df(variance, n + m), self.confidence)
+            ok = np.nonzero(half <= half_width)[0]
+            if ok.size:
+                return int(n + m[ok[0]])
+        every = float(n + big_n)
+        return int(every) if float(self._human(np.array([every]))[0]) <= half_width else None
 
 
 def labels_for_half_width(half_width: float, *, sd: float = 0.5, confidence: float = 0.95) -> int:
-    """Human labels for a human-only interval of ±``half_width``: ⌈(z·sd / half_width)²⌉; ``sd=0.5`` is the worst
-    case of a pass rate (what to tell a team with no labels yet: ±0.1 needs 97)."""
+    """Human labels for a human-only interval of ±``half_width`` with no label yet: the fewest n with
+    t₍n−1₎·sd/√n ≤ ``half_width`` (Student's t); ``sd=0.5`` is the worst case of a pass rate (±0.1 needs 99, ±0.05
+    needs 387)."""
     if half_width <= 0:
         raise ValueError(f"half_width must be > 0, got {half_width}")
-    return math.ceil((_z(confidence) * sd / half_width) ** 2)
+    n = max(2, math.ceil((_z(confidence) * sd / half_width) ** 2))  # the normal answer, a lower bound
+    while t_quantile(two_sided(confidence), n - 1) * sd / math.sqrt(n) > half_width:
+        n += 1
+    return n
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Ranking metrics Foundry does not report — rr/MRR, recall, precision, hit, distracting, NDCG — for many k at once.
+"""Ranking metrics Foundry does not report — rr/MRR, recall, precision, hit, distracting, NDCG, and on request AP/MAP,
+R-precision, bpref, judged and the condensed-list variants — for many k at once.
 
 Definitions (they hold exactly; see docs/metrics.md):
 
@@ -12,8 +13,18 @@ Definitions (they hold exactly; see docs/metrics.md):
   retrieved top-k documents when none is relevant).
 - ``ndcg@k`` = trec_eval ``ndcg_cut_k``: gain = label for every label > 0 (the threshold does not apply),
   discount 1/log2(rank + 1), ideal = all qrels labels sorted descending, cut at k. ``ndcg_exp@k``: gain 2^label − 1.
-- Undefined (NaN, ``null`` in JSON): rr, recall, precision, hit when n_rel = 0; ndcg when the ideal DCG is 0.
-  ``distracting`` is always defined.
+- Computed when asked for (``measures``): ``ap@k`` = trec_eval ``map_cut_k``: Σ over relevant documents at rank
+  r ≤ k of precision@r, ÷ n_rel. ``rprec@k`` = relevant in the top min(n_rel, k) ÷ n_rel (trec_eval ``Rprec`` when
+  k ≥ the run's depth). ``bpref@k`` = trec_eval ``bpref`` on the ranking cut at k: Σ over relevant documents in the
+  top k of 1 − min(n, R) / min(R, N), ÷ R, where n = judged non-relevant documents ranked above it, R = n_rel,
+  N = judged non-relevant qrels documents (the term is 1 when N = 0); unjudged documents count for nothing.
+  ``judged@k`` = documents with a qrels label ≥ 0 in the top k ÷ k (trec_eval reads a negative label as not
+  judged). ``{measure}_cond@k``: the measure on the condensed list (unjudged documents removed first, trec_eval
+  ``-J``), which needs the whole retrieved list in the arrays.
+- Undefined (NaN, ``null`` in JSON): rr, recall, precision, hit, ap, rprec, bpref when n_rel = 0; ndcg when the ideal
+  DCG is 0. ``distracting`` and ``judged`` are always defined.
+- Means: ``nan_mean`` under a NaN policy over the queries of one kind (the per-kind summary), or ``average`` in the
+  mode ``trec_eval``: over the judged queries (a qrels line), undefined values counted as 0.
 
 The core (``compute``) is numpy over the padded arrays of ``_arrays.QueryArrays``: no Python step per document,
 every k from one cumulative sum.
@@ -22,19 +33,21 @@ every k from one cumulative sum.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 
 from ._arrays import QueryArrays, RecordLike, from_records
-from .measures import COLUMNS, Measure, column_names
+from .measures import ALL_COLUMNS, COLUMNS, Measure, column_names
 
 __all__ = [
+    "AVERAGES",
     "METRIC_NAMES",
     "NAN_POLICIES",
     "RankingResult",
+    "average",
     "compute",
     "nan_mean",
     "normalize_ks",
@@ -46,10 +59,14 @@ __all__ = [
 
 NanPolicy = Literal["propagate", "drop", "zerofill"]
 NAN_POLICIES: tuple[str, ...] = ("propagate", "drop", "zerofill")
+#: averaging modes named after what they reproduce (``average``); ``kind``: the per-kind means only
+AVERAGES: tuple[str, ...] = ("trec_eval", "kind")
 # the kernels' columns and summary names, from the measure registry (metrics/measures.py)
 METRIC_NAMES: tuple[str, ...] = column_names()
 # summary order: the higher-is-better measures first, then the lower-is-better ones (distracting)
-_SUMMARY_ORDER: tuple[Measure, ...] = tuple(sorted(COLUMNS, key=lambda m: not m.higher_is_better))
+_SUMMARY_ORDER: tuple[Measure, ...] = tuple(sorted(ALL_COLUMNS, key=lambda m: not m.higher_is_better))
+_DEFAULT = frozenset(COLUMNS)
+_EVERY_NAME = column_names(every=True)
 
 
 def normalize_ks(ks: Iterable[int]) -> tuple[int, ...]:
@@ -70,11 +87,78 @@ def _at(cum: np.ndarray, k: int) -> np.ndarray:
     return cum[:, min(k, width) - 1]
 
 
-def compute(arrays: QueryArrays, ks: Sequence[int]) -> dict[str, np.ndarray]:
-    """Per-query float64 arrays ``"{metric}@{k}"`` for every metric and k, plus ``n_rel``.
+def compute(arrays: QueryArrays, ks: Sequence[int], extra: Iterable[Measure] = ()) -> dict[str, np.ndarray]:
+    """Per-query float64 arrays ``"{metric}@{k}"`` for every default metric and k, plus ``n_rel``, plus the
+    measures of ``extra`` (``ap@10``, ``ndcg_cond@5``: any column, each at its cutoff).
 
-    ``arrays.depth`` must be at least ``max(ks)``.
+    ``arrays.depth`` must be at least ``max(ks)`` and every cutoff of ``extra``.
     """
+    out = _default_columns(arrays, ks)
+    wanted = [m for m in extra if m.key not in out]
+    condensed = [m for m in wanted if m.column.endswith("_cond")]
+    if condensed:
+        short = _condense(arrays)
+        base_columns = _default_columns(short, sorted({int(m.cutoff or 0) for m in condensed}))
+        for m in condensed:
+            base = Measure.of(m.name, None, m.cutoff)
+            out[m.key] = base_columns[base.key] if base.key in base_columns else _column(short, base)
+    for m in wanted:
+        if m.key not in out:
+            out[m.key] = _column(arrays, m)
+    return out
+
+
+def _condense(arrays: QueryArrays) -> QueryArrays:
+    """The arrays with each ranking's unjudged documents removed, the judged ones moved up in order (the condensed
+    list: trec_eval ``-J``, pytrec_eval ``judged_docs_only_flag``)."""
+    judged = _judged(arrays)
+    order = np.argsort(~judged, axis=1, kind="stable")
+    judged = np.take_along_axis(judged, order, axis=1)
+    labels = np.where(judged, np.take_along_axis(arrays.labels, order, axis=1), 0)
+    scores = np.where(judged, np.take_along_axis(arrays.scores, order, axis=1), np.nan)
+    return replace(arrays, labels=labels, judged=judged, scores=scores, length=judged.sum(axis=1).astype(np.int64))
+
+
+def _judged(arrays: QueryArrays) -> np.ndarray:
+    """Where a retrieved document is judged: it has a qrels label ≥ 0 (trec_eval reads a negative label, e.g. -1,
+    as not judged: for ``judged``, ``bpref`` and the condensed lists)."""
+    return arrays.judged & (arrays.labels >= 0)
+
+
+def _column(arrays: QueryArrays, m: Measure) -> np.ndarray:
+    """One measure computed only when asked for (``ap``, ``rprec``, ``bpref``, ``judged``) at its cutoff."""
+    k = m.cutoff
+    if k is None or arrays.depth < k:
+        raise ValueError(f"{m}: needs a cutoff within the arrays' depth {arrays.depth}")
+    labels, judged = arrays.labels[:, :k], _judged(arrays)[:, :k]
+    rel = labels >= arrays.relevance_threshold
+    n_rel = arrays.n_rel.astype(np.float64)
+    undefined = arrays.n_rel == 0
+    cum_rel = np.cumsum(rel, axis=1, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if m.column == "judged":
+            return judged.sum(axis=1) / float(k)
+        if m.column == "ap":
+            ranks = np.arange(1, labels.shape[1] + 1, dtype=np.float64)
+            value = (rel * (cum_rel / ranks)).sum(axis=1) / n_rel
+        elif m.column == "rprec":
+            upto = np.minimum(arrays.n_rel, labels.shape[1])  # relevant in the top R of the ranking cut at k
+            cum0 = np.concatenate([np.zeros((len(upto), 1), np.int64), cum_rel], axis=1)
+            value = cum0[np.arange(len(upto)), upto] / n_rel
+        elif m.column == "bpref":
+            nonrel = judged & ~rel
+            above = np.cumsum(nonrel, axis=1, dtype=np.int64) - nonrel  # judged non-relevant ranked above
+            n_nonrel = (arrays.n_judged - arrays.n_rel)[:, None]
+            r = arrays.n_rel[:, None]
+            term = np.where(n_nonrel > 0, 1.0 - np.minimum(above, r) / np.minimum(r, n_nonrel), 1.0)
+            value = (rel * term).sum(axis=1) / n_rel
+        else:
+            raise ValueError(f"{m}: not a column the kernels compute")
+    return np.where(undefined, np.nan, value)
+
+
+def _default_columns(arrays: QueryArrays, ks: Sequence[int]) -> dict[str, np.ndarray]:
+    """``compute``'s default columns (``COLUMNS`` at every k) and ``n_rel``."""
     ks = normalize_ks(ks)
     if arrays.depth < ks[-1]:
         raise ValueError(f"arrays were built to depth {arrays.depth}, below k={ks[-1]}")
@@ -153,23 +237,53 @@ def nan_mean(values: np.ndarray, nan_policy: str) -> float | None:
     return float((np.cumsum(values)[-1] + 0.0) / values.size) if values.size else None
 
 
+def average(values: np.ndarray, judged: np.ndarray, mode: str) -> float | None:
+    """The mean over queries that ``mode`` reproduces, or None (no query counts; ``propagate`` and a NaN).
+
+    ``trec_eval`` — what trec_eval ``-c``, pytrec_eval's per-query values averaged over the judged queries, and
+    ir_measures' means give: the judged queries only (``judged[q]``: the query has a qrels line, any label); an
+    undefined value (NaN: no relevant document, e.g. a topic judged only 0) counts as 0; unjudged queries (in the
+    run, not in the qrels) are left out. A judged query the run has nothing for is scored on an empty ranking: 0
+    (trec_eval ``-c``; without ``-c`` trec_eval leaves it out). A NaN policy (``propagate``, ``drop``,
+    ``zerofill``): ``nan_mean`` of every value, ``judged`` ignored. The sum is ``nan_mean``'s (left to right).
+    """
+    if mode == "trec_eval":
+        return nan_mean(values[judged], "zerofill")
+    return nan_mean(values, mode)
+
+
+def _summary_measures(ks: Sequence[int], selected: frozenset[str] | None) -> list[Measure]:
+    """The measures a summary holds, in order: for each k, the default columns (or the ``selected`` keys)."""
+    every = [measure @ k for k in ks for measure in _SUMMARY_ORDER]
+    if selected is None:
+        return [m for m in every if Measure.of(m.name, dict(m.params)) in _DEFAULT]
+    return [m for m in every if m.key in selected]
+
+
 def summarize(
     columns: dict[str, np.ndarray],
     negative: np.ndarray,
     ks: Sequence[int],
     nan_policy: str,
     selected: frozenset[str] | None = None,
+    judged: np.ndarray | None = None,
+    average_mode: str = "kind",
 ) -> dict[str, dict[str, Any]]:
     """Per-kind means: ``{"positive": {...}, "negative": {...}}`` — the two are never averaged together.
 
     Each holds ``queries``, ``undefined`` (queries with n_rel = 0: rr/recall/precision/hit undefined),
     ``undefined_ndcg`` (ideal DCG = 0), and ``mrr@k``, ``recall@k``, ``precision@k``, ``hit_rate@k``, ``ndcg@k``,
     ``ndcg_exp@k``, ``distracting@k`` averaged under ``nan_policy`` (NaN → ``None``): each measure's
-    ``aggregate_key``. ``selected``: only these column keys (``rr@10``) are summarized (default: all).
+    ``aggregate_key``. ``selected``: only these column keys (``rr@10``, ``ap@10``) are summarized (default: the
+    default columns). ``average_mode="trec_eval"`` adds ``"all"``: every kind together, averaged by ``average``
+    over the ``judged`` queries (``average``, ``queries`` counted, ``left_out`` = unjudged, and the means).
     """
     if nan_policy not in NAN_POLICIES:
         raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
+    if average_mode not in AVERAGES:
+        raise ValueError(f"average must be one of {', '.join(AVERAGES)}, got {average_mode!r}")
     ks = normalize_ks(ks)
+    measures = _summary_measures(ks, selected)
     out: dict[str, dict[str, Any]] = {}
     for kind, mask in (("positive", ~negative), ("negative", negative)):
         block: dict[str, Any] = {
@@ -177,13 +291,14 @@ def summarize(
             "undefined": int((columns["n_rel"][mask] == 0).sum()),
             "undefined_ndcg": int(np.isnan(columns[f"ndcg@{ks[0]}"][mask]).sum()),
         }
-        for k in ks:
-            for measure in _SUMMARY_ORDER:
-                at_k = measure @ k
-                if selected is not None and at_k.key not in selected:
-                    continue
-                block[at_k.aggregate_key] = nan_mean(columns[at_k.key][mask], nan_policy)
+        for at_k in measures:
+            block[at_k.aggregate_key] = nan_mean(columns[at_k.key][mask], nan_policy)
         out[kind] = block
+    if average_mode == "trec_eval":
+        if judged is None:
+            raise ValueError("average 'trec_eval' needs the judged mask")
+        head: dict[str, Any] = {"average": average_mode, "queries": int(judged.sum()), "left_out": int((~judged).sum())}
+        out["all"] = head | {m.aggregate_key: average(columns[m.key], judged, average_mode) for m in measures}
     return out
 
 
@@ -207,8 +322,9 @@ class RankingResult:
     @property
     def metric_keys(self) -> list[str]:
         """Per-query metric keys in output order: for each k, the registry's columns (the selected ones)."""
-        keys = [f"{m}@{k}" for k in self.params["ks"] for m in METRIC_NAMES]
-        return keys if self.selected is None else [key for key in keys if key in self.selected]
+        if self.selected is None:
+            return [f"{m}@{k}" for k in self.params["ks"] for m in METRIC_NAMES]
+        return [key for k in self.params["ks"] for m in _EVERY_NAME if (key := f"{m}@{k}") in self.selected]
 
     def column_lists(self) -> tuple[list[str], list[list[Any]]]:
         """The per-query keys and one value list per key, metrics as floats (NaN kept)."""
@@ -233,19 +349,22 @@ def ranking_from_arrays(
     ks: Sequence[int] = (10,),
     nan_policy: str = "propagate",
     measures: Sequence[Measure] | None = None,
+    average_mode: str = "kind",
 ) -> RankingResult:
     """Ranking metrics on prebuilt arrays (the ``metrics`` command's fast path).
 
-    ``measures``: output only these (each with a cutoff in ``ks``, see ``measures.expand``); default: all.
+    ``measures``: output only these (each with a cutoff in ``ks``, see ``measures.expand``); default: the default
+    columns. ``average_mode="trec_eval"`` adds the summary ``"all"`` (``summarize``, ``average``).
     """
     ks = normalize_ks(ks)
     selected = None if measures is None else frozenset(m.key for m in measures)
-    columns = compute(arrays, ks)
-    summary = summarize(columns, arrays.negative, ks, nan_policy, selected)
+    columns = compute(arrays, ks, [m for m in measures or () if m.column not in METRIC_NAMES])
+    summary = summarize(columns, arrays.negative, ks, nan_policy, selected, arrays.has_labels, average_mode)
     params = {
         "ks": list(ks),
         "relevance_threshold": arrays.relevance_threshold,
         "nan_policy": nan_policy,
+        **({"average": average_mode} if average_mode != "kind" else {}),
         "rank": "position in the retrieved list after removing later duplicates (TREC runs: score desc, docid desc)",
         "ndcg_gain": "ndcg: label (every label > 0); ndcg_exp: 2^label - 1",
     }

@@ -16,10 +16,10 @@ import numpy as np
 from ..catalog import CATALOG
 from ..metrics.measures import column_names, measure_for_key
 from ..metrics.ranking import nan_mean
-from ._columns import ERRORED, MISSING, SCORED, ScoreColumn
+from ._columns import ERRORED, MISSING, SCORED
 from ._model import Distribution, MetricAggregate, MetricInfo
 
-__all__ = ["aggregate_foundry", "aggregate_local", "bins", "distribution", "per_metric_coverage", "summary_infos"]
+__all__ = ["aggregate_foundry", "aggregate_local", "bins", "coverage_counts", "distribution", "summary_infos"]
 
 
 def _median(values: np.ndarray) -> float | None:
@@ -36,9 +36,9 @@ def _extremes(values: np.ndarray) -> dict[str, float | None]:
     return {"min": float(values.min()), "max": float(values.max())}
 
 
-def aggregate_foundry(col: ScoreColumn, mask: np.ndarray) -> MetricAggregate:
-    """A Foundry metric over the queries of ``mask``: coverage counts, the scored values' statistics, pass rate."""
-    status, score, passed = col.status()[mask], col.score()[mask], col.passed()[mask]
+def aggregate_foundry(status: np.ndarray, score: np.ndarray, passed: np.ndarray) -> MetricAggregate:
+    """A Foundry metric over some queries (status, score, passed code of each): coverage counts, the scored values'
+    statistics, pass rate."""
     scored = status == SCORED
     values = score[scored & ~np.isnan(score)]
     n_pass = int(np.count_nonzero(scored & (passed == 1)))
@@ -75,18 +75,15 @@ def aggregate_local(values: np.ndarray, nan_policy: str) -> MetricAggregate:
     )
 
 
-def per_metric_coverage(scores: dict[str, ScoreColumn], n_rows: int) -> dict[str, dict[str, int]]:
-    """Each Foundry metric's expected / scored / errored / missing counts over every query."""
-    out: dict[str, dict[str, int]] = {}
-    for key, col in scores.items():
-        counts = Counter(col.status().tolist())
-        out[key] = {
-            "expected": n_rows,
-            "scored": counts[SCORED],
-            "errored": counts[ERRORED],
-            "missing": counts[MISSING],
-        }
-    return out
+def coverage_counts(status: np.ndarray) -> dict[str, int]:
+    """A Foundry metric's expected / scored / errored / missing counts over every query."""
+    counts = Counter(status.tolist())
+    return {
+        "expected": int(status.size),
+        "scored": counts[SCORED],
+        "errored": counts[ERRORED],
+        "missing": counts[MISSING],
+    }
 
 
 def summary_infos(infos: list[MetricInfo]) -> list[MetricInfo]:

@@ -1,19 +1,17 @@
 """Build a ``Report`` from a run folder: normalized Foundry results merged with locally computed metrics.
 
-One pass over the run folder (``runfolder.RunFolder``, whose counts are checked: a truncated ``results.jsonl`` is
-an error, never a smaller report): the plan without its items, the records into the local metrics' arrays (their
-text spilled to a temporary file, ``_columns.read_records``), the result rows into numpy columns
-(``_columns.read_results``). Aggregates are computed on the columns (``_aggregate``); the per-query rows are made
-one at a time and written to a JSONL file as they are made (``_rows``): memory grows with the number of metrics
-and of the rows shown, not with the document text or the rows written. The cyclic garbage collector is paused
-while a report is built (``_io.gc_paused``): the objects made are acyclic.
+The run folder is read through its columns (``columns.RunColumns``: the results and the per-query facts as Parquet,
+sealed when the run finished, or on the first report of a folder of an earlier version) and its counts are
+checked: a truncated ``results.jsonl`` is an error, never a smaller report. Each metric's column is fetched from the
+engine one at a time and its aggregates computed in numpy (``_aggregate``); the per-query rows are made a block of
+rows at a time and written to a JSONL file as they are made (``_rows``): memory grows with the number of metrics
+and of the rows shown, not with the document text or the rows written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,26 +23,17 @@ import numpy as np
 from pydantic import TypeAdapter
 
 from .. import __version__
-from .._io import atomic_open, free_large_blocks, gc_paused
+from .._io import atomic_open, gc_paused
 from ..catalog import CATALOG, EvaluatorSpec
+from ..columns import FactParams, RunColumns
 from ..dataset.records import QueryRecord
 from ..mapping.plan import Plan
 from ..metrics.measures import measure_for_key
 from ..results import ResultRow
 from ..runfolder import RunFolder, RunFolderError
-from ..wire import passed_for_kind, resolve_threshold
-from ._aggregate import aggregate_foundry, aggregate_local, defined, distribution, per_metric_coverage, summary_infos
-from ._columns import (
-    SCORED,
-    Cells,
-    Columns,
-    FoundryRead,
-    LocalColumns,
-    RecordRead,
-    ScoreColumn,
-    read_records,
-    read_results,
-)
+from ..wire import resolve_threshold
+from ._aggregate import aggregate_foundry, aggregate_local, coverage_counts, defined, distribution, summary_infos
+from ._columns import Columns, Index, LocalColumns, ScoreColumn
 from ._model import (
     LIST_CAP,
     STAGES,
@@ -60,10 +49,10 @@ from ._model import (
     Section,
     StageSection,
 )
+from ._queue import Queue
 from ._rows import Judge, RowInputs, RowsOut, stream_rows
-from ._spill import Spill, blocks
 from ._stages import STAGE_RULES
-from ._trust import trust_section
+from ._trust import PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH, trust_section
 
 __all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key", "load_run"]
 
@@ -154,23 +143,15 @@ def _open_run(run_dir: str | os.PathLike[str]) -> _RunInput:
     return _RunInput(run_dir, folder, manifest, plan, fingerprint)
 
 
-def _params(plan: Plan, stage_k: int | None) -> tuple[Params, dict[str, EvaluatorSpec | None]]:
+def _params(plan: Plan, facts: FactParams) -> tuple[Params, dict[str, EvaluatorSpec | None]]:
     """The declared parameters (k's with ``stage_k`` added: stage attribution reads hit@stage_k) and the catalog
     spec of each criterion."""
-    from ..metrics._arrays import check_threshold
-    from ..metrics.ranking import normalize_ks
-
     ms = plan.mapping.metrics
-    ks = sorted(set(ms.k)) or [10]
-    k_stage = stage_k or max(ks)
-    ks = sorted({*ks, k_stage})
-    normalize_ks(ks)
-    check_threshold(ms.relevance_threshold)
     thresholds, specs = _thresholds(plan)
     answer_evaluators = _answer_evaluators()
     params = Params(
-        k=ks,
-        stage_k=k_stage,
+        k=list(facts.ks),
+        stage_k=facts.stage_k,
         relevance_threshold=ms.relevance_threshold,
         nan_policy=ms.nan_policy,
         label_min=plan.mapping.labels.min,
@@ -183,7 +164,17 @@ def _params(plan: Plan, stage_k: int | None) -> tuple[Params, dict[str, Evaluato
     return params, specs
 
 
-def _expected(plan: Plan, specs: dict[str, EvaluatorSpec | None], found: FoundryRead) -> list[tuple[str, str]]:
+@dataclass
+class _Found:
+    """What the result rows hold: each criterion's metrics (in order of first appearance) and evaluator, counts."""
+
+    observed: dict[str, list[str]]
+    evaluator_of: dict[str, str]
+    n_results: int
+    errored_rows: int
+
+
+def _expected(plan: Plan, specs: dict[str, EvaluatorSpec | None], found: _Found) -> list[tuple[str, str]]:
     """The (criterion, metric) pairs reported: each planned criterion's primary metric, then what the results hold
     (criteria the plan does not name come last)."""
     planned = [c.name for c in plan.criteria]
@@ -227,7 +218,7 @@ def _foundry_info(crit_name: str, metric: str, evaluator: str | None, t: Criteri
 
 
 def _metric_infos(
-    local_keys: list[str], expected: list[tuple[str, str]], found: FoundryRead, params: Params
+    local_keys: list[str], expected: list[tuple[str, str]], found: _Found, params: Params
 ) -> list[MetricInfo]:
     threshold_of = {(t.criterion, t.metric): t for t in params.thresholds}
     return [_local_info(k) for k in local_keys] + [
@@ -236,38 +227,15 @@ def _metric_infos(
 
 
 def _score_columns(
-    expected: list[tuple[str, str]], found: FoundryRead, n_rows: int, spill: Spill
+    expected: list[tuple[str, str]], found: _Found, run: RunColumns, index: Index
 ) -> dict[str, ScoreColumn]:
-    """Every Foundry metric as a ``ScoreColumn`` (statuses derived block by block; a metric no row has gets an
-    empty column)."""
+    """Every Foundry metric as a ``ScoreColumn`` (a metric no row has reads as missing everywhere)."""
     out: dict[str, ScoreColumn] = {}
     for crit_name, metric in expected:
-        boolean = _metric_kind(found.evaluator_of.get(crit_name), metric) == "boolean"
-        cells = found.cells.get((crit_name, metric)) or Cells(spill, f"{crit_name}\0{metric}", n_rows)
-        out[foundry_key(crit_name, metric)] = ScoreColumn(cells, found.errors.get(crit_name, {}), n_rows, boolean)
+        evaluator = found.evaluator_of.get(crit_name)
+        boolean = _metric_kind(evaluator, metric) == "boolean"
+        out[foundry_key(crit_name, metric)] = ScoreColumn(run, crit_name, metric, evaluator, boolean, index)
     return out
-
-
-def _read_for_kind(scores: dict[str, ScoreColumn], found: FoundryRead, rec: RecordRead) -> None:
-    """Foundry verdicts read for the query's kind (``wire.passed_for_kind``): a quality_grader fail on a negative
-    query that abstained is the correct outcome, so it reads as passed and its reason says so. In place."""
-    kinds = rec.arrays.negative & (rec.arrays.abstains == 1)
-    for key, col in scores.items():
-        spec = CATALOG.get(found.evaluator_of.get(key.split("/", 1)[0]) or "")  # key: criterion[/metric]
-        if spec is None or not spec.abstention_correct_on_negative:
-            continue
-        passed, note = passed_for_kind(spec, False, kind="negative", abstained=True)  # a fail, read for the kind
-        if note is None or passed is None:
-            continue
-        for lo, hi in blocks(col.n):
-            codes = col.passed(lo, hi)
-            flip = np.flatnonzero(kinds[lo:hi] & (col.status(lo, hi) == SCORED) & (codes == 0))
-            if not flip.size:
-                continue
-            codes[flip] = int(passed)
-            col.cells.write("passed", lo, codes)
-            for i in (flip + lo).tolist():
-                col.cells.reason.set(i, f"{note}. {col.cells.reason.get(i) or ''}".strip())
 
 
 def _answer_judges(
@@ -285,97 +253,82 @@ def _answer_judges(
     return out
 
 
-@dataclass
-class _Local:
-    """The local metrics on every query (on disk; NaN: undefined) and the negative-query report."""
-
-    keys: list[str]
-    columns: LocalColumns  # the metric keys, then n_rel when present
-    negative: dict[str, Any]
-    parts: Any  # metrics.negative.NegativeParts: the negative queries' lists and contradiction flags
-    grades: LocalColumns  # found, best: metrics.ranking.top_grades at stage_k (the partial search miss)
-
-
-class _LocalBlocks:
-    """The ranking metrics at every k and the negative-query report, computed a block of records at a time
-    (``read_records``' ``on_block``): the metric columns written to the spill, the report's parts accumulated."""
-
-    def __init__(self, params: Params, surface_threshold: float | None, spill: Spill) -> None:
-        from ..metrics.negative import NegativeParts
-        from ..metrics.ranking import METRIC_NAMES
-
-        self.ks = tuple(params.k)
-        self.keys = [f"{m}@{k}" for k in self.ks for m in METRIC_NAMES]
-        self.columns = LocalColumns(spill, [*self.keys, "n_rel"])
-        self.parts = NegativeParts(params.stage_k, surface_threshold, keep=LIST_CAP)
-        self.stage_k = params.stage_k
-        self.grades = LocalColumns(spill, ["found", "best"])
-
-    def add(self, arrays: Any, lo: int) -> None:
-        from ..metrics.ranking import compute, top_grades
-
-        self.columns.write(lo, compute(arrays, self.ks))
-        self.grades.write(lo, top_grades(arrays, self.stage_k))
-        self.parts.add(arrays)
-
-    def done(self) -> _Local:
-        negative = self.parts.report() if self.parts.n_neg else {}
-        return _Local(self.keys, self.columns, negative, self.parts, self.grades)
-
-
-def _ids(query_ids: Sequence[str], mask: np.ndarray, limit: int = LIST_CAP) -> list[str]:
-    """The first ``limit`` query ids where ``mask`` holds, in dataset order."""
-    return [query_ids[i] for i in np.flatnonzero(mask)[:limit].tolist()]
-
-
-def _negative_section(rec: RecordRead, local: _Local) -> NegativeSection:
-    arrays, parts = rec.arrays, local.parts
-    negative = arrays.negative
-    answered, abstained = negative & (arrays.abstains == 0), negative & (arrays.abstains == 1)
+def _negative_section(run: RunColumns) -> NegativeSection:
+    lists_meta = run.meta.get("negative_lists", {})
+    negative = "kind = 'negative'"
+    answered, abstained = f"{negative} AND abstains = 0", f"{negative} AND abstains = 1"
     lists = {
-        "queries": _ids(arrays.query_ids, negative),
-        "surfaced_evidence": parts.surfaced_ids[:LIST_CAP],
-        "answered": _ids(arrays.query_ids, answered),
-        "abstained": _ids(arrays.query_ids, abstained),
-        "label_contradictions": parts.contradiction_ids[:LIST_CAP],
+        "queries": run.ids_where(negative, LIST_CAP),
+        "surfaced_evidence": list(lists_meta.get("surfaced_evidence", []))[:LIST_CAP],
+        "answered": run.ids_where(answered, LIST_CAP),
+        "abstained": run.ids_where(abstained, LIST_CAP),
+        "label_contradictions": list(lists_meta.get("label_contradictions", []))[:LIST_CAP],
     }
     counts = {
-        "queries": int(negative.sum()),
-        "surfaced_evidence": parts.n_surfaced,
-        "answered": int(answered.sum()),
-        "abstained": int(abstained.sum()),
-        "label_contradictions": parts.n_contradictions,
+        "queries": run.count_where(negative),
+        "surfaced_evidence": int(lists_meta.get("n_surfaced", 0)),
+        "answered": run.count_where(answered),
+        "abstained": run.count_where(abstained),
+        "label_contradictions": int(lists_meta.get("n_contradictions", 0)),
     }
-    return NegativeSection(**lists, counts=counts, local=local.negative)
+    return NegativeSection(**lists, counts=counts, local=run.meta.get("negative") or {})
 
 
-def _section(
-    kind: str,
-    rec: RecordRead,
-    local: _Local,
-    scores: dict[str, ScoreColumn],
-    infos: list[MetricInfo],
-    stage: np.ndarray,
-    nan_policy: str,
-) -> Section:
-    """The aggregates of one query kind: every metric, the kind sources and the stage counts."""
-    arrays = rec.arrays
-    mask = arrays.kinds.mask(kind)
-    sources = Counter(s for s, k in zip(arrays.kind_sources, arrays.kinds, strict=True) if k == kind)
-    agg = {}
-    for info in infos:
+@dataclass
+class _Metrics:
+    """Every metric's aggregates per kind, coverage counts and distribution: one column fetched at a time."""
+
+    sections: dict[str, dict[str, Any]]
+    per_metric: dict[str, dict[str, int]]
+    distributions: list[Any]
+
+
+def _metrics(b: _Built) -> _Metrics:
+    negative = b.index.negative
+    masks = {"positive": ~negative, "negative": negative}
+    sections: dict[str, dict[str, Any]] = {k: {} for k in masks}
+    per_metric: dict[str, dict[str, int]] = {}
+    values: dict[str, np.ndarray] = {}
+    summary = {m.key for m in summary_infos(b.infos)}
+    for info in b.infos:
         if info.source == "local":
-            agg[info.key] = aggregate_local(local.columns[info.key][mask], nan_policy)
+            column = b.local[info.key]
+            for kind, mask in masks.items():
+                sections[kind][info.key] = aggregate_local(column[mask], b.params.nan_policy)
+            v = column
         else:
-            agg[info.key] = aggregate_foundry(scores[info.key], mask)
+            f = b.scores[info.key].fields()
+            status, score, passed = f["status"], f["score"], f["passed"]
+            for kind, mask in masks.items():
+                sections[kind][info.key] = aggregate_foundry(status[mask], score[mask], passed[mask])
+            per_metric[info.key] = coverage_counts(status)
+            v = np.where(status == 0, score, np.nan)
+        if info.key in summary:
+            values[info.key] = v
+    distributions = []
+    for info in summary_infos(b.infos):
+        v = values[info.key]
+        d = distribution(info, defined(v[~negative]), defined(v[negative]))
+        if d is not None:
+            distributions.append(d)
+    return _Metrics(sections, per_metric, distributions)
+
+
+def _section(kind: str, b: _Built, aggregates: dict[str, Any], stage: np.ndarray) -> Section:
+    """The aggregates of one query kind: every metric, the kind sources and the stage counts."""
+    mask = b.index.negative if kind == "negative" else ~b.index.negative
+    rows = b.run.sql(
+        "SELECT kind_source, count(*) FROM queries WHERE kind = ? GROUP BY kind_source ORDER BY min(row)", [kind]
+    ).fetchall()
+    sources = {str(src): int(n) for src, n in rows}
     stages = {s: int(np.count_nonzero(stage[mask] == k)) for k, s in enumerate(STAGES)}
-    return Section(kind=kind, queries=int(mask.sum()), kind_sources=dict(sources), metrics=agg, stages=stages)
+    return Section(kind=kind, queries=int(mask.sum()), kind_sources=sources, metrics=aggregates, stages=stages)
 
 
-def _stage_section(query_ids: Sequence[str], rows: RowsOut, params: Params) -> StageSection:
+def _stage_section(rows: RowsOut, params: Params) -> StageSection:
     return StageSection(
         counts={s: int(np.count_nonzero(rows.stage == k)) for k, s in enumerate(STAGES)},
-        queries={s: _ids(query_ids, rows.stage == k) for k, s in enumerate(STAGES)},
+        queries={s: rows.stage_ids.get(s, []) for s in STAGES},
         worst={s: [r["query_id"] for r in rows.worst.get(s, [])] for s in STAGES},
         rules=STAGE_RULES,
         stage_k=params.stage_k,
@@ -387,8 +340,9 @@ def _stage_section(query_ids: Sequence[str], rows: RowsOut, params: Params) -> S
 
 def _coverage(
     per_metric: dict[str, dict[str, int]],
-    found: FoundryRead,
-    kind_sources: Sequence[str],
+    found: _Found,
+    unknown_kind: int,
+    n_queries: int,
     positive: Section,
     negative: Section,
     manifest: dict[str, Any],
@@ -408,14 +362,13 @@ def _coverage(
         warnings.append(f"{total_missing} Foundry score(s) missing (no result or a null score)")
     if not found.n_results:
         warnings.append("results.jsonl is empty: no Foundry scores at all")
-    unknown_kind = sum(1 for s in kind_sources if s == "unknown")
     if unknown_kind:
         warnings.append(f"{unknown_kind} query(ies) have neither a declared kind nor labels: treated as positive")
     status = manifest.get("status") or manifest.get("run_status")
     if status and status != "completed":
         warnings.append(f"the run's status is {status!r}, not 'completed'")
     return {
-        "queries": len(kind_sources),
+        "queries": n_queries,
         "positive": positive.queries,
         "negative": negative.queries,
         "result_rows": found.n_results,
@@ -430,18 +383,6 @@ def _coverage(
     }
 
 
-def _distributions(infos: list[MetricInfo], rec: RecordRead, local: _Local, scores: dict[str, ScoreColumn]) -> list:
-    """The histogram of every summary metric, positive and negative queries on the same bins."""
-    negative = rec.arrays.negative
-    out = []
-    for info in summary_infos(infos):
-        values = local.columns[info.key] if info.source == "local" else scores[info.key].values()
-        d = distribution(info, defined(values[~negative]), defined(values[negative]))
-        if d is not None:
-            out.append(d)
-    return out
-
-
 _MOCK_WARNING = (
     "judge scores in this run come from the Foundry emulator's lexical stand-in, not from a model: "
     "they exercise the pipeline, they do not judge the answers"
@@ -452,57 +393,50 @@ _MOCK_WARNING = (
 class _Built:
     """A report's pieces before the model is assembled."""
 
-    run: _RunInput
+    run_in: _RunInput
     params: Params
-    rec: RecordRead
-    found: FoundryRead
+    run: RunColumns
+    index: Index
+    found: _Found
     infos: list[MetricInfo]
     scores: dict[str, ScoreColumn]
-    local: _Local
+    local: LocalColumns
     warnings: list[str]
 
 
 def _read(run_dir: str | os.PathLike[str], stage_k: int | None) -> tuple[_Built, dict[str, EvaluatorSpec | None]]:
-    """The one pass over the run folder: plan, records into arrays, results into columns, the local metrics."""
-    free_large_blocks()  # the blocks of arrays below are freed back to the system, not kept in the heap
-    run = _open_run(run_dir)
-    params, specs = _params(run.plan, stage_k)
+    """The run's columns (sealed on the first read of a folder of an earlier version), its counts checked."""
+    run_in = _open_run(run_dir)
+    run = RunColumns.open(run_dir, stage_k=stage_k, plan=run_in.plan)
+    params, specs = _params(run_in.plan, run.params)
     warnings: list[str] = []
-    ms = run.plan.mapping.metrics
-    spill = Spill()
-    blocks_ = _LocalBlocks(params, ms.surface_threshold, spill)
-    rec = read_records(
-        run.folder,
-        run.folder.iter_records(run.plan),
-        k_stage=params.stage_k,
-        depth=params.k[-1],
-        rt=params.relevance_threshold,
-        phrases=ms.abstention_phrases,
-        on_block=blocks_.add,
-    )
-    n_rows = rec.arrays.n_queries
-    local = blocks_.done()
-    evaluators = {c.name: c.evaluator for c in run.plan.criteria}
-    found = read_results(run.folder, evaluators, n_rows, warnings, spill)
-    run.folder.check_consistent(results=found.n_results, rows=n_rows)
-    expected = _expected(run.plan, specs, found)
-    infos = _metric_infos(local.keys, expected, found, params)
-    scores = _score_columns(expected, found, n_rows, spill)
-    _read_for_kind(scores, found, rec)
-    found.cells = {}
-    return _Built(run, params, rec, found, infos, scores, local, warnings), specs
+    n_rows = run.n_queries
+    n_results, errored_rows = run.result_counts()
+    run_in.folder.check_consistent(results=n_results, rows=n_rows)
+    out_of_range, duplicates = run.anomalies()
+    if out_of_range:
+        warnings.append(f"{out_of_range} result row(s) point at a dataset row that does not exist: ignored")
+    if duplicates:
+        warnings.append(f"{duplicates} duplicated result row(s) (same row, criterion, metric): the last one kept")
+    observed, evaluator_of = run.observed()
+    evaluators = {**evaluator_of, **{c.name: c.evaluator for c in run_in.plan.criteria}}
+    found = _Found(observed, evaluators, n_results, errored_rows)
+    index = Index(run.column("kind") == "negative", np.asarray(run.column("abstains"), np.int8))
+    expected = _expected(run_in.plan, specs, found)
+    local = LocalColumns(run, run.local_keys)
+    infos = _metric_infos(local.keys_, expected, found, params)
+    scores = _score_columns(expected, found, run, index)
+    return _Built(run_in, params, run, index, found, infos, scores, local, warnings), specs
 
 
 def _rows(b: _Built, specs: dict[str, EvaluatorSpec | None], out: IO[bytes] | None, worst: int, keep: bool) -> RowsOut:
-    contradiction = b.local.parts.contradiction()
     inp = RowInputs(
-        b.rec,
-        b.local.columns,
+        b.run,
+        b.index,
+        [*b.local.keys_, "n_rel"],
         b.scores,
         _answer_judges(b.params, specs, b.scores),
-        contradiction,
         f"hit@{b.params.stage_k}",
-        b.local.grades,
     )
     return stream_rows(inp, None if out is None else out.write, worst=worst, keep_all=keep)
 
@@ -518,6 +452,8 @@ def build_report(
     human_verdicts: str | os.PathLike[str] | None = None,
     repeats: Sequence[str | os.PathLike[str]] = (),
     trust: bool = True,
+    label_targets: tuple[float, float] | None = None,
+    progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
@@ -526,15 +462,20 @@ def build_report(
     (``stages.worst``). Runs of at most ``table_rows`` queries keep every row in ``report.queries``; larger ones
     keep only the worst rows. ``human_verdicts`` (JSONL or CSV) and ``repeats`` (run folders of the same rows
     judged again) feed the "Can the judge be trusted?" section (``report._trust``; it says what is missing without
-    them); ``trust=False`` leaves the section out (None) and skips its own pass over the run folder (compare, which
-    never shows it). Steps: read (plan → records → results → local metrics → columns) → rows → sections,
-    coverage, distributions, labelling queue, trust and provenance.
+    them); ``trust=False`` leaves the section out (None) (compare, which never shows it). Steps: the run's columns
+    (``columns.RunColumns``) → rows → sections, coverage, distributions, labelling queue, trust and provenance.
+    ``progress(stage, done, total)`` is called as ``("report", step, 4)`` before the read, the rows, the sections
+    and the trust pass, and once at the end.
     """
+    step = progress or _no_progress
+    step("report", 0, 4)
     b, specs = _read(run_dir, stage_k)
-    n_rows = b.rec.arrays.n_queries
+    step("report", 1, 4)
+    n_rows = b.run.n_queries
     keep = n_rows <= table_rows
     with atomic_open(queries_out) if queries_out is not None else contextlib.nullcontext() as fh:
         rows = _rows(b, specs, fh, worst, keep)
+    step("report", 2, 4)
     report = _assemble(
         b,
         rows,
@@ -542,12 +483,20 @@ def build_report(
             path=None if queries_out is None else str(queries_out), rows=n_rows, complete=keep, worst_per_stage=worst
         ),
     )
-    report.trust = trust_section(run_dir, human_verdicts, repeats=repeats) if trust else None
+    step("report", 3, 4)
+    targets = label_targets or (PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH)  # the label budget's half-widths
+    report.trust = (
+        trust_section(run_dir, human_verdicts, repeats=repeats, run=b.run, targets=targets) if trust else None
+    )
+    step("report", 4, 4)
     shown = rows.kept if rows.kept is not None else _worst_rows(rows)
     report._queries = _adapter(QueryRow).validate_python(shown)
-    report._columns = Columns(b.rec.arrays.query_ids, b.rec.arrays.kinds, b.local.columns, b.scores)
-    report._holes = b.rec.holes
+    report._columns = Columns(b.run, b.local, b.scores)
     return report
+
+
+def _no_progress(stage: str, done: int, total: int | None) -> None:
+    """The ``progress`` callback when none is given."""
 
 
 def _worst_rows(rows: RowsOut) -> list[dict[str, Any]]:
@@ -556,33 +505,43 @@ def _worst_rows(rows: RowsOut) -> list[dict[str, Any]]:
 
 
 def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
-    nan_policy, arrays = b.params.nan_policy, b.rec.arrays
-    positive = _section("positive", b.rec, b.local, b.scores, b.infos, rows.stage, nan_policy)
-    negative = _section("negative", b.rec, b.local, b.scores, b.infos, rows.stage, nan_policy)
-    per_metric = per_metric_coverage(b.scores, arrays.n_queries)
-    n_holes = (b.rec.holes.n_docs, b.rec.holes.n_holes)
+    m = _metrics(b)
+    positive = _section("positive", b, m.sections["positive"], rows.stage)
+    negative = _section("negative", b, m.sections["negative"], rows.stage)
+    queue = Queue(b.run)
+    unknown = b.run.count_where("kind_source = 'unknown'")
     coverage = _coverage(
-        per_metric, b.found, arrays.kind_sources, positive, negative, b.run.manifest, b.warnings, n_holes
+        m.per_metric,
+        b.found,
+        unknown,
+        b.run.n_queries,
+        positive,
+        negative,
+        b.run_in.manifest,
+        b.warnings,
+        (queue.n_docs, queue.n_holes),
     )
-    provenance = _provenance(b.run.run_dir, b.run.manifest, b.run.plan, b.run.fingerprint)
+    provenance = _provenance(b.run_in.run_dir, b.run_in.manifest, b.run_in.plan, b.run_in.fingerprint)
     if provenance.backend == "mock":
         b.warnings.insert(0, _MOCK_WARNING)
-    return Report(
+    report = Report(
         provenance=provenance,
         params=b.params,
         metrics=b.infos,
         coverage=coverage,
         positive=positive,
         negative=negative,
-        negative_queries=_negative_section(b.rec, b.local),
-        stages=_stage_section(arrays.query_ids, rows, b.params),
+        negative_queries=_negative_section(b.run),
+        stages=_stage_section(rows, b.params),
         canaries=rows.canaries,
         canary_counts=rows.canary_counts,
-        labelling_queue=_adapter(HoleEntry).validate_python(b.rec.holes.entries(LIST_CAP)),
-        distributions=_distributions(b.infos, b.rec, b.local, b.scores),
+        labelling_queue=_adapter(HoleEntry).validate_python(queue.entries(LIST_CAP)),
+        distributions=m.distributions,
         per_query=per_query,
         warnings=b.warnings,
     )
+    report._holes = queue
+    return report
 
 
 def _first(d: dict[str, Any], *keys: str) -> Any:

@@ -20,18 +20,18 @@ from __future__ import annotations
 import gc
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._io import gc_paused, trim_heap
+from .._io import gc_paused
 from .._text import did_you_mean
 from ..catalog import CATALOG
 from ..errors import FoundryBridgeError, UsageError, spelled
-from ..metrics._arrays import IdIndex, same_distinct
+from ..metrics._arrays import Codes, IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ..metrics.significance import (
     CORRECTION_NAME,
@@ -48,18 +48,25 @@ from ..metrics.significance import (
     verdict,
 )
 from ._build import build_report, foundry_key
-from ._columns import SCORED, Columns
+from ._columns import SCORED
 from ._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
 from ._trust import noise_bands
 
 __all__ = [
+    "AllPairs",
     "CompareGateFailed",
+    "CompareOptions",
     "Comparison",
     "CoverageChange",
+    "MeasureRanking",
     "MetricComparison",
+    "PairComparison",
+    "RankedSystem",
+    "RunColumns",
     "RunSummaryRow",
     "compare_runs",
+    "compare_sources",
     "parse_fail_on",
 ]
 
@@ -159,6 +166,47 @@ class CandidateQueries(_Model):
     kind_changed: list[str] = Field(default_factory=list)
 
 
+class PairComparison(MetricComparison):
+    """One pair of runs on one metric and section (all pairs): ``candidate`` (B) against ``baseline`` (A), Δ = B − A;
+    the tests and the family are the baseline rows' (``MetricComparison``)."""
+
+    baseline: str
+
+
+class RankedSystem(_Model):
+    system: str
+    mean: float | None = Field(description="mean over the run's queries of the section where the metric is defined")
+    rank: int = Field(description="1 = best mean by the metric's direction; equal means share a rank")
+    letters: str = Field(description="compact letter display: systems sharing a letter do not differ significantly")
+
+
+class MeasureRanking(_Model):
+    """The systems ranked by one metric of one section, which pairs differ after correction, and the per-query
+    win/tie/loss matrix."""
+
+    section: Section_
+    metric: str
+    higher_is_better: bool | None
+    systems: list[RankedSystem] = Field(description="best first")
+    differ: list[list[str]] = Field(description="[A, B] pairs whose difference is significant after correction")
+    wtl: dict[str, dict[str, list[int]]] = Field(
+        description="wtl[X][Y] = [wins, ties, losses] of X against Y over their paired queries (by the metric's "
+        "direction)"
+    )
+
+
+class AllPairs(_Model):
+    """Every pair of runs tested on every metric (``--all-pairs``): one family over pairs × metrics × sections."""
+
+    systems: list[str]
+    letters: str = (
+        "compact letter display (Piepho's insert-and-absorb): systems sharing a letter do not differ significantly "
+        "after correction; letter a is the best system's"
+    )
+    rankings: list[MeasureRanking]
+    pairs: list[PairComparison] = Field(description="every pair (A earlier on the command line), effect B − A")
+
+
 class Comparison(_Model):
     baseline: str
     candidates: list[str]
@@ -193,6 +241,12 @@ class Comparison(_Model):
     foundry_comparison: FoundryComparison | None = Field(
         None, description="Foundry's own comparison of the same runs beside the local rows (--foundry; not gated)"
     )
+    all_pairs: AllPairs | None = Field(
+        None, description="every pair of runs, the ranking per metric and which systems differ (--all-pairs)"
+    )
+    qrels: dict[str, Any] | None = Field(
+        None, description="compare --qrels: the qrels file, the runs' files and the rule of the per-query values"
+    )
 
     def get(self, candidate: str, metric: str, section: str = "positive") -> MetricComparison:
         for m in self.metrics:
@@ -219,16 +273,34 @@ _TWO_RUNS = spelled(
 )
 
 
-class _Run:
-    """One run's queries for pairing: its report's columns, each row's kind code (into ``kind_names``) and, made
-    only when a pairing needs it, its ids by value (``index``). Nothing per query is a Python object."""
+class RunColumns(Protocol):
+    """What compare reads of a run: each query's id and kind, and each metric's values (a report's ``Columns``, or
+    the local measures computed from a run file, ``_compare_files``)."""
 
-    def __init__(self, report: Report) -> None:
-        columns: Columns | None = report._columns
+    @property
+    def query_ids(self) -> Sequence[str]: ...
+
+    @property
+    def kinds(self) -> Codes: ...
+
+    @property
+    def foundry(self) -> Mapping[str, Any]: ...
+
+    def values(self, key: str, source: str) -> Any: ...
+
+
+class _Run:
+    """One run's queries for pairing: its columns (its report's, or ``columns`` given), each row's kind code (into
+    ``kind_names``) and, made only when a pairing needs it, its ids by value (``index``). Nothing per query is a
+    Python object."""
+
+    def __init__(self, report: Report | None, columns: RunColumns | None = None) -> None:
+        if columns is None:
+            columns = None if report is None else report._columns
         if columns is None:
             raise UsageError("compare needs reports built by build_report (a report read from JSON has no columns)")
         self.report = report
-        self.columns = columns
+        self.columns: RunColumns = columns
         self.kind_names = sorted(columns.kinds.names)
         self.row_kind = columns.kinds.coded(self.kind_names)
         self._index: IdIndex | None = None
@@ -253,9 +325,9 @@ class _Run:
 
         if source == "local" or kind != "boolean":
             return self.columns.values(key, source)
-        column = self.columns.foundry[key.removesuffix(PASS)]
-        passed = column.passed()
-        return np.where((column.status() == SCORED) & (passed >= 0), passed, np.nan).astype(np.float64)
+        cells = self.columns.foundry[key.removesuffix(PASS)].fields()  # the verdicts read for each query's kind
+        passed = np.asarray(cells["passed"])
+        return np.where((cells["status"] == SCORED) & (passed >= 0), passed, np.nan).astype(np.float64)
 
 
 def _labels(paths: Sequence[str]) -> list[str]:
@@ -380,13 +452,17 @@ def _with_pass_rows(infos: dict[str, MetricInfo]) -> tuple[dict[str, MetricInfo]
 
 
 def _select(
-    reports: list[Report], metrics: Sequence[str] | None, fail_on: Sequence[str], warnings: list[str]
+    run_metrics: Sequence[Sequence[MetricInfo]],
+    metrics: Sequence[str] | None,
+    fail_on: Sequence[str],
+    warnings: list[str],
 ) -> _Selection:
-    first = {m.key: m for m in reports[0].metrics if m.key != "n_rel"}
-    for rep in reports[1:]:
-        for m in rep.metrics:
+    """The metrics of every run (``run_metrics``: each run's), those shown and those gated (``_Selection``)."""
+    first = {m.key: m for m in run_metrics[0] if m.key != "n_rel"}
+    for run_infos in run_metrics[1:]:
+        for m in run_infos:
             first.setdefault(m.key, m)
-    in_all = {k for k in first if all(any(m.key == k for m in rep.metrics) for rep in reports)}
+    in_all = {k for k in first if all(any(m.key == k for m in run_infos) for run_infos in run_metrics)}
     infos, kinds = _with_pass_rows(first)
     common = [k for k in infos if k.removesuffix(PASS) in in_all]
     warnings.extend(f"metric {k!r} is not in every run: not compared" for k in first if k not in in_all)
@@ -585,33 +661,55 @@ def _compare_candidate(
     return [mc for mc, _ in ordered], [test for _, test in ordered]
 
 
+@dataclass
+class _Compared:
+    """``_compare_columns``' result: every row with its test and its pair of runs (indexes into the runs), the
+    baseline's coverage changes and each candidate's unpaired queries."""
+
+    rows: list[MetricComparison]
+    tests: list[PairedTest]
+    owners: list[tuple[int, int]]
+    coverage: list[CoverageChange]
+    queries: list[CandidateQueries]
+
+
 def _compare_columns(
-    reports: list[Report], names: list[str], sel: _Selection, settings: _Settings, warnings: list[str]
-) -> tuple[list[MetricComparison], list[PairedTest], list[CoverageChange], list[CandidateQueries]]:
-    """Every candidate against the baseline on the reports' columns: pairing, the tests of every metric the runs
-    share and section, coverage. One candidate's pairing is in memory at a time, and none once this returns."""
-    base, base_scored = _Run(reports[0]), dict[str, int]()
-    comparisons: list[MetricComparison] = []
-    tests: list[PairedTest] = []
-    coverage: list[CoverageChange] = []
-    queries: list[CandidateQueries] = []
-    for rep, name in zip(reports[1:], names[1:], strict=True):
-        cand = _Run(rep)
-        pairing = _pair(base, cand, name, names[0], warnings)
-        queries.append(pairing.queries)
-        rows, done = _compare_candidate(base, cand, (names[0], name), pairing, sel, settings)
-        comparisons += rows
-        tests += done
-        coverage += _coverage_changes(base, cand, name, pairing, base_scored)
-        del cand, pairing
-    return comparisons, tests, coverage, queries
+    runs: Sequence[_Run],
+    names: list[str],
+    sel: _Selection,
+    settings: _Settings,
+    warnings: list[str],
+    pairs: Sequence[tuple[int, int]],
+) -> _Compared:
+    """Each pair of runs (``pairs``: (A, B) indexes, B compared with A; (0, j): a candidate against the baseline)
+    on their columns: pairing, the tests of every metric the runs share and section; for the baseline's pairs also
+    the unpaired queries, their warnings and coverage. One pairing is in memory at a time, and none once this
+    returns."""
+    out = _Compared([], [], [], [], [])
+    base_scored: dict[str, int] = {}
+    for i, j in pairs:
+        a, b, baseline = runs[i], runs[j], i == 0
+        pairing = _pair(a, b, names[j], names[i], warnings if baseline else [])
+        rows, done = _compare_candidate(a, b, (names[i], names[j]), pairing, sel, settings)
+        out.rows += rows
+        out.tests += done
+        out.owners += [(i, j)] * len(rows)
+        if baseline:
+            out.queries.append(pairing.queries)
+            out.coverage += _coverage_changes(a, b, names[j], pairing, base_scored)
+        del pairing
+    return out
 
 
 def _coverage_changes(
     base: _Run, cand: _Run, name: str, pairing: _Pairing, scored: dict[str, int]
 ) -> list[CoverageChange]:
-    """Coverage over the baseline's queries: a query the candidate lost counts as not scored."""
+    """Coverage over the baseline's queries: a query the candidate lost counts as not scored (Foundry metrics of a
+    run folder; a run file has none)."""
     import numpy as np
+
+    if base.report is None:
+        return []
 
     n = len(base.columns.query_ids)
     at = pairing.cand_row
@@ -898,13 +996,21 @@ def _lean_report(run: str | os.PathLike[str]) -> Report:
     """A run's report as compare needs it: no rows kept, no trust section, and only its columns' numbers (no
     reasons, no holes)."""
     report = build_report(run, worst=0, table_rows=0, trust=False)
-    for col in report._columns.foundry.values():
-        col.cells.reason.clear()
-        col.cells.error.clear()
     report._holes = None
     gc.collect()  # compare runs with the collector paused: the build's cycles go now, not after the next build
-    trim_heap()
     return report
+
+
+def _reports(
+    runs: Sequence[str | os.PathLike[str] | Report], progress: Callable[[str, int, int | None], None] | None
+) -> list[Report]:
+    """Each run's lean report (a built one as given), saying how many are read."""
+    reports: list[Report] = []
+    for run in runs:
+        reports.append(run if isinstance(run, Report) else _lean_report(run))
+        if progress is not None:
+            progress("reading runs", len(reports), len(runs))
+    return reports
 
 
 @gc_paused()
@@ -926,6 +1032,8 @@ def compare_runs(
     noise: Mapping[str, float] | None = None,
     judge_tests: bool = True,
     foundry: FoundryRequest | None = None,
+    all_pairs: bool = False,
+    progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
@@ -944,41 +1052,178 @@ def compare_runs(
     per candidate: pair the queries, test each section's metrics → correct the exploratory family → gate →
     summaries. ``foundry``: ask Foundry for its own comparison of the run folders (called with them before
     anything else, e.g. ``foundry._insights.request_comparison``), shown beside the local rows, never gated.
+    ``all_pairs``: also every pair of candidates (``Comparison.all_pairs``: the runs ranked by each shown metric,
+    which pairs differ, compact letters, win/tie/loss matrix, effect sizes), all pairs in the one family; the gate
+    still compares each candidate with the baseline.
+    ``progress(stage, done, total)``: ``("reading runs", i, len(runs))`` after each run's report is built (the
+    long part; the tests that follow take a fraction of it).
     """
     if len(runs) < 2:
         raise UsageError(_TWO_RUNS)
     answer = foundry(runs) if foundry is not None else None
-    reports = [r if isinstance(r, Report) else _lean_report(r) for r in runs]
+    reports = _reports(runs, progress)
     names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
+
+    def describe(chosen: list[str]) -> tuple[list[str], list[RunSummaryRow]]:
+        rows = [_summary_row(rep, name, chosen) for rep, name in zip(reports, names, strict=True)]
+        return _headline(reports[0], metrics, chosen), rows
+
+    return compare_sources(
+        [_Run(r) for r in reports],
+        names,
+        [r.metrics for r in reports],
+        describe,
+        CompareOptions(
+            metrics=metrics,
+            seed=seed,
+            n_resamples=n_resamples,
+            alpha=alpha,
+            confidence=confidence,
+            fail_on=fail_on,
+            coverage_drop=coverage_drop,
+            correction=correction,
+            gate_correction=gate_correction,
+            allow_empty_gate=allow_empty_gate,
+            min_paired=min_paired,
+            noise=noise,
+            judge_tests=judge_tests,
+            all_pairs=all_pairs,
+        ),
+        answer,
+    )
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """``compare_runs``' choices (see its docstring), shared by the run folders' and the run files' comparisons."""
+
+    metrics: Sequence[str] | None = None
+    seed: int = 42
+    n_resamples: int = 10_000
+    alpha: float = 0.05
+    confidence: float = 0.95
+    fail_on: Sequence[str] = ()
+    coverage_drop: float | None = None
+    correction: Correction = "holm"
+    gate_correction: Correction = "none"
+    allow_empty_gate: bool = False
+    min_paired: int = MIN_PAIRED
+    noise: Mapping[str, float] | None = None
+    judge_tests: bool = True
+    all_pairs: bool = False
+
+
+Describe = Any  # (shown metric keys) -> (the sweep's metrics, one summary row per run)
+
+
+def _pairs_of(n: int, all_pairs: bool) -> list[tuple[int, int]]:
+    """The baseline's pairs (0, j) first, then, for all pairs, every (i, j) with 0 < i < j."""
+    base = [(0, j) for j in range(1, n)]
+    return base + ([(i, j) for i in range(1, n) for j in range(i + 1, n)] if all_pairs else [])
+
+
+def compare_sources(
+    runs: Sequence[_Run],
+    names: list[str],
+    infos: Sequence[Sequence[MetricInfo]],
+    describe: Describe,
+    opts: CompareOptions,
+    answer: Any = None,
+) -> Comparison:
+    """The comparison of runs given as columns (``_Run``) with their metrics (``infos``, one list per run):
+    select the metrics → per pair of runs: pair the queries, test each section's metrics → correct the one family
+    → gate → summaries (``describe``: the shown keys → the sweep's metrics and one ``RunSummaryRow`` per run) and,
+    with ``opts.all_pairs``, the ranking of every metric (``AllPairs``); ``answer``: Foundry's own comparison, put
+    beside the local rows. Steps and rules: ``compare_runs``."""
     warnings: list[str] = []
-    sel = _select(reports, metrics, fail_on, warnings)
-    if not judge_tests:
+    sel = _select(infos, opts.metrics, opts.fail_on, warnings)
+    if not opts.judge_tests:
         sel = _without_pass_rows(sel)
-    settings = _Settings(seed, n_resamples, alpha, confidence)
-    comparisons, tests, coverage, queries = _compare_columns(reports, names, sel, settings, warnings)
-    family, left_out = _correct(comparisons, tests, correction, alpha, min_paired, noise or {})
-    del tests
-    rule = _GateRule(alpha, gate_correction, min_paired, noise or {}, coverage_drop, allow_empty_gate)
-    gate = _gate(sel, names[1:], comparisons, coverage, rule)  # a gate that cannot fire stops here
+    settings = _Settings(opts.seed, opts.n_resamples, opts.alpha, opts.confidence)
+    pairs = _pairs_of(len(runs), opts.all_pairs)
+    done = _compare_columns(runs, names, sel, settings, warnings, pairs)
+    family, left_out = _correct(done.rows, done.tests, opts.correction, opts.alpha, opts.min_paired, opts.noise or {})
+    baseline_rows = [mc for mc, (i, _) in zip(done.rows, done.owners, strict=True) if i == 0]
+    rule = _GateRule(
+        opts.alpha, opts.gate_correction, opts.min_paired, opts.noise or {}, opts.coverage_drop, opts.allow_empty_gate
+    )
+    gate = _gate(sel, names[1:], baseline_rows, done.coverage, rule)  # a gate that cannot fire stops here
     shown = set(sel.chosen)
+    headline, summaries = describe(sel.chosen)
     return Comparison(
-        headline=_headline(reports[0], metrics, sel.chosen),
+        headline=headline,
         baseline=names[0],
         candidates=names[1:],
-        seed=seed,
-        n_resamples=n_resamples,
-        alpha=alpha,
-        confidence=confidence,
-        correction=correction,
+        seed=opts.seed,
+        n_resamples=opts.n_resamples,
+        alpha=opts.alpha,
+        confidence=opts.confidence,
+        correction=opts.correction,
         exploratory_tests=family,
         left_out_tests=left_out,
-        gate_correction=gate_correction,
-        min_paired=min_paired,
-        runs=[_summary_row(rep, name, sel.chosen) for rep, name in zip(reports, names, strict=True)],
-        metrics=[mc for mc in comparisons if mc.metric in shown],
-        coverage=coverage,
-        queries=queries,
+        gate_correction=opts.gate_correction,
+        min_paired=opts.min_paired,
+        runs=summaries,
+        metrics=[mc for mc in baseline_rows if mc.metric in shown],
+        coverage=done.coverage,
+        queries=done.queries,
         gate=gate,
         warnings=warnings,
-        foundry_comparison=beside_foundry(answer, names, _local_lines(comparisons, sel)),
+        foundry_comparison=beside_foundry(answer, names, _local_lines(baseline_rows, sel)),
+        all_pairs=_all_pairs(runs, names, sel, done) if opts.all_pairs else None,
     )
+
+
+def _system_means(run: _Run, sel: _Selection, key: str, section: str) -> float | None:
+    """A run's mean of ``key`` over its queries of ``section`` where it is defined (NaN left out)."""
+    import numpy as np
+
+    from ..metrics.ranking import nan_mean
+
+    code = run.kind_names.index(section) if section in run.kind_names else -1
+    values = np.asarray(run.values(key, sel.infos[key].source, sel.kinds[key]), np.float64)
+    return nan_mean(values[run.row_kind == code], "drop")
+
+
+def _all_pairs(runs: Sequence[_Run], names: list[str], sel: _Selection, done: _Compared) -> AllPairs:
+    """Every pair's rows (shown metrics) and, per shown metric and section, the systems ranked by their means
+    (``metrics.pairs.competition_ranks``), the pairs that differ after correction, their compact letters
+    (``metrics.pairs.compact_letters``) and the win/tie/loss matrix."""
+    from ..metrics.pairs import compact_letters, competition_ranks
+
+    shown = set(sel.chosen)
+    pairs = [
+        PairComparison(baseline=names[i], **mc.model_dump())
+        for mc, (i, _) in zip(done.rows, done.owners, strict=True)
+        if mc.metric in shown
+    ]
+    rankings: list[MeasureRanking] = []
+    for key in sel.chosen:
+        for section in _SECTIONS:
+            rows = [pc for pc in pairs if pc.metric == key and pc.section == section]
+            if not any(pc.n_paired for pc in rows):
+                continue
+            hib = sel.infos[key].higher_is_better
+            means = [_system_means(run, sel, key, section) for run in runs]
+            ranks = competition_ranks(means, higher_is_better=hib)
+            order = sorted(range(len(names)), key=lambda i: (ranks[i], i))
+            differ = [(pc.baseline, pc.candidate) for pc in rows if pc.significant]
+            letters = compact_letters([names[i] for i in order], differ)
+            wtl: dict[str, dict[str, list[int]]] = {name: {} for name in names}
+            for pc in rows:
+                wtl[pc.candidate][pc.baseline] = [pc.wins, pc.ties, pc.losses]
+                wtl[pc.baseline][pc.candidate] = [pc.losses, pc.ties, pc.wins]
+            systems = [
+                RankedSystem(system=names[i], mean=means[i], rank=ranks[i], letters=letters[names[i]]) for i in order
+            ]
+            rankings.append(
+                MeasureRanking(
+                    section=section,
+                    metric=key,
+                    higher_is_better=hib,
+                    systems=systems,
+                    differ=[list(d) for d in differ],
+                    wtl=wtl,
+                )
+            )
+    return AllPairs(systems=list(names), rankings=rankings, pairs=pairs)

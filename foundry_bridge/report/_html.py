@@ -14,11 +14,20 @@ from collections.abc import Sequence
 
 from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
-from ._markdown import PARTIAL_LABEL, canary_note, negative_rows, per_query_note, stage_basis, worst_rows
+from ._markdown import (
+    PARTIAL_LABEL,
+    canary_note,
+    negative_rows,
+    per_query_note,
+    stage_basis,
+    stage_rows,
+    trust_line,
+    worst_rows,
+)
 from ._model import STAGES, Distribution, QueryRow, Report, Section
 from ._trust import render_trust_html
 
-__all__ = ["histogram_svg", "render_html"]
+__all__ = ["histogram_svg", "render_html", "stage_svg"]
 
 _CSS = """
 :root{--pos:#2f6fb0;--neg:#d9822b;--bad:#b3261e;--good:#1e7b34;--muted:#666;--line:#ddd}
@@ -28,7 +37,7 @@ h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-
 .meta{color:var(--muted)}.meta code{background:#f4f4f4;padding:0 3px}
 .warn{background:#fff4e5;border-left:4px solid var(--neg);padding:6px 10px;margin:4px 0}
 table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;
-vertical-align:top}th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
+vertical-align:top}th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}td.few{color:#888}
 .short{color:var(--bad);font-weight:600}.fail{color:var(--bad)}.pass{color:var(--good)}.err{color:#7a4b00;
 font-style:italic}.grid{display:flex;flex-wrap:wrap;gap:14px}.chart{border:1px solid var(--line);padding:6px}
 .chart h3{font-size:13px;margin:0 0 4px}.legend span{display:inline-block;margin-right:12px}
@@ -37,6 +46,8 @@ table.sortable th{cursor:pointer;user-select:none}table.sortable th[data-dir=asc
 table.sortable th[data-dir=desc]::after{content:" ▼"}td.text{min-width:260px;max-width:420px;white-space:pre-wrap;
 word-break:break-word}.stage-search{background:#fde8e6}.stage-assembly{background:#fff1db}
 .stage-generation{background:#fbe3f2}.scroll{overflow-x:auto}.stage-ok{background:#e6f4ea}.stage-unknown{background:#eee}
+#verdict{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}#verdict h2{flex-basis:100%;margin-top:12px}
+#verdict table{margin:0}.trust-line{flex-basis:100%;margin:0}
 """
 
 _JS = """
@@ -311,21 +322,78 @@ def _head(report: Report) -> list[str]:
     ]
 
 
-def _stages(report: Report) -> list[str]:
-    parts = [f"<h2>Stage attribution</h2><p class=meta>{_e(stage_basis(report))}</p>"]
-    parts.append("<table><thead><tr><th>stage</th><th>count</th><th>queries</th></tr></thead><tbody>")
-    st = report.stages
-    rows: list[tuple[str, str, int, list[str]]] = [(s, s, st.counts.get(s, 0), st.queries.get(s, [])) for s in STAGES]
-    rows.append(("search", PARTIAL_LABEL, st.search_partial, st.search_partial_queries))
-    for css, stage, count, ids in rows:
-        more = f" … and {count - len(ids)} more" if count > len(ids) else ""
-        parts.append(
-            f'<tr><td class="stage-{css}">{_e(stage)}</td><td class=n>{count}</td>'
-            f"<td>{_e(', '.join(ids) + more)}</td></tr>"
+# the stage picture's colours: the failing stages strong, ok green, unknown grey
+_STAGE_FILL = {
+    "search": "#c62828",
+    "assembly": "#ef8f00",
+    "generation": "#ad1457",
+    "unknown": "#9e9e9e",
+    "ok": "#2e7d32",
+}
+
+
+def stage_svg(counts: dict[str, int], *, width: int = 560, height: int = 74) -> str:
+    """The stage split as one horizontal bar (a segment per stage, width = share of the queries, failing stages
+    first), each segment labelled with its count and linking to the worst queries; the legend below it."""
+    order = ("search", "assembly", "generation", "unknown", "ok")
+    total = sum(counts.get(s, 0) for s in order)
+    bar_h, x = 34, 0.0
+    parts = [
+        f'<svg id="stage-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="queries per stage">'
+    ]
+    for s in order:
+        n = counts.get(s, 0)
+        w = width * n / total if total else 0.0
+        if w <= 0:
+            continue
+        title = f"{s}: {n} of {total} queries ({fmt_pct(n, total)})"
+        rect = (
+            f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="{bar_h}" fill="{_STAGE_FILL[s]}">'
+            f"<title>{_e(title)}</title></rect>"
         )
-    parts.append("</tbody></table><details><summary>Rules</summary><ul>")
+        label = (
+            f'<text x="{x + w / 2:.1f}" y="{bar_h / 2 + 5:.1f}" font-size="14" font-weight="600" fill="#fff" '
+            f'text-anchor="middle">{n}</text>'
+            if w >= 24
+            else ""
+        )
+        parts.append(f'<a href="#worst">{rect}{label}</a>' if s not in ("ok", "unknown") else rect + label)
+        x += w
+    lx = 0
+    for s in order:
+        n = counts.get(s, 0)
+        parts.append(
+            f'<rect x="{lx}" y="{bar_h + 18}" width="11" height="11" fill="{_STAGE_FILL[s]}"/>'
+            f'<text x="{lx + 15}" y="{bar_h + 28}" font-size="12" fill="#222">{_e(s)} {n}</text>'
+        )
+        lx += 110
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _stages(report: Report) -> list[str]:
+    """The verdict, first on the page: the stage picture, the table (what to fix, the worst queries a click away),
+    the basis of the stages, the judge-trust headline."""
+    parts = ['<section id="verdict"><h2>Where queries fail</h2>', stage_svg(report.stages.counts)]
+    parts.append(
+        "<table><thead><tr><th>stage</th><th>queries</th><th>what to fix</th><th>which</th></tr></thead><tbody>"
+    )
+    for css, label, count, ids, hint in stage_rows(report):
+        more = f" … and {count - len(ids)} more" if count > len(ids) else ""
+        link = ' <a href="#worst">worst ↓</a>' if count and css not in ("ok", "unknown") and label == css else ""
+        parts.append(
+            f'<tr><td class="stage-{css}">{_e(label)}</td><td class=n>{count}</td><td>{_e(hint)}</td>'
+            f"<td>{_e(', '.join(ids[:8]) + (' …' if len(ids) > 8 and not more else '') + more)}{link}</td></tr>"
+        )
+    parts.append(f"</tbody></table><p class=meta>{_e(stage_basis(report))}</p>")
+    if (line := trust_line(report)) is not None:
+        parts.append(
+            f'<p class="trust-line"><strong>Judge trust:</strong> {_e(line)} <a href="#trust">details ↓</a></p>'
+        )
+    parts.append("<details><summary>Stage rules</summary><ul>")
     parts.extend(f"<li>{_e(r)}</li>" for r in report.stages.rules)
-    parts.append("</ul></details>")
+    parts.append("</ul></details></section>")
     return parts
 
 
@@ -387,7 +455,7 @@ def _per_query(report: Report) -> list[str]:
     note = f"<p class=meta>{per_query_note(report, lambda t: f'<code>{_e(t)}</code>')}</p>"
     if report.per_query.complete:
         return [
-            f"<h2>Per query ({len(report.queries)})</h2>",
+            f'<h2 id="worst">Per query ({len(report.queries)})</h2>',
             '<p class=meta><input id="query-search" type="search" placeholder="search the queries" size="40"> '
             "Click a header to sort.</p>",
             _query_table(report, report.queries),
@@ -395,7 +463,7 @@ def _per_query(report: Report) -> list[str]:
         ]
     shown = worst_rows(report)
     return [
-        f"<h2>Queries to look at ({len(shown)} of {report.per_query.rows})</h2>",
+        f'<h2 id="worst">Queries to look at ({len(shown)} of {report.per_query.rows})</h2>',
         f"<p class=meta>The worst {report.per_query.worst_per_stage} of each stage that is not ok (most failed "
         "answer judges, then the lowest scores). Click a header to sort.</p>",
         _query_table(report, shown),
@@ -404,16 +472,17 @@ def _per_query(report: Report) -> list[str]:
 
 
 def render_html(report: Report) -> str:
-    """The report as one self-contained HTML page: head, warnings, sections, charts, stages, negative queries,
-    canaries, the per-query table, the labelling queue."""
+    """The report as one self-contained HTML page: head, warnings, the verdict (stage picture, judge-trust
+    headline), sections, charts, negative queries, canaries, trust, the per-query table, the labelling queue."""
     parts = _head(report)
     parts.extend(f'<div class="warn">{_e(w)}</div>' for w in report.warnings)
+    parts.extend(_stages(report))
     for section in (report.positive, report.negative):
         parts.append(f"<h2>{section.kind.capitalize()} queries ({section.queries})</h2>")
         parts.append(_section_table(report, section) if section.queries else "<p>none</p>")
     parts.append("<h2>Score distributions</h2>")
     parts.append(_charts(report))
-    parts.extend([*_stages(report), *_negatives(report), *_canaries(report)])
+    parts.extend([*_negatives(report), *_canaries(report)])
     parts.extend([render_trust_html(report.trust)] if report.trust and report.trust.shown else [])
     parts.extend(_per_query(report))
     parts.extend(_holes(report))

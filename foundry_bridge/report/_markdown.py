@@ -1,4 +1,5 @@
-"""Markdown renderer: fits in a pull-request comment — summary first, worst queries after."""
+"""Markdown renderer: fits in a pull-request comment — the verdict first (where queries fail, as a compact bar per
+stage, each stage's worst queries a link away; then the judge-trust headline), the tables after."""
 
 from __future__ import annotations
 
@@ -9,9 +10,18 @@ from ..metrics.measures import measure_for_key
 from ._aggregate import summary_infos
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, QueryRow, Report, Section
-from ._trust import render_trust_markdown
+from ._trust import render_trust_markdown, trust_headline
 
-__all__ = ["negative_rows", "per_query_note", "render_markdown", "summary_metric_keys", "worst_rows"]
+__all__ = [
+    "STAGE_HINT",
+    "negative_rows",
+    "per_query_note",
+    "render_markdown",
+    "stage_rows",
+    "summary_metric_keys",
+    "trust_line",
+    "worst_rows",
+]
 
 PARTIAL_LABEL = "search (partial)"  # the partial search miss (_stages.missed_top_grade), beside the stages
 PARTIAL_HINT = "fix the ranking: the highest-graded passage was missed (also counted in its stage above)"
@@ -29,13 +39,26 @@ def stage_basis(report: Report) -> str:
     )
 
 
-_STAGE_HINT = {
+STAGE_HINT = {
     "search": "fix the index / retriever",
     "assembly": "fix the context builder",
     "generation": "fix the prompt / model",
     "ok": "",
     "unknown": "a fact needed to decide is missing",
 }
+
+
+def stage_rows(report: Report) -> list[tuple[str, str, int, list[str], str]]:
+    """The verdict's rows (shared by the renderers): (stage, label, queries, their first ids, what to fix) per
+    stage, then the partial search miss (positive queries also counted in their own stage above)."""
+    st = report.stages
+    rows = [(s, s, st.counts.get(s, 0), st.queries.get(s, []), STAGE_HINT[s]) for s in STAGES]
+    return [*rows, ("search", PARTIAL_LABEL, st.search_partial, st.search_partial_queries, PARTIAL_HINT)]
+
+
+def trust_line(report: Report) -> str | None:
+    """The judge-trust headline under the verdict (None: the report has no judge to trust)."""
+    return trust_headline(report.trust) if report.trust and report.trust.shown else None
 
 
 def summary_metric_keys(report: Report) -> list[MetricInfo]:
@@ -253,18 +276,36 @@ def _distributions(report: Report) -> list[str]:
     return out
 
 
+def _bar(count: int, total: int, width: int = 20) -> str:
+    """A compact bar: ``count`` of ``total`` as filled cells out of ``width`` (at least one for a non-zero count)."""
+    filled = 0 if not total or not count else max(1, round(width * count / total))
+    return "█" * filled + "░" * (width - filled)
+
+
+def _worst_heading(report: Report) -> str:
+    return f"Queries to look at ({sum(n for s, n in report.stages.counts.items() if s != 'ok')})"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes."""
+    kept = "".join(c for c in heading.lower() if c.isalnum() or c in " -_")
+    return "#" + kept.replace(" ", "-")
+
+
 def _stages(report: Report) -> list[str]:
-    out = ["### Stage attribution", "", f"_{stage_basis(report)}_", ""]
-    out += ["| stage | queries | which | what to fix |", "|---|---|---|---|"]
-    rows: list[tuple[str, int, list[str], str]] = [
-        (s, report.stages.counts.get(s, 0), report.stages.queries.get(s, []), _STAGE_HINT[s]) for s in STAGES
-    ]
-    st = report.stages
-    rows.append((PARTIAL_LABEL, st.search_partial, st.search_partial_queries, PARTIAL_HINT))
-    for stage, count, ids, hint in rows:
-        shown = ", ".join(md_escape(i) for i in ids[:15]) + (" …" if count > 15 else "")
-        out.append(f"| {stage} | {count} | {shown} | {hint} |")
-    out.append("")
+    """The verdict: how many queries fail at search, assembly and generation, as a bar each, what to fix, and a
+    link to the worst queries; then the judge-trust headline."""
+    total = sum(report.stages.counts.values())
+    worst = _anchor(_worst_heading(report))
+    out = ["### Where queries fail", "", "| stage | queries | share | what to fix | which |", "|---|---|---|---|---|"]
+    for stage, label, count, ids, hint in stage_rows(report):
+        shown = ", ".join(md_escape(i) for i in ids[:8]) + (" …" if count > 8 else "")
+        link = f" · [worst ↓]({worst})" if count and stage not in ("ok", "unknown") and label == stage else ""
+        share = f"`{_bar(count, total)}` {fmt_pct(count, total)}"
+        out.append(f"| **{label}** | {count} | {share} | {hint} | {shown}{link} |")
+    out += ["", f"_{stage_basis(report)}_", ""]
+    if (line := trust_line(report)) is not None:
+        out += [f"**Judge trust:** {md_escape(line)} [Can the judge be trusted? ↓](#can-the-judge-be-trusted)", ""]
     return out
 
 
@@ -330,7 +371,7 @@ def _worst(report: Report, max_queries: int) -> list[str]:
         per_stage[q.stage] = per_stage.get(q.stage, 0) + 1
         if per_stage[q.stage] <= max_queries:
             shown.append(q)
-    out = [f"### Queries to look at ({total})", ""]
+    out = [f"### {_worst_heading(report)}", ""]
     if shown:
         out.append(
             f"_The worst {min(max_queries, report.per_query.worst_per_stage)} of each stage: most failed "
@@ -367,13 +408,13 @@ def _label_next(report: Report, max_holes: int) -> list[str]:
 
 
 def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 10) -> str:
-    """The report as GitHub-flavoured Markdown (dataset text escaped): header, sections, stages, negative queries,
-    canaries, the queries to look at, the labelling queue."""
+    """The report as GitHub-flavoured Markdown (dataset text escaped): header, the verdict (stages, judge trust),
+    sections, distributions, negative queries, canaries, trust, the queries to look at, the labelling queue."""
     out = [
         *_header(report),
+        *_stages(report),
         *_sections(report),
         *_distributions(report),
-        *_stages(report),
         *_negatives(report, max_queries),
         *_canaries(report),
         *([render_trust_markdown(report.trust)] if report.trust and report.trust.shown else []),

@@ -1,231 +1,137 @@
-"""The labelling queue: holes spilled to disk while the records stream by, ranked, and written.
+"""The labelling queue: the holes of a run's columns (``columns.RunColumns``' ``holes``), ranked by the engine.
 
 A hole is a retrieved document in a query's top K without any label for that query (repeated ids count once, at
-their first position). Documents are ranked by priority = Σ 1/rank over their appearances (summed in dataset order),
-then by count, best rank, id; a document's queries by (rank, query id).
+their first position). Documents are ranked by priority = Σ 1/rank over their appearances (summed left to right in
+dataset order), then by count, best rank, id; a document's queries by (rank, query id).
 
-Memory: the holes go to ``_PARTS`` temporary files, a document always to the same one (by its hash), so each file
-can be ranked alone: the report holds one partition's holes at a time (1/64 of them) and the best ``LIST_CAP``
-documents of each, never every distinct document id. Only writing the whole queue (``iter_pairs``) reads every
-partition at once.
+The ranking is one ``GROUP BY`` of the engine. Its ``sum`` does not add in dataset order, so a document's priority
+there can differ from the left-to-right sum in the last bits: the documents near the cut (within 1e-9 of it) with
+three holes or more (one or two add the same in any order) get their priority summed in order
+(``list_reduce`` over the holes sorted by row), and the ranking is made on those.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from .._io import atomic_open, dumps, loads
+from .._io import atomic_open, dumps
+from ..columns import RunColumns
 from ..errors import InputError
-from ..metrics._arrays import Texts
 from ._model import LIST_CAP, Report
 
-__all__ = ["LABEL_PLACEHOLDER", "Holes", "SpilledTexts", "write_labelling_queue"]
+__all__ = ["LABEL_PLACEHOLDER", "Queue", "write_labelling_queue"]
 
 LABEL_PLACEHOLDER = "?"
-_PARTS = 64  # partition files of the holes
-_FLUSH = 1_024  # holes buffered per partition before they are written (64k in all)
-
-
-class SpilledTexts:
-    """Strings (or None) appended to a temporary file, 8 bytes of offset each in memory; read back one at a time."""
-
-    def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the object)
-        self._ends = array("q")
-        self._none = array("b")
-        self._size = 0
-
-    def append(self, text: str | None) -> None:
-        if text is not None:
-            data = text.encode("utf-8", "surrogatepass")
-            self._file.write(data)
-            self._size += len(data)
-        self._none.append(text is None)
-        self._ends.append(self._size)
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def __getitem__(self, i: int) -> str | None:
-        if self._none[i]:
-            return None
-        start = self._ends[i - 1] if i else 0
-        self._file.flush()
-        return os.pread(self._file.fileno(), self._ends[i] - start, start).decode("utf-8", "surrogatepass")
-
-
-@dataclass
-class _Part:
-    """One partition's holes: documents coded in order of first appearance, with rank and query row per hole."""
-
-    doc_ids: list[str]
-    docs: np.ndarray  # int32 codes into doc_ids
-    ranks: np.ndarray
-    rows: np.ndarray
-
-    def stats(self) -> dict[str, np.ndarray]:
-        """Per document: count, best rank, rank sum and priority (Σ 1/rank, added in dataset order)."""
-        n = len(self.doc_ids)
-        best = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(best, self.docs, self.ranks)
-        priority = np.zeros(n, dtype=np.float64)
-        np.add.at(priority, self.docs, 1.0 / self.ranks)  # unbuffered, in dataset order: the same sum as Python's
-        return {
-            "count": np.bincount(self.docs, minlength=n),
-            "best": best,
-            "rank_sum": np.bincount(self.docs, weights=self.ranks.astype(np.float64), minlength=n),
-            "priority": priority,
-        }
-
-
-def _queue_order(ids: list[str], stats: dict[str, np.ndarray]) -> np.ndarray:
-    """Documents by priority (desc), count (desc), best rank, id (``_Doc.queue_key`` merges partitions so)."""
-    return np.lexsort((np.array(ids, dtype=str), stats["best"], -stats["count"], -stats["priority"]))
+_EPS = 1e-9  # a bound far above the difference of two orders of summing a document's Σ 1/rank
+_DOCS = (
+    "CREATE OR REPLACE TEMP TABLE queue_docs AS SELECT document_id, count(*) AS n, min(rank) AS best, "
+    "sum(rank)::DOUBLE AS rank_sum, sum(1.0 / rank) AS approx FROM holes GROUP BY document_id"
+)
+_EXACT = """
+WITH cand AS (SELECT * FROM queue_docs WHERE approx >= ?),
+ordered AS (
+  SELECT h.document_id, list_reduce(list(1.0 / h.rank ORDER BY h.row, h.rank), lambda a, b: a + b) AS p
+  FROM holes h SEMI JOIN (SELECT document_id FROM cand WHERE n >= 3) c ON h.document_id = c.document_id
+  GROUP BY h.document_id
+)
+SELECT cand.document_id, n, best, rank_sum, coalesce(ordered.p, approx) AS priority
+FROM cand LEFT JOIN ordered ON cand.document_id = ordered.document_id
+ORDER BY priority DESC, n DESC, best, cand.document_id
+"""
 
 
 @dataclass
 class _Doc:
-    """A ranked document: its statistics and its holes as (rank, query row), in (rank, query id) order."""
+    """A ranked document: its statistics and its holes as (rank, query id, query row), in (rank, query id) order."""
 
     doc_id: str
     count: int
     best: int
     rank_sum: float
     priority: float
-    holes: list[tuple[int, int]]
-
-    def queue_key(self) -> tuple[float, int, int, str]:
-        """Queue order across partitions: priority (desc), count (desc), best rank, id (``_queue_order``'s)."""
-        return -self.priority, -self.count, self.best, self.doc_id
+    holes: list[tuple[int, str, int]]
 
 
-class Holes:
-    """Every (document, rank, query row) hole, spilled in partitions by document; ``query_ids`` (every query, in
-    row order) is set by the reader, ``query_text`` holds each query's text on disk."""
+class Queue:
+    """The labelling queue of a run's columns."""
 
-    def __init__(self) -> None:
-        self.query_ids: Texts = Texts()
-        self.query_text = SpilledTexts()
-        self.n_holes = 0
-        self._files = [tempfile.TemporaryFile() for _ in range(_PARTS)]  # noqa: SIM115
-        self._buffers: list[tuple[list[str], array[int], array[int]]] = [
-            ([], array("i"), array("i")) for _ in range(_PARTS)
-        ]
-        self._summary: tuple[int, int, list[_Doc]] | None = None
+    def __init__(self, run: RunColumns) -> None:
+        self.run = run
+        self.n_holes = int(run.meta.get("holes", 0))
+        self._docs: list[_Doc] | None = None
+        self._stats: tuple[int, int] | None = None
 
-    def add(self, row: int, query: str | None, holes: list[tuple[int, str]]) -> None:
-        """One query's holes as ``(rank, document id)``; called once per query, in row order."""
-        self.query_text.append(query)
-        self.n_holes += len(holes)
-        for rank, doc in holes:
-            p = hash(doc) % _PARTS
-            docs, ranks, rows = self._buffers[p]
-            docs.append(doc)
-            ranks.append(rank)
-            rows.append(row)
-            if len(docs) >= _FLUSH:
-                self._flush(p)
-
-    def _flush(self, p: int) -> None:
-        docs, ranks, rows = self._buffers[p]
-        if docs:
-            self._files[p].write(dumps([docs, ranks.tobytes().hex(), rows.tobytes().hex()]) + b"\n")
-            self._buffers[p] = ([], array("i"), array("i"))
-
-    def _part(self, p: int) -> _Part:
-        """Partition ``p`` read back, in dataset order."""
-        self._flush(p)
-        f = self._files[p]
-        f.seek(0)
-        code: dict[str, int] = {}
-        doc_ids: list[str] = []
-        docs, ranks, rows = array("i"), array("i"), array("i")
-        for line in f:
-            names, r, q = loads(line)
-            for d in names:
-                c = code.get(d)
-                if c is None:
-                    c = code[d] = len(doc_ids)
-                    doc_ids.append(d)
-                docs.append(c)
-            ranks.frombytes(bytes.fromhex(r))
-            rows.frombytes(bytes.fromhex(q))
-        f.seek(0, os.SEEK_END)
-        as_np = [np.frombuffer(a, np.int32) if len(a) else np.zeros(0, np.int32) for a in (docs, ranks, rows)]
-        return _Part(doc_ids, *as_np)
-
-    def _key(self, rank: int, row: int) -> tuple[int, bytes, int]:
-        return rank, self.query_ids[row].encode("utf-8", "surrogatepass"), row
-
-    def _docs(self, part: _Part, stats: dict[str, np.ndarray], chosen: list[int], limit: int | None) -> list[_Doc]:
-        """The ``chosen`` documents of a partition, each with its first ``limit`` holes (all: None)."""
-        wanted = {c: i for i, c in enumerate(chosen)}
-        holes: list[list[tuple[int, int]]] = [[] for _ in chosen]
-        mine = np.flatnonzero(np.isin(part.docs, np.array(chosen, np.int32)))
-        for d, rank, row in zip(*(a[mine].tolist() for a in (part.docs, part.ranks, part.rows)), strict=True):
-            holes[wanted[d]].append((rank, row))
-        out = []
-        for c, hs in zip(chosen, holes, strict=True):
-            hs.sort(key=lambda h: self._key(*h))
-            out.append(
-                _Doc(
-                    part.doc_ids[c],
-                    int(stats["count"][c]),
-                    int(stats["best"][c]),
-                    float(stats["rank_sum"][c]),
-                    float(stats["priority"][c]),
-                    hs if limit is None else hs[:limit],
-                )
-            )
-        return out
-
-    def summary(self, limit: int = LIST_CAP) -> tuple[int, int, list[_Doc]]:
-        """``(distinct documents, most holes of one document, the ``limit`` most urgent documents)``: each partition
-        ranked alone, its best ``limit`` kept, then those merged in queue order."""
-        if self._summary is None or len(self._summary[2]) < min(limit, self._summary[0]):
-            n_docs, most = 0, 0
-            best: list[_Doc] = []
-            for p in range(_PARTS):
-                part = self._part(p)
-                if not part.doc_ids:
-                    continue
-                stats = part.stats()
-                n_docs += len(part.doc_ids)
-                most = max(most, int(stats["count"].max()))
-                best += self._docs(part, stats, _queue_order(part.doc_ids, stats)[:limit].tolist(), limit)
-            best.sort(key=_Doc.queue_key)
-            self._summary = (n_docs, most, best[:limit])
-        return self._summary
+    def _ensure(self) -> tuple[int, int]:
+        if self._stats is None:
+            self.run.sql(_DOCS)
+            n, most = self.run.one("SELECT count(*), coalesce(max(n), 0) FROM queue_docs")
+            self._stats = (int(n), int(most))
+        return self._stats
 
     @property
     def n_docs(self) -> int:
-        return self.summary()[0]
+        return self._ensure()[0]
+
+    def _ranked(self, limit: int | None) -> list[tuple[str, int, int, float, float]]:
+        """(document, count, best, rank sum, priority) of the ``limit`` most urgent documents (all: None)."""
+        n_docs, _ = self._ensure()
+        cut = -1.0
+        if limit is not None and n_docs > limit:
+            row = self.run.one(
+                "SELECT approx FROM queue_docs ORDER BY approx DESC, n DESC, best, document_id LIMIT 1 OFFSET ?",
+                [limit - 1],
+            )
+            cut = float(row[0]) - _EPS if row else -1.0
+        rows = self.run.sql(_EXACT + ("" if limit is None else f" LIMIT {int(limit)}"), [cut]).fetchall()
+        return [(str(d), int(n), int(b), float(s), float(p)) for d, n, b, s, p in rows]
+
+    def _holes(self, docs: list[str], limit: int | None) -> dict[str, list[tuple[int, str, int]]]:
+        """Each document's holes as (rank, query id, row) in (rank, query id) order, the first ``limit``."""
+        out: dict[str, list[tuple[int, str, int]]] = {d: [] for d in docs}
+        if not docs:
+            return out
+        self.run.con.register("queue_wanted", {"document_id": _array(docs)})
+        try:
+            cur = self.run.sql(
+                "SELECT h.document_id, h.rank, q.query_id, h.row FROM holes h "
+                "JOIN queue_wanted w ON h.document_id = w.document_id JOIN queries q ON q.row = h.row "
+                "ORDER BY h.document_id, h.rank, q.query_id, h.row"
+            )
+            while batch := cur.fetchmany(65_536):
+                for doc, rank, qid, row in batch:
+                    hs = out[doc]
+                    if limit is None or len(hs) < limit:
+                        hs.append((int(rank), str(qid), int(row)))
+        finally:
+            self.run.con.unregister("queue_wanted")
+        return out
+
+    def summary(self, limit: int = LIST_CAP) -> list[_Doc]:
+        """The ``limit`` most urgent documents, each with its first ``limit`` holes."""
+        if self._docs is None:
+            ranked = self._ranked(limit)
+            holes = self._holes([d for d, *_ in ranked], limit)
+            self._docs = [_Doc(d, n, b, s, p, holes[d]) for d, n, b, s, p in ranked]
+        return self._docs
 
     def truncated(self, limit: int = LIST_CAP) -> bool:
         """Does the report's list (``limit`` documents, ``limit`` queries each) leave holes out?"""
-        n_docs, most, _ = self.summary(limit)
+        n_docs, most = self._ensure()
         return n_docs > limit or most > limit
 
     def iter_pairs(self) -> Iterator[tuple[str, str, int, float, int]]:
-        """Every hole in queue order: ``(document id, query id, rank, priority, row)`` (every partition read)."""
-        docs: list[_Doc] = []
-        for p in range(_PARTS):
-            part = self._part(p)
-            if part.doc_ids:
-                stats = part.stats()
-                docs += self._docs(part, stats, list(range(len(part.doc_ids))), None)
-        docs.sort(key=_Doc.queue_key)
-        for d in docs:
-            for rank, row in d.holes:
-                yield d.doc_id, self.query_ids[row], rank, d.priority, row
+        """Every hole in queue order: ``(document id, query id, rank, priority, row)``."""
+        ranked = self._ranked(None)
+        for lo in range(0, len(ranked), 4096):
+            part = ranked[lo : lo + 4096]
+            holes = self._holes([d for d, *_ in part], None)
+            for d, _, _, _, p in part:
+                for rank, qid, row in holes[d]:
+                    yield d, qid, rank, p, row
 
     def entries(self, limit: int = LIST_CAP) -> list[dict[str, Any]]:
         """The ``limit`` most urgent documents as ``HoleEntry`` fields, each with its first ``limit`` queries."""
@@ -236,28 +142,60 @@ class Holes:
                 "best_rank": d.best,
                 "mean_rank": d.rank_sum / d.count,
                 "priority": d.priority,
-                "queries": [{"query_id": self.query_ids[row], "rank": rank} for rank, row in d.holes],
+                "queries": [{"query_id": qid, "rank": rank} for rank, qid, _ in d.holes],
             }
-            for d in self.summary(limit)[2][:limit]
+            for d in self.summary(limit)[:limit]
         ]
+
+    def query_text(self, rows: list[int]) -> dict[int, str | None]:
+        """The query text of some rows."""
+        if not rows:
+            return {}
+        self.run.con.register("queue_rows", {"row": _array(rows)})
+        try:
+            got = self.run.sql("SELECT q.row, q.query FROM queries q JOIN queue_rows r ON q.row = r.row").fetchall()
+        finally:
+            self.run.con.unregister("queue_rows")
+        return {int(r): t for r, t in got}
+
+
+def _array(values: list[Any]) -> Any:
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 def _pairs(report: Report) -> Iterator[tuple[str, str, int, float, str | None]]:
     """(document, query id, rank, priority, query text) in queue order: the whole queue when the report carries
     its holes, else the queue the report lists."""
-    holes: Holes | None = report._holes
-    if holes is not None and holes.truncated():
-        for doc, qid, rank, priority, row in holes.iter_pairs():
-            yield doc, qid, rank, priority, holes.query_text[row]
+    queue: Queue | None = report._holes
+    if queue is not None and queue.truncated():
+        pending: list[tuple[str, str, int, float, int]] = []
+        for pair in queue.iter_pairs():
+            pending.append(pair)
+            if len(pending) >= 65_536:
+                yield from _with_text(queue, pending)
+                pending = []
+        yield from _with_text(queue, pending)
         return
-    if holes is not None:
-        text = {holes.query_ids[row]: holes.query_text[row] for d in holes.summary()[2] for _, row in d.holes}
+    if queue is not None:
+        rows = [row for d in queue.summary() for _, _, row in d.holes]
+        by_row = queue.query_text(rows)
+        text = {qid: by_row.get(row) for d in queue.summary() for _, qid, row in d.holes}
     else:
         text = {q.query_id: q.query for q in report.queries}
     for hole in report.labelling_queue:
         for where in hole.queries:
             qid = str(where["query_id"])
             yield hole.document_id, qid, int(where["rank"]), hole.priority, text.get(qid)
+
+
+def _with_text(queue: Queue, pairs: list[tuple[str, str, int, float, int]]) -> Iterator[tuple[Any, ...]]:
+    text = queue.query_text(sorted({p[4] for p in pairs}))
+    for doc, qid, rank, priority, row in pairs:
+        yield doc, qid, rank, priority, text.get(row)
 
 
 def write_labelling_queue(report: Report, path: str | os.PathLike[str], *, fmt: str | None = None) -> int:

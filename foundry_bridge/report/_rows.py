@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 
 from .._io import dumps
-from ._columns import SCORED, STATUSES, LocalColumns, RecordRead, ScoreBlock, ScoreColumn
+from ..columns import RunColumns
+from ._columns import SCORED, STATUSES, Index, ScoreColumn, score_row
 from ._model import LIST_CAP, STAGES, CanaryFlag
 from ._stages import JudgeVerdict, Verdict, attribute_stage, missed_top_grade
 
 __all__ = ["Judge", "RowInputs", "RowsOut", "stream_rows"]
 
-_CHUNK = 4096  # rows whose local metrics are turned into Python values at once
+_BLOCK = 8192  # rows whose columns are fetched from the engine at once
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,12 @@ class Judge:
 class RowInputs:
     """What the rows are made of."""
 
-    records: RecordRead
-    local: LocalColumns  # every local metric column (n_rel included)
+    run: RunColumns
+    index: Index
+    local_keys: list[str]  # every local metric column (n_rel included)
     scores: dict[str, ScoreColumn]
     judges: list[Judge]
-    contradiction: np.ndarray  # bool per query: a negative query with a relevant-labelled top-k document
     hit_key: str
-    grades: LocalColumns | None = None  # found, best (metrics.ranking.top_grades at the stage k)
 
 
 @dataclass
@@ -60,28 +60,29 @@ class RowsOut:
     canary_counts: dict[str, int] = field(default_factory=dict)
     worst: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     kept: list[dict[str, Any]] | None = None
+    stage_ids: dict[str, list[str]] = field(default_factory=dict)  # the first LIST_CAP query ids of each stage
     search_partial: int = 0  # queries with a partial search miss (_stages.missed_top_grade)
     search_partial_ids: list[str] = field(default_factory=list)  # the first LIST_CAP of them
 
 
 def _verdicts(
-    judges: list[Judge], blocks: list[ScoreBlock | None], i: int
+    judges: list[Judge], blocks: list[dict[str, Any] | None], j: int
 ) -> tuple[list[JudgeVerdict], tuple[int, float]]:
-    """The answer judges on query ``i`` (their columns' blocks) and its badness key (failed judges, mean scaled
-    primary score)."""
+    """The answer judges on the query at ``j`` of the block (their columns' fields) and its badness key (failed
+    judges, mean scaled primary score)."""
     out: list[JudgeVerdict] = []
     failed, scaled = 0, []
-    for j, block in zip(judges, blocks, strict=True):
-        if block is None:
-            out.append(JudgeVerdict(j.criterion, Verdict("missing", None)))
+    for judge, f in zip(judges, blocks, strict=True):
+        if f is None:
+            out.append(JudgeVerdict(judge.criterion, Verdict("missing", None)))
             continue
-        status, p, score = block.verdict(i)
+        status, p, score = int(f["status"][j]), int(f["passed"][j]), float(f["score"][j])
         passed = None if p < 0 else bool(p)
-        out.append(JudgeVerdict(j.criterion, Verdict(STATUSES[status], passed)))
+        out.append(JudgeVerdict(judge.criterion, Verdict(STATUSES[status], passed)))
         if status == SCORED:
             failed += passed is False
-            if score == score and j.hi > j.lo:
-                scaled.append((score - j.lo) / (j.hi - j.lo))
+            if score == score and judge.hi > judge.lo:
+                scaled.append((score - judge.lo) / (judge.hi - judge.lo))
     return out, (failed, sum(scaled) / len(scaled) if scaled else 1.0)
 
 
@@ -96,100 +97,102 @@ def _canary(query_id: str, canary: str, judges: list[JudgeVerdict]) -> CanaryFla
     )
 
 
+_FACTS: tuple[str, ...] = ("query_id", "kind", "kind_source", "query", "response", "canary", "dropped_relevant")
+_FACTS += ("checked", "holes", "contradiction", "found", "best")
+
+
 @dataclass
 class _Block:
-    """``_CHUNK`` queries' inputs: the local metrics as one ``{key: value}`` per query (NaN → None), every Foundry
-    column's block and the answer judges' blocks."""
+    """A block of rows: the facts and local metrics (one list per column, NaN → None), every Foundry column's
+    fields and the answer judges' fields."""
 
     lo: int
-    local: list[dict[str, float | None]]
-    scores: dict[str, ScoreBlock]
-    judges: list[ScoreBlock | None]
-    grades: list[tuple[int, int]] | None  # (found, best) per query
+    facts: dict[str, list[Any]]
+    local: dict[str, list[float | None]]
+    scores: dict[str, dict[str, Any]]
+    judges: list[dict[str, Any] | None]
 
 
 def _blocks(inp: RowInputs) -> Iterator[_Block]:
-    n = inp.records.arrays.n_queries
-    for lo in range(0, n, _CHUNK):
-        hi = min(n, lo + _CHUNK)
-        cols = {k: v.tolist() for k, v in inp.local.block(lo, hi).items()}
-        local = [{k: (None if (x := c[j]) != x else x) for k, c in cols.items()} for j in range(hi - lo)]
-        scores = {key: col.block(lo, hi) for key, col in inp.scores.items()}
+    n = inp.run.n_queries
+    names = ", ".join(f'"{c}"' for c in (*_FACTS, *inp.local_keys))
+    for lo in range(0, n, _BLOCK):
+        hi = min(n, lo + _BLOCK)
+        cur = inp.run.sql(f"SELECT {names} FROM queries WHERE row >= ? AND row < ? ORDER BY row", [lo, hi])
+        got = dict(zip([d[0] for d in cur.description], map(list, zip(*cur.fetchall(), strict=True)), strict=True))
+        facts = {c: got[c] for c in _FACTS}
+        local = {k: [None if (x is None or x != x) else x for x in got[k]] for k in inp.local_keys}
+        scores = {key: col.fields(lo, hi) for key, col in inp.scores.items()}
         by_column = {id(col): scores[key] for key, col in inp.scores.items()}
         judges = [
-            None if j.column is None else by_column.get(id(j.column)) or j.column.block(lo, hi) for j in inp.judges
+            None if j.column is None else by_column.get(id(j.column)) or j.column.fields(lo, hi) for j in inp.judges
         ]
-        grades = None
-        if inp.grades is not None:
-            g = inp.grades.block(lo, hi)
-            grades = list(zip(g["found"].astype(np.int64).tolist(), g["best"].astype(np.int64).tolist(), strict=True))
-        yield _Block(lo, local, scores, judges, grades)
-
-
-def _indexed(inp: RowInputs) -> Iterator[tuple[int, dict[str, float | None], _Block]]:
-    for block in _blocks(inp):
-        for j, local in enumerate(block.local):
-            yield block.lo + j, local, block
+        yield _Block(lo, facts, local, scores, judges)
 
 
 def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: int, keep_all: bool) -> RowsOut:
     """Every query's row, in dataset order: written with ``write`` (one JSON line each) as it is made."""
-    arrays = inp.records.arrays
-    n = arrays.n_queries
-    out = RowsOut(np.zeros(n, np.int8), kept=[] if keep_all else None)
+    n = inp.run.n_queries
+    out = RowsOut(np.zeros(n, np.int8), kept=[] if keep_all else None, stage_ids={s: [] for s in STAGES})
     heaps: dict[str, list[tuple[tuple[int, float, int], dict[str, Any]]]] = {s: [] for s in STAGES}
     stage_index = {s: k for k, s in enumerate(STAGES)}
-    abstains = arrays.abstains
-    facts = inp.records.iter_facts()
+    abstains = inp.index.abstains
     canaries = _Canaries()
-    for i, local, block in _indexed(inp):
-        query, response, canary, dropped, checked, holes = next(facts)
-        query_id, kind = arrays.query_ids[i], arrays.kinds[i]
-        abstained = None if abstains[i] < 0 else bool(abstains[i] == 1)
-        judges, (failed, scaled) = _verdicts(inp.judges, block.judges, i)
-        hit = local.get(inp.hit_key)
-        grades = None if block.grades is None else block.grades[i - block.lo]
-        stage, reason = attribute_stage(
-            kind=kind,
-            hit=hit,
-            assembly_checked=checked,
-            dropped_relevant=dropped,
-            has_response=response is not None,
-            abstained=abstained,
-            answer_judges=judges,
-            label_contradiction=bool(inp.contradiction[i]),
-            grades=grades,
-        )
-        partial = missed_top_grade(kind, hit, grades)
-        row = {
-            "row": i,
-            "query_id": query_id,
-            "kind": kind,
-            "kind_source": arrays.kind_sources[i],
-            "query": query,
-            "response": response,
-            "canary": canary,
-            "local": local,
-            "foundry": {key: b.row(i) for key, b in block.scores.items()},
-            "abstained": abstained,
-            "dropped_relevant": dropped,
-            "holes": holes,
-            "stage": stage,
-            "stage_reason": reason,
-            "search_partial": partial,
-        }
-        if write is not None:
-            write(dumps(row) + b"\n")
-        out.stage[i] = stage_index[stage]
-        if partial:
-            out.search_partial += 1
-            if len(out.search_partial_ids) < LIST_CAP:
-                out.search_partial_ids.append(query_id)
-        if canary is not None:
-            canaries.add(i, _canary(query_id, canary, judges))
-        if out.kept is not None:
-            out.kept.append(row)
-        _push(heaps[stage], ((failed, -scaled, -i), row), worst)
+    keys = list(inp.local_keys)
+    for block in _blocks(inp):
+        f = block.facts
+        for j in range(len(f["query_id"])):
+            i = block.lo + j
+            local = {k: block.local[k][j] for k in keys}
+            query_id, kind, response, canary = f["query_id"][j], f["kind"][j], f["response"][j], f["canary"][j]
+            dropped = f["dropped_relevant"][j]
+            abstained = None if abstains[i] < 0 else bool(abstains[i] == 1)
+            judges, (failed, scaled) = _verdicts(inp.judges, block.judges, j)
+            hit = local.get(inp.hit_key)
+            grades = (int(f["found"][j]), int(f["best"][j]))
+            stage, reason = attribute_stage(
+                kind=kind,
+                hit=hit,
+                assembly_checked=bool(f["checked"][j]),
+                dropped_relevant=dropped,
+                has_response=response is not None,
+                abstained=abstained,
+                answer_judges=judges,
+                label_contradiction=bool(f["contradiction"][j]),
+                grades=grades,
+            )
+            partial = missed_top_grade(kind, hit, grades)
+            row = {
+                "row": i,
+                "query_id": query_id,
+                "kind": kind,
+                "kind_source": f["kind_source"][j],
+                "query": f["query"][j],
+                "response": response,
+                "canary": canary,
+                "local": local,
+                "foundry": {key: score_row(inp.scores[key], b, i, j) for key, b in block.scores.items()},
+                "abstained": abstained,
+                "dropped_relevant": dropped,
+                "holes": f["holes"][j],
+                "stage": stage,
+                "stage_reason": reason,
+                "search_partial": partial,
+            }
+            if write is not None:
+                write(dumps(row) + b"\n")
+            out.stage[i] = stage_index[stage]
+            if len(ids := out.stage_ids[stage]) < LIST_CAP:
+                ids.append(query_id)
+            if partial:
+                out.search_partial += 1
+                if len(out.search_partial_ids) < LIST_CAP:
+                    out.search_partial_ids.append(query_id)
+            if canary is not None:
+                canaries.add(i, _canary(query_id, canary, judges))
+            if out.kept is not None:
+                out.kept.append(row)
+            _push(heaps[stage], ((failed, -scaled, -i), row), worst)
     out.worst = {s: [r for _, r in sorted(h, reverse=True)] for s, h in heaps.items()}
     out.canaries, out.canary_counts = canaries.shown(), canaries.counts
     return out

@@ -2,12 +2,15 @@
 
 For every LLM judge of the plan (a catalog evaluator that needs a deployment): its agreement with the human
 verdicts (``metrics.agreement.judge_trust``: κ on pass/fail, quadratic-weighted κ on the scale, Krippendorff's α
-among raters and with the judge as one more rater), its mean score and pass rate four ways (judge only, human
-only, PPI, PPI++: ``metrics.ppi.estimate_mean``), and, with no verdict yet, how few labels would help
-(``labels_for_half_width``: ±0.1 on a pass rate; ±0.25 on the mean score with the judge's own spread as the
-guess of the humans'). Then the retrieval judge against the qrels (``qrels_check``'s rule on each record, no
-human work), and the generated canaries (``canaries.score_canaries``). Each part says what it was computed from,
-and ``missing`` says in words what could not be computed and why.
+among raters and with the judge as one more rater, α with its bootstrap interval), its mean score and pass rate four
+ways (judge only, human only, PPI, PPI++: ``metrics.ppi.estimate_mean``; several raters' disagreement in the
+intervals), and its label budget (``MeanEstimates.labels_for_target``: labels in all for a PPI++ interval of ±0.05
+on a pass rate and ±0.25 on the mean score by default — PPI's variance with the agreement seen so far; with no
+label yet the worst case, or the judge's own spread as the guess of the humans'). κ, weighted κ and α on fewer
+than ``MIN_AGREEMENT_ROWS`` rows are greyed (HTML class ``few``; Markdown italics and °) with a warning line. Then
+the retrieval judge against the qrels (``qrels_check``'s rule on each record, no human work), and the generated
+canaries (``canaries.score_canaries``). Each part says what it was computed from, and ``missing`` says in words
+what could not be computed and why.
 
 The pass reads ``plan.json`` without items, then ``records.jsonl`` (query ids, the qrels truth, canary cases),
 then ``results.jsonl`` into one score and one pass column per judge (NaN where unscored): memory grows with
@@ -20,7 +23,6 @@ from __future__ import annotations
 import html
 import math
 import os
-from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,18 +34,19 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from .._io import loads
 from ..canaries import RETRIEVAL, CanaryCase, CanaryScore, score_canaries
 from ..catalog import CATALOG
+from ..columns import RunColumns
 from ..dataset.verdicts import Verdict, VerdictFile, human_arrays, queue_rows, read_verdicts, write_verdict_queue
 from ..errors import DatasetError
 from ..metrics._arrays import Texts
 from ..metrics.agreement import (
+    MIN_AGREEMENT_ROWS,
     agreement,
-    context_holds_relevant,
     judge_noise,
     judge_trust,
     noise_band,
     rater_mean,
 )
-from ..metrics.ppi import labelling_priority, labels_for_half_width
+from ..metrics.ppi import labelling_priority
 from ..runfolder import RunFolder
 from ._format import fmt_num, md_escape
 
@@ -63,8 +66,8 @@ __all__ = [
     "write_verdict_queue_for",
 ]
 
-PASS_RATE_HALF_WIDTH = 0.1  # "how few labels would help": a pass rate ± this by human labels alone
-SCORE_HALF_WIDTH = 0.25  # ... and a mean score on the judge's scale ± this
+PASS_RATE_HALF_WIDTH = 0.05  # the label budget's default target: a pass rate ± this (report --target-pass-rate)
+SCORE_HALF_WIDTH = 0.25  # ... and a mean score on the judge's scale ± this (report --target-score)
 
 
 def _nan_to_none(value: Any) -> Any:
@@ -97,8 +100,17 @@ class EstimateOut(_Stat):
     need_labels: int | None = None
 
 
+class RaterSpreadOut(_Stat):
+    """``metrics.ppi.RaterSpread``: the raters' variance added to the intervals, on ``df`` degrees of freedom."""
+
+    variance: float
+    df: int
+    raters: int
+
+
 class MeanOut(_Stat):
-    """``metrics.ppi.MeanEstimates``: judge only, human only, PPI, PPI++, λ, labels to halve the interval."""
+    """``metrics.ppi.MeanEstimates``: judge only, human only, PPI, PPI++, λ, the label budget, the raters'
+    variance."""
 
     judge_only: EstimateOut
     human_only: EstimateOut
@@ -107,6 +119,9 @@ class MeanOut(_Stat):
     lam: Num
     labels_to_halve: int | None
     human_labels_to_halve: int | None
+    target: float | None = None
+    labels_for_target: int | None = None
+    raters: RaterSpreadOut | None = None
 
 
 class DisagreementOut(_Stat):
@@ -129,6 +144,7 @@ class AgreementOut(_Stat):
     judge_rates: list[Num]
     reference_rates: list[Num]
     disagreements: list[DisagreementOut]
+    rows: int = Field(-1, description="rows with a pair (-1: n)")
 
 
 class JudgeTrustOut(_Stat):
@@ -144,6 +160,10 @@ class JudgeTrustOut(_Stat):
     score_mean: MeanOut | None
     pass_rate: MeanOut | None
     missing: list[str]
+    alpha_humans_interval: list[Num] | None = None
+    alpha_with_judge_interval: list[Num] | None = None
+    alpha_rows: int = 0
+    alpha_with_judge_rows: int = 0
 
 
 class JudgeNoiseOut(_Stat):
@@ -184,8 +204,10 @@ class JudgeEntry(BaseModel):
     rows_scored: int
     rows_passed_known: int
     trust: JudgeTrustOut
-    labels_for_pass_rate: int | None = Field(None, description=f"labels for a pass rate ±{PASS_RATE_HALF_WIDTH}")
-    labels_for_score: int | None = Field(None, description=f"labels for a mean score ±{SCORE_HALF_WIDTH}")
+    labels_for_pass_rate: int | None = Field(None, description="labels in all for a pass rate ±pass_rate_target")
+    labels_for_score: int | None = Field(None, description="labels in all for a mean score ±score_target")
+    pass_rate_target: float = PASS_RATE_HALF_WIDTH
+    score_target: float = SCORE_HALF_WIDTH
     worst: list[dict[str, Any]] = Field(
         default_factory=list, description="[{query_id, judge, human}], largest gap first"
     )
@@ -279,38 +301,40 @@ def _judge_specs(folder: RunFolder) -> list[tuple[str, str, str, float | None, b
     return out
 
 
-def _collect(folder: RunFolder) -> _Columns:
-    """Records then results, each streamed once."""
-    plan = folder.read_plan(items=False, records=False)
+def _collect(run: RunColumns) -> _Columns:
+    """The run's query ids, qrels truth and canary cases (its per-query columns), and each judge's last score and
+    verdict per row (rows without an error), one judge at a time."""
+    n = run.n_queries
     query_ids = Texts()  # one buffer, not a str object per query
-    truth = array("d")
+    for lo in range(0, n, 65_536):
+        for q in run.texts("query_id", lo, min(n, lo + 65_536)):
+            query_ids.append(q)
+    truth = np.asarray(run.column("holds_relevant"), np.float64) if n else np.zeros(0)
     cases: list[CanaryCase] = []
-    canary = array("b")
-    for rec in folder.iter_records(plan):
-        query_ids.append(rec.query_id)
-        holds = context_holds_relevant(rec)
-        truth.append(math.nan if holds is None else float(holds))
-        case = CanaryCase.from_record(rec)
-        canary.append(case is not None)
-        if case is not None:
-            cases.append(case)
-    n = len(query_ids)
+    canary = np.zeros(n, bool)
+    for row, qid, case in run.sql(
+        "SELECT row, query_id, canary_case FROM queries WHERE canary_case IS NOT NULL ORDER BY row"
+    ).fetchall():
+        c = loads(case)
+        cases.append(CanaryCase(qid, c["kind"], c["of"], c["expect"]))
+        canary[row] = True
     judges = {
-        c: _Judge(c, e, m, t, h, s, np.full(n, np.nan), np.full(n, np.nan)) for c, e, m, t, h, s in _judge_specs(folder)
+        c: _Judge(c, e, m, t, h, s, np.full(n, np.nan), np.full(n, np.nan))
+        for c, e, m, t, h, s in _judge_specs(run.folder)
     }
-    read = 0
-    for res in folder.iter_results():
-        read += 1
-        col = judges.get(res.criterion)
-        if col is None or res.metric != col.metric or not 0 <= res.row < n or res.error is not None:
-            continue
-        if res.score is not None:
-            col.score[res.row] = res.score
-        if res.passed is not None:
-            col.passed[res.row] = float(res.passed)
-    truth_ = np.frombuffer(truth, np.float64) if n else np.zeros(0)
-    canary_ = np.frombuffer(canary, np.int8).astype(bool) if n else np.zeros(0, bool)
-    return _Columns(query_ids, judges, truth_, cases, canary_, read)
+    for col in judges.values():
+        got = run.sql(
+            "SELECT row, arg_max(score, seq) FILTER (WHERE score IS NOT NULL), "
+            "arg_max(passed::DOUBLE, seq) FILTER (WHERE passed IS NOT NULL) FROM results "
+            "WHERE criterion = ? AND metric = ? AND error IS NULL AND row >= 0 AND row < ? GROUP BY row",
+            [col.criterion, col.metric, n],
+        ).fetchall()
+        for row, score, passed in got:
+            if score is not None:
+                col.score[row] = score
+            if passed is not None:
+                col.passed[row] = passed
+    return _Columns(query_ids, judges, truth, cases, canary, run.result_counts()[0])
 
 
 def _check_scale(verdicts: Sequence[Verdict], judge: _Judge, source: str) -> None:
@@ -330,7 +354,9 @@ def _check_scale(verdicts: Sequence[Verdict], judge: _Judge, source: str) -> Non
             )
 
 
-def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) -> JudgeEntry:
+def _judge_entry(
+    judge: _Judge, verdicts: VerdictFile | None, cols: _Columns, targets: tuple[float, float]
+) -> JudgeEntry:
     rows, query_ids = (verdicts.verdicts if verdicts is not None else []), cols.query_ids
     hs, _ = human_arrays(rows, judge.evaluator, query_ids)
     hp, _ = human_arrays(rows, judge.evaluator, query_ids, what="passed")
@@ -347,14 +373,14 @@ def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) ->
         threshold=judge.threshold,
         higher_is_better=judge.higher_is_better,
         categories=scale,
+        pass_target=targets[0],
+        score_target=targets[1],
     )
     scored = score[~np.isnan(score)]
     missing = off_scale + list(trust.missing)
-    need_pass = need_score = None
+    need_pass = trust.pass_rate.labels_for_target if trust.pass_rate else None
+    need_score = trust.score_mean.labels_for_target if trust.score_mean else None
     if trust.n_labeled == 0:
-        need_pass = labels_for_half_width(PASS_RATE_HALF_WIDTH)
-        spread = float(scored.std()) if scored.size > 1 else 0.0
-        need_score = labels_for_half_width(SCORE_HALF_WIDTH, sd=spread) if spread > 0 else None
         missing = [f"no human verdict on {judge.evaluator}: its numbers are uncorrected", *off_scale]
     if not scored.size:
         missing.append(f"{judge.criterion} scored no row")
@@ -370,6 +396,8 @@ def _judge_entry(judge: _Judge, verdicts: VerdictFile | None, cols: _Columns) ->
         trust=JudgeTrustOut.model_validate(trust),
         labels_for_pass_rate=need_pass,
         labels_for_score=need_score,
+        pass_rate_target=targets[0],
+        score_target=targets[1],
         worst=[
             {"query_id": query_ids[d.index], "judge": d.judge, "human": d.human}
             for d in (trust.on_scale.disagreements if trust.on_scale else [])
@@ -443,14 +471,15 @@ def trust_section(
     *,
     questions: Mapping[str, str] | None = None,
     repeats: Sequence[str | os.PathLike[str]] = (),
+    run: RunColumns | None = None,
+    targets: tuple[float, float] = (PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH),
 ) -> TrustSection:
     """The trust section of the run in ``run_dir``, with the human verdicts of ``verdicts_path`` (JSONL or CSV,
     ``dataset.verdicts.read_verdicts``; ``questions`` maps a template sheet's columns to evaluators) when given,
-    and the judges' noise when ``repeats`` names run folders of the same rows judged again."""
-    folder = RunFolder(run_dir)
-    folder.require_dir()
+    and the judges' noise when ``repeats`` names run folders of the same rows judged again. ``targets``: the
+    half-widths (pass rate, mean score) each judge's label budget is for."""
     verdicts = read_verdicts(verdicts_path, questions=questions) if verdicts_path is not None else None
-    cols = _collect(folder)
+    cols = _collect(run if run is not None else RunColumns.open(run_dir))
     source = TrustSource(
         run_dir=str(run_dir), rows=len(cols.query_ids), results_read=cols.results_read, canary_rows=len(cols.cases)
     )
@@ -471,9 +500,9 @@ def trust_section(
             _check_scale(verdicts.verdicts, judge, verdicts.source)
     if not cols.judges:
         missing.append("the plan has no LLM judge: nothing to trust or distrust")
-    judges = [_judge_entry(j, verdicts, cols) for j in cols.judges.values()]
+    judges = [_judge_entry(j, verdicts, cols, targets) for j in cols.judges.values()]
     canaries = _canaries(cols, missing)
-    noise = _noise(cols, [_collect(RunFolder(r)) for r in repeats])
+    noise = _noise(cols, [_collect(RunColumns.open(r)) for r in repeats])
     if not repeats:
         missing.append("judge noise: one judgement per row in this run (repeats are needed to measure it)")
     return TrustSection(
@@ -565,8 +594,8 @@ def write_verdict_queue_for(
 
     Each judge's queue is ``metrics.ppi.labelling_priority`` (its scores, the section's verdicts, spread = the judges
     disagreeing on the row); the queues are interleaved by rank, so every judge gets its first rows."""
-    folder = RunFolder(run_dir)
-    cols = _collect(folder)
+    run = RunColumns.open(run_dir)
+    cols = _collect(run)
     given = section.source.verdicts_path
     verdicts = read_verdicts(given, questions=questions).verdicts if given else []
     spread = _spread(cols)
@@ -578,19 +607,23 @@ def write_verdict_queue_for(
     picked = sorted(((p.rank, k, j, p) for k, (j, picks) in enumerate(per_judge) for p in picks), key=lambda t: t[:2])
     chosen = picked[:limit]
     wanted = {cols.query_ids[p.index] for *_, p in chosen}
-    texts = _texts(folder, wanted)
+    texts = _texts(run, wanted)
     rows = [queue_rows([p], cols.query_ids, j.evaluator, texts)[0] for _, _, j, p in chosen]
     return write_verdict_queue(rows, Path(path))
 
 
-def _texts(folder: RunFolder, wanted: set[str]) -> dict[str, dict[str, str | None]]:
+def _texts(run: RunColumns, wanted: set[str]) -> dict[str, dict[str, str | None]]:
     """Query and response of the wanted rows only (the context is left out: long, and in the run folder)."""
-    plan = folder.read_plan(items=False, records=False)
-    return {
-        r.query_id: {"query": r.query, "response": r.response}
-        for r in folder.iter_records(plan)
-        if r.query_id in wanted
-    }
+    ids = np.empty(len(wanted), dtype=object)
+    ids[:] = sorted(wanted)
+    run.con.register("trust_wanted", {"query_id": ids})
+    try:
+        rows = run.sql(
+            "SELECT q.query_id, q.query, q.response FROM queries q SEMI JOIN trust_wanted w ON q.query_id = w.query_id"
+        ).fetchall()
+    finally:
+        run.con.unregister("trust_wanted")
+    return {qid: {"query": query, "response": response} for qid, query, response in rows}
 
 
 # -- rendering ---------------------------------------------------------------------------------------------------
@@ -598,6 +631,23 @@ def _texts(folder: RunFolder, wanted: set[str]) -> dict[str, dict[str, str | Non
 
 def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt_num(value, digits)
+
+
+class _Few(str):
+    """A table cell standing on fewer than ``MIN_AGREEMENT_ROWS`` rows: greyed (HTML class ``few``, Markdown
+    italics) and marked °."""
+
+
+def _agreement_cell(value: float | None, rows: int, interval: list[float | None] | None = None) -> str:
+    """κ or α (with its interval when given), a ``_Few`` cell below ``MIN_AGREEMENT_ROWS`` rows."""
+    text = _num(value)
+    if value is not None and interval and interval[0] is not None and interval[1] is not None:
+        text += f" [{_num(interval[0])}, {_num(interval[1])}]"
+    return _Few(text + "°") if value is not None and 0 <= rows < MIN_AGREEMENT_ROWS else text
+
+
+def _few_rows(section: TrustSection) -> bool:
+    return any(isinstance(c, _Few) for r in _table_rows(section)[1] for c in r)
 
 
 def _estimate(e: EstimateOut | None) -> str:
@@ -625,25 +675,69 @@ def _table_rows(section: TrustSection) -> tuple[list[str], list[list[str]]]:
     rows = []
     for j in section.judges:
         t = j.trust
-        kappa = _num(t.on_pass.kappa) if t.on_pass else "–"
-        wk = _num(t.on_scale.weighted_kappa) if t.on_scale else "–"
+        kappa = _agreement_cell(t.on_pass.kappa, _rows_of(t.on_pass)) if t.on_pass else "–"
+        wk = _agreement_cell(t.on_scale.weighted_kappa, _rows_of(t.on_scale)) if t.on_scale else "–"
         common = [j.criterion, str(j.rows_scored), str(t.n_labeled), str(t.raters), kappa, wk]
-        common += [_num(t.alpha_humans), _num(t.alpha_with_judge)]
+        common += [
+            _agreement_cell(t.alpha_humans, t.alpha_rows, t.alpha_humans_interval),
+            _agreement_cell(t.alpha_with_judge, t.alpha_with_judge_rows, t.alpha_with_judge_interval),
+        ]
         rows.append([*common, "pass rate", *_means(t.pass_rate)])
         rows.append([""] * len(common) + ["mean score", *_means(t.score_mean)])
     return head, rows
 
 
+def _rows_of(a: AgreementOut) -> int:
+    return a.n if a.rows < 0 else a.rows
+
+
+def _budget_notes(j: JudgeEntry) -> list[str]:
+    """The label budget of one judge, and the raters' disagreement when it widens the intervals."""
+    out = []
+    have = j.trust.n_labeled
+    parts = []
+    for what, need, target in (
+        ("pass rate", j.labels_for_pass_rate, j.pass_rate_target),
+        ("mean score", j.labels_for_score, j.score_target),
+    ):
+        if need is not None:
+            more = f" ({need - have} more)" if have and need > have else ""
+            parts.append(f"{need} labelled rows in all{more} give its {what} ±{target:g}")
+    if parts:
+        how = "by themselves" if have == 0 else "with the judge's scores (PPI++; its agreement so far)"
+        lead = "no human label yet — " if have == 0 else ""
+        out.append(f"{j.criterion}: {lead}{'; '.join(parts)} {how}.")
+    if have and j.labels_for_pass_rate is None:
+        out.append(
+            f"{j.criterion}: not even labelling all {j.rows_scored} rows gives its pass rate ±{j.pass_rate_target:g}."
+        )
+    for what, m in (("pass rate", j.trust.pass_rate), ("mean score", j.trust.score_mean)):
+        r = m.raters if m else None
+        if r is not None and r.variance > 0:
+            unreachable = m is not None and m.labels_for_target is None and have > 0
+            extra = (
+                " — beyond what more rows can narrow: more raters, or raters who agree, are needed"
+                if unreachable
+                else ""
+            )
+            out.append(
+                f"{j.criterion}: its {r.raters} raters disagree systematically on the {what} (variance of the mean "
+                f"{r.variance:.3g} on {r.df} df): that disagreement is in the human-only, PPI and PPI++ intervals"
+                f"{extra}."
+            )
+    return out
+
+
 def _notes(section: TrustSection) -> list[str]:
     """The sentences under the table: labels that would help, disagreements, and every missing piece."""
     out = []
+    if section.judges and _few_rows(section):
+        out.append(
+            f"° κ, weighted κ or α on fewer than {MIN_AGREEMENT_ROWS} rows (greyed): a hint, not a measure — at 10 "
+            "rows a κ of 0.6 has a standard error near 0.25."
+        )
     for j in section.judges:
-        if j.labels_for_pass_rate is not None:
-            more = f"; {j.labels_for_score} for its mean score ±{SCORE_HALF_WIDTH}" if j.labels_for_score else ""
-            out.append(
-                f"{j.criterion}: no human label yet — {j.labels_for_pass_rate} labelled rows give its pass rate "
-                f"±{PASS_RATE_HALF_WIDTH} by themselves{more}."
-            )
+        out.extend(_budget_notes(j))
         rate = j.trust.pass_rate
         plus = rate.ppi_plus if rate else None
         if plus is not None and plus.need_labels is not None:
@@ -659,6 +753,18 @@ def _notes(section: TrustSection) -> list[str]:
             out.append(f"{j.criterion}: largest judge–human gaps: {worst}.")
         out.extend(f"{j.criterion}: {m}." for m in j.missing if "no human verdict on" not in m)
     return out
+
+
+def trust_headline(section: TrustSection) -> str:
+    """The section in one sentence, for the report's first screen: how many judges, against how many human
+    verdicts, and where the judges' numbers come from."""
+    judges = len(section.judges)
+    humans = section.source.verdicts if section.source.verdicts_path is not None else 0
+    basis = (
+        f"checked against {humans} human verdicts" if humans else "no human verdicts yet: agreement cannot be measured"
+    )
+    canaries = f"; {section.canary_cases} generated canary cases" if section.canaries else ""
+    return f"{judges} {'judge' if judges == 1 else 'judges'}, {basis}{canaries}."
 
 
 def _source_line(section: TrustSection) -> str:
@@ -710,12 +816,18 @@ def _canary_rows(section: TrustSection) -> list[list[str]]:
 _CANARY_HEAD = ["canary type", "judge", "must", "caught", "missed", "unscored", "missed ids (first 5)"]
 
 
+def _md_cell(cell: str) -> str:
+    if not cell:
+        return ""
+    return f"*{md_escape(cell)}*" if isinstance(cell, _Few) else md_escape(cell)
+
+
 def render_trust_markdown(section: TrustSection) -> str:
     """The section as Markdown (dataset text escaped), starting with its ``##`` heading."""
 
     def table(head: list[str], rows: list[list[str]]) -> list[str]:
         out = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
-        return out + ["| " + " | ".join(md_escape(c) if c else "" for c in r) + " |" for r in rows]
+        return out + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
 
     lines = ["## Can the judge be trusted?", "", md_escape(_source_line(section)), ""]
     if section.judges:
@@ -732,7 +844,8 @@ def render_trust_markdown(section: TrustSection) -> str:
 
 _INTERVAL_NOTE = (
     "Intervals are 95 %: Wilson for pass rates, Student's t for mean scores, PPI and PPI++ with t and two "
-    "pseudo-rows (docs/trust.md); † cut to the scale."
+    "pseudo-rows, several raters' disagreement added (docs/trust.md); † cut to the scale; α with its bootstrap "
+    "interval over rows."
 )
 _KAPPA_NOTE = (
     "Read κ against the base rates: a judge that passes everything agrees often and has κ 0. PPI corrects the "
@@ -746,7 +859,8 @@ def render_trust_html(section: TrustSection) -> str:
 
     def table(head: list[str], rows: list[list[str]]) -> str:
         th = "".join(f"<th>{e(h)}</th>" for h in head)
-        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+        cell = {True: '<td class="few">{}</td>', False: "<td>{}</td>"}
+        body = "".join("<tr>" + "".join(cell[isinstance(c, _Few)].format(e(c)) for c in r) + "</tr>" for r in rows)
         return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
     parts = ['<section id="trust">', "<h2>Can the judge be trusted?</h2>", f"<p>{e(_source_line(section))}</p>"]

@@ -1,0 +1,654 @@
+"""A run's results as columns (Parquet), and ``RunColumns``: the one reader of a run folder's results.
+
+A finished run folder gets a ``columns/`` folder (``seal``): ``results.parquet`` (``results.jsonl`` as DuckDB
+reads it, in file order), ``queries-NNNNN.parquet`` (one file per block of 16,384 records: each query's id, kind,
+kind source, abstention, text facts, the local ranking metrics at every k and the per-query facts the report and
+the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document: row, rank, document id) and
+``meta.json`` (the parameters the facts were computed with, the counts, the negative-query report, the sizes of
+the files they were read from). The runner seals a run when it finishes, with the per-query facts ``run`` computed
+while its plan read the records (``prepare_facts``, ``QueryFacts``); a folder written by an earlier version
+(or whose ``results.jsonl`` / ``records.jsonl`` changed since, or read with other parameters, e.g. another
+``--stage-k``) is sealed on its first read: in place, or in a temporary folder when the run folder is read-only.
+``results.jsonl`` stays the append log that makes a run resumable.
+
+Every group-by, join and ranking over these files is a query of an embedded DuckDB (``connect``: a memory limit,
+spilling to ``TMPDIR``); the statistics stay numpy on columns fetched one at a time (``RunColumns.column``).
+DuckDB is imported here only, when a run is read or sealed: never on the ``--help`` or ``validate`` paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._io import dumps, loads, write_json
+from .mapping.plan import Plan
+from .runfolder import RunFolder, RunFolderError
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["COLUMNS_DIR", "FactParams", "QueryFacts", "RunColumns", "connect", "prepare_facts", "seal"]
+
+COLUMNS_DIR = "columns"
+FORMAT = 2  # the layout of columns/: a folder sealed with another is sealed again
+BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
+MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "256MB")
+
+# result row fields as results.jsonl holds them (results.ResultRow), with the SQL type DuckDB reads them as
+_RESULT_TYPES = {
+    "row": "BIGINT",
+    "query_id": "VARCHAR",
+    "criterion": "VARCHAR",
+    "evaluator": "VARCHAR",
+    "metric": "VARCHAR",
+    "score": "DOUBLE",
+    "label": "VARCHAR",
+    "passed": "BOOLEAN",
+    "threshold": "DOUBLE",
+    "reason": "VARCHAR",
+    "error": "VARCHAR",
+}
+# per-query fact columns (besides the local metrics) and their SQL types
+_FACT_TYPES = {
+    "row": "BIGINT",
+    "query_id": "VARCHAR",
+    "kind": "VARCHAR",
+    "kind_source": "VARCHAR",
+    "abstains": "TINYINT",  # -1 no response, 0 answered, 1 abstained (metrics' heuristic)
+    "query": "VARCHAR",
+    "response": "VARCHAR",
+    "canary": "VARCHAR",  # the record's ``canary`` field as a string, when set
+    "canary_case": "VARCHAR",  # a generated canary's case (canaries.CanaryCase) as JSON
+    "dropped_relevant": "VARCHAR[]",  # relevant top-k documents missing from the context
+    "checked": "BOOLEAN",  # the assembly check could be made
+    "holds_relevant": "DOUBLE",  # the context holds a relevant document: 1 / 0, NULL unknown
+    "contradiction": "BOOLEAN",  # a negative query with a relevant-labelled top-k document
+    "holes": "VARCHAR[]",  # unlabelled top-k documents, in rank order
+    "found": "BIGINT",  # the highest label in the top stage_k (metrics.ranking.top_grades)
+    "best": "BIGINT",  # the highest label of the query's judgments (metrics.ranking.top_grades)
+}
+
+
+def connect(spill: Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection for one command: ``memory_limit`` (``FOUNDRY_BRIDGE_DUCKDB_MEMORY``, default 256MB),
+    spilling to ``spill`` (a folder under ``TMPDIR``, the caller's to remove), insertion order kept (results in
+    file order)."""
+    import duckdb
+
+    con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
+    con.execute("SET preserve_insertion_order = true")
+    return con
+
+
+def _spill_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="foundry-bridge-duckdb-"))
+
+
+@dataclass(frozen=True)
+class FactParams:
+    """What the per-query facts are computed with: the cutoffs (``stage_k`` among them), the relevance threshold,
+    the abstention phrases and the surface threshold of the negative-query report."""
+
+    ks: tuple[int, ...]
+    stage_k: int
+    relevance_threshold: int
+    abstention_phrases: tuple[str, ...] | None
+    surface_threshold: float | None
+
+    @classmethod
+    def for_plan(cls, plan: Plan, stage_k: int | None = None) -> FactParams:
+        """The plan mapping's cutoffs (default [10]) with ``stage_k`` (default: the largest) added."""
+        return cls.for_mapping(plan.mapping, stage_k)
+
+    @classmethod
+    def for_mapping(cls, mapping: Any, stage_k: int | None = None) -> FactParams:
+        """``for_plan`` from the mapping itself (``mapping.Mapping``), before a plan is built."""
+        from .metrics._arrays import check_threshold
+        from .metrics.ranking import normalize_ks
+
+        ms = mapping.metrics
+        ks = sorted(set(ms.k)) or [10]
+        k_stage = stage_k or max(ks)
+        check_threshold(ms.relevance_threshold)
+        phrases = None if ms.abstention_phrases is None else tuple(ms.abstention_phrases)
+        return cls(normalize_ks([*ks, k_stage]), k_stage, ms.relevance_threshold, phrases, ms.surface_threshold)
+
+    def key(self) -> dict[str, Any]:
+        return {
+            "ks": list(self.ks),
+            "stage_k": self.stage_k,
+            "relevance_threshold": self.relevance_threshold,
+            "abstention_phrases": None if self.abstention_phrases is None else list(self.abstention_phrases),
+            "surface_threshold": self.surface_threshold,
+        }
+
+    @property
+    def local_keys(self) -> list[str]:
+        """The local metric columns: every ranking metric at every k."""
+        from .metrics.ranking import METRIC_NAMES
+
+        return [f"{m}@{k}" for k in self.ks for m in METRIC_NAMES]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sources(folder: RunFolder) -> dict[str, list[int] | None]:
+    """Size and modification time of the files the columns are read from (a change means: seal again)."""
+    out: dict[str, list[int] | None] = {}
+    for key in ("results", "records", "plan"):
+        try:
+            st = folder.file(key).stat()
+        except FileNotFoundError:
+            out[key] = None
+        else:
+            out[key] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _objects(values: Sequence[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+class QueryFacts:
+    """The per-query facts of a run's records, computed as the records are handed over one at a time (``add``;
+    ``tap`` passes an iterator through) and written a block of ``BLOCK`` records at a time into ``folder``:
+    ``queries-NNNNN.parquet`` (the facts, the local metrics at every k, ``top_grades``) and ``holes-NNNNN.parquet``.
+    The run feeds it while it builds its plan from the records it has just read (so ``seal`` need not read
+    ``records.jsonl`` again); ``seal`` feeds it from ``records.jsonl`` for any other folder. ``finish`` writes the
+    last block; ``meta`` then holds the counts and the negative-query report."""
+
+    def __init__(self, params: FactParams, folder: Path) -> None:
+        from .canaries import CanaryCase
+        from .metrics import assembly_check
+        from .metrics.agreement import context_holds_relevant
+        from .metrics.negative import NegativeParts
+
+        self.params, self.folder = params, folder
+        self.parts = NegativeParts(params.stage_k, params.surface_threshold, keep=_LIST_CAP)
+        self.n = self.n_holes = self._index = 0
+        self.done = False
+        self._case_of, self._assembly, self._holds = CanaryCase.from_record, assembly_check, context_holds_relevant
+        self._spill: Path | None = None
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._start()
+
+    def _start(self) -> None:
+        from .metrics._arrays import ArraysBuilder, record_adder
+
+        p = self.params
+        self._builder = ArraysBuilder(p.ks[-1], p.relevance_threshold)
+        self._add_record = record_adder(self._builder, p.abstention_phrases)
+        derived = ("query_id", "kind", "kind_source", "abstains", "contradiction", "found", "best")
+        self._facts: dict[str, list[Any]] = {k: [] for k in _FACT_TYPES if k not in derived}
+        self._holes: dict[str, list[Any]] = {"row": [], "rank": [], "document_id": []}
+
+    def tap(self, records: Iterable[Any]) -> Iterator[Any]:
+        """``records`` unchanged, each added on its way through; ``finish`` once they are all through."""
+        for rec in records:
+            self.add(rec)
+            yield rec
+        self.finish()
+
+    def add(self, rec: Any) -> None:
+        """One record (a ``QueryRecord`` or alike), the next row."""
+        p = self.params
+        top, qrels = self._add_record(rec)  # the first ks[-1] distinct documents, the labels by document id
+        row = self.n + len(self._facts["row"])
+        found = _holes(top, qrels, p.stage_k)
+        h = self._holes
+        for rank, doc in found:
+            h["row"].append(row)
+            h["rank"].append(rank)
+            h["document_id"].append(doc)
+        asm = self._assembly((rec,), k=p.stage_k, relevance_threshold=p.relevance_threshold)[0]
+        canary = rec.extra.get("canary")
+        case = self._case_of(rec)
+        holds = self._holds(rec)
+        f = self._facts
+        f["row"].append(row)
+        f["query"].append(rec.query)
+        f["response"].append(rec.response)
+        f["canary"].append(str(canary) if canary not in (None, "", False) else None)
+        f["canary_case"].append(
+            None if case is None else dumps({"kind": case.kind, "of": case.of, "expect": dict(case.expect)}).decode()
+        )
+        f["dropped_relevant"].append([str(d) for d in asm.get("dropped_relevant", []) or []])
+        f["checked"].append(bool(asm.get("checked", False)) and rec.context is not None)
+        f["holds_relevant"].append(np.nan if holds is None else float(holds))
+        f["holes"].append([d for _, d in found])
+        if len(f["row"]) >= BLOCK:
+            self._flush()
+
+    def finish(self) -> None:
+        """Write the last block and close the engine."""
+        if self.done:
+            return
+        if self._facts["row"]:
+            self._flush()
+        self.done = True
+        self.close()
+
+    def remove(self) -> None:
+        """Close the engine and delete ``folder`` (facts prepared under ``TMPDIR``, once sealed)."""
+        self.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def close(self) -> None:
+        if self._con is not None:
+            with contextlib.suppress(Exception):
+                self._con.close()
+            self._con = None
+        if self._spill is not None:
+            shutil.rmtree(self._spill, ignore_errors=True)
+            self._spill = None
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """What ``meta.json`` says of the facts: the counts and the negative-query report with its lists."""
+        parts = self.parts
+        return {
+            "queries": self.n,
+            "holes": self.n_holes,
+            "negative": parts.report() if parts.n_neg else {},
+            "negative_lists": {
+                "surfaced_evidence": parts.surfaced_ids,
+                "n_surfaced": parts.n_surfaced,
+                "label_contradictions": parts.contradiction_ids,
+                "n_contradictions": parts.n_contradictions,
+            },
+        }
+
+    def _engine(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            self._spill = _spill_dir()
+            self._con = connect(self._spill)
+        return self._con
+
+    def _flush(self) -> None:
+        """The block's arrays (local metrics, the negative-query parts, top grades) and facts, as Parquet."""
+        from .metrics.ranking import compute, top_grades
+
+        p = self.params
+        arrays = self._builder.build()
+        local = compute(arrays, p.ks)
+        self.parts.add(arrays)
+        f = self._facts
+        block: dict[str, np.ndarray] = {
+            "row": np.asarray(f["row"], np.int64),
+            "query_id": _objects(list(arrays.query_ids)),
+            "kind": _objects(list(arrays.kinds)),
+            "kind_source": _objects(list(arrays.kind_sources)),
+            "abstains": np.asarray(arrays.abstains, np.int8),
+            "contradiction": self.parts._contradiction[-1],
+            **top_grades(arrays, p.stage_k),
+        }
+        for name, values in f.items():
+            if name == "row":
+                continue
+            block[name] = np.asarray(values, np.float64) if name == "holds_relevant" else _objects(values)
+            if name == "checked":
+                block[name] = np.asarray(values, bool)
+        for key in [*p.local_keys, "n_rel"]:
+            block[key] = np.asarray(local[key], np.float64)
+        casts = [f"{_quote(k)}::{t} AS {_quote(k)}" for k, t in _FACT_TYPES.items()]
+        casts += [f"{_quote(k)}::DOUBLE AS {_quote(k)}" for k in [*p.local_keys, "n_rel"]]
+        con = self._engine()
+        path = self.folder / f"queries-{self._index:05d}.parquet"
+        con.register("block_", block)  # DuckDB scans a dict of numpy arrays
+        try:
+            con.execute(f"COPY (SELECT {', '.join(casts)} FROM block_) TO '{_sql_path(path)}' (FORMAT PARQUET)")
+        finally:
+            con.unregister("block_")
+        self._write_holes(con)
+        self.n += arrays.n_queries
+        self._index += 1
+        self._start()
+
+    def _write_holes(self, con: duckdb.DuckDBPyConnection) -> None:
+        """This block's holes as one Parquet file (row, rank, document id)."""
+        h = self._holes
+        table = {
+            "row": np.asarray(h["row"], np.int64),
+            "rank": np.asarray(h["rank"], np.int64),
+            "document_id": _objects(h["document_id"]),
+        }
+        self.n_holes += len(h["row"])
+        con.register("holes_", table)
+        try:
+            sql = "SELECT row::BIGINT AS row, rank::BIGINT AS rank, document_id::VARCHAR AS document_id FROM holes_"
+            path = self.folder / f"holes-{self._index:05d}.parquet"
+            con.execute(f"COPY ({sql}) TO '{_sql_path(path)}' (FORMAT PARQUET)")
+        finally:
+            con.unregister("holes_")
+
+
+def prepare_facts(records: Iterable[Any], plan_mapping: Any) -> tuple[Iterator[Any], QueryFacts]:
+    """``records`` passed through a ``QueryFacts`` under the mapping's parameters (``FactParams.for_mapping``),
+    written to a folder under ``TMPDIR`` (removed with ``QueryFacts.remove``): what ``run`` hands to ``seal``."""
+    facts = QueryFacts(FactParams.for_mapping(plan_mapping), Path(tempfile.mkdtemp(prefix="foundry-bridge-facts-")))
+    return facts.tap(records), facts
+
+
+_LIST_CAP = 100  # as report._model.LIST_CAP: the negative-query report's lists keep this many rows
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _holes(top: Sequence[str], qrels: dict[str, int] | None, k: int) -> list[tuple[int, str]]:
+    """One query's unlabelled top-k documents as ``(rank, document id)``, from its distinct documents in rank order
+    (``record_adder``'s: a repeat counts at its first position) and its labels by document id."""
+    labelled = qrels or {}
+    return [(rank, doc) for rank, doc in enumerate(top[:k], start=1) if doc not in labelled]
+
+
+def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Path) -> None:
+    """``results.jsonl`` → ``results.parquet`` (file order kept). A line DuckDB cannot read is located by the run
+    folder's own validating reader (file, line, field)."""
+    import duckdb
+
+    path = folder.file("results")
+    out = _sql_path(target / "results.parquet")
+    if not path.exists():
+        list(folder.iter_results())  # says why (an unfinished run, or not a run folder)
+    cols = ", ".join(f"{_quote(k)}: '{t}'" for k, t in _RESULT_TYPES.items())
+    select = ", ".join(_quote(k) for k in _RESULT_TYPES)
+    source = f"read_json('{_sql_path(path)}', format='newline_delimited', columns={{{cols}}})"
+    if path.stat().st_size == 0:
+        source = f"(SELECT {', '.join(f'NULL::{t} AS {_quote(k)}' for k, t in _RESULT_TYPES.items())} LIMIT 0)"
+    try:
+        con.execute(f"COPY (SELECT {select} FROM {source}) TO '{out}' (FORMAT PARQUET)")
+    except duckdb.Error as exc:
+        for _ in folder.iter_results():  # the validating reader names the line
+            pass
+        raise RunFolderError(f"cannot be read as result rows: {exc}", file=str(path)) from None
+
+
+def seal(
+    folder: RunFolder,
+    params: FactParams | None = None,
+    *,
+    target: Path | None = None,
+    plan: Plan | None = None,
+    facts: QueryFacts | None = None,
+) -> Path:
+    """Write ``columns/`` for the run in ``folder`` (or into ``target``), replacing what is there; its path.
+    ``facts``: the per-query facts the run computed while it read the records (``prepare_facts``), copied when
+    they are complete and of these parameters; otherwise computed here from ``records.jsonl``."""
+    plan = plan or folder.read_plan(items=False, records=False)
+    params = params or FactParams.for_plan(plan)
+    final = target or folder.path / COLUMNS_DIR
+    work = Path(tempfile.mkdtemp(prefix=f".{COLUMNS_DIR}.", dir=final.parent))
+    spill = _spill_dir()
+    con = connect(spill)
+    try:
+        sources = _sources(folder)
+        if facts is not None and facts.done and facts.params == params and facts.n:
+            for part in sorted(facts.folder.glob("*.parquet")):
+                shutil.copyfile(part, work / part.name)
+        else:
+            facts = QueryFacts(params, work)
+            try:
+                for rec in folder.iter_records(plan):
+                    facts.add(rec)
+                facts.finish()
+            finally:
+                facts.close()
+        if not facts.n:
+            raise RunFolderError(
+                "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
+            )
+        _seal_results(con, folder, work)
+        meta = {
+            "format": FORMAT,
+            "params": params.key(),
+            "sources": sources,
+            **facts.meta,
+            "local_keys": params.local_keys,
+        }
+        write_json(work / "meta.json", meta)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(work, final)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+    return final
+
+
+def _read_meta(path: Path) -> dict[str, Any] | None:
+    try:
+        meta = loads((path / "meta.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _fresh(meta: dict[str, Any] | None, folder: RunFolder, params: FactParams) -> bool:
+    return (
+        meta is not None
+        and meta.get("format") == FORMAT
+        and meta.get("params") == params.key()
+        and meta.get("sources") == _sources(folder)
+    )
+
+
+class RunColumns:
+    """The one reader of a run folder's results: per-query columns, result rows, holes — as DuckDB views
+    (``queries``, ``results`` with its file order as ``seq``, ``holes``) and as numpy columns fetched one at a time.
+
+    ``open`` seals the folder first when it has no up-to-date ``columns/`` (a folder of an earlier version: converted
+    once, in place; a read-only folder: into a temporary folder, removed with the object)."""
+
+    def __init__(self, folder: RunFolder, path: Path, meta: dict[str, Any], params: FactParams) -> None:
+        self.folder, self.path, self.meta, self.params = folder, path, meta, params
+        self._temporary: Path | None = None
+        self._spill = _spill_dir()
+        self.con = connect(self._spill)
+        q = _sql_path(path)
+        self.con.execute(f"CREATE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
+        self.con.execute(
+            f"CREATE VIEW results AS SELECT *, file_row_number AS seq FROM read_parquet('{q}/results.parquet', "
+            "file_row_number = true)"
+        )
+        self.con.execute(f"CREATE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
+
+    @classmethod
+    def open(
+        cls, run_dir: str | os.PathLike[str], *, stage_k: int | None = None, plan: Plan | None = None
+    ) -> RunColumns:
+        folder = RunFolder(run_dir)
+        folder.require_dir()
+        plan = plan or folder.read_plan(items=False, records=False)
+        params = FactParams.for_plan(plan, stage_k)
+        path = folder.path / COLUMNS_DIR
+        meta = _read_meta(path)
+        temporary = None
+        if not _fresh(meta, folder, params):
+            try:
+                seal(folder, params, plan=plan)
+            except PermissionError:  # a read-only run folder: the columns go to a temporary folder
+                temporary = Path(tempfile.mkdtemp(prefix="foundry-bridge-columns-"))
+                path = seal(folder, params, target=temporary / COLUMNS_DIR, plan=plan)
+            meta = _read_meta(path)
+            if meta is None:
+                raise RunFolderError("the run's columns could not be written", file=str(path))
+        out = cls(folder, path, meta or {}, params)
+        out._temporary = temporary
+        return out
+
+    def close(self) -> None:
+        """Close the connection; remove the engine's spill folder (and temporary columns)."""
+        if not hasattr(self, "_spill"):
+            return
+        with contextlib.suppress(Exception):
+            self.con.close()
+        shutil.rmtree(self._spill, ignore_errors=True)
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self._temporary = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    # -- counts ------------------------------------------------------------------------------------------------
+    @property
+    def n_queries(self) -> int:
+        return int(self.meta["queries"])
+
+    @property
+    def local_keys(self) -> list[str]:
+        return list(self.meta["local_keys"])
+
+    def sql(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+        """Run a query over the views (``queries``, ``results``, ``holes``)."""
+        return self.con.execute(query, params) if params is not None else self.con.execute(query)
+
+    def one(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> tuple[Any, ...]:
+        """The first row of a query (the result fetched to its end: the connection is free afterwards)."""
+        rows = self.sql(query, params).fetchall()
+        return tuple(rows[0]) if rows else ()
+
+    def scalar(self, query: str, params: Sequence[Any] | None = None) -> Any:
+        row = self.one(query, params)
+        return row[0] if row else None
+
+    # -- per-query columns, in row order ------------------------------------------------------------------------
+    def column(self, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """One per-query column (rows ``lo`` to ``hi``) as numpy: numbers as float64 with NULL as NaN, booleans
+        as bool (NULL False), small integers as int8, anything else as Python objects."""
+        hi = self.n_queries if hi is None else hi
+        where = "" if (lo, hi) == (0, self.n_queries) else f" WHERE row >= {int(lo)} AND row < {int(hi)}"
+        got = self.sql(f"SELECT {_quote(name)} AS v FROM queries{where}").fetchnumpy()["v"]
+        return _filled(got)
+
+    def texts(self, name: str, lo: int = 0, hi: int | None = None) -> list[Any]:
+        """A text (or list) column as Python values, rows ``lo`` to ``hi``."""
+        hi = self.n_queries if hi is None else hi
+        where = "" if (lo, hi) == (0, self.n_queries) else f" WHERE row >= {int(lo)} AND row < {int(hi)}"
+        return [r[0] for r in self.sql(f"SELECT {_quote(name)} FROM queries{where}").fetchall()]
+
+    def ids_where(self, condition: str, limit: int | None = None) -> list[str]:
+        """The query ids of the rows where the SQL ``condition`` holds, in row order (the first ``limit``)."""
+        cap = "" if limit is None else f" LIMIT {int(limit)}"
+        return [r[0] for r in self.sql(f"SELECT query_id FROM queries WHERE {condition} ORDER BY row{cap}").fetchall()]
+
+    def count_where(self, condition: str) -> int:
+        return int(self.scalar(f"SELECT count(*) FROM queries WHERE {condition}"))
+
+    # -- result rows ----------------------------------------------------------------------------------------------
+    def result_counts(self) -> tuple[int, int]:
+        """(result rows, rows with an error)."""
+        n, err = self.one("SELECT count(*), count(error) FROM results")
+        return int(n), int(err)
+
+    def observed(self) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """The (criterion → metrics) the in-range result rows hold, in order of first appearance, and each
+        criterion's evaluator (its first row's)."""
+        rows = self.sql(
+            "SELECT criterion, metric, min(seq) AS first, arg_min(evaluator, seq) FROM results "
+            "WHERE row >= 0 AND row < ? GROUP BY criterion, metric ORDER BY first",
+            [self.n_queries],
+        ).fetchall()
+        observed: dict[str, list[str]] = {}
+        evaluator_of: dict[str, tuple[int, str]] = {}
+        for crit, metric, first, evaluator in rows:
+            observed.setdefault(crit, []).append(metric)
+            if crit not in evaluator_of or first < evaluator_of[crit][0]:
+                evaluator_of[crit] = (first, evaluator)
+        return observed, {c: e for c, (_, e) in evaluator_of.items()}
+
+    def anomalies(self) -> tuple[int, int]:
+        """(rows pointing outside the dataset, duplicated (row, criterion, metric) rows)."""
+        n = self.n_queries
+        out, total, distinct = self.one(
+            "SELECT count(*) FILTER (WHERE row < 0 OR row >= $n), count(*) FILTER (WHERE row >= 0 AND row < $n), "
+            "(SELECT count(*) FROM (SELECT DISTINCT row, criterion, metric FROM results WHERE row >= 0 AND row < $n))"
+            " FROM results",
+            {"n": n},
+        )
+        return int(out), int(total) - int(distinct)
+
+    def cells(self, criterion: str, metric: str, lo: int = 0, hi: int | None = None) -> dict[str, np.ndarray]:
+        """One (criterion, metric) column on rows ``lo`` to ``hi``, the last row of a duplicate winning: ``present``
+        (bool), ``score`` (NaN none), ``passed`` (-1 none, 0, 1), ``threshold`` (NaN none), and as objects
+        ``label``, ``reason``, ``error`` (None where a row has none)."""
+        hi = self.n_queries if hi is None else hi
+        got = self.sql(
+            "SELECT row, score, passed, threshold, label, reason, error FROM results "
+            "WHERE criterion = ? AND metric = ? AND row >= ? AND row < ? ORDER BY seq",
+            [criterion, metric, lo, hi],
+        ).fetchnumpy()
+        n = hi - lo
+        rows = np.asarray(got["row"], np.int64) - lo
+        # the last of each row: the first of the reversed rows
+        _, first_rev = np.unique(rows[::-1], return_index=True)
+        take = len(rows) - 1 - first_rev
+        at = rows[take]
+        out: dict[str, np.ndarray] = {
+            "present": np.zeros(n, bool),
+            "score": np.full(n, np.nan),
+            "passed": np.full(n, -1, np.int8),
+            "threshold": np.full(n, np.nan),
+            "label": np.full(n, None, object),
+            "reason": np.full(n, None, object),
+            "error": np.full(n, None, object),
+        }
+        out["present"][at] = True
+        out["score"][at] = _filled(got["score"])[take]
+        passed = got["passed"]
+        mask = np.ma.getmaskarray(passed)
+        codes = np.where(mask, -1, np.ma.filled(passed, False).astype(np.int8))
+        out["passed"][at] = codes[take]
+        out["threshold"][at] = _filled(got["threshold"])[take]
+        for name in ("label", "reason", "error"):
+            out[name][at] = _objects_of(got[name])[take]
+        return out
+
+    def criterion_errors(self, criterion: str) -> dict[int, str]:
+        """The first error of each row of a criterion (any metric)."""
+        rows = self.sql(
+            "SELECT row, arg_min(error, seq) FROM results WHERE criterion = ? AND error IS NOT NULL "
+            "AND row >= 0 AND row < ? GROUP BY row",
+            [criterion, self.n_queries],
+        ).fetchall()
+        return {int(r): str(e) for r, e in rows}
+
+
+def _filled(values: Any) -> np.ndarray:
+    """A fetched column with NULL as NaN (numbers) or None (objects)."""
+    if isinstance(values, np.ma.MaskedArray):
+        if values.dtype.kind == "f":
+            return np.ma.filled(values, np.nan)
+        if values.dtype.kind in "iu":
+            return np.ma.filled(values.astype(np.float64), np.nan)
+        if values.dtype.kind == "b":
+            return np.ma.filled(values, False)
+        return _objects_of(values)
+    return np.asarray(values)
+
+
+def _objects_of(values: Any) -> np.ndarray:
+    if isinstance(values, np.ma.MaskedArray):
+        out = np.asarray(values.data, dtype=object).copy()
+        out[np.ma.getmaskarray(values)] = None
+        return out
+    return np.asarray(values, dtype=object)
