@@ -543,7 +543,7 @@ def _execute(
     facts: QueryFacts | None = None,
 ) -> RunSummary:
     """``execute_run``, each failure worded with how to continue."""
-    from azure.core.exceptions import AzureError, ClientAuthenticationError
+    from azure.core.exceptions import AzureError
 
     from .foundry import RunFailedError
 
@@ -559,8 +559,6 @@ def _execute(
         hint = ""
         if decision.resume and not backend.capabilities.resume_elsewhere:
             hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
-        if isinstance(exc, ClientAuthenticationError) and exc.status_code is None:  # the credential, not the service
-            hint = " (sign in with `az login` or `azd auth login`, or set AZURE_CLIENT_ID and its secret)"
         raise BackendError(f"{exc}{hint}; {_how_to_continue(decision.folder, backend)}") from exc
     except OSError as exc:  # a full disk or a permission failure once the service holds the run
         if not _saved_ids(decision.folder):

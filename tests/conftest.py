@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# ranx's measures are numba kernels (`@njit(cache=True)`): compiled from cold, on a fresh clone, they cost about a
+# minute of CPU (four minutes of wall on a busy machine) for a comparison that then takes milliseconds. The tests
+# run them interpreted -- the same Python source, numba's `prange` as `range` -- so `make test` compiles nothing;
+# `.ci/run` sets NUMBA_DISABLE_JIT=0 and checks the compiled kernels too (numba caches them inside the venv).
+# Set here, before any test imports numba (ppi-python's few numba functions run interpreted too).
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

@@ -11,6 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
+from azure.core.exceptions import ClientAuthenticationError
+
+from ._exceptions import credential_error
+
 __all__ = [
     "FOUNDRY_SCOPE",
     "AccessToken",
@@ -77,7 +81,10 @@ class TokenProvider:
         """A valid bearer token (fetched or refreshed when missing, expiring, or forced)."""
         with self._lock:
             if force_refresh or self._token is None or self._clock() >= self._expires_on - self._margin:
-                result = self._credential.get_token(self._scope)
+                try:
+                    result = self._credential.get_token(self._scope)
+                except ClientAuthenticationError as exc:  # the chain has no signed-in identity
+                    raise credential_error(exc, self._scope) from exc
                 self._token = str(result.token)
                 self._expires_on = float(result.expires_on)
             return self._token

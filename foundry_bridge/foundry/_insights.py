@@ -268,7 +268,7 @@ def request_comparison(
     except BackendError as exc:
         return FoundryRuns(endpoint, eval_id, [base, *treatments], None, str(exc))
     except ClientAuthenticationError as exc:
-        raise BackendError(f"Foundry's comparison: no credentials for {endpoint} ({exc}); sign in (az login)") from exc
+        raise BackendError(f"Foundry's comparison: no credentials for {endpoint}: {exc}") from exc
     except AzureError as exc:
         raise BackendError(f"Foundry's comparison could not be requested: {exc}") from exc
     return FoundryRuns(endpoint, eval_id, [base, *treatments], insight)
