@@ -5,10 +5,12 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo test lint setup clean
 
-$(BIN)/foundry-bridge: pyproject.toml
+# editable_mode=compat: a plain path entry in site-packages, which type checkers follow (setuptools' default
+# editable install is an import hook that mypy cannot see: `mypy --strict` on a user's script found no types)
+$(BIN)/foundry-bridge: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	@touch $@
 
 setup: $(BIN)/foundry-bridge

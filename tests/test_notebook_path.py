@@ -363,8 +363,14 @@ def _installed_copy(site: Path) -> None:
 def _mypy(site: Path, cwd: Path, *files: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(site)}  # a site-packages-like directory: not the checkout
     (cwd / "mypy.ini").write_text("[mypy]\n")  # the user's: no pydantic plugin, nothing of the project's
+    # mypy asks this interpreter where installed packages are: started with -S it names PYTHONPATH and the standard
+    # library only, not the venv's site-packages, whose editable install of the checkout would be found too
+    python = cwd / "python-without-site"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    python.chmod(0o755)
     run = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file", str(cwd / "mypy.ini"), *files],
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file", str(cwd / "mypy.ini"),
+         "--python-executable", str(python), *files],
         capture_output=True, text=True, cwd=cwd, env=env,
     )  # fmt: skip
     return run.stdout + run.stderr
@@ -388,3 +394,22 @@ def test_mypy_strict_reads_the_installed_package_types_with_no_plugin(tmp_path: 
     ]  # the user's mistake is found; nothing inside the package is reported
     (site / "foundry_bridge" / "py.typed").unlink()  # the marker is what makes mypy read the package's types
     assert "missing library stubs or py.typed marker" in _mypy(site, user, "wrong.py")
+
+
+def test_mypy_strict_finds_the_package_through_the_editable_install_make_setup_makes(tmp_path: Path) -> None:
+    """`make setup` installs the checkout editable in compat mode (a path entry mypy follows): a user's script in
+    another folder, checked with ``mypy --strict`` and no configuration of the project's, sees the package's own
+    types. (setuptools' default editable install, an import hook, left mypy with no stub: ``Any`` and an error.)"""
+    pytest.importorskip("mypy")
+    if not any(Path(p).name.startswith("__editable__") for p in Path(sys.prefix).glob("lib/python*/site-packages/*")):
+        pytest.skip("foundry_bridge is not installed editable in this interpreter's environment")
+    (tmp_path / "user.py").write_text("import foundry_bridge\n\nreveal_type(foundry_bridge.__version__)\n")
+    (tmp_path / "mypy.ini").write_text("[mypy]\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file", "mypy.ini", "user.py"],
+        capture_output=True, text=True, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    out = run.stdout + run.stderr
+    assert 'user.py:3: note: Revealed type is "str"' in out, out
+    assert run.returncode == 0, out
