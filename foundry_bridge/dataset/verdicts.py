@@ -176,12 +176,9 @@ def _verdict(row: Mapping[str, Any], source: str, line: int) -> Verdict | None:
 def _probability(row: Mapping[str, Any], where: tuple[str, int]) -> float | None:
     """``inclusion_probability``: absent or empty → None; else a number in (0, 1]."""
     value = row.get("inclusion_probability")
-    if value is None or value == "":
+    number = _number(value)
+    if number is None:
         return None
-    try:
-        number = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        number = math.nan
     if not 0 < number <= 1:
         raise DatasetError(
             f"inclusion_probability must be a number in (0, 1], got {value!r}",
@@ -193,13 +190,21 @@ def _probability(row: Mapping[str, Any], where: tuple[str, int]) -> float | None
     return number
 
 
-def _score(value: Any, where: tuple[str, int]) -> float | None:
+def _number(value: Any) -> float | None:
+    """A cell as a number: blank (absent, null, "") → None; a boolean or text that is no number → NaN (the caller's
+    range check refuses it with its own field and fix)."""
     if value is None or value == "":
         return None
     try:
-        number = float(value) if not isinstance(value, bool) else math.nan
+        return float(value) if not isinstance(value, bool) else math.nan
     except (TypeError, ValueError):
-        number = math.nan
+        return math.nan
+
+
+def _score(value: Any, where: tuple[str, int]) -> float | None:
+    number = _number(value)
+    if number is None:
+        return None
     if not math.isfinite(number):
         raise DatasetError(
             f"score must be a finite number, got {value!r}",
