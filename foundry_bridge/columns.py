@@ -36,6 +36,8 @@ from .runfolder import RunFolder, RunFolderError
 if TYPE_CHECKING:
     import duckdb
 
+    from .metrics._arrays import Texts
+
 __all__ = [
     "COLUMNS_DIR",
     "FactParams",
@@ -545,6 +547,12 @@ class RunColumns:
         """Run a query over the views (``queries``, ``results``, ``holes``)."""
         return self.con.execute(query, params) if params is not None else self.con.execute(query)
 
+    def arrow(self, query: str, params: Sequence[Any] | None = None) -> Any:
+        """A query's whole result as an Arrow table (``to_arrow_table``; ``fetch_arrow_table`` before DuckDB 2)."""
+        rel = self.con.sql(query, params=params)
+        fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
+        return fetch()
+
     def one(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> tuple[Any, ...]:
         """The first row of a query (the result fetched to its end: the connection is free afterwards)."""
         rows = self.sql(query, params).fetchall()
@@ -568,6 +576,24 @@ class RunColumns:
         hi = self.n_queries if hi is None else hi
         where = "" if (lo, hi) == (0, self.n_queries) else f" WHERE row >= {int(lo)} AND row < {int(hi)}"
         return [r[0] for r in self.sql(f"SELECT {_quote(name)} FROM queries{where}").fetchall()]
+
+    def text_column(self, name: str) -> Texts:
+        """A text column of every query, in row order, copied from the engine's buffers into a ``Texts`` (no
+        Python string per query)."""
+        from .metrics._arrays import Texts
+
+        out = Texts()
+        for chunk in self.arrow(f"SELECT {_quote(name)}::VARCHAR AS v FROM queries ORDER BY row").column("v").chunks:
+            n, validity, offsets, data = len(chunk), *chunk.buffers()
+            if not n:
+                continue
+            ends = np.frombuffer(offsets, np.int32, n + 1, chunk.offset * 4).astype(np.int64)
+            none = None
+            if chunk.null_count:
+                bits = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")
+                none = bits[chunk.offset : chunk.offset + n] == 0
+            out.extend_utf8(bytes(memoryview(data)[int(ends[0]) : int(ends[-1])]), ends[1:] - ends[0], none)
+        return out
 
     def ids_where(self, condition: str, limit: int | None = None) -> list[str]:
         """The query ids of the rows where the SQL ``condition`` holds, in row order (the first ``limit``)."""
@@ -616,35 +642,28 @@ class RunColumns:
         ``label``, ``reason``, ``error`` (None where a row has none)."""
         hi = self.n_queries if hi is None else hi
         got = self.sql(
-            "SELECT row, score, passed, threshold, label, reason, error FROM results "
-            "WHERE criterion = ? AND metric = ? AND row >= ? AND row < ? ORDER BY seq",
+            f"SELECT {_CELL_FIELDS} FROM results WHERE criterion = ? AND metric = ? AND row >= ? AND row < ? "
+            "ORDER BY seq",
             [criterion, metric, lo, hi],
         ).fetchnumpy()
-        n = hi - lo
-        rows = np.asarray(got["row"], np.int64) - lo
-        # the last of each row: the first of the reversed rows
-        _, first_rev = np.unique(rows[::-1], return_index=True)
-        take = len(rows) - 1 - first_rev
-        at = rows[take]
-        out: dict[str, np.ndarray] = {
-            "present": np.zeros(n, bool),
-            "score": np.full(n, np.nan),
-            "passed": np.full(n, -1, np.int8),
-            "threshold": np.full(n, np.nan),
-            "label": np.full(n, None, object),
-            "reason": np.full(n, None, object),
-            "error": np.full(n, None, object),
+        return _cells(got, lo, hi)
+
+    def block_cells(self, lo: int, hi: int) -> dict[tuple[str, str], dict[str, np.ndarray]]:
+        """Every (criterion, metric) column on rows ``lo`` to ``hi``, as ``cells`` gives each, from one query."""
+        got = self.sql(
+            f"SELECT criterion, metric, {_CELL_FIELDS} FROM results WHERE row >= ? AND row < ? "
+            "ORDER BY criterion, metric, seq",
+            [lo, hi],
+        ).fetchnumpy()
+        crit, metric = _objects_of(got.pop("criterion")), _objects_of(got.pop("metric"))
+        if not len(crit):
+            return {}
+        starts = np.flatnonzero(np.r_[True, (crit[1:] != crit[:-1]) | (metric[1:] != metric[:-1])])
+        ends = np.r_[starts[1:], len(crit)]
+        return {
+            (str(crit[a]), str(metric[a])): _cells({k: v[a:b] for k, v in got.items()}, lo, hi)
+            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
         }
-        out["present"][at] = True
-        out["score"][at] = _filled(got["score"])[take]
-        passed = got["passed"]
-        mask = np.ma.getmaskarray(passed)
-        codes = np.where(mask, -1, np.ma.filled(passed, False).astype(np.int8))
-        out["passed"][at] = codes[take]
-        out["threshold"][at] = _filled(got["threshold"])[take]
-        for name in ("label", "reason", "error"):
-            out[name][at] = _objects_of(got[name])[take]
-        return out
 
     def criterion_errors(self, criterion: str) -> dict[int, str]:
         """The first error of each row of a criterion (any metric)."""
@@ -654,6 +673,39 @@ class RunColumns:
             [criterion, self.n_queries],
         ).fetchall()
         return {int(r): str(e) for r, e in rows}
+
+
+_CELL_FIELDS = "row, score, passed, threshold, label, reason, error"
+
+
+def _cells(got: dict[str, Any], lo: int, hi: int) -> dict[str, np.ndarray]:
+    """Fetched result rows of one (criterion, metric), in file order, as columns over rows ``lo`` to ``hi`` (the
+    last row of a duplicate winning; see ``RunColumns.cells``)."""
+    n = hi - lo
+    rows = np.asarray(got["row"], np.int64) - lo
+    # the last of each row: the first of the reversed rows
+    _, first_rev = np.unique(rows[::-1], return_index=True)
+    take = len(rows) - 1 - first_rev
+    at = rows[take]
+    out: dict[str, np.ndarray] = {
+        "present": np.zeros(n, bool),
+        "score": np.full(n, np.nan),
+        "passed": np.full(n, -1, np.int8),
+        "threshold": np.full(n, np.nan),
+        "label": np.full(n, None, object),
+        "reason": np.full(n, None, object),
+        "error": np.full(n, None, object),
+    }
+    out["present"][at] = True
+    out["score"][at] = _filled(got["score"])[take]
+    passed = got["passed"]
+    mask = np.ma.getmaskarray(passed)
+    codes = np.where(mask, -1, np.ma.filled(passed, False).astype(np.int8))
+    out["passed"][at] = codes[take]
+    out["threshold"][at] = _filled(got["threshold"])[take]
+    for name in ("label", "reason", "error"):
+        out[name][at] = _objects_of(got[name])[take]
+    return out
 
 
 def _filled(values: Any) -> np.ndarray:

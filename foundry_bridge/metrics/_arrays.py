@@ -86,6 +86,17 @@ class Texts(Sequence[str]):
         self.buf += other.buf
         self.ends.extend((np.frombuffer(other.ends, np.int64) + base).tolist() if base else other.ends)
 
+    def extend_utf8(self, data: bytes, ends: np.ndarray, none: np.ndarray | None = None) -> None:
+        """Append strings given as one UTF-8 buffer and their end offsets in it (a column's text as an engine
+        keeps it); ``none``: True where the value is None (its span empty)."""
+        if (none is not None and none.any()) or self.none is not None:
+            if self.none is None:
+                self.none = array("b", bytes(len(self.ends)))
+            flags = np.zeros(len(ends), np.int8) if none is None else none.astype(np.int8)
+            self.none.frombytes(flags.tobytes())
+        self.ends.frombytes((np.asarray(ends, np.int64) + len(self.buf)).tobytes())
+        self.buf += data
+
     def __len__(self) -> int:
         return len(self.ends)
 

@@ -57,6 +57,12 @@ class ScoreColumn:
     def crit_errors(self) -> dict[int, str]:
         return self.run.criterion_errors(self.criterion)
 
+    @cached_property
+    def crit_error_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``crit_errors`` as (rows, errors) arrays."""
+        rows = np.fromiter(self.crit_errors.keys(), np.int64, len(self.crit_errors))
+        return rows, np.array(list(self.crit_errors.values()) or [], object)
+
     def fields(self, lo: int = 0, hi: int | None = None, cells: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
         """Rows ``lo`` to ``hi``: the cells' fields, ``status`` and the verdicts read for the query's kind."""
         hi = self.run.n_queries if hi is None else hi
@@ -92,34 +98,36 @@ class ScoreColumn:
         return np.where(f["status"] == SCORED, f["score"], np.nan)
 
 
-def _opt(x: float) -> float | None:
-    return None if x != x else float(x)
+def score_fields(col: ScoreColumn, f: dict[str, Any], lo: int) -> dict[str, np.ndarray]:
+    """Each query's ``FoundryScore`` fields (the block ``f`` of rows from ``lo``, as ``ScoreColumn.fields`` gives
+    them) as columns, masked where null, in the model's field order (``SCORE_FIELDS``): a row without a cell is
+    missing, or errored (with its criterion's error) when its criterion errored on it; a cell with an error is
+    errored; a scored cell carries its score (NaN: null), verdict, label, threshold and reason; any other cell is
+    missing ("null score and no error" unless it has a reason)."""
+    n = len(f["present"])
+    present, status, error, reason, passed = f["present"], f["status"], f["error"], f["reason"], f["passed"]
+    err_cell = present & np.not_equal(error, None)
+    scored = present & ~err_cell & (status == SCORED)
+    crit = np.full(n, None, object)
+    rows, texts = col.crit_error_arrays
+    at = (rows >= lo) & (rows < lo + n)
+    crit[rows[at] - lo] = texts[at]
+    errored = err_cell | (~present & np.not_equal(crit, None))
+    other = present & ~err_cell & ~scored
+    why = np.where(present, reason, None)
+    why[other & (np.equal(reason, None) | (reason == ""))] = "null score and no error"
+    return {
+        "status": np.array(["missing", "errored", "scored"], object)[np.where(scored, 2, np.where(errored, 1, 0))],
+        "score": np.ma.array(f["score"], mask=~scored | np.isnan(f["score"])),
+        "passed": np.ma.array(passed == 1, mask=~scored | (passed < 0)),
+        "label": np.where(scored, f["label"], None),
+        "threshold": np.ma.array(f["threshold"], mask=~present | np.isnan(f["threshold"])),
+        "reason": why,
+        "error": np.where(present, error, crit),
+    }
 
 
-def score_row(col: ScoreColumn, f: dict[str, Any], i: int, j: int) -> dict[str, Any]:
-    """Query ``i``'s ``FoundryScore`` fields (``j``: its index in the block ``f``), as the per-query row holds them."""
-    if not f["present"][j]:
-        error = col.crit_errors.get(i)
-        return _score("missing") if error is None else _score("errored", error=error)
-    label, reason, error = f["label"][j], f["reason"][j], f["error"][j]
-    threshold = _opt(f["threshold"][j])
-    if error is not None:
-        return _score("errored", threshold=threshold, reason=reason, error=error)
-    if f["status"][j] == SCORED:
-        p = int(f["passed"][j])
-        passed = None if p < 0 else bool(p)
-        return _score(
-            "scored", score=_opt(f["score"][j]), passed=passed, label=label, threshold=threshold, reason=reason
-        )
-    return _score("missing", threshold=threshold, reason=reason or "null score and no error")
-
-
-def _score(status: str, **fields: Any) -> dict[str, Any]:
-    """``FoundryScore`` fields in the model's order, unset ones None."""
-    out: dict[str, Any] = {"status": status, "score": None, "passed": None, "label": None, "threshold": None}
-    out.update(reason=None, error=None)
-    out.update(fields)
-    return out
+SCORE_FIELDS = ("status", "score", "passed", "label", "threshold", "reason", "error")
 
 
 class LocalColumns(Mapping[str, np.ndarray]):
@@ -148,11 +156,7 @@ class Columns:
 
     @cached_property
     def query_ids(self) -> Texts:
-        out = Texts()
-        for batch in _batches(self.run, "query_id"):
-            for q in batch:
-                out.append(q)
-        return out
+        return self.run.text_column("query_id")
 
     @cached_property
     def kinds(self) -> Codes:

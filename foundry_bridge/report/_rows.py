@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from .._io import dumps
-from ..columns import RunColumns
-from ._columns import SCORED, STATUSES, Index, ScoreColumn, score_row
+from .._io import loads
+from ..columns import RunColumns, _quote
+from ._columns import SCORED, STATUSES, Index, ScoreColumn, score_fields
 from ._model import LIST_CAP, STAGES, CanaryFlag
 from ._stages import JudgeVerdict, Verdict, attribute_stage, missed_top_grade
 
@@ -65,27 +65,6 @@ class RowsOut:
     search_partial_ids: list[str] = field(default_factory=list)  # the first LIST_CAP of them
 
 
-def _verdicts(
-    judges: list[Judge], blocks: list[dict[str, Any] | None], j: int
-) -> tuple[list[JudgeVerdict], tuple[int, float]]:
-    """The answer judges on the query at ``j`` of the block (their columns' fields) and its badness key (failed
-    judges, mean scaled primary score)."""
-    out: list[JudgeVerdict] = []
-    failed, scaled = 0, []
-    for judge, f in zip(judges, blocks, strict=True):
-        if f is None:
-            out.append(JudgeVerdict(judge.criterion, Verdict("missing", None)))
-            continue
-        status, p, score = int(f["status"][j]), int(f["passed"][j]), float(f["score"][j])
-        passed = None if p < 0 else bool(p)
-        out.append(JudgeVerdict(judge.criterion, Verdict(STATUSES[status], passed)))
-        if status == SCORED:
-            failed += passed is False
-            if score == score and judge.hi > judge.lo:
-                scaled.append((score - judge.lo) / (judge.hi - judge.lo))
-    return out, (failed, sum(scaled) / len(scaled) if scaled else 1.0)
-
-
 def _canary(query_id: str, canary: str, judges: list[JudgeVerdict]) -> CanaryFlag:
     """A judge canary: which answer judges passed (flagged it), failed (caught it) or did not score it."""
     passed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is True]
@@ -97,105 +76,214 @@ def _canary(query_id: str, canary: str, judges: list[JudgeVerdict]) -> CanaryFla
     )
 
 
-_FACTS: tuple[str, ...] = ("query_id", "kind", "kind_source", "query", "response", "canary", "dropped_relevant")
-_FACTS += ("checked", "holes", "contradiction", "found", "best")
+_FACTS = "query_id, kind, canary, dropped_relevant, checked, contradiction, found, best, response IS NOT NULL"
 
 
 @dataclass
 class _Block:
-    """A block of rows: the facts and local metrics (one list per column, NaN → None), every Foundry column's
-    fields and the answer judges' fields."""
+    """A block of rows: the facts the stage rules read (one list per column), the hit column, and the answer
+    judges' per-query fields (``ScoreColumn.fields``) with their verdict codes."""
 
     lo: int
-    facts: dict[str, list[Any]]
-    local: dict[str, list[float | None]]
-    scores: dict[str, dict[str, Any]]
+    hi: int
+    facts: list[list[Any]]
+    hit: list[float | None]
     judges: list[dict[str, Any] | None]
+    cells: dict[tuple[str, str], dict[str, np.ndarray]]
 
 
 def _blocks(inp: RowInputs) -> Iterator[_Block]:
     n = inp.run.n_queries
-    names = ", ".join(f'"{c}"' for c in (*_FACTS, *inp.local_keys))
+    hit = _quote(inp.hit_key)
     for lo in range(0, n, _BLOCK):
         hi = min(n, lo + _BLOCK)
-        cur = inp.run.sql(f"SELECT {names} FROM queries WHERE row >= ? AND row < ? ORDER BY row", [lo, hi])
-        got = dict(zip([d[0] for d in cur.description], map(list, zip(*cur.fetchall(), strict=True)), strict=True))
-        facts = {c: got[c] for c in _FACTS}
-        local = {k: [None if (x is None or x != x) else x for x in got[k]] for k in inp.local_keys}
-        scores = {key: col.fields(lo, hi) for key, col in inp.scores.items()}
-        by_column = {id(col): scores[key] for key, col in inp.scores.items()}
-        judges = [
-            None if j.column is None else by_column.get(id(j.column)) or j.column.fields(lo, hi) for j in inp.judges
-        ]
-        yield _Block(lo, facts, local, scores, judges)
+        cur = inp.run.sql(f"SELECT {_FACTS}, {hit} FROM queries WHERE row >= ? AND row < ? ORDER BY row", [lo, hi])
+        *facts, hits = map(list, zip(*cur.fetchall(), strict=True))
+        cells = inp.run.block_cells(lo, hi)
+        judges = [None if j.column is None else _fields(j.column, cells, lo, hi) for j in inp.judges]
+        yield _Block(lo, hi, facts, [None if (x is None or x != x) else x for x in hits], judges, cells)
 
 
-def stream_rows(inp: RowInputs, write: Callable[[bytes], Any] | None, *, worst: int, keep_all: bool) -> RowsOut:
-    """Every query's row, in dataset order: written with ``write`` (one JSON line each) as it is made."""
+def _badness(judges: list[Judge], fields: list[dict[str, Any] | None], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per query of a block: the answer judges that failed, and the mean of their primary scores scaled to 0–1
+    by each judge's catalog range (1 where none)."""
+    failed, total, count = np.zeros(n, np.int64), np.zeros(n), np.zeros(n, np.int64)
+    for judge, f in zip(judges, fields, strict=True):
+        if f is None:
+            continue
+        scored = f["status"] == SCORED
+        failed += scored & (f["passed"] == 0)
+        if judge.hi > judge.lo:
+            ok = scored & ~np.isnan(f["score"])
+            total += np.where(ok, (f["score"] - judge.lo) / (judge.hi - judge.lo), 0.0)
+            count += ok
+    return failed, np.divide(total, count, out=np.ones(n), where=count > 0)
+
+
+class _Stages:
+    """``attribute_stage`` on each query, remembered by its inputs (few distinct ones in a large run)."""
+
+    def __init__(self, judges: list[Judge]) -> None:
+        self.judges = judges
+        self.seen: dict[tuple[Any, ...], tuple[str, str]] = {}
+        self.made: dict[tuple[tuple[int, int], ...], list[JudgeVerdict]] = {}
+
+    def verdicts(self, codes: tuple[tuple[int, int], ...]) -> list[JudgeVerdict]:
+        """The answer judges' verdicts from their (status, passed) codes (-1: missing / none)."""
+        got = self.made.get(codes)
+        if got is None:
+            got = self.made[codes] = [
+                JudgeVerdict(j.criterion, Verdict("missing" if s < 0 else STATUSES[s], None if p < 0 else bool(p)))
+                for j, (s, p) in zip(self.judges, codes, strict=True)
+            ]
+        return got
+
+    def __call__(self, key: tuple[Any, ...]) -> tuple[str, str]:
+        got = self.seen.get(key)
+        if got is None:
+            kind, hit, checked, dropped, has_response, abstained, codes, contradiction, grades = key
+            got = self.seen[key] = attribute_stage(
+                kind=kind,
+                hit=hit,
+                assembly_checked=checked,
+                dropped_relevant=dropped,
+                has_response=has_response,
+                abstained=abstained,
+                answer_judges=self.verdicts(codes),
+                label_contradiction=contradiction,
+                grades=grades,
+            )
+        return got
+
+
+def stream_rows(inp: RowInputs, write: Callable[[Any], Any] | None, *, worst: int, keep_all: bool) -> RowsOut:
+    """Every query's row, in dataset order: written with ``write`` (JSON lines) a block at a time.
+
+    The stage of each query is decided here (``attribute_stage``); the row's JSON is made by the engine from the
+    run's columns and the block's stages and Foundry fields (``_json_lines``), so no per-query object is built
+    except for the rows the report keeps (the worst of each stage, canaries, every row of a small run)."""
     n = inp.run.n_queries
     out = RowsOut(np.zeros(n, np.int8), kept=[] if keep_all else None, stage_ids={s: [] for s in STAGES})
-    heaps: dict[str, list[tuple[tuple[int, float, int], dict[str, Any]]]] = {s: [] for s in STAGES}
+    heaps: dict[str, list[tuple[tuple[int, float, int], Any]]] = {s: [] for s in STAGES}
     stage_index = {s: k for k, s in enumerate(STAGES)}
     abstains = inp.index.abstains
     canaries = _Canaries()
-    keys = list(inp.local_keys)
+    stages = _Stages(inp.judges)
+    want_json = write is not None or keep_all or worst > 0
     for block in _blocks(inp):
-        f = block.facts
-        for j in range(len(f["query_id"])):
-            i = block.lo + j
-            local = {k: block.local[k][j] for k in keys}
-            query_id, kind, response, canary = f["query_id"][j], f["kind"][j], f["response"][j], f["canary"][j]
-            dropped = f["dropped_relevant"][j]
-            abstained = None if abstains[i] < 0 else bool(abstains[i] == 1)
-            judges, (failed, scaled) = _verdicts(inp.judges, block.judges, j)
-            hit = local.get(inp.hit_key)
-            grades = (int(f["found"][j]), int(f["best"][j]))
-            stage, reason = attribute_stage(
-                kind=kind,
-                hit=hit,
-                assembly_checked=bool(f["checked"][j]),
-                dropped_relevant=dropped,
-                has_response=response is not None,
-                abstained=abstained,
-                answer_judges=judges,
-                label_contradiction=bool(f["contradiction"][j]),
-                grades=grades,
-            )
-            partial = missed_top_grade(kind, hit, grades)
-            row = {
-                "row": i,
-                "query_id": query_id,
-                "kind": kind,
-                "kind_source": f["kind_source"][j],
-                "query": f["query"][j],
-                "response": response,
-                "canary": canary,
-                "local": local,
-                "foundry": {key: score_row(inp.scores[key], b, i, j) for key, b in block.scores.items()},
-                "abstained": abstained,
-                "dropped_relevant": dropped,
-                "holes": f["holes"][j],
-                "stage": stage,
-                "stage_reason": reason,
-                "search_partial": partial,
-            }
-            if write is not None:
-                write(dumps(row) + b"\n")
-            out.stage[i] = stage_index[stage]
-            if len(ids := out.stage_ids[stage]) < LIST_CAP:
-                ids.append(query_id)
-            if partial:
-                out.search_partial += 1
-                if len(out.search_partial_ids) < LIST_CAP:
-                    out.search_partial_ids.append(query_id)
-            if canary is not None:
-                canaries.add(i, _canary(query_id, canary, judges))
-            if out.kept is not None:
-                out.kept.append(row)
-            _push(heaps[stage], ((failed, -scaled, -i), row), worst)
-    out.worst = {s: [r for _, r in sorted(h, reverse=True)] for s, h in heaps.items()}
+        lo, hi, m = block.lo, block.hi, block.hi - block.lo
+        qids, kinds, canary, dropped, checked, contradiction, found, best, has_response = block.facts
+        codes = [
+            [(-1, -1)] * m if f is None else list(zip(f["status"].tolist(), f["passed"].tolist(), strict=True))
+            for f in block.judges
+        ]
+        per_row = list(zip(*codes, strict=True)) if codes else [()] * m
+        abstained = [None if a < 0 else a == 1 for a in abstains[lo:hi].tolist()]
+        grades = list(zip(found, best, strict=True))
+        facts = zip(
+            kinds, block.hit, checked, dropped, has_response, abstained, per_row, contradiction, grades, strict=True
+        )
+        decided = [stages((k, h, bool(c), tuple(d or ()), r, a, v, bool(x), g)) for k, h, c, d, r, a, v, x, g in facts]
+        stage_of = [st for st, _ in decided]
+        partial = [missed_top_grade(k, h, g) for k, h, g in zip(kinds, block.hit, grades, strict=True)]
+        code = np.array([stage_index[st] for st in stage_of], np.int8)
+        out.stage[lo:hi] = code
+        for st, ids in out.stage_ids.items():
+            ids.extend(qids[j] for j in np.flatnonzero(code == stage_index[st])[: LIST_CAP - len(ids)].tolist())
+        partial_at = np.flatnonzero(partial)
+        out.search_partial += len(partial_at)
+        out.search_partial_ids.extend(qids[j] for j in partial_at[: LIST_CAP - len(out.search_partial_ids)].tolist())
+        for j in (j for j, c in enumerate(canary) if c is not None):
+            canaries.add(lo + j, _canary(qids[j], canary[j], stages.verdicts(per_row[j])))
+        if not want_json:
+            continue
+        lines = _json_lines(inp, block, stage_of, [r for _, r in decided], partial, abstained)
+        if write is not None:
+            _write_lines(lines, write)
+        if out.kept is not None:
+            out.kept.extend(loads(lines[j].as_py()) for j in range(m))
+        failed, scaled = _badness(inp.judges, block.judges, m)
+        for st, heap in heaps.items():
+            at = np.flatnonzero(code == stage_index[st])
+            for j in at[np.lexsort((at, scaled[at], -failed[at]))][:worst].tolist():  # the block's worst first
+                _push(heap, ((int(failed[j]), -float(scaled[j]), -(lo + j)), lines[j].as_py()), worst)
+    out.worst = {s: [loads(r) for _, r in sorted(h, reverse=True)] for s, h in heaps.items()}
     out.canaries, out.canary_counts = canaries.shown(), canaries.counts
     return out
+
+
+def _json_lines(
+    inp: RowInputs,
+    block: _Block,
+    stage: list[str],
+    reason: list[str],
+    partial: list[bool],
+    abstained: list[bool | None],
+) -> Any:
+    """The block's rows as JSON text (an Arrow string array, one newline-ended value per row, in row order), made by
+    the engine: the facts and local metrics from the ``queries`` columns (NaN → null), the rest from the block's own
+    columns (the stages, and each Foundry column's ``score_fields``), registered as numpy arrays."""
+    lo, hi = block.lo, block.hi
+    ab = np.array([a is True for a in abstained])
+    table: dict[str, np.ndarray] = {
+        "row": np.arange(lo, hi, dtype=np.int64),
+        "abstained": np.ma.array(ab, mask=np.array([a is None for a in abstained], bool)),
+        "stage": np.array(stage, object),
+        "stage_reason": np.array(reason, object),
+        "search_partial": np.array(partial, bool),
+    }
+    foundry = []
+    for c, (key, col) in enumerate(inp.scores.items()):
+        judged = next((f for j, f in zip(inp.judges, block.judges, strict=True) if j.column is col), None)
+        fields = score_fields(col, judged if judged is not None else _fields(col, block.cells, lo, hi), lo)
+        table.update({f"f{c}_{name}": values for name, values in fields.items()})
+        foundry.append(f"{_quote(key)} := struct_pack({', '.join(f'{n} := b.f{c}_{n}' for n in fields)})")
+    local = ", ".join(
+        f"{_quote(k)} := CASE WHEN isnan(q.{_quote(k)}) THEN NULL ELSE q.{_quote(k)} END" for k in inp.local_keys
+    )
+    scores = f"struct_pack({', '.join(foundry)})" if foundry else "'{}'::JSON"
+    con = inp.run.con
+    con.register("block_rows", table)
+    try:
+        got = inp.run.arrow(
+            "SELECT to_json(struct_pack(row := q.row, query_id := q.query_id, kind := q.kind, "
+            "kind_source := q.kind_source, query := q.query, response := q.response, canary := q.canary, "
+            f"local := struct_pack({local}), foundry := {scores}, "
+            "abstained := b.abstained, dropped_relevant := q.dropped_relevant, holes := q.holes, stage := b.stage, "
+            "stage_reason := b.stage_reason, search_partial := b.search_partial)) || chr(10) AS j "
+            "FROM queries q JOIN block_rows b ON q.row = b.row WHERE q.row >= ? AND q.row < ? ORDER BY q.row",
+            [lo, hi],
+        )
+    finally:
+        con.unregister("block_rows")
+    return got.column("j").combine_chunks()
+
+
+def _fields(col: ScoreColumn, cells: dict[tuple[str, str], dict[str, np.ndarray]], lo: int, hi: int) -> Any:
+    """A Foundry column's fields on a block, from the block's cells (a column without any: none present)."""
+    got = cells.get((col.criterion, col.metric))
+    return col.fields(lo, hi, got if got is not None else _no_cells(hi - lo))
+
+
+def _no_cells(n: int) -> dict[str, np.ndarray]:
+    nothing = np.full(n, None, object)
+    return {
+        "present": np.zeros(n, bool),
+        "score": np.full(n, np.nan),
+        "passed": np.full(n, -1, np.int8),
+        "threshold": np.full(n, np.nan),
+        "label": nothing,
+        "reason": nothing,
+        "error": nothing,
+    }
+
+
+def _write_lines(lines: Any, write: Callable[[Any], Any]) -> None:
+    """Write an Arrow string array of newline-ended values in one call: its text buffer, as it is."""
+    if not len(lines):
+        return
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, len(lines) + 1, lines.offset * 4)
+    write(memoryview(lines.buffers()[2])[int(offsets[0]) : int(offsets[-1])])
 
 
 class _Canaries:
@@ -220,7 +308,7 @@ class _Canaries:
         return [f for _, f in (self.missed + self.caught)[:LIST_CAP]]
 
 
-def _push(heap: list[Any], item: tuple[tuple[int, float, int], dict[str, Any]], limit: int) -> None:
+def _push(heap: list[Any], item: tuple[tuple[int, float, int], Any], limit: int) -> None:
     """Keep the ``limit`` items with the largest keys (the worst rows) in a min-heap."""
     if limit <= 0:
         return

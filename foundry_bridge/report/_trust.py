@@ -45,7 +45,7 @@ from ..dataset.verdicts import (
     write_verdict_queue,
 )
 from ..errors import DatasetError
-from ..metrics._arrays import IdIndex, Texts, same_distinct
+from ..metrics._arrays import IdIndex, same_distinct
 from ..metrics.agreement import (
     MIN_AGREEMENT_ROWS,
     agreement,
@@ -314,10 +314,7 @@ def _collect(run: RunColumns) -> _Columns:
     """The run's query ids, qrels truth and canary cases (its per-query columns), and each judge's last score and
     verdict per row (rows without an error), one judge at a time."""
     n = run.n_queries
-    query_ids = Texts()  # one buffer, not a str object per query
-    for lo in range(0, n, 65_536):
-        for q in run.texts("query_id", lo, min(n, lo + 65_536)):
-            query_ids.append(q)
+    query_ids = run.text_column("query_id")  # one buffer, not a str object per query
     truth = np.asarray(run.column("holds_relevant"), np.float64) if n else np.zeros(0)
     cases: list[CanaryCase] = []
     canary = np.zeros(n, bool)
