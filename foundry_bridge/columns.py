@@ -584,7 +584,8 @@ class RunColumns:
 
         out = Texts()
         for chunk in self.arrow(f"SELECT {_quote(name)}::VARCHAR AS v FROM queries ORDER BY row").column("v").chunks:
-            n, validity, offsets, data = len(chunk), *chunk.buffers()
+            n, buffers = len(chunk), chunk.buffers()
+            validity, offsets, data = buffers[0], buffers[1], buffers[2]
             if not n:
                 continue
             ends = np.frombuffer(offsets, np.int32, n + 1, chunk.offset * 4).astype(np.int64)

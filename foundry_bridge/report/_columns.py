@@ -106,25 +106,30 @@ def score_fields(col: ScoreColumn, f: dict[str, Any], lo: int) -> dict[str, np.n
     missing ("null score and no error" unless it has a reason)."""
     n = len(f["present"])
     present, status, error, reason, passed = f["present"], f["status"], f["error"], f["reason"], f["passed"]
-    err_cell = present & np.not_equal(error, None)
+    err_cell = present & _given(error)
     scored = present & ~err_cell & (status == SCORED)
     crit = np.full(n, None, object)
     rows, texts = col.crit_error_arrays
     at = (rows >= lo) & (rows < lo + n)
     crit[rows[at] - lo] = texts[at]
-    errored = err_cell | (~present & np.not_equal(crit, None))
+    errored = err_cell | (~present & _given(crit))
     other = present & ~err_cell & ~scored
-    why = np.where(present, reason, None)
-    why[other & (np.equal(reason, None) | (reason == ""))] = "null score and no error"
+    why = np.asarray(np.where(present, reason, None))
+    why[other & (~_given(reason) | (reason == ""))] = "null score and no error"
     return {
         "status": np.array(["missing", "errored", "scored"], object)[np.where(scored, 2, np.where(errored, 1, 0))],
         "score": np.ma.array(f["score"], mask=~scored | np.isnan(f["score"])),
         "passed": np.ma.array(passed == 1, mask=~scored | (passed < 0)),
-        "label": np.where(scored, f["label"], None),
+        "label": np.asarray(np.where(scored, f["label"], None)),
         "threshold": np.ma.array(f["threshold"], mask=~present | np.isnan(f["threshold"])),
         "reason": why,
-        "error": np.where(present, error, crit),
+        "error": np.asarray(np.where(present, error, crit)),
     }
+
+
+def _given(values: np.ndarray) -> np.ndarray:
+    """True where an object column holds a value (not None)."""
+    return np.fromiter((v is not None for v in values), bool, len(values))
 
 
 SCORE_FIELDS = ("status", "score", "passed", "label", "threshold", "reason", "error")

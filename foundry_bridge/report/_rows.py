@@ -165,7 +165,7 @@ def stream_rows(inp: RowInputs, write: Callable[[Any], Any] | None, *, worst: in
     n = inp.run.n_queries
     out = RowsOut(np.zeros(n, np.int8), kept=[] if keep_all else None, stage_ids={s: [] for s in STAGES})
     heaps: dict[str, list[tuple[tuple[int, float, int], Any]]] = {s: [] for s in STAGES}
-    stage_index = {s: k for k, s in enumerate(STAGES)}
+    stage_index: dict[str, int] = {s: k for k, s in enumerate(STAGES)}
     abstains = inp.index.abstains
     canaries = _Canaries()
     stages = _Stages(inp.judges)
