@@ -44,6 +44,7 @@ __all__ = [
     "RunPart",
     "RunState",
     "ServiceIdsNotSavedError",
+    "judge_identities",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -195,6 +196,47 @@ class Manifest(_Record):
     run_ids: list[str | None] | None = None
     report_url: str | None = None
     evaluators: list[dict[str, Any]] | None = None
+
+    def judges(self) -> dict[str, str | None]:
+        """Each criterion's judge, as one string to tell two runs' judges apart (``compare``'s judge drift).
+
+        The local backend: the model that answered (``local.judges``), ``@`` its endpoint, and the evaluation
+        library whose prompts it was asked with (``azure-ai-evaluation 1.x``): a new library version is a new judge
+        version. The service (cloud, emulator): the criterion's ``deployment_name`` and, when the service echoed
+        one, the evaluator's version (``builtin.relevance 3``). None: the criterion has no judge the run names
+        (document_retrieval, a judge without a deployment such as groundedness_pro, a hand-written manifest)."""
+        local = _object((self.model_extra or {}).get("local"))
+        answered, library = _object(local.get("judges")), local.get("library")
+        versions = {
+            e.get("name"): (e.get("evaluator_name"), e.get("evaluator_version"))
+            for e in self.evaluators or []
+            if isinstance(e, dict)
+        }
+        out: dict[str, str | None] = {}
+        for c in self.criteria or []:
+            name, init = c.get("name"), _object(c.get("init"))
+            if not isinstance(name, str):
+                continue
+            judge = answered.get(name)
+            if isinstance(judge, dict) and judge.get("model"):
+                where = f" @ {judge['endpoint']}" if judge.get("endpoint") else ""
+                out[name] = f"{judge['model']}{where}" + (f" ({library})" if library else "")
+            elif init.get("deployment_name"):
+                evaluator, version = versions.get(name, (None, None))
+                out[name] = str(init["deployment_name"]) + (f" ({evaluator} {version})" if version else "")
+            else:
+                out[name] = None
+        return out
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def judge_identities(run_dir: str | os.PathLike[str]) -> dict[str, str | None]:
+    """{criterion: its judge or None} of the run in ``run_dir`` (``Manifest.judges``); {} without a manifest."""
+    manifest = RunFolder(run_dir).read_manifest()
+    return {} if manifest is None else manifest.judges()
 
 
 def _field_error(path: Path, exc: ValidationError) -> RunFolderError:

@@ -147,7 +147,18 @@ __all__ = ["command"]
 @click.option(
     "--human-verdicts",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Human verdicts on the baseline run's rows (JSONL or CSV) for --judge-trust-floor.",
+    help="Human verdicts (JSONL or CSV): on the baseline run's rows for --judge-trust-floor; on the anchor rows for "
+    "--anchor (each anchor judge's κ with the humans).",
+)
+@click.option(
+    "--anchor",
+    nargs=2,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    metavar="OLD NEW",
+    default=None,
+    help="Judge drift: two run folders of the same frozen anchor rows, judged by the old and by the new judge. Per "
+    "judge metric, the judge's shift on the anchor (the paired test of the metric's kind) beside the system Δ, and a "
+    "verdict: judge changed, system changed, both, or no change. See docs/trust.md.",
 )
 @click.option(
     "--min-paired",
@@ -201,6 +212,7 @@ def command(
     power_delta: float | None,
     judge_trust_floor: float | None,
     human_verdicts: Path | None,
+    anchor: tuple[Path, Path] | None,
     repeats: tuple[Path, ...],
     judge_tests: bool,
     seed: int,
@@ -226,8 +238,12 @@ def command(
 
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")
-    if (judge_trust_floor is None) != (human_verdicts is None) or (judge_trust_floor is not None and qrels):
+    if (judge_trust_floor is not None and human_verdicts is None) or (judge_trust_floor is not None and qrels):
         raise UsageError("--judge-trust-floor and --human-verdicts go together, on run folders (not --qrels)")
+    if human_verdicts is not None and judge_trust_floor is None and not anchor:
+        raise UsageError("--human-verdicts goes with --judge-trust-floor or --anchor")
+    if anchor and qrels:
+        raise UsageError("--anchor compares run folders' judge scores: it does not go with --qrels")
     _check_inputs(runs, qrels, repeats=bool(repeats), foundry=foundry, mapping=mapping_path)
     from ._progress import command_progress
 
@@ -262,8 +278,10 @@ def command(
             coverage_drop=coverage_drop,
             noise=noise_bands_by_key(trust_section(runs[0], repeats=repeats)) if repeats else None,
             judge_tests=judge_tests,
-            trust=judge_trust_by_key(trust_section(runs[0], human_verdicts)) if human_verdicts else None,
+            trust=judge_trust_by_key(trust_section(runs[0], human_verdicts)) if judge_trust_floor is not None else None,
             trust_floor=judge_trust_floor,
+            anchor=anchor,
+            anchor_verdicts=human_verdicts,
             foundry=request_comparison if foundry else None,
             all_pairs=bool(all_pairs),
             progress=progress,

@@ -50,8 +50,9 @@ from ..metrics.significance import (
 )
 from ._build import build_report, foundry_key
 from ._columns import SCORED
+from ._drift import JudgeDrift, drift_rows
 from ._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
-from ._gate_trust import GateTrust, untrusted
+from ._gate_trust import GateTrust, judge_trust_by_key, untrusted
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
 from ._trust import noise_bands
 
@@ -156,6 +157,14 @@ class MetricComparison(_Model):
         default_factory=list, description="[{query_id, baseline, candidate}], the LIST_CAP largest changes first"
     )
     n_got_worse: int = Field(0, description="queries that got worse (got_worse lists the first LIST_CAP)")
+    judges: list[str | None] | None = Field(
+        None,
+        description="[baseline's judge, candidate's judge] of a judge metric's criterion (runfolder.judge_identities; "
+        "None: not named by the run); null for a metric no judge scores",
+    )
+    judges_differ: bool = Field(
+        False, description="both judges named and different: a difference may be the judge, not the system"
+    )
 
 
 class CoverageChange(_Model):
@@ -255,6 +264,9 @@ class Comparison(_Model):
     )
     qrels: dict[str, Any] | None = Field(
         None, description="compare --qrels: the qrels file, the runs' files and the rule of the per-query values"
+    )
+    drift: JudgeDrift | None = Field(
+        None, description="compare --anchor OLD NEW: the judge's shift on a frozen anchor set, per judge metric"
     )
 
     def get(self, candidate: str, metric: str, section: str = "positive") -> MetricComparison:
@@ -1095,6 +1107,8 @@ def compare_runs(
     power_delta: float | None = None,
     trust: Mapping[str, GateTrust] | None = None,
     trust_floor: float | None = None,
+    anchor: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
+    anchor_verdicts: str | os.PathLike[str] | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
@@ -1122,6 +1136,11 @@ def compare_runs(
     of the baseline's trust section) with ``trust_floor`` (a κ): a gated judge metric whose judge is below the floor
     or whose corrected interval is wider than the gate's Δ is ``inconclusive`` (``gate["inconclusive"]``; the CLI's
     exit 4 when nothing failed), with the labels / queries it needs (``_not_decided``).
+    Each judge metric's row names the two runs' judges (``judges``, ``runfolder.judge_identities``) and says when
+    they differ (``judges_differ``). ``anchor`` (OLD, NEW): run folders of the same frozen rows judged by the old
+    and the new judge; ``Comparison.drift`` tells per judge metric "judge changed" from "system changed"
+    (``_drift``, the rule and its formulas), with each judge's κ against ``anchor_verdicts`` (human verdicts on the
+    anchor rows) when given.
     ``progress(stage, done, total)``: ``("reading runs", i, len(runs))`` after each run's report is built (the
     long part; the tests that follow take a fraction of it).
     """
@@ -1135,7 +1154,7 @@ def compare_runs(
         rows = [_summary_row(rep, name, chosen) for rep, name in zip(reports, names, strict=True)]
         return _headline(reports[0], metrics, chosen), rows
 
-    return compare_sources(
+    comparison = compare_sources(
         [_Run(r) for r in reports],
         names,
         [r.metrics for r in reports],
@@ -1160,6 +1179,55 @@ def compare_runs(
             trust_floor=trust_floor,
         ),
         answer,
+    )
+    _name_judges(comparison, reports, names)
+    if anchor is not None:
+        engine = {"seed": seed, "n_resamples": n_resamples, "alpha": alpha, "confidence": confidence,
+                  "correction": correction, "min_paired": min_paired}  # fmt: skip
+        comparison.drift = _anchor_drift(comparison, anchor, anchor_verdicts, engine)
+    return comparison
+
+
+def _name_judges(comparison: Comparison, reports: Sequence[Report], names: Sequence[str]) -> None:
+    """Each judge metric's row gets the two runs' judges (``runfolder.judge_identities`` of their folders), and
+    ``judges_differ`` when both are named and differ (all-pairs rows are left as they are)."""
+    from ..runfolder import judge_identities
+
+    judges = [judge_identities(r.provenance.run_dir) for r in reports]
+    criterion = {m.key: m.criterion for r in reports for m in r.metrics if m.source == "foundry" and m.criterion}
+    at = {name: i for i, name in enumerate(names)}
+    for mc in comparison.metrics:
+        crit = criterion.get(mc.metric.removesuffix(PASS))
+        pair = [judges[0].get(crit or ""), judges[at[mc.candidate]].get(crit or "")]
+        if crit is None or pair == [None, None]:
+            continue
+        mc.judges = pair
+        mc.judges_differ = None not in pair and pair[0] != pair[1]
+
+
+def _anchor_drift(
+    comparison: Comparison,
+    anchor: tuple[str | os.PathLike[str], str | os.PathLike[str]],
+    verdicts: str | os.PathLike[str] | None,
+    engine: Mapping[str, Any],
+) -> JudgeDrift:
+    """The anchor's own comparison (OLD as baseline, NEW as candidate; the one engine with the comparison's
+    ``engine`` settings, its own family, the judge tests on) and, per judge metric of ``comparison``, the drift
+    verdict (``_drift.drift_rows``); with ``verdicts``, each anchor judge's κ against the humans
+    (``trust_section`` → ``judge_trust_by_key``)."""
+    from ..runfolder import judge_identities
+    from ._trust import trust_section
+
+    old, new = anchor
+    shift = compare_runs([old, new], labels=["old judge", "new judge"], **engine)
+    trusts = [judge_trust_by_key(trust_section(r, verdicts)) for r in anchor] if verdicts is not None else [{}, {}]
+    return JudgeDrift(
+        old=str(old),
+        new=str(new),
+        judges_old=judge_identities(old),
+        judges_new=judge_identities(new),
+        human_verdicts=None if verdicts is None else str(verdicts),
+        rows=drift_rows(comparison.metrics, shift.metrics, *trusts),
     )
 
 

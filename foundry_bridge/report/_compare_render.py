@@ -6,6 +6,7 @@ from typing import Any
 
 from ..metrics.significance import CORRECTION_NAME
 from ._compare import Comparison, MeasureRanking, MetricComparison, PairComparison
+from ._drift import judges_note
 from ._format import fmt_num, md_escape
 from ._foundry import render_foundry_markdown
 from ._model import STAGES
@@ -14,9 +15,9 @@ __all__ = ["deltas_svg", "render_comparison_html", "render_comparison_json", "re
 
 
 def render_comparison_json(comparison: Comparison) -> str:
-    """The comparison model as indented JSON (``foundry_comparison``, ``all_pairs`` and ``qrels`` only when asked
-    for: ``--foundry``, ``--all-pairs``, ``--qrels``)."""
-    optional = ("foundry_comparison", "all_pairs", "qrels")
+    """The comparison model as indented JSON (``foundry_comparison``, ``all_pairs``, ``qrels`` and ``drift`` only
+    when asked for: ``--foundry``, ``--all-pairs``, ``--qrels``, ``--anchor``)."""
+    optional = ("foundry_comparison", "all_pairs", "qrels", "drift")
     unasked = {name for name in optional if getattr(comparison, name) is None}
     return comparison.model_dump_json(indent=2, exclude=unasked or None) + "\n"
 
@@ -218,6 +219,7 @@ def _metric_table(rows: list[MetricComparison]) -> list[str]:
         p_adj = f"{m.p_adjusted:.4g}" if m.p_adjusted is not None else "–"
         n = f"{m.n_paired}" + (f" (+{m.n_excluded} undefined)" if m.n_excluded else "")
         verdict = f"**{m.verdict}**" if m.verdict in ("better", "worse") else m.verdict
+        verdict += " †" if m.judges_differ else ""
         out.append(
             f"| {m.section} | {md_escape(m.metric)} | {md_escape(m.test)} | {n} | {fmt_num(m.baseline_mean)} | "
             f"{fmt_num(m.candidate_mean)} | {fmt_num(m.delta)} | {ci} | {fmt_num(m.d_z)} | {p} | {p_adj} | "
@@ -230,8 +232,60 @@ def _metric_table(rows: list[MetricComparison]) -> list[str]:
         out.append(f"Identical on every paired query: {md_escape(', '.join(unchanged))}")
     if uncomparable:
         out.append(f"Not comparable (no query defined in both runs): {md_escape(', '.join(uncomparable))}")
+    out += _judges_differ(rows)
     out.append("")
     return out
+
+
+def _judges_differ(rows: list[MetricComparison]) -> list[str]:
+    """One line per pair of differing judges, naming the metrics they score (the table marks them †)."""
+    by: dict[tuple[str | None, ...], list[str]] = {}
+    for m in rows:
+        if m.judges_differ and m.judges is not None and m.metric not in by.setdefault(tuple(m.judges), []):
+            by[tuple(m.judges)].append(m.metric)
+    return [
+        f"† {md_escape(', '.join(metrics))}: {md_escape(judges_note(judges))} (compare --anchor OLD NEW tells them "
+        "apart)"
+        for judges, metrics in by.items()
+    ]
+
+
+def _drift(comparison: Comparison) -> list[str]:
+    """``--anchor``: the judge's shift on the anchor beside each judge metric's system Δ, and the verdict."""
+    d = comparison.drift
+    if d is None:
+        return []
+    judges = sorted({f"{c}: {d.judges_old.get(c) or 'unknown'} → {d.judges_new.get(c) or 'unknown'}"
+                     for c in d.judges_old.keys() | d.judges_new.keys()
+                     if d.judges_old.get(c) or d.judges_new.get(c)})  # fmt: skip
+    out = [
+        "### Judge drift (anchor: the same rows judged by the old and the new judge)",
+        "",
+        f"Old `{md_escape(d.old)}`, new `{md_escape(d.new)}`; judges: {md_escape('; '.join(judges) or 'unnamed')}."
+        + (f" Human verdicts: `{md_escape(d.human_verdicts)}`." if d.human_verdicts else ""),
+        f"Rule: {md_escape(d.rule)}.",
+        "",
+        "| candidate | section | metric | system Δ [CI] | anchor n | judge shift [CI] | p corr. | net Δ [CI] "
+        "| κ old / new (labels) | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in d.rows:
+        kappa = f"{fmt_num(r.kappa_old)} / {fmt_num(r.kappa_new)} ({r.labeled})" if d.human_verdicts else "–"
+        p = f"{r.anchor_p_adjusted:.4g}" if r.anchor_p_adjusted is not None else "–"
+        out.append(
+            f"| {md_escape(r.candidate)} | {r.section} | {md_escape(r.metric)} | "
+            f"{_with_ci(r.system_delta, r.system_low, r.system_high)} | {r.anchor_n} | "
+            f"{_with_ci(r.anchor_shift, r.anchor_low, r.anchor_high)} | {p} | "
+            f"{_with_ci(r.net_delta, r.net_low, r.net_high)} | {kappa} | **{r.verdict}** |"
+        )
+    if not d.rows:
+        out.append("| – | no judge metric shared by the runs and the anchor | | | | | | | | |")
+    out.append("")
+    return out
+
+
+def _with_ci(value: float | None, low: float | None, high: float | None) -> str:
+    return fmt_num(value) + (f" [{fmt_num(low)}, {fmt_num(high)}]" if low is not None and high is not None else "")
 
 
 def _got_worse(rows: list[MetricComparison], max_worse: int) -> list[str]:
@@ -281,6 +335,7 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
         out += [f"### {md_escape(cand)} vs {md_escape(comparison.baseline)}", ""]
         rows = [m for m in comparison.metrics if m.candidate == cand]
         out += [*_metric_table(rows), *_got_worse(rows, max_worse), *_query_changes(comparison, cand)]
+    out += _drift(comparison)
     if comparison.foundry_comparison is not None:
         out.append(render_foundry_markdown(comparison.foundry_comparison))
     return "\n".join(out).rstrip() + "\n"
