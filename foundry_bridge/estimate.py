@@ -740,15 +740,19 @@ class BudgetEstimate:
 
 
 def _cells(line: BudgetLine, *, total: bool) -> tuple[str, ...]:
-    """One row of the budget table, as text ("—": not known)."""
+    """One row of the budget table, as text ("—": not known; a row with no label count and no query is priced
+    "—", not 0)."""
     need = "" if total else "—" if line.labels_needed is None else f"{line.labels}→{line.labels_needed}"
-    counts = (line.new_rows, line.extra_queries, line.judge_calls, line.input_tokens, line.output_tokens_max)
+    unknown = line.extra_labels is None and line.extra_queries == 0
+    counts = (line.judge_calls, line.input_tokens, line.output_tokens_max)
     return (
         line.name,
         need,
         "—" if line.extra_labels is None else f"{line.extra_labels:,}",
-        *(f"{n:,}" for n in counts),
-        "—" if line.cost_max is None else f"{line.cost_max:.4f}",
+        f"{line.new_rows:,}",
+        f"{line.extra_queries:,}",
+        *("—" if unknown else f"{n:,}" for n in counts),
+        "—" if unknown or line.cost_max is None else f"{line.cost_max:.4f}",
     )
 
 
