@@ -18,6 +18,10 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
     """Print the estimate when ``--estimate`` was given (and write ``out/estimate.json``); True if it was."""
     opts = click.get_current_context().meta.get(ESTIMATE_KEY, {})
     if not opts.get("estimate"):
+        if opts.get("budget_from"):
+            from ..errors import UsageError
+
+            raise UsageError("--budget-from prices the label budget inside the cost preflight: add --estimate")
         return False
     from .._io import write_json
     from ..errors import UsageError
@@ -41,7 +45,14 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
 
         backend = LocalBackend(opts["judge_endpoint"], opts.get("judge_model"), cache_dir=opts.get("cache_dir"))
         cached = cache_probe(backend, plan.criteria)
-    estimate = estimate_plan(plan.criteria, plan.items, encoding=opts.get("encoding"), prices=prices, cached=cached)
+    estimate = estimate_plan(
+        plan.criteria,
+        plan.items,
+        encoding=opts.get("encoding"),
+        prices=prices,
+        cached=cached,
+        budget_from=opts.get("budget_from") or (),
+    )
     click.echo("\n".join(estimate.lines()))
     if out is not None:
         write_json(out / "estimate.json", estimate.to_dict())

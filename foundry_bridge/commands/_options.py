@@ -106,6 +106,16 @@ def estimate_options(f: _F) -> _F:
             "response cache already answers.",
             **kept,
         ),
+        click.option(
+            "--budget-from",
+            multiple=True,
+            default=(),
+            metavar="FILE",
+            help="With --estimate: a `report --format json` file (each judge's label budget) and/or a `compare "
+            "--format json` file (the queries its gate needs for 80% power): print, per metric, the extra labels, "
+            "new rows and queries and their judge calls, tokens and cost (rows the run judged cost none).",
+            **kept,
+        ),
         click.option("--judge-model", default=None, help="With --judge-endpoint: the judge model.", **kept),
         click.option(
             "--cache-dir",
