@@ -36,7 +36,7 @@ from .runfolder import RunFolder, RunFolderError
 if TYPE_CHECKING:
     import duckdb
 
-    from .metrics._arrays import Texts
+    from .metrics._arrays import Codes, Texts
 
 __all__ = [
     "COLUMNS_DIR",
@@ -595,6 +595,16 @@ class RunColumns:
                 none = bits[chunk.offset : chunk.offset + n] == 0
             out.extend_utf8(bytes(memoryview(data)[int(ends[0]) : int(ends[-1])]), ends[1:] - ends[0], none)
         return out
+
+    def code_column(self, name: str) -> Codes:
+        """A column of a handful of distinct strings (a query's kind), in row order, as ``Codes`` (names in order of
+        first appearance); the engine finds the names and each row's index."""
+        from .metrics._arrays import Codes
+
+        col = _quote(name)
+        names = [r[0] for r in self.sql(f"SELECT {col} FROM queries GROUP BY {col} ORDER BY min(row)").fetchall()]
+        got = self.sql(f"SELECT list_position(?, {col}) - 1 AS c FROM queries ORDER BY row", [names]).fetchnumpy()
+        return Codes.of(names, np.asarray(got["c"], np.int8))
 
     def ids_where(self, condition: str, limit: int | None = None) -> list[str]:
         """The query ids of the rows where the SQL ``condition`` holds, in row order (the first ``limit``)."""

@@ -205,6 +205,14 @@ class Codes(Sequence[str]):
         self.code: dict[str, int] = {}
         self.codes = array("b")
 
+    @classmethod
+    def of(cls, names: Sequence[str], codes: np.ndarray) -> Codes:
+        """From the distinct names (in order of first appearance) and each value's index into them."""
+        out = cls()
+        out.names, out.code = list(names), {n: k for k, n in enumerate(names)}
+        out.codes.frombytes(np.asarray(codes, np.int8).tobytes())
+        return out
+
     def append(self, name: str) -> None:
         code = self.code.get(name)
         if code is None:

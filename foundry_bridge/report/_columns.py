@@ -165,17 +165,8 @@ class Columns:
 
     @cached_property
     def kinds(self) -> Codes:
-        out = Codes()
-        for batch in _batches(self.run, "kind"):
-            for k in batch:
-                out.append(k)
-        return out
+        return self.run.code_column("kind")
 
     def values(self, key: str, source: str) -> np.ndarray:
         """``key``'s value on every query (NaN: undefined, errored or missing)."""
         return self.local[key] if source == "local" else self.foundry[key].values()
-
-
-def _batches(run: RunColumns, name: str, size: int = 65_536) -> Iterator[list[Any]]:
-    for lo in range(0, run.n_queries, size):
-        yield run.texts(name, lo, min(run.n_queries, lo + size))
