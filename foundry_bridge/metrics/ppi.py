@@ -419,6 +419,46 @@ def _single(
     return Estimate(method, mean, low, high, *counts, confidence, how, cut)
 
 
+def _weighted_single(
+    y: np.ndarray,
+    pi: np.ndarray,
+    counts: tuple[int, int],
+    confidence: float,
+    v: np.ndarray | None,
+    raters: RaterSpread = NO_RATERS,
+) -> Estimate:
+    """The human-only mean of labels the queue drew with probabilities π (Poisson sampling): Hájek's weighted mean
+    ȳ = Σ(y/π)/Σ(1/π) — on the scale, like any weighted mean — with the linearised variance V = Σ (1 − π_i)/π_i² ·
+    (y_i − ȳ)² / N̂², N̂ = Σ 1/π_i (Särndal, Swensson & Wretman, *Model Assisted Survey Sampling* 1992, §5.7). On a
+    scale V is padded like the unweighted means: ``PSEUDO_ROWS`` pseudo-rows spread over the scale's values, each
+    with the labels' mean (1 − π)/π², so a few agreeing labels do not give a zero-width interval. Plus the raters'
+    variance; a pass rate's interval is Wilson on Korn & Graubard's effective n (n itself when ȳ is 0 or 1), a
+    mean's t₍df₎ clipped to the scale. Fewer than ``MIN_HUMAN_LABELS`` labels: no interval."""
+    method = "human only, inverse-probability weighted"
+    if y.size == 0:
+        return _too_few(method, float("nan"), counts, confidence, None)
+    w = 1.0 / pi
+    mean = float((w * y).sum() / w.sum())
+    if y.size < MIN_HUMAN_LABELS:
+        return _too_few(method, mean, counts, confidence, MIN_HUMAN_LABELS)
+    factor = (1 - pi) / pi**2
+    spread = float((factor * (y - mean) ** 2).sum())
+    if v is not None:
+        spread += float(factor.mean()) * PSEUDO_ROWS * float(((v - mean) ** 2).mean())
+    variance = spread / float(w.sum()) ** 2
+    df = _with_raters(variance, y.size - 1, raters)
+    total = variance + raters.variance
+    if _is_rate(v):
+        t = t_quantile(two_sided(confidence), df)
+        n_star = y.size if not 0 < mean < 1 else min(y.size, mean * (1 - mean) / total * (_z(confidence) / t) ** 2)
+        low, high = wilson(mean * n_star, n_star, confidence=confidence)
+        return Estimate(method, mean, low, high, *counts, confidence, f"Wilson score, effective n {n_star:.3g}")
+    low, high = t_interval(mean, total, df, confidence=confidence)
+    how = f"t, {_df_text(df)} df, Hájek" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "")
+    low, high, cut = _on_scale(low, high, v)
+    return Estimate(method, mean, low, high, *counts, confidence, how + _raters_note(raters), cut)
+
+
 def _effective_n(p: float, n: int, raters: RaterSpread, confidence: float) -> float:
     """Korn & Graubard's effective n of a proportion whose variance is p(1 − p)/n plus the raters':
     n* = p(1 − p)/V · (z/t_df)², df Satterthwaite's (at most n)."""
@@ -495,9 +535,10 @@ def estimate_mean(
     pi = None if probability is None else np.asarray(probability, dtype=np.float64).ravel()
     if pi is not None and not np.isnan(pi[labeled]).any():
         pi = np.where(labeled, pi, np.nan)
+        human_only = _weighted_single(y, pi[labeled], (n, big_n), confidence, v, raters)
         plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v)
         plus = ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v)
-        lam = _ipw_lambdas(j[scored], labeled[scored], h[scored])[0][labeled[scored]].mean()
+        lam = _ipw_lambdas(j[scored], labeled[scored], h[scored], pi[scored])[1]
         design = "labels weighted by 1/(the queue's inclusion probability)"
         return MeanEstimates(
             judge_only, human_only, plain, plus, float(lam), None, human_halve, target, need, raters, design
@@ -811,15 +852,31 @@ def queue_sample(
     ]
 
 
-def _ipw_lambdas(f_all: np.ndarray, lab: np.ndarray, y_all: np.ndarray) -> tuple[np.ndarray, float]:
+def _ipw_tuned_lambda(y: np.ndarray, f: np.ndarray, pi: np.ndarray, f_all: np.ndarray) -> float:
+    """The λ minimising the weighted estimate's variance λ²·s²(f)/N + (1/N²)·Σ c_i·(y_i − λf_i)², c = (1 − π)/π²:
+    λ = Σ c·f·y / (N·s²(f) + Σ c·f²) over the labelled rows (y, f, π) and the scored rows ``f_all`` (N of them),
+    clipped to [0, 1] — under inverse-probability weights a label's error counts 1/π² times, so λ leans to 1 where
+    the judge is close to the humans (``tuned_lambda``'s uniform-design λ would not: with it PPI++ was noisier than
+    PPI under the queue)."""
+    c = (1 - pi) / pi**2
+    denominator = f_all.size * _var1(f_all) + float((c * f * f).sum())
+    if y.size < 2 or denominator <= 0:
+        return 0.0
+    return float(np.clip(float((c * f * y).sum()) / denominator, 0.0, 1.0))
+
+
+def _ipw_lambdas(f_all: np.ndarray, lab: np.ndarray, y_all: np.ndarray, pi_all: np.ndarray) -> tuple[np.ndarray, float]:
     """Each scored row's cross-fitted λ under the queue's design: every scored row dealt into the folds by its
     position (``crossfit_folds``, blind to which rows were drawn, so a row's λ is independent of its own draw), λ_k
-    tuned on the labelled and unlabelled rows outside fold k; and the labelled rows' mean λ."""
+    ``_ipw_tuned_lambda`` on the rows outside fold k; and the labelled rows' mean λ."""
     folds = crossfit_folds(f_all.size, int(np.count_nonzero(lab)))
-    lam_y, lam_u = crossfit_lambdas(y_all[lab], f_all[lab], f_all[~lab], folds[lab], folds[~lab])
-    lam = np.empty(f_all.size)
-    lam[lab], lam[~lab] = lam_y, lam_u
-    return lam, float(lam_y.mean()) if lam_y.size else 0.0
+    lams = np.zeros(int(folds.max(initial=0)) + 1)
+    for k in range(lams.size):
+        train = folds != k
+        used = lab & train
+        lams[k] = _ipw_tuned_lambda(y_all[used], f_all[used], pi_all[used], f_all[train])
+    lam = lams[folds]
+    return lam, float(lam[lab].mean()) if lab.any() else 0.0
 
 
 def ipw_ppi_mean(
@@ -839,7 +896,8 @@ def ipw_ppi_mean(
     ``human`` (NaN: not labelled), ``probability`` (π of each labelled row) are aligned over all rows; unscored rows
     (NaN judge) are left out. Fewer than ``MIN_LABELS`` labels: the point estimate, no interval.
 
-    ``lam=None``: PPI++, λ cross-fitted (``_ipw_lambdas``): θ̂ = (1/N)·Σ_all λ_k(i)·f_i + (1/N)·Σ_labelled
+    ``lam=None``: PPI++, λ tuned for this estimator's variance (``_ipw_tuned_lambda``) and cross-fitted
+    (``_ipw_lambdas``): θ̂ = (1/N)·Σ_all λ_k(i)·f_i + (1/N)·Σ_labelled
     (y_i − λ_k(i)·f_i)/π_i, each row's λ tuned on the other folds — unbiased, since a row's λ does not depend on its
     own draw or label; the variance's first term is then Σ_k (N_k/N)·λ_k²·s²(f)/N (``_per_fold``)."""
     j = np.asarray(judge, dtype=np.float64).ravel()
@@ -853,7 +911,7 @@ def ipw_ppi_mean(
     v = _scale_values(scale, y, f_all)
     big_n, n = f_all.size, y.size
     if lam is None:
-        lam_all, lam_bar = _ipw_lambdas(f_all, lab[scored], h[scored])
+        lam_all, lam_bar = _ipw_lambdas(f_all, lab[scored], h[scored], pi[scored])
         method = f"PPI++, inverse-probability weighted (λ={lam_bar:.3f}, cross-fitted)"
     else:
         lam_all = np.full(big_n, float(lam))

@@ -766,7 +766,7 @@ def _notes(section: TrustSection) -> list[str]:
     for j in section.judges:
         design = next((m.design for m in (j.trust.pass_rate, j.trust.score_mean) if m and m.design), None)
         if design and j.trust.n_labeled:
-            out.append(f"{j.criterion}: PPI and PPI++ — {design}.")
+            out.append(f"{j.criterion}: human only, PPI and PPI++ — {design}.")
         out.extend(_budget_notes(j))
         rate = j.trust.pass_rate
         plus = rate.ppi_plus if rate else None
