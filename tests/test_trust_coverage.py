@@ -225,7 +225,6 @@ def _check_coverage(
     table = "\n".join(
         f"{q:10s} {k:10s} n={n:3d}: {c:.3f} ({shown[q, k, n]})" for (q, k, n), c in sorted(coverage.items())
     )
-    print(table)
     below = {key: c for key, c in coverage.items() if c < 0.95 - 3 * math.sqrt(0.95 * 0.05 / shown[key])}
     assert not below, f"coverage under 0.95 − 3 Monte Carlo SE:\n{table}"
     expected = {(q, k, n) for q in scale for k in KINDS for n in LABELS if n >= MINIMUM[k]}
@@ -234,5 +233,4 @@ def _check_coverage(
         for key in [(q, k, n) for q in scale for k in ("ppi", "ppi_plus") for n in LABELS if n >= MIN_LABELS]:
             err = np.asarray(errors[key])
             se = float(err.std(ddof=1)) / math.sqrt(err.size)
-            print(f"bias {key}: {err.mean():+.4f} (MC SE {se:.4f})")
             assert abs(err.mean()) <= 3 * se, (key, err.mean(), se)
