@@ -36,6 +36,8 @@ Intervals (95 % by default), chosen for the few labels a team has (``metrics.int
   gives that one exactly: z and the n divisor).
 - every interval on a scale is clipped to it, and ``Estimate.clipped`` says it was (PPI's θ can itself leave the
   scale — it subtracts the judge's measured error — and is kept as computed).
+- labels the verdict queue drew with known probabilities: PPI and PPI++ inverse-probability weighted
+  (``ipw_ppi_mean``), the human-only mean Hájek's (``_weighted_single``).
 - fewer than ``MIN_HUMAN_LABELS`` (5) labels: no human-only interval; fewer than ``MIN_LABELS`` (10): no PPI or
   PPI++ interval. The estimate then carries ``need_labels`` (the minimum) and NaN bounds, and the report says
   "too few labels (need N)". From the minima on, the simulation in ``tests/test_trust_coverage.py`` (a known
@@ -478,7 +480,8 @@ class MeanEstimates:
     the human-only interval (Student's t on today's variance); ``labels_for_target``: labels in all (today's
     included) for a PPI++ interval of ±``target`` (the human-only one when every scored row is labelled; with no
     label yet the worst case, ``labels_for_half_width``) — None when no count of rows reaches it (the raters'
-    variance alone is wider: more raters are needed, not more rows); ``raters``: the raters' variance component.
+    variance alone is wider: more raters are needed, not more rows); ``raters``: the raters' variance component;
+    ``lam``: PPI++'s λ, the mean over the labelled rows of their folds' cross-fitted λ_k.
     """
 
     judge_only: Estimate
@@ -511,9 +514,10 @@ def estimate_mean(
     None when every scored row is labelled (nothing to correct). ``target``: a half-width to budget labels for.
 
     ``probability``: each row's inclusion probability under the queue that chose it (NaN: unknown). When every
-    labelled row has one, PPI and PPI++ are ``ipw_ppi_mean`` (λ = 1 and PPI++'s tuned λ) and ``design`` names the
-    weighting; otherwise the labels are treated as a uniform random sample (``design`` = ``UNIFORM_NOTE`` — the
-    report prints it beside the estimate) and the unweighted estimators above apply."""
+    labelled row has one, PPI and PPI++ are ``ipw_ppi_mean`` (λ = 1, and λ tuned for it and cross-fitted), the
+    human-only mean is Hájek's weighted mean (``_weighted_single``) and ``design`` names the weighting; otherwise
+    the labels are treated as a uniform random sample (``design`` = ``UNIFORM_NOTE`` — the report prints it beside
+    the estimate) and the unweighted estimators above apply."""
     j = np.asarray(judge, dtype=np.float64).ravel()
     given = np.asarray(human, dtype=np.float64)
     h = rater_mean(given) if given.ndim == 2 else given.ravel()
