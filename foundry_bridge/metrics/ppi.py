@@ -353,9 +353,25 @@ def ppi_mean(
         return Estimate(method, mean, mean - half, mean + half, n, big_n, confidence, "normal (ppi-python's)")
     if n < 2:
         raise ValueError("the t interval needs two labelled rows or more")
-    lam_y, lam_u = _uniform_lambdas(yy, ff, uu) if lam is None else (np.full(n, lam), np.full(big_n, lam))
+    lams = _uniform_lambdas(yy, ff, uu) if lam is None else (np.full(n, lam), np.full(big_n, lam))
+    return _ppi_t(yy, ff, uu, lams, lam is None, confidence, v, raters)
+
+
+def _ppi_t(
+    yy: np.ndarray,
+    ff: np.ndarray,
+    uu: np.ndarray,
+    lams: tuple[np.ndarray, np.ndarray],
+    tuned: bool,
+    confidence: float,
+    v: np.ndarray | None,
+    raters: RaterSpread,
+) -> Estimate:
+    """``ppi_mean``'s t interval from each labelled and unlabelled row's λ (``lams``)."""
+    n, big_n = yy.size, uu.size
+    lam_y, lam_u = lams
     mean = _uniform_point(yy, ff, uu, lam_y, lam_u)
-    method = _method(float(lam_y.mean()), lam is None)
+    method = _method(float(lam_y.mean()), tuned)
     s2_u = _var1(uu)
     variance = _per_fold(lam_u, lambda lam_: lam_**2 * s2_u) / big_n
     variance += _per_fold(lam_y, lambda lam_: _residual_variance(yy, ff, lam_, v)) / n
@@ -555,7 +571,7 @@ def estimate_mean(
         return MeanEstimates(
             judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, UNIFORM_NOTE
         )
-    plus = ppi_mean(y, f, f_u, confidence=confidence, scale=v, raters=raters)
+    plus = _ppi_t(y, f, f_u, (lam_y, lam_u), True, confidence, v, raters)
     plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v, raters=raters)
     halve = budget.ppi_to_halve()
     return MeanEstimates(
