@@ -373,8 +373,9 @@ def _ppi_t(
     mean = _uniform_point(yy, ff, uu, lam_y, lam_u)
     method = _method(float(lam_y.mean()), tuned)
     s2_u = _var1(uu)
+    s_y, c, s_f = _padded_moments(yy, ff, v)  # s²(y − λf), padded, = s_y − 2λc + λ²s_f at every λ
     variance = _per_fold(lam_u, lambda lam_: lam_**2 * s2_u) / big_n
-    variance += _per_fold(lam_y, lambda lam_: _residual_variance(yy, ff, lam_, v)) / n
+    variance += _per_fold(lam_y, lambda lam_: s_y - 2 * lam_ * c + lam_**2 * s_f) / n
     df = _with_raters(variance, n - 1, raters)
     low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
     how = f"t, {_df_text(df)} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "") + _raters_note(raters)
