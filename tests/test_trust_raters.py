@@ -75,9 +75,16 @@ def test_alpha_interval_is_the_percentile_bootstrap_of_the_krippendorff_package(
     )
     low, high = alpha_interval(data, resamples=300, seed=4)
     units = data[:, (~np.isnan(data)).sum(axis=0) >= 2]
-    draws = np.random.default_rng(4).integers(0, units.shape[1], (300, units.shape[1]))
+    # units with the same ratings grouped (α sees a unit's ratings only), each group's count in a resample drawn
+    # multinomial(units, group sizes / units): the rows of each resample, rebuilt, go to the krippendorff package
+    counts = np.stack([(units == v).sum(axis=0) for v in SCALE], axis=1)
+    groups, first, sizes = np.unique(counts, axis=0, return_index=True, return_counts=True)
+    assert groups.shape[0] < units.shape[1]  # some units do share their ratings
+    draws = np.random.default_rng(4).multinomial(units.shape[1], sizes / units.shape[1], size=300)
     each = [
-        krippendorff.alpha(reliability_data=units[:, d], level_of_measurement="ordinal", value_domain=SCALE)
+        krippendorff.alpha(
+            reliability_data=units[:, np.repeat(first, d)], level_of_measurement="ordinal", value_domain=SCALE
+        )
         for d in draws
     ]
     assert (low, high) == pytest.approx(tuple(np.quantile(each, [0.025, 0.975])), abs=1e-9)

@@ -71,6 +71,13 @@ def test_the_bundled_samples_trust_intervals_stay_on_their_scales(tmp_path: Path
                     assert lo <= est["low"] < est["high"] <= hi, (judge["criterion"], quantity, kind, est)
                     checked += 1
     assert checked >= 10  # judge only for three judges, human only for two, both quantities
+    kappas = [
+        (a["kappa"], a["kappa_interval"])
+        for judge in trust["judges"]
+        for a in (judge["trust"]["on_pass"], judge["trust"]["on_scale"])
+        if a and a["kappa_interval"] and a["kappa_interval"][0] is not None  # null: no spread in the resamples
+    ]
+    assert kappas and all(lo <= k <= hi for k, (lo, hi) in kappas)  # κ with its bootstrap interval (#24 item 3)
     md = runner.invoke(cli, [*args, "md"]).output
     section = md[md.index("## Can the judge be trusted?") :]
     section = section[: section.index("\n## ")] if "\n## " in section else section

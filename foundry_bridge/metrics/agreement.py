@@ -15,6 +15,11 @@ counted in ``n_missing``; a statistic that is undefined (no rows, or chance agre
   unit bootstrap recommended for α by Zapf et al., *BMC Medical Research Methodology* 2016). α is a sum over
   units, so each resample's coincidence matrix is its units' counts times their per-unit coincidences (one
   matrix product for every resample; each equals ``krippendorff_alpha`` of that resample).
+- κ's and weighted κ's interval (``kappa_interval``): the percentile interval of the same bootstrap over rows
+  (a row with all its judge–rater pairs; seeded, 1000 resamples), κ of each resample's confusion matrix — the
+  unit bootstrap of α applied to κ (Zapf et al. 2016); its coverage is checked by a seeded simulation with a
+  known population κ and against the asymptotic standard error (Fleiss, Cohen & Everitt 1969, as statsmodels'
+  ``cohens_kappa``).
 - ``MIN_AGREEMENT_ROWS`` = 10: κ, weighted κ and α on fewer rows are shown greyed with a warning — at 10 rows a
   κ of 0.6 has a standard error near 0.25 (its interval spans "fair" to "almost perfect"), and 10 is also where
   the corrected means get an interval (``ppi.MIN_LABELS``).
@@ -49,6 +54,7 @@ __all__ = [
     "context_holds_relevant",
     "judge_noise",
     "judge_trust",
+    "kappa_interval",
     "krippendorff_alpha",
     "most_disagreeing",
     "noise_band",
@@ -99,15 +105,18 @@ def confusion_matrix(judge: Any, human: Any, *, categories: Scale | None = None)
 
 def _kappa_from(confusion: np.ndarray, weights: np.ndarray) -> float:
     """1 − Σ w·O / Σ w·E (E the outer product of the marginals, same total); NaN when Σ w·E is 0."""
-    total = confusion.sum()
-    if total == 0:
-        return float("nan")
-    observed = confusion / total
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    denom = float((weights * expected).sum())
-    if denom == 0:
-        return float("nan")
-    return 1.0 - float((weights * observed).sum()) / denom
+    return float(_kappas(confusion[None, :, :], weights)[0])
+
+
+def _kappas(confusions: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``_kappa_from`` of each of a stack of confusion matrices (… × k × k), NaN where undefined."""
+    total = confusions.sum(axis=(-2, -1))[..., None, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = confusions / total
+        expected = observed.sum(axis=-1)[..., :, None] * observed.sum(axis=-2)[..., None, :]
+        denom = (weights * expected).sum(axis=(-2, -1))
+        kappa = 1.0 - (weights * observed).sum(axis=(-2, -1)) / denom
+    return np.where((denom > 0) & np.isfinite(kappa), kappa, np.nan)
 
 
 def cohen_kappa(judge: Any, human: Any, *, categories: Scale | None = None) -> float:
@@ -120,9 +129,81 @@ def weighted_kappa(judge: Any, human: Any, *, categories: Scale | None = None, w
     """Weighted κ on an ordinal scale (e.g. the 1–5 judges with ``categories=range(1, 6)``); quadratic by default."""
     j, h, _ = _pairs(judge, human)
     cats = _categories([j, h], categories)
+    return _kappa_from(confusion_matrix(j, h, categories=cats), _disagreement_weights(cats, weights))
+
+
+def _disagreement_weights(cats: np.ndarray, weights: Weights | None) -> np.ndarray:
+    """w_ij: (v_i − v_j)² (quadratic), |v_i − v_j| (linear), or [i ≠ j] (None: Cohen's unweighted κ)."""
+    if weights is None:
+        return 1.0 - np.eye(cats.size)
     diff = np.abs(cats[:, None] - cats[None, :])
-    w = diff**2 if weights == "quadratic" else diff
-    return _kappa_from(confusion_matrix(j, h, categories=cats), w)
+    return diff**2 if weights == "quadratic" else diff
+
+
+def kappa_interval(
+    judge: Any,
+    reference: Any,
+    *,
+    categories: Scale | None = None,
+    weights: Weights | None = None,
+    rows: Any = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of Cohen's κ (``weights=None``) or weighted κ: the rows resampled with
+    replacement (``_unit_bootstrap``, seeded), each with all its pairs — ``rows`` gives each pair's row when a row
+    has several (one pair per rater), else every pair is its own row — and κ of each resample's confusion matrix.
+    Resamples whose κ is undefined are left out; (NaN, NaN) with fewer than two rows or two categories, more than
+    ``_MAX_BOOT_CATEGORIES`` categories, or most resamples undefined."""
+    nan = (float("nan"), float("nan"))
+    j = np.asarray(judge, dtype=np.float64).ravel()
+    h = np.asarray(reference, dtype=np.float64).ravel()
+    unit = np.arange(j.size) if rows is None else np.asarray(rows).ravel()
+    if not j.size == h.size == unit.size:
+        raise ValueError(f"judge, reference and rows must have one length, got {j.size}, {h.size}, {unit.size}")
+    keep = ~(np.isnan(j) | np.isnan(h))
+    j, h, unit = j[keep], h[keep], unit[keep]
+    cats = _categories([j, h], categories)
+    k = cats.size
+    if k < 2 or k > _MAX_BOOT_CATEGORIES or np.unique(unit).size < 2:
+        return nan
+    cell = np.searchsorted(cats, j) * k + np.searchsorted(cats, h)
+    if rows is None:  # one pair per row: a unit is its cell
+        sizes = np.bincount(cell, minlength=k * k)
+        patterns, sizes = np.eye(k * k)[sizes > 0], sizes[sizes > 0]
+    else:
+        _, index = np.unique(unit, return_inverse=True)
+        per_row = np.bincount(index * k * k + cell, minlength=(index.max() + 1) * k * k).reshape(-1, k * k)
+        patterns, sizes = np.unique(per_row, axis=0, return_counts=True)
+    confusions = _unit_bootstrap(patterns.astype(float), sizes, resamples, seed).reshape(resamples, k, k)
+    return _percentile(_kappas(confusions, _disagreement_weights(cats, weights)), resamples, confidence)
+
+
+def _unit_bootstrap(patterns: np.ndarray, sizes: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The bootstrap over units, for κ (a unit: a row with its pairs) and α (a unit rated twice or more): each
+    resample draws as many units as there are, with replacement, and sums what they add (each unit's row of
+    ``patterns``, a units × m array, grouped: identical units once, with their count in ``sizes``). The counts of
+    each group in a resample are multinomial(units, sizes / units) — the law of drawing units one by one — so the
+    cost grows with the distinct units, not the units (``numpy.random.default_rng(seed).multinomial``, one call).
+    Returns resamples × m sums."""
+    units = int(sizes.sum())
+    counts = np.random.default_rng(seed).multinomial(units, sizes / units, size=resamples)
+    return counts @ patterns
+
+
+def _percentile(values: np.ndarray, resamples: int, confidence: float) -> tuple[float, float]:
+    """The two-sided percentile interval of the resamples' statistic, the undefined (NaN) ones left out; (NaN, NaN)
+    when most are undefined, or when the interval has no width — every resample gives the same value, as κ = 0
+    does for a judge whose verdict never varies: the bootstrap cannot see how far that would hold on other rows,
+    and "0 [0, 0]" would claim it knows."""
+    nan = (float("nan"), float("nan"))
+    values = values[np.isfinite(values)]
+    if values.size < resamples / 2:
+        return nan
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(values, [tail, 1 - tail])
+    return (float(low), float(high)) if high > low else nan
 
 
 def krippendorff_alpha(ratings: Any, *, level: Level = "ordinal", categories: Scale | None = None) -> float:
@@ -171,9 +252,9 @@ def alpha_interval(
     confidence: float = 0.95,
 ) -> tuple[float, float]:
     """The percentile bootstrap interval of Krippendorff's α over units (the units rated twice or more, resampled
-    with replacement with all their ratings; ``numpy.random.default_rng(seed).integers(0, units, (resamples,
-    units))`` draws them). Resamples whose α is undefined (every rating the same) are left out; (NaN, NaN) when
-    fewer than two units, more than ``_MAX_BOOT_CATEGORIES`` categories, or most resamples undefined."""
+    with replacement with all their ratings: ``_unit_bootstrap``, units with the same ratings grouped). Resamples
+    whose α is undefined (every rating the same) are left out; (NaN, NaN) when fewer than two units, more than
+    ``_MAX_BOOT_CATEGORIES`` categories, or most resamples undefined."""
     nan = (float("nan"), float("nan"))
     data = np.asarray(ratings, dtype=np.float64)
     if data.ndim != 2:
@@ -185,13 +266,11 @@ def alpha_interval(
     units = counts.shape[0]
     if units < 2:
         return nan
-    per_unit = (counts[:, :, None] * counts[:, None, :]) / (counts.sum(axis=1) - 1)[:, None, None]
-    per_unit -= np.einsum("uc,cd->ucd", counts / (counts.sum(axis=1) - 1)[:, None], np.eye(cats.size))
-    draws = np.random.default_rng(seed).integers(0, units, (resamples, units))
-    weights = np.zeros((resamples, units))
-    np.add.at(weights, (np.repeat(np.arange(resamples), units), draws.ravel()), 1.0)
     k = cats.size
-    coincidence = (weights @ per_unit.reshape(units, k * k)).reshape(resamples, k, k)
+    patterns, sizes = np.unique(counts, axis=0, return_counts=True)  # units with the same ratings: one group
+    per_unit = (patterns[:, :, None] * patterns[:, None, :]) / (patterns.sum(axis=1) - 1)[:, None, None]
+    per_unit -= np.einsum("uc,cd->ucd", patterns / (patterns.sum(axis=1) - 1)[:, None], np.eye(k))
+    coincidence = _unit_bootstrap(per_unit.reshape(-1, k * k), sizes, resamples, seed).reshape(resamples, k, k)
     n_c = coincidence.sum(axis=2)
     n = n_c.sum(axis=1)
     if level == "ordinal":
@@ -205,12 +284,7 @@ def alpha_interval(
     observed = (coincidence * delta).sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
         alpha = 1.0 - (n - 1) * observed / expected
-    alpha = alpha[np.isfinite(alpha) & (expected > 0)]
-    if alpha.size < resamples / 2:
-        return nan
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(alpha, [tail, 1 - tail])
-    return float(low), float(high)
+    return _percentile(np.where(expected > 0, alpha, np.nan), resamples, confidence)
 
 
 def _interval_alpha(data: np.ndarray) -> float:
@@ -288,27 +362,50 @@ class Agreement:
     reference_rates: list[float]
     disagreements: list[Disagreement]
     rows: int = -1  # rows with a pair (several raters on a row: fewer than n); -1: n, one pair per row
+    kappa_interval: tuple[float, float] | None = None  # 95 % percentile bootstrap over rows (``kappa_interval``)
+    weighted_kappa_interval: tuple[float, float] | None = None
 
 
-def agreement(judge: Any, reference: Any, *, categories: Scale | None = None, top: int = 10) -> Agreement:
-    """κ, quadratic-weighted κ (when the scale has more than two levels), confusion, base rates, worst rows."""
+def agreement(
+    judge: Any,
+    reference: Any,
+    *,
+    categories: Scale | None = None,
+    top: int = 10,
+    rows: Any = None,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Agreement:
+    """κ, quadratic-weighted κ (when the scale has more than two levels), each with its bootstrap interval over
+    rows (``kappa_interval``; ``rows``: each pair's row when a row has several pairs; ``resamples`` = 0: no
+    interval), confusion, base rates, worst rows."""
     j, h, missing = _pairs(judge, reference)
     cats = _categories([j, h], categories)
     conf = confusion_matrix(j, h, categories=cats)
     n = int(conf.sum())
     rates = (conf.sum(axis=1) / n, conf.sum(axis=0) / n) if n else (np.full(cats.size, np.nan),) * 2
+    weighted = cats.size > 2
+    ci: list[tuple[float, float] | None] = [None, None]
+    kinds: tuple[Weights | None, ...] = (None, "quadratic") if resamples else ()
+    for i, weights in enumerate(kinds):
+        if weights is None or weighted:
+            ci[i] = kappa_interval(
+                judge, reference, categories=cats, weights=weights, rows=rows, resamples=resamples, seed=seed
+            )
     return Agreement(
         n=n,
         n_missing=missing,
         observed=float(np.trace(conf) / n) if n else float("nan"),
         kappa=cohen_kappa(j, h, categories=cats),
-        weighted_kappa=weighted_kappa(j, h, categories=cats) if cats.size > 2 else None,
+        weighted_kappa=weighted_kappa(j, h, categories=cats) if weighted else None,
         categories=cats.tolist(),
         confusion=conf.tolist(),
         judge_rates=rates[0].tolist(),
         reference_rates=rates[1].tolist(),
         disagreements=most_disagreeing(judge, reference, top=top),
         rows=n,
+        kappa_interval=ci[0],
+        weighted_kappa_interval=ci[1],
     )
 
 
@@ -389,7 +486,7 @@ def judge_trust(
     (1/0, NaN = unscored) and the humans' raters × rows matrices (``dataset.verdicts.human_arrays``; NaN = not
     rated). A human score without a pass verdict passes when it reaches ``threshold`` (the judge's own).
     ``score_target`` / ``pass_target``: half-widths to budget labels for (``MeanEstimates.labels_for_target``);
-    ``resamples``: α's bootstrap (0: no interval); ``probability``: each row's inclusion probability under the
+    ``resamples``: α's and κ's bootstraps (0: no interval); ``probability``: each row's inclusion probability under the
     verdict queue (NaN: unknown), for ``estimate_mean``'s weighted PPI."""
     js, jp = np.asarray(judge_score, dtype=np.float64), np.asarray(judge_passed, dtype=np.float64)
     hs = np.atleast_2d(np.asarray(human_score, dtype=np.float64))
@@ -397,8 +494,8 @@ def judge_trust(
     if threshold is not None:
         hp = _passed_from_scores(hs, hp, threshold, higher_is_better)
     missing: list[str] = []
-    on_scale = _pooled(js, hs, categories, "scores", missing)
-    on_pass = _pooled(jp, hp, None, "pass/fail verdicts", missing)
+    on_scale = _pooled(js, hs, categories, "scores", missing, resamples)
+    on_pass = _pooled(jp, hp, None, "pass/fail verdicts", missing, resamples)
     rated = ~np.isnan(hs)
     alpha_h = alpha_j = ci_h = ci_j = None
     rows_h = rows_j = 0
@@ -445,14 +542,18 @@ def _passed_from_scores(hs: np.ndarray, hp: np.ndarray, threshold: float, higher
 
 
 def _pooled(
-    judge: np.ndarray, humans: np.ndarray, categories: Scale | None, what: str, missing: list[str]
+    judge: np.ndarray, humans: np.ndarray, categories: Scale | None, what: str, missing: list[str], resamples: int
 ) -> Agreement | None:
     """``agreement`` over every (judge, rater) pair of a row, or None (noted in ``missing``) without any; a
-    disagreement's ``index`` is its row (one row may appear once per rater)."""
+    disagreement's ``index`` is its row (one row may appear once per rater); κ's bootstrap resamples rows, each
+    with all its pairs."""
     if humans.size == 0 or not np.count_nonzero(~np.isnan(humans) & ~np.isnan(judge)[None, :]):
         missing.append(f"no human {what} on rows the judge scored")
         return None
-    pooled = agreement(np.tile(judge, humans.shape[0]), humans.ravel(), categories=categories)
+    row_of = np.tile(np.arange(judge.size), humans.shape[0])
+    pooled = agreement(
+        np.tile(judge, humans.shape[0]), humans.ravel(), categories=categories, rows=row_of, resamples=resamples
+    )
     rows = [replace(d, index=d.index % judge.size) for d in pooled.disagreements]  # a pair's row, not its position
     paired = int(np.count_nonzero((~np.isnan(humans) & ~np.isnan(judge)[None, :]).any(axis=0)))
     return replace(pooled, disagreements=rows, rows=paired)

@@ -11,7 +11,14 @@ Point estimates (identical to the ``ppi-python`` package's):
   rectifier measured on the labelled rows.
 - PPI++ (Angelopoulos, Duchi, Zrnic, arXiv 2311.01453): θ_λ = mean(y) + λ·(mean(f_u) − mean(f)) with the
   power-tuned λ = Cov(y, f) / ((1 + n/N) · Var(f ∪ f_u)) clipped to [0, 1] (λ = 0 is the human-only mean, λ = 1
-  plain PPI); Cov with the n divisor, Var(f ∪ f_u) with n + N − 1, as ``ppi-python``.
+  plain PPI); Cov with the n divisor, Var(f ∪ f_u) with n + N − 1, as ``ppi-python``. Tuned on the labels it
+  corrects, λ follows their noise and biases θ at a few labels (+0.026 on a pass rate at n = 10, t ≈ 17: see
+  ``tests/test_trust_ppi.py``), so the estimate cross-fits it (cross-prediction-powered inference, Zrnic &
+  Candès, *PNAS* 2024, arXiv:2309.16598): the labelled and the unlabelled rows are each dealt into K =
+  min(5, n) folds (at least 2; ``crossfit_folds``, seeded) and each row gets λ_k tuned on the other folds,
+  θ = mean over the unlabelled rows of λ_k·f + mean over the labelled rows of (y − λ_k·f); the method reads
+  "PPI++ (λ=0.612, cross-fitted)" with the labelled rows' mean λ. PPI (λ = 1) and the human-only mean need no
+  tuning, and ``interval="normal"`` keeps ``ppi-python``'s in-sample λ (its estimate, for comparison).
 
 Intervals (95 % by default), chosen for the few labels a team has (``metrics.intervals`` states the formulas):
 
@@ -19,7 +26,8 @@ Intervals (95 % by default), chosen for the few labels a team has (``metrics.int
   zero width (Wilson 1927; Brown, Cai & DasGupta 2001).
 - a mean score on a scale (e.g. 1–5), judge only and human only: Student's t, n − 1 degrees of freedom, on the
   variance of the values padded with ``PSEUDO_ROWS`` = 2 pseudo-rows spread evenly over the scale's values.
-- PPI and PPI++: θ ± t₍n−1₎·√(λ²·s²(f_u)/N + s²(y − λf)/n), s² with the n − 1 divisor and s²(y − λf) padded with
+- PPI and PPI++: θ ± t₍n−1₎·√(λ²·s²(f_u)/N + s²(y − λf)/n) (cross-fitted: each term averaged over the folds'
+  λ_k, weighted by their rows, ``_per_fold``), s² with the n − 1 divisor and s²(y − λf) padded with
   2 pseudo-rows spread evenly over the scale × scale grid of (human, judge) values — on pass/fail data Agresti &
   Min's ½ in each cell of the 2×2 table (*Statistics in Medicine* 2005), the interval for a difference of matched
   proportions that the rectifier mean(y) − mean(f) is. So three agreeing labels no longer give a zero-width
@@ -28,6 +36,8 @@ Intervals (95 % by default), chosen for the few labels a team has (``metrics.int
   gives that one exactly: z and the n divisor).
 - every interval on a scale is clipped to it, and ``Estimate.clipped`` says it was (PPI's θ can itself leave the
   scale — it subtracts the judge's measured error — and is kept as computed).
+- labels the verdict queue drew with known probabilities: PPI and PPI++ inverse-probability weighted
+  (``ipw_ppi_mean``), the human-only mean Hájek's (``_weighted_single``).
 - fewer than ``MIN_HUMAN_LABELS`` (5) labels: no human-only interval; fewer than ``MIN_LABELS`` (10): no PPI or
   PPI++ interval. The estimate then carries ``need_labels`` (the minimum) and NaN bounds, and the report says
   "too few labels (need N)". From the minima on, the simulation in ``tests/test_trust_coverage.py`` (a known
@@ -70,6 +80,8 @@ from ._dist import normal_quantile, t_quantile
 from .intervals import PSEUDO_ROWS, clip, padded_variance, satterthwaite, t_interval, two_sided, wilson
 
 __all__ = [
+    "CROSSFIT_FOLDS",
+    "CROSSFIT_SEED",
     "MIN_HUMAN_LABELS",
     "MIN_LABELS",
     "NO_RATERS",
@@ -81,7 +93,10 @@ __all__ = [
     "QueueDraw",
     "QueuePick",
     "RaterSpread",
+    "crossfit_folds",
+    "crossfit_lambdas",
     "estimate_mean",
+    "fold_count",
     "inclusion_probabilities",
     "ipw_ppi_mean",
     "labelling_priority",
@@ -246,6 +261,14 @@ def _residual_variance(y: np.ndarray, f: np.ndarray, lam: float, v: np.ndarray |
     return padded_variance(r, *_pad(v, lam))
 
 
+def _per_fold(lams: np.ndarray, variance_at: Callable[[float], float]) -> float:
+    """Σ_k (share of the rows whose λ is λ_k) · ``variance_at``(λ_k): a cross-fitted sum's variance with each
+    fold's λ held fixed, every variance estimated on all the rows (a fold's few rows would be noisy, and the spread
+    of the λ_k·f_i across folds is not noise of the estimate). One λ: ``variance_at``(λ)."""
+    values, counts = np.unique(lams, return_counts=True)
+    return float(sum(c / lams.size * variance_at(float(lam)) for lam, c in zip(values, counts, strict=True)))
+
+
 def _var1(values: np.ndarray) -> float:
     return float(values.var(ddof=1)) if values.size > 1 else 0.0
 
@@ -263,8 +286,42 @@ def tuned_lambda(y: Any, f: Any, f_u: Any) -> float:
     return float(np.clip(cov / ((1 + n / big_n) * var_all), 0.0, 1.0))
 
 
+CROSSFIT_FOLDS = 5  # PPI++'s λ is tuned on held-out folds: min(5, n) of them (n the labels), at least 2
+CROSSFIT_SEED = 0  # the folds' permutation: the same rows give the same folds (and the same report)
+
+
+def fold_count(labels: int) -> int:
+    """K = min(``CROSSFIT_FOLDS``, n), at least 2: five folds from 5 labels up (each λ tuned on 80 % of the labels),
+    leave-one-out below."""
+    return min(CROSSFIT_FOLDS, max(2, labels))
+
+
+def crossfit_folds(size: int, labels: int) -> np.ndarray:
+    """The fold (0…K−1, K = ``fold_count(labels)``) of each of ``size`` rows: a seeded permutation
+    (``numpy.random.default_rng(CROSSFIT_SEED).permutation(size)``) dealt round-robin, so the folds differ in size
+    by one at most."""
+    return np.random.default_rng(CROSSFIT_SEED).permutation(size) % fold_count(labels)
+
+
+def crossfit_lambdas(
+    y: np.ndarray, f: np.ndarray, f_u: np.ndarray, fold_y: np.ndarray, fold_u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each labelled and each unlabelled row's λ, tuned (``tuned_lambda``) on the rows of the *other* folds only —
+    labelled and unlabelled — so a row's λ is independent of the row it corrects (cross-prediction-powered
+    inference: Zrnic & Candès, *PNAS* 2024, arXiv:2309.16598, here for λ rather than the predictor)."""
+    k = int(max(fold_y.max(initial=0), fold_u.max(initial=0))) + 1
+    lams = np.array([tuned_lambda(y[fold_y != i], f[fold_y != i], f_u[fold_u != i]) for i in range(k)])
+    return lams[fold_y], lams[fold_u]
+
+
+def _uniform_lambdas(y: np.ndarray, f: np.ndarray, f_u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cross-fitted λ of labels taken as a uniform sample: labelled and unlabelled rows each dealt into the folds."""
+    n = y.size
+    return crossfit_lambdas(y, f, f_u, crossfit_folds(n, n), crossfit_folds(f_u.size, n))
+
+
 def _method(lam: float, tuned: bool) -> str:
-    return f"PPI++ (λ={lam:.3f})" if tuned else f"PPI (λ={lam:g})"
+    return f"PPI++ (λ={lam:.3f}, cross-fitted)" if tuned else f"PPI (λ={lam:g})"
 
 
 def ppi_mean(
@@ -288,20 +345,47 @@ def ppi_mean(
     if n == 0 or big_n == 0:
         raise ValueError(f"PPI needs labelled and unlabelled rows, got n={n}, N={big_n}")
     v = _scale_values(scale, yy, ff, uu)
-    lam_ = tuned_lambda(yy, ff, uu) if lam is None else float(lam)
-    mean = float(lam_ * uu.mean() + (yy - lam_ * ff).mean())
-    method = _method(lam_, lam is None)
     if interval == "normal":
+        lam_ = tuned_lambda(yy, ff, uu) if lam is None else float(lam)
+        mean = float(lam_ * uu.mean() + (yy - lam_ * ff).mean())
+        method = f"PPI++ (λ={lam_:.3f})" if lam is None else _method(lam_, False)
         half = _z(confidence) * math.sqrt(float(np.var(lam_ * uu)) / big_n + float(np.var(yy - lam_ * ff)) / n)
         return Estimate(method, mean, mean - half, mean + half, n, big_n, confidence, "normal (ppi-python's)")
     if n < 2:
         raise ValueError("the t interval needs two labelled rows or more")
-    variance = lam_**2 * _var1(uu) / big_n + _residual_variance(yy, ff, lam_, v) / n
+    lams = _uniform_lambdas(yy, ff, uu) if lam is None else (np.full(n, lam), np.full(big_n, lam))
+    return _ppi_t(yy, ff, uu, lams, lam is None, confidence, v, raters)
+
+
+def _ppi_t(
+    yy: np.ndarray,
+    ff: np.ndarray,
+    uu: np.ndarray,
+    lams: tuple[np.ndarray, np.ndarray],
+    tuned: bool,
+    confidence: float,
+    v: np.ndarray | None,
+    raters: RaterSpread,
+) -> Estimate:
+    """``ppi_mean``'s t interval from each labelled and unlabelled row's λ (``lams``)."""
+    n, big_n = yy.size, uu.size
+    lam_y, lam_u = lams
+    mean = _uniform_point(yy, ff, uu, lam_y, lam_u)
+    method = _method(float(lam_y.mean()), tuned)
+    s2_u = _var1(uu)
+    s_y, c, s_f = _padded_moments(yy, ff, v)  # s²(y − λf), padded, = s_y − 2λc + λ²s_f at every λ
+    variance = _per_fold(lam_u, lambda lam_: lam_**2 * s2_u) / big_n
+    variance += _per_fold(lam_y, lambda lam_: s_y - 2 * lam_ * c + lam_**2 * s_f) / n
     df = _with_raters(variance, n - 1, raters)
     low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
     how = f"t, {_df_text(df)} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "") + _raters_note(raters)
     low, high, cut = _on_scale(low, high, v)
     return Estimate(method, mean, low, high, n, big_n, confidence, how, cut)
+
+
+def _uniform_point(y: np.ndarray, f: np.ndarray, f_u: np.ndarray, lam_y: np.ndarray, lam_u: np.ndarray) -> float:
+    """θ = mean over the unlabelled rows of λ_k·f + mean over the labelled rows of (y − λ_k·f), λ_k each row's."""
+    return float((lam_u * f_u).mean() + (y - lam_y * f).mean())
 
 
 def _on_scale(low: float, high: float, v: np.ndarray | None) -> tuple[float, float, bool]:
@@ -354,6 +438,46 @@ def _single(
     return Estimate(method, mean, low, high, *counts, confidence, how, cut)
 
 
+def _weighted_single(
+    y: np.ndarray,
+    pi: np.ndarray,
+    counts: tuple[int, int],
+    confidence: float,
+    v: np.ndarray | None,
+    raters: RaterSpread = NO_RATERS,
+) -> Estimate:
+    """The human-only mean of labels the queue drew with probabilities π (Poisson sampling): Hájek's weighted mean
+    ȳ = Σ(y/π)/Σ(1/π) — on the scale, like any weighted mean — with the linearised variance V = Σ (1 − π_i)/π_i² ·
+    (y_i − ȳ)² / N̂², N̂ = Σ 1/π_i (Särndal, Swensson & Wretman, *Model Assisted Survey Sampling* 1992, §5.7). On a
+    scale V is padded like the unweighted means: ``PSEUDO_ROWS`` pseudo-rows spread over the scale's values, each
+    with the labels' mean (1 − π)/π², so a few agreeing labels do not give a zero-width interval. Plus the raters'
+    variance; a pass rate's interval is Wilson on Korn & Graubard's effective n (n itself when ȳ is 0 or 1), a
+    mean's t₍df₎ clipped to the scale. Fewer than ``MIN_HUMAN_LABELS`` labels: no interval."""
+    method = "human only, inverse-probability weighted"
+    if y.size == 0:
+        return _too_few(method, float("nan"), counts, confidence, None)
+    w = 1.0 / pi
+    mean = float((w * y).sum() / w.sum())
+    if y.size < MIN_HUMAN_LABELS:
+        return _too_few(method, mean, counts, confidence, MIN_HUMAN_LABELS)
+    factor = (1 - pi) / pi**2
+    spread = float((factor * (y - mean) ** 2).sum())
+    if v is not None:
+        spread += float(factor.mean()) * PSEUDO_ROWS * float(((v - mean) ** 2).mean())
+    variance = spread / float(w.sum()) ** 2
+    df = _with_raters(variance, y.size - 1, raters)
+    total = variance + raters.variance
+    if _is_rate(v):
+        t = t_quantile(two_sided(confidence), df)
+        n_star = y.size if not 0 < mean < 1 else min(y.size, mean * (1 - mean) / total * (_z(confidence) / t) ** 2)
+        low, high = wilson(mean * n_star, n_star, confidence=confidence)
+        return Estimate(method, mean, low, high, *counts, confidence, f"Wilson score, effective n {n_star:.3g}")
+    low, high = t_interval(mean, total, df, confidence=confidence)
+    how = f"t, {_df_text(df)} df, Hájek" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "")
+    low, high, cut = _on_scale(low, high, v)
+    return Estimate(method, mean, low, high, *counts, confidence, how + _raters_note(raters), cut)
+
+
 def _effective_n(p: float, n: int, raters: RaterSpread, confidence: float) -> float:
     """Korn & Graubard's effective n of a proportion whose variance is p(1 − p)/n plus the raters':
     n* = p(1 − p)/V · (z/t_df)², df Satterthwaite's (at most n)."""
@@ -373,7 +497,8 @@ class MeanEstimates:
     the human-only interval (Student's t on today's variance); ``labels_for_target``: labels in all (today's
     included) for a PPI++ interval of ±``target`` (the human-only one when every scored row is labelled; with no
     label yet the worst case, ``labels_for_half_width``) — None when no count of rows reaches it (the raters'
-    variance alone is wider: more raters are needed, not more rows); ``raters``: the raters' variance component.
+    variance alone is wider: more raters are needed, not more rows); ``raters``: the raters' variance component;
+    ``lam``: PPI++'s λ, the mean over the labelled rows of their folds' cross-fitted λ_k.
     """
 
     judge_only: Estimate
@@ -406,9 +531,10 @@ def estimate_mean(
     None when every scored row is labelled (nothing to correct). ``target``: a half-width to budget labels for.
 
     ``probability``: each row's inclusion probability under the queue that chose it (NaN: unknown). When every
-    labelled row has one, PPI and PPI++ are ``ipw_ppi_mean`` (λ = 1 and PPI++'s tuned λ) and ``design`` names the
-    weighting; otherwise the labels are treated as a uniform random sample (``design`` = ``UNIFORM_NOTE`` — the
-    report prints it beside the estimate) and the unweighted estimators above apply."""
+    labelled row has one, PPI and PPI++ are ``ipw_ppi_mean`` (λ = 1, and λ tuned for it and cross-fitted), the
+    human-only mean is Hájek's weighted mean (``_weighted_single``) and ``design`` names the weighting; otherwise
+    the labels are treated as a uniform random sample (``design`` = ``UNIFORM_NOTE`` — the report prints it beside
+    the estimate) and the unweighted estimators above apply."""
     j = np.asarray(judge, dtype=np.float64).ravel()
     given = np.asarray(human, dtype=np.float64)
     h = rater_mean(given) if given.ndim == 2 else given.ravel()
@@ -427,23 +553,26 @@ def estimate_mean(
     need = None if target is None else budget.for_target(target)
     if n == 0 or big_n == 0:
         return MeanEstimates(judge_only, human_only, None, None, None, None, human_halve, target, need, raters)
-    lam = tuned_lambda(y, f, f_u)
     pi = None if probability is None else np.asarray(probability, dtype=np.float64).ravel()
     if pi is not None and not np.isnan(pi[labeled]).any():
         pi = np.where(labeled, pi, np.nan)
+        human_only = _weighted_single(y, pi[labeled], (n, big_n), confidence, v, raters)
         plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v)
-        plus = ipw_ppi_mean(j, h, pi, lam=lam, confidence=confidence, scale=v)
+        plus = ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v)
+        lam = _ipw_lambdas(j[scored], labeled[scored], h[scored], pi[scored])[1]
         design = "labels weighted by 1/(the queue's inclusion probability)"
-        return MeanEstimates(judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, design)
-    if n < MIN_LABELS:
-        plain, plus = (
-            _too_few(_method(lam_, tuned), float(lam_ * f_u.mean() + (y - lam_ * f).mean()), (n, big_n), confidence)
-            for lam_, tuned in ((1.0, False), (lam, True))
+        return MeanEstimates(
+            judge_only, human_only, plain, plus, float(lam), None, human_halve, target, need, raters, design
         )
+    lam_y, lam_u = _uniform_lambdas(y, f, f_u)
+    lam = float(lam_y.mean())
+    if n < MIN_LABELS:
+        plain = _too_few(_method(1.0, False), float(f_u.mean() + (y - f).mean()), (n, big_n), confidence)
+        plus = _too_few(_method(lam, True), _uniform_point(y, f, f_u, lam_y, lam_u), (n, big_n), confidence)
         return MeanEstimates(
             judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, UNIFORM_NOTE
         )
-    plus = ppi_mean(y, f, f_u, confidence=confidence, scale=v, raters=raters)
+    plus = _ppi_t(y, f, f_u, (lam_y, lam_u), True, confidence, v, raters)
     plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v, raters=raters)
     halve = budget.ppi_to_halve()
     return MeanEstimates(
@@ -744,12 +873,39 @@ def queue_sample(
     ]
 
 
+def _ipw_tuned_lambda(y: np.ndarray, f: np.ndarray, pi: np.ndarray, f_all: np.ndarray) -> float:
+    """The λ minimising the weighted estimate's variance λ²·s²(f)/N + (1/N²)·Σ c_i·(y_i − λf_i)², c = (1 − π)/π²:
+    λ = Σ c·f·y / (N·s²(f) + Σ c·f²) over the labelled rows (y, f, π) and the scored rows ``f_all`` (N of them),
+    clipped to [0, 1] — under inverse-probability weights a label's error counts 1/π² times, so λ leans to 1 where
+    the judge is close to the humans (``tuned_lambda``'s uniform-design λ would not: with it PPI++ was noisier than
+    PPI under the queue)."""
+    c = (1 - pi) / pi**2
+    denominator = f_all.size * _var1(f_all) + float((c * f * f).sum())
+    if y.size < 2 or denominator <= 0:
+        return 0.0
+    return float(np.clip(float((c * f * y).sum()) / denominator, 0.0, 1.0))
+
+
+def _ipw_lambdas(f_all: np.ndarray, lab: np.ndarray, y_all: np.ndarray, pi_all: np.ndarray) -> tuple[np.ndarray, float]:
+    """Each scored row's cross-fitted λ under the queue's design: every scored row dealt into the folds by its
+    position (``crossfit_folds``, blind to which rows were drawn, so a row's λ is independent of its own draw), λ_k
+    ``_ipw_tuned_lambda`` on the rows outside fold k; and the labelled rows' mean λ."""
+    folds = crossfit_folds(f_all.size, int(np.count_nonzero(lab)))
+    lams = np.zeros(int(folds.max(initial=0)) + 1)
+    for k in range(lams.size):
+        train = folds != k
+        used = lab & train
+        lams[k] = _ipw_tuned_lambda(y_all[used], f_all[used], pi_all[used], f_all[train])
+    lam = lams[folds]
+    return lam, float(lam[lab].mean()) if lab.any() else 0.0
+
+
 def ipw_ppi_mean(
     judge: Any,
     human: Any,
     probability: Any,
     *,
-    lam: float = 1.0,
+    lam: float | None = 1.0,
     confidence: float = 0.95,
     scale: Scale | None = None,
 ) -> Estimate:
@@ -759,7 +915,12 @@ def ipw_ppi_mean(
     λ²·s²(f)/N (the judge's mean) + (1/N²)·Σ_labelled (1 − π_i)/π_i² · (y_i − λf_i)² (Horvitz–Thompson's unbiased
     estimator under Poisson sampling); t₍n−1₎ interval, clipped to the scale (``clipped`` says so). ``judge``,
     ``human`` (NaN: not labelled), ``probability`` (π of each labelled row) are aligned over all rows; unscored rows
-    (NaN judge) are left out. Fewer than ``MIN_LABELS`` labels: the point estimate, no interval."""
+    (NaN judge) are left out. Fewer than ``MIN_LABELS`` labels: the point estimate, no interval.
+
+    ``lam=None``: PPI++, λ tuned for this estimator's variance (``_ipw_tuned_lambda``) and cross-fitted
+    (``_ipw_lambdas``): θ̂ = (1/N)·Σ_all λ_k(i)·f_i + (1/N)·Σ_labelled
+    (y_i − λ_k(i)·f_i)/π_i, each row's λ tuned on the other folds — unbiased, since a row's λ does not depend on its
+    own draw or label; the variance's first term is then Σ_k (N_k/N)·λ_k²·s²(f)/N (``_per_fold``)."""
     j = np.asarray(judge, dtype=np.float64).ravel()
     h = np.asarray(human, dtype=np.float64).ravel()
     pi = np.asarray(probability, dtype=np.float64).ravel()
@@ -770,12 +931,19 @@ def ipw_ppi_mean(
         raise ValueError("every labelled row needs an inclusion probability in (0, 1]")
     v = _scale_values(scale, y, f_all)
     big_n, n = f_all.size, y.size
-    r = y - lam * f
-    mean = float(lam * f_all.mean() + (r / p).sum() / big_n)
-    method = f"PPI, inverse-probability weighted (λ={lam:.3g})"
+    if lam is None:
+        lam_all, lam_bar = _ipw_lambdas(f_all, lab[scored], h[scored], pi[scored])
+        method = f"PPI++, inverse-probability weighted (λ={lam_bar:.3f}, cross-fitted)"
+    else:
+        lam_all = np.full(big_n, float(lam))
+        method = f"PPI, inverse-probability weighted (λ={lam:.3g})"
+    lam_y = lam_all[lab[scored]]
+    r = y - lam_y * f
+    mean = float((lam_all * f_all).mean() + (r / p).sum() / big_n)
     if n < MIN_LABELS:
         return _too_few(method, mean, (n, big_n - n), confidence)
-    variance = lam**2 * _var1(f_all) / big_n + float(((1 - p) / p**2 * r**2).sum()) / big_n**2
+    s2_f = _var1(f_all)
+    variance = _per_fold(lam_all, lambda lam_: lam_**2 * s2_f) / big_n + float(((1 - p) / p**2 * r**2).sum()) / big_n**2
     low, high = t_interval(mean, variance, n - 1, confidence=confidence)
     low, high, cut = _on_scale(low, high, v)
     return Estimate(method, mean, low, high, n, big_n - n, confidence, f"t, {n - 1} df, Horvitz–Thompson", cut)

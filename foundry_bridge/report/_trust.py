@@ -2,7 +2,7 @@
 
 For every LLM judge of the plan (a catalog evaluator that needs a deployment): its agreement with the human
 verdicts (``metrics.agreement.judge_trust``: κ on pass/fail, quadratic-weighted κ on the scale, Krippendorff's α
-among raters and with the judge as one more rater, α with its bootstrap interval), its mean score and pass rate four
+among raters and with the judge as one more rater, each with its bootstrap interval), its mean score and pass rate four
 ways (judge only, human only, PPI, PPI++: ``metrics.ppi.estimate_mean``; several raters' disagreement in the
 intervals), and its label budget (``MeanEstimates.labels_for_target``: labels in all for a PPI++ interval of ±0.05
 on a pass rate and ±0.25 on the mean score by default — PPI's variance with the agreement seen so far; with no
@@ -154,6 +154,8 @@ class AgreementOut(_Stat):
     reference_rates: list[Num]
     disagreements: list[DisagreementOut]
     rows: int = Field(-1, description="rows with a pair (-1: n)")
+    kappa_interval: list[Num] | None = Field(None, description="κ's 95 % percentile bootstrap interval over rows")
+    weighted_kappa_interval: list[Num] | None = None
 
 
 class JudgeTrustOut(_Stat):
@@ -699,8 +701,10 @@ def _table_rows(section: TrustSection) -> tuple[list[str], list[list[str]]]:
     rows = []
     for j in section.judges:
         t = j.trust
-        kappa = _agreement_cell(t.on_pass.kappa, _rows_of(t.on_pass)) if t.on_pass else "–"
-        wk = _agreement_cell(t.on_scale.weighted_kappa, _rows_of(t.on_scale)) if t.on_scale else "–"
+        kappa = _agreement_cell(t.on_pass.kappa, _rows_of(t.on_pass), t.on_pass.kappa_interval) if t.on_pass else "–"
+        wk = "–"
+        if t.on_scale:
+            wk = _agreement_cell(t.on_scale.weighted_kappa, _rows_of(t.on_scale), t.on_scale.weighted_kappa_interval)
         common = [j.criterion, str(j.rows_scored), str(t.n_labeled), str(t.raters), kappa, wk]
         common += [
             _agreement_cell(t.alpha_humans, t.alpha_rows, t.alpha_humans_interval),
@@ -763,7 +767,7 @@ def _notes(section: TrustSection) -> list[str]:
     for j in section.judges:
         design = next((m.design for m in (j.trust.pass_rate, j.trust.score_mean) if m and m.design), None)
         if design and j.trust.n_labeled:
-            out.append(f"{j.criterion}: PPI and PPI++ — {design}.")
+            out.append(f"{j.criterion}: human only, PPI and PPI++ — {design}.")
         out.extend(_budget_notes(j))
         rate = j.trust.pass_rate
         plus = rate.ppi_plus if rate else None
@@ -829,7 +833,8 @@ def _retrieval_line(section: TrustSection) -> str:
     rates = f"judge passes {_num(a.judge_rates[1])}, qrels say relevant-in-context {_num(a.reference_rates[1])}"
     return (
         f"Retrieval judge ({r.criterion}) vs qrels (the context holds a document labelled relevant): agreement "
-        f"{_num(a.observed)}, κ {_num(a.kappa)} on {a.n} rows ({rates}; {a.n_missing} rows unknown)."
+        f"{_num(a.observed)}, κ {_agreement_cell(a.kappa, -1, a.kappa_interval)} on {a.n} rows ({rates}; "
+        f"{a.n_missing} rows unknown)."
     )
 
 
@@ -871,8 +876,8 @@ def render_trust_markdown(section: TrustSection) -> str:
 
 _INTERVAL_NOTE = (
     "Intervals are 95 %: Wilson for pass rates, Student's t for mean scores, PPI and PPI++ with t and two "
-    "pseudo-rows, several raters' disagreement added (docs/trust.md); † cut to the scale; α with its bootstrap "
-    "interval over rows."
+    "pseudo-rows (PPI++'s λ cross-fitted), several raters' disagreement added (docs/trust.md); † cut to the "
+    "scale; κ, weighted κ and α with their bootstrap intervals over rows."
 )
 _KAPPA_NOTE = (
     "Read κ against the base rates: a judge that passes everything agrees often and has κ 0. PPI corrects the "
