@@ -82,7 +82,16 @@ def test_compare_calls_a_difference_inside_the_judges_noise_no_change(tmp_path: 
         run(judge, tmp_path / "base", "--repeats", "3")
     with FakeJudgeServer(lambda request: score_answer(4)) as judge:
         run(judge, tmp_path / "cand")
-    args = ["compare", str(tmp_path / "base"), str(tmp_path / "cand"), "--format", "json", "--metric", "groundedness"]
+    args = [
+        "compare",
+        str(tmp_path / "base"),
+        str(tmp_path / "cand"),
+        "--format",
+        "json",
+        "--metric",
+        "groundedness",
+        "--quiet",
+    ]
     plain = json.loads(CliRunner().invoke(cli, args).output)
     rel = next(m for m in plain["metrics"] if m["section"] == "positive")
     assert rel["delta"] == -1 and rel["verdict"] == "worse"  # on its own: a significant regression
