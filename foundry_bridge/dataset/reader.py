@@ -7,10 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import DatasetError
-from ._json import JsonLimitError, loads
 from .absent import field_sources, refuse_absent_ranking
 from .beir import read_beir
 from .choice import choose_reader
@@ -18,6 +15,7 @@ from .frames import TableSource, relocate
 from .parse import ParsedRow, RowParser
 from .problems import Problem
 from .records import QueryRecord
+from .rows import JsonLimitError, jsonl_rows
 from .spec import DataSource
 from .trec import read_trec
 
@@ -31,47 +29,29 @@ def iter_jsonl(
     relevance_threshold: int | None = None,
     require_ranking: bool = False,
 ) -> Iterator[tuple[int, ParsedRow]]:
-    """``(line, ParsedRow)`` for every non-blank line; a malformed line gives a row with a ``bad_json`` problem, one
-    beyond the input limits (``_json.loads``: UTF-8, nesting, finite numbers) a row with that limit's problem.
+    """``(line, ParsedRow)`` for every row of ``rows.jsonl_rows``; a line it could not decode (``_json.decode``:
+    ``bad_json``, UTF-8, nesting, finite numbers) gives a row with that problem.
     ``require_ranking``: a row without its ranking (absent or null) has no record and the ``missing_field``
     problem (``absent.refuse_absent_ranking``)."""
     source = str(path)
     parser = RowParser(mapping, source=source, relevance_threshold=relevance_threshold)
     sources = _ranking_sources(mapping, require_ranking)
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
+        rows = jsonl_rows(path)
     except FileNotFoundError:
         raise DatasetError("dataset file not found", file=source) from None
     except IsADirectoryError:
         raise DatasetError(
             "is a directory, not a JSONL file", file=source, hint="for TREC input set dataset.format: trec"
         ) from None
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = loads(raw)
-            except JsonLimitError as exc:
-                yield lineno, ParsedRow(None, [Problem("error", exc.code, exc.message, source, lineno, "", exc.hint)])
-                continue
-            except orjson.JSONDecodeError as exc:
-                msg = str(exc).split(":", 1)[0]
-                problem = Problem(
-                    "error",
-                    "bad_json",
-                    f"malformed JSON line: {msg}",
-                    source,
-                    lineno,
-                    "",
-                    "each line must be one complete JSON object",
-                )
-                yield lineno, ParsedRow(None, [problem])
-                continue
-            parsed = parser.parse(row, lineno)
-            if sources:
-                refuse_absent_ranking(parsed, row, sources, file=source, line=lineno)
-            yield lineno, parsed
+    for _, lineno, _, row in rows:
+        if isinstance(row, JsonLimitError):
+            yield lineno, ParsedRow(None, [Problem("error", row.code, row.message, source, lineno, "", row.hint)])
+            continue
+        parsed = parser.parse(row, lineno)
+        if sources:
+            refuse_absent_ranking(parsed, row, sources, file=source, line=lineno)
+        yield lineno, parsed
 
 
 def read_records(

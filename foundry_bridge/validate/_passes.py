@@ -11,14 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ..dataset._json import JsonLimitError, duplicate_keys, loads
+from ..dataset._json import duplicate_keys
 from ..dataset.absent import field_sources
 from ..dataset.choice import choose_reader
 from ..dataset.frames import Table, TableSource, relocate
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
 from ..dataset.records import QueryRecord
+from ..dataset.rows import JsonLimitError, Row, jsonl_rows
 from ..errors import DatasetError, InputError
 from ..mapping.loader import load_mapping, packaged_mapping_path
 from ..mapping.model import Mapping
@@ -124,7 +123,7 @@ def _pass(
         return
     source = str(data)
     try:
-        fh = open(data, "rb")  # noqa: SIM115 - closed below
+        rows = jsonl_rows(data)
     except (FileNotFoundError, IsADirectoryError) as exc:
         rule = "missing_file/directory" if isinstance(exc, IsADirectoryError) else "missing_file/jsonl"
         report.add(Context(report, source).problem(rule))
@@ -134,17 +133,16 @@ def _pass(
     )
     parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=records)
     needed = {f for c in criteria for f in c.fields.values()}
-    with fh:
-        for lineno, row in _json_rows(fh, checker):
-            if raw_items:
-                kind = row.get("kind")
-                checker.query_id(row.get("query_id"), lineno)
-                checker.row(row, lineno, declared_kind=kind if isinstance(kind, str) else None, raw=row)
-                continue
-            parsed = parser.parse(row, lineno)
-            _mapped_row(parsed, row, lineno, mapping, needed, checker)
-            if parsed.record is not None:
-                yield parsed.record
+    for lineno, row in _objects(rows, checker):
+        if raw_items:
+            kind = row.get("kind")
+            checker.query_id(row.get("query_id"), lineno)
+            checker.row(row, lineno, declared_kind=kind if isinstance(kind, str) else None, raw=row)
+            continue
+        parsed = parser.parse(row, lineno)
+        _mapped_row(parsed, row, lineno, mapping, needed, checker)
+        if parsed.record is not None:
+            yield parsed.record
     checker.finish(lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates))
 
 
@@ -195,19 +193,13 @@ def _table_query_ids(
         yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), index
 
 
-def _json_rows(lines: Any, checker: RowChecker) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of every non-blank line; malformed lines and non-objects are reported and skipped."""
-    for lineno, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
+def _objects(rows: Iterator[Row], checker: RowChecker) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every row; a line that could not be decoded and a non-object are reported and
+    skipped, a key written twice is reported."""
+    for _, lineno, raw, row in rows:
         checker.report.rows += 1
-        try:
-            row = loads(raw)
-        except JsonLimitError as exc:
-            checker.ctx.add(exc.code, line=lineno, message=exc.message, hint=exc.hint)
-            continue
-        except orjson.JSONDecodeError as exc:
-            checker.ctx.add("bad_json", line=lineno, reason=str(exc).split(":", 1)[0])
+        if isinstance(row, JsonLimitError):
+            checker.ctx.add(row.code, line=lineno, message=row.message, hint=row.hint)
             continue
         if not isinstance(row, dict):
             checker.ctx.add("not_an_object", line=lineno)
@@ -268,23 +260,16 @@ def _jsonl_query_ids(
     field_ = mapping.dataset.fields.query_id
     path = compile_path(field_)
     parser = RowParser(mapping, source=str(data), relevance_threshold=threshold, records=False)
-    with open(data, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = loads(raw)
-            except (orjson.JSONDecodeError, JsonLimitError):
-                continue
-            if not isinstance(row, dict):
-                continue
-            if raw_items:
-                yield row.get("query_id"), lineno
-                continue
-            if not (hit(get_path(row, path)) or ("." not in field_ and hit(row.get(field_)))):
-                continue
-            full = parser.parse(row, lineno).item
-            yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), lineno
+    for _, lineno, _, row in jsonl_rows(data):
+        if not isinstance(row, dict):  # a line that could not be decoded too (reported by the first pass)
+            continue
+        if raw_items:
+            yield row.get("query_id"), lineno
+            continue
+        if not (hit(get_path(row, path)) or ("." not in field_ and hit(row.get(field_)))):
+            continue
+        full = parser.parse(row, lineno).item
+        yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), lineno
 
 
 def _trec_pass(
