@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
 from .absent import field_sources, refuse_absent_ranking
-from .beir import read_beir
-from .choice import choose_reader
+from .choice import Folder, dataset_source
 from .frames import TableSource, relocate
 from .parse import ParsedRow, RowParser
 from .problems import Problem
 from .records import QueryRecord
 from .rows import JsonLimitError, jsonl_rows
 from .spec import DataSource
-from .trec import read_trec
 
 __all__ = ["empty_dataset", "iter_jsonl", "read_records"]
 
@@ -57,7 +54,7 @@ def iter_jsonl(
 def read_records(
     path: Any, mapping: DataSource, *, relevance_threshold: int | None = None, require_ranking: bool = False
 ) -> Iterator[QueryRecord]:
-    """Stream the records of a dataset, read by the reader ``choice.choose_reader`` picks from
+    """Stream the records of a dataset, read by the reader ``choice.dataset_source`` picks from
     ``mapping.dataset.format`` and what ``path`` is.
 
     JSONL: ``path`` is the file, read line by line — or a table of the same rows (``dataset.frames``): a parquet,
@@ -72,31 +69,31 @@ def read_records(
     did-you-mean (``[]`` is an empty ranking); otherwise it is read as an empty ranking. TREC and BEIR build the
     rankings from the run file (a judged query without a run line has an empty one, as trec_eval ``-c``).
     """
+    source, name = dataset_source(path, mapping.dataset), str(path)
+    if isinstance(source, TableSource):
+        name, records = source.name, _table_records(source, mapping, relevance_threshold, require_ranking)
+    elif isinstance(source, Folder):
+        if not source.base.is_dir():
+            raise DatasetError(f"{source.format.upper()} input is a directory holding its files", file=name)
+        records = source.read(source.base, mapping, relevance_threshold=relevance_threshold)
+    else:
+        records = _jsonl_records(path, mapping, relevance_threshold, require_ranking)
     rows = False
-    fmt = choose_reader(path, mapping.dataset.format)
-    if fmt in ("trec", "beir"):
-        base = Path(path)
-        if not base.is_dir():
-            raise DatasetError(f"{fmt.upper()} input is a directory holding its files", file=str(path))
-        reader = read_trec if fmt == "trec" else read_beir
-        for record in reader(base, mapping, relevance_threshold=relevance_threshold):
-            yield record
-            rows = True
-        if not rows:
-            raise empty_dataset(path)
-        return
-    if fmt == "table":
-        yield from _table_records(TableSource(path), mapping, relevance_threshold, require_ranking)
-        return
-    for _lineno, parsed in iter_jsonl(
-        path, mapping, relevance_threshold=relevance_threshold, require_ranking=require_ranking
-    ):
+    for record in records:
+        yield record
+        rows = True
+    if not rows:
+        raise empty_dataset(name)
+
+
+def _jsonl_records(
+    path: str | os.PathLike[str], mapping: DataSource, threshold: int | None, require_ranking: bool
+) -> Iterator[QueryRecord]:
+    """The records of a JSONL file; the first row's problem raised at its line."""
+    for _lineno, parsed in iter_jsonl(path, mapping, relevance_threshold=threshold, require_ranking=require_ranking):
         if parsed.record is None:
             raise parsed.problems[0].to_error()
         yield parsed.record
-        rows = True
-    if not rows:
-        raise empty_dataset(path)
 
 
 def _table_records(
@@ -105,7 +102,6 @@ def _table_records(
     """The rows of a table through the JSONL row parser; the first problem raised at its row index and column."""
     parser = RowParser(mapping, source=source.name, relevance_threshold=threshold)
     sources = _ranking_sources(mapping, require_ranking)
-    rows = False
     for index, row in source.rows():
         parsed = parser.parse(row, index)
         if sources:
@@ -114,9 +110,6 @@ def _table_records(
             raise relocate(parsed.problems[0], source.name).to_error()
         parsed.record.line = None  # a table has rows, not lines
         yield parsed.record
-        rows = True
-    if not rows:
-        raise empty_dataset(source.name)
 
 
 def _ranking_sources(mapping: DataSource, require_ranking: bool) -> dict[str, str] | None:

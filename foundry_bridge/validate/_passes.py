@@ -13,7 +13,7 @@ from typing import Any
 
 from ..dataset._json import duplicate_keys
 from ..dataset.absent import field_sources
-from ..dataset.choice import choose_reader
+from ..dataset.choice import Folder, dataset_source
 from ..dataset.frames import Table, TableSource, relocate
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
 from ..dataset.records import QueryRecord
@@ -112,14 +112,15 @@ def _pass(
     relevance_threshold: int | None,
     records: bool,
 ) -> Iterator[QueryRecord]:
-    """The streaming pass (JSONL or TREC), yielding each usable row's record if ``records``."""
+    """The streaming pass (JSONL, a table, TREC or BEIR: ``dataset.choice.dataset_source``), yielding each usable
+    row's record if ``records``."""
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
-    reader = choose_reader(data, "jsonl" if raw_items else mapping.dataset.format)
-    if reader in ("trec", "beir"):
-        yield from _trec_pass(data, criteria, mapping, report, threshold, records)
+    reader = dataset_source(data, mapping.dataset, rows=raw_items)
+    if isinstance(reader, Folder):
+        yield from _folder_pass(reader, str(data), criteria, mapping, report, threshold, records)
         return
-    if reader == "table":
-        yield from _table_pass(TableSource(data), criteria, mapping, report, raw_items, threshold, records)
+    if isinstance(reader, TableSource):
+        yield from _table_pass(reader, criteria, mapping, report, raw_items, threshold, records)
         return
     source = str(data)
     try:
@@ -272,26 +273,22 @@ def _jsonl_query_ids(
         yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), lineno
 
 
-def _trec_pass(
-    data: str | os.PathLike[str],
+def _folder_pass(
+    source: Folder,
+    name: str,
     criteria: list[Criterion],
     mapping: Mapping,
     report: ValidationReport,
     threshold: int,
     records: bool,
 ) -> Iterator[QueryRecord]:
-    """The pass over a TREC directory: one row per query, a missing responses field located in that file."""
-    from ..dataset.beir import read_beir
-    from ..dataset.trec import read_trec
-
-    base = Path(data)
+    """The pass over a TREC or BEIR directory (``name``: as the user wrote it): one row per query, a missing
+    responses field located in that file."""
+    base, files, read = source.base, source.files, source.read
     if not base.is_dir():
-        report.add(Context(report, str(data)).problem("missing_file/trec"))
+        report.add(Context(report, name).problem("missing_file/trec"))
         return
     problems: list[Any] = []
-    beir = mapping.dataset.format == "beir"
-    read = read_beir if beir else read_trec
-    files = mapping.dataset.beir if beir else mapping.dataset.trec
     checker = RowChecker(criteria, report, str(base / files.run), threshold, hints=False)
     needed = {f for c in criteria for f in c.fields.values()}
     response_lines: dict[str, int] = {}
