@@ -122,29 +122,19 @@ def _pass(
     if isinstance(reader, TableSource):
         yield from _table_pass(reader, criteria, mapping, report, raw_items, threshold, records)
         return
-    source = str(data)
     try:
         rows = jsonl_rows(data)
     except (FileNotFoundError, IsADirectoryError) as exc:
         rule = "missing_file/directory" if isinstance(exc, IsADirectoryError) else "missing_file/jsonl"
-        report.add(Context(report, source).problem(rule))
+        report.add(Context(report, str(data)).problem(rule))
         return
-    checker = RowChecker(
-        criteria, report, source, threshold, sources=None if raw_items else field_sources(mapping.dataset.fields)
-    )
-    parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=records)
-    needed = {f for c in criteria for f in c.fields.values()}
-    for lineno, row in _objects(rows, checker):
-        if raw_items:
-            kind = row.get("kind")
-            checker.query_id(row.get("query_id"), lineno)
-            checker.row(row, lineno, declared_kind=kind if isinstance(kind, str) else None, raw=row)
-            continue
-        parsed = parser.parse(row, lineno)
-        _mapped_row(parsed, row, lineno, mapping, needed, checker)
-        if parsed.record is not None:
-            yield parsed.record
-    checker.finish(lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates))
+    checker = _checker(criteria, report, str(data), threshold, mapping, raw_items)
+    yield from _checked_rows(_objects(rows, checker), checker, mapping, raw_items, threshold, records, lines=True)
+
+    def objects() -> Iterator[tuple[int, Any]]:
+        return ((line, row) for _, line, _, row in jsonl_rows(data) if isinstance(row, dict))  # decoded: reported
+
+    checker.finish(lambda candidates: _query_ids(objects(), str(data), mapping, raw_items, threshold, candidates))
 
 
 def _table_pass(
@@ -157,41 +147,56 @@ def _table_pass(
     records: bool,
 ) -> Iterator[QueryRecord]:
     """The pass over a table's rows (``dataset.frames``): the JSONL checks, located by row index and column."""
-    sources = None if raw_items else field_sources(mapping.dataset.fields)
-    checker = RowChecker(criteria, report, source.name, threshold, sources=sources)
-    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold, records=records)
-    needed = {f for c in criteria for f in c.fields.values()}
+    checker = _checker(criteria, report, source.name, threshold, mapping, raw_items)
     listed = len(report.problems)
     try:
-        for index, row in source.rows():
-            report.rows += 1
-            if raw_items:
-                kind = row.get("kind")
-                checker.query_id(row.get("query_id"), index)
-                checker.row(row, index, declared_kind=kind if isinstance(kind, str) else None, raw=row)
-                continue
-            parsed = parser.parse(row, index)
-            _mapped_row(parsed, row, index, mapping, needed, checker)
-            if parsed.record is not None:
-                parsed.record.line = None
-                yield parsed.record
-        checker.finish(lambda _: _table_query_ids(source, mapping, raw_items, threshold))
+        yield from _checked_rows(_counted(source.rows(), report), checker, mapping, raw_items, threshold, records)
+        checker.finish(lambda hashes: _query_ids(source.rows(), source.name, mapping, raw_items, threshold, hashes))
     except DatasetError as exc:
         Context(report, exc.file).add("bad_table", message=exc.message, hint=exc.hint)
     report.problems[listed:] = [relocate(p, source.name) for p in report.problems[listed:]]
 
 
-def _table_query_ids(
-    source: TableSource, mapping: Mapping, raw_items: bool, threshold: int
-) -> Iterator[tuple[Any, int]]:
-    """Pass 2 of duplicate detection over a table: (query id, row index), the id taken as pass 1 took it."""
-    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold, records=False)
-    for index, row in source.rows():
+def _checker(
+    criteria: list[Criterion], report: ValidationReport, name: str, threshold: int, mapping: Mapping, raw_items: bool
+) -> RowChecker:
+    """The checks of the rows of the file or table ``name`` (the mapping's field sources when rows are mapped)."""
+    sources = None if raw_items else field_sources(mapping.dataset.fields)
+    return RowChecker(criteria, report, name, threshold, sources=sources)
+
+
+def _counted(rows: Iterator[tuple[int, dict[str, Any]]], report: ValidationReport) -> Iterator[tuple[int, Any]]:
+    for at, row in rows:
+        report.rows += 1
+        yield at, row
+
+
+def _checked_rows(
+    rows: Iterator[tuple[int, dict[str, Any]]],
+    checker: RowChecker,
+    mapping: Mapping,
+    raw_items: bool,
+    threshold: int,
+    records: bool,
+    *,
+    lines: bool = False,
+) -> Iterator[QueryRecord]:
+    """The checks of every ``(line or row index, object)`` of a JSONL file (``lines``) or a table, yielding each
+    usable row's record if ``records`` (a table's records have no line)."""
+    parser = RowParser(mapping, source=checker.source, relevance_threshold=threshold, records=records)
+    needed = {f for c in checker.criteria for f in c.fields.values()}
+    for at, row in rows:
         if raw_items:
-            yield row.get("query_id"), index
+            kind = row.get("kind")
+            checker.query_id(row.get("query_id"), at)
+            checker.row(row, at, declared_kind=kind if isinstance(kind, str) else None, raw=row)
             continue
-        full = parser.parse(row, index).item
-        yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), index
+        parsed = parser.parse(row, at)
+        _mapped_row(parsed, row, at, mapping, needed, checker)
+        if parsed.record is not None:
+            if not lines:
+                parsed.record.line = None
+            yield parsed.record
 
 
 def _objects(rows: Iterator[Row], checker: RowChecker) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -246,13 +251,19 @@ def _unparsed_query_id(row: dict[str, Any], mapping: Mapping) -> Any:
     return row.get(f) if "." not in f else None
 
 
-def _jsonl_query_ids(
-    data: str | os.PathLike[str], mapping: Mapping, raw_items: bool, threshold: int, candidates: set[int]
+def _query_ids(
+    rows: Iterator[tuple[int, dict[str, Any]]],
+    name: str,
+    mapping: Mapping,
+    raw_items: bool,
+    threshold: int,
+    candidates: set[int],
 ) -> Iterator[tuple[Any, int]]:
-    """Pass 2 of duplicate detection: (query id, line) of the rows whose id may hash to a candidate.
+    """Pass 2 of duplicate detection over the objects of the file or table ``name``: (query id, line or row index)
+    of the rows whose id may hash to a candidate.
 
-    Reads only the JSON of each line; a row is parsed in full (to take its id exactly as pass 1 did) only when a
-    cheap look at its id field hits a candidate hash.
+    A row is parsed in full (to take its id exactly as pass 1 did) only when a cheap look at its id field hits a
+    candidate hash.
     """
 
     def hit(v: Any) -> bool:
@@ -260,17 +271,15 @@ def _jsonl_query_ids(
 
     field_ = mapping.dataset.fields.query_id
     path = compile_path(field_)
-    parser = RowParser(mapping, source=str(data), relevance_threshold=threshold, records=False)
-    for _, lineno, _, row in jsonl_rows(data):
-        if not isinstance(row, dict):  # a line that could not be decoded too (reported by the first pass)
-            continue
+    parser = RowParser(mapping, source=name, relevance_threshold=threshold, records=False)
+    for at, row in rows:
         if raw_items:
-            yield row.get("query_id"), lineno
+            yield row.get("query_id"), at
             continue
         if not (hit(get_path(row, path)) or ("." not in field_ and hit(row.get(field_)))):
             continue
-        full = parser.parse(row, lineno).item
-        yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), lineno
+        full = parser.parse(row, at).item
+        yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), at
 
 
 def _folder_pass(
