@@ -31,8 +31,6 @@ def iter_jsonl(
     ``require_ranking``: a row without its ranking (absent or null) has no record and the ``missing_field``
     problem (``absent.refuse_absent_ranking``)."""
     source = str(path)
-    parser = RowParser(mapping, source=source, relevance_threshold=relevance_threshold)
-    sources = _ranking_sources(mapping, require_ranking)
     try:
         rows = jsonl_rows(path)
     except FileNotFoundError:
@@ -41,14 +39,24 @@ def iter_jsonl(
         raise DatasetError(
             "is a directory, not a JSONL file", file=source, hint="for TREC input set dataset.format: trec"
         ) from None
-    for _, lineno, _, row in rows:
+    decoded = ((line, parsed) for _, line, _, parsed in rows)
+    yield from _parsed(decoded, mapping, source, relevance_threshold, require_ranking)
+
+
+def _parsed(
+    rows: Iterator[tuple[int, Any]], mapping: DataSource, name: str, threshold: int | None, require_ranking: bool
+) -> Iterator[tuple[int, ParsedRow]]:
+    """``(line or row index, ParsedRow)`` of the decoded rows of the file or table ``name``."""
+    parser = RowParser(mapping, source=name, relevance_threshold=threshold)
+    sources = _ranking_sources(mapping, require_ranking)
+    for at, row in rows:
         if isinstance(row, JsonLimitError):
-            yield lineno, ParsedRow(None, [Problem("error", row.code, row.message, source, lineno, "", row.hint)])
+            yield at, ParsedRow(None, [Problem("error", row.code, row.message, name, at, "", row.hint)])
             continue
-        parsed = parser.parse(row, lineno)
+        parsed = parser.parse(row, at)
         if sources:
-            refuse_absent_ranking(parsed, row, sources, file=source, line=lineno)
-        yield lineno, parsed
+            refuse_absent_ranking(parsed, row, sources, file=name, line=at)
+        yield at, parsed
 
 
 def read_records(
@@ -71,13 +79,16 @@ def read_records(
     """
     source, name = dataset_source(path, mapping.dataset), str(path)
     if isinstance(source, TableSource):
-        name, records = source.name, _table_records(source, mapping, relevance_threshold, require_ranking)
+        name = source.name
+        parsed = _parsed(source.rows(), mapping, name, relevance_threshold, require_ranking)
+        records = _records(parsed, name, table=True)
     elif isinstance(source, Folder):
         if not source.base.is_dir():
             raise DatasetError(f"{source.format.upper()} input is a directory holding its files", file=name)
         records = source.read(source.base, mapping, relevance_threshold=relevance_threshold)
     else:
-        records = _jsonl_records(path, mapping, relevance_threshold, require_ranking)
+        parsed = iter_jsonl(path, mapping, relevance_threshold=relevance_threshold, require_ranking=require_ranking)
+        records = _records(parsed, name, table=False)
     rows = False
     for record in records:
         yield record
@@ -86,30 +97,15 @@ def read_records(
         raise empty_dataset(name)
 
 
-def _jsonl_records(
-    path: str | os.PathLike[str], mapping: DataSource, threshold: int | None, require_ranking: bool
-) -> Iterator[QueryRecord]:
-    """The records of a JSONL file; the first row's problem raised at its line."""
-    for _lineno, parsed in iter_jsonl(path, mapping, relevance_threshold=threshold, require_ranking=require_ranking):
-        if parsed.record is None:
-            raise parsed.problems[0].to_error()
-        yield parsed.record
-
-
-def _table_records(
-    source: TableSource, mapping: DataSource, threshold: int | None, require_ranking: bool
-) -> Iterator[QueryRecord]:
-    """The rows of a table through the JSONL row parser; the first problem raised at its row index and column."""
-    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold)
-    sources = _ranking_sources(mapping, require_ranking)
-    for index, row in source.rows():
-        parsed = parser.parse(row, index)
-        if sources:
-            refuse_absent_ranking(parsed, row, sources, file=source.name, line=index)
-        if parsed.record is None:
-            raise relocate(parsed.problems[0], source.name).to_error()
-        parsed.record.line = None  # a table has rows, not lines
-        yield parsed.record
+def _records(parsed: Iterator[tuple[int, ParsedRow]], name: str, *, table: bool) -> Iterator[QueryRecord]:
+    """The records of parsed rows; the first row's problem raised at its line, or in a ``table`` at its row index
+    and column (a table's records have no line)."""
+    for _, row in parsed:
+        if row.record is None:
+            raise (relocate(row.problems[0], name) if table else row.problems[0]).to_error()
+        if table:
+            row.record.line = None
+        yield row.record
 
 
 def _ranking_sources(mapping: DataSource, require_ranking: bool) -> dict[str, str] | None:
