@@ -747,11 +747,11 @@ def read_ranking_file(
     descending, ties by document id descending; the rank column ignored); a ``.jsonl`` file is the project's JSONL
     read through ``mapping`` (``read_records``), its ranking as stored (the order
     ``metrics`` ranks it in). Each by the readers of its format; the first problem is a located ``DatasetError``."""
-    from .trec import Sink, read_run, trec_order
+    from .beir import read_run_file
+    from .trec import Sink, trec_order
 
     source = Path(path)
-    suffix = source.suffix.lower()
-    if suffix == ".jsonl":
+    if source.suffix.lower() == ".jsonl":
         from . import read_records
 
         if mapping is None:
@@ -760,12 +760,7 @@ def read_ranking_file(
             rec.query_id: [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
             for rec in read_records(source, mapping, require_ranking=True)
         }
-    if suffix == ".json":
-        from .beir import _read_json_run
-
-        runs = _read_json_run(source, Sink(None))
-    else:
-        runs, _ = read_run(source, Sink(None))
+    runs, _ = read_run_file(source, Sink(None))
     if not runs:
         from .reader import empty_dataset
 
