@@ -298,6 +298,62 @@ def test_validate_imports_no_click() -> None:
     assert {m for m in _modules_loaded_by(code) if m.split(".")[0] == "click"} == set()
 
 
+# -- one decoding of every input ---------------------------------------------------------------------------------
+# validate/ reads JSON only as dataset/ decodes it: JSONL rows from ``dataset.rows.jsonl_rows`` (each line decoded by
+# ``dataset._json.decode``) and the criteria file by ``dataset._json.decode_document``, so a line is judged by the
+# same function (and in the same words) whichever command reads it.
+_JSON_LIBRARIES = {"json", "orjson", "msgspec", "simplejson", "ujson", "rapidjson"}
+_OWN_DECODES = {"loads", "load", "raw_decode", "JSONDecoder", "Decoder"}
+
+
+def _json_decoded_by_hand(path: Path) -> list[int]:
+    """Lines of ``path`` that import a JSON library or call a JSON decoder (``loads``, ``load``, a ``Decoder``)
+    themselves, whichever module it comes from."""
+    return sorted(
+        {
+            node.lineno
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+            if (isinstance(node, ast.Import) and any(a.name.split(".")[0] in _JSON_LIBRARIES for a in node.names))
+            or (
+                isinstance(node, ast.ImportFrom)
+                and not node.level
+                and (node.module or "").split(".")[0] in _JSON_LIBRARIES
+            )
+            or (isinstance(node, ast.ImportFrom) and any(a.name in _OWN_DECODES for a in node.names))
+            or (isinstance(node, ast.Call) and _operand_name(node.func) in _OWN_DECODES)
+        }
+    )
+
+
+def test_validate_decodes_json_only_through_dataset() -> None:
+    """No module of validate/ decodes JSON itself: rows come from ``dataset.rows.jsonl_rows``, the criteria file
+    from ``dataset._json.decode_document``."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((PACKAGE / "validate").rglob("*.py"))
+        for line in _json_decoded_by_hand(path)
+    ]
+    assert offenders == [], "decode JSON through foundry_bridge.dataset (rows.jsonl_rows, _json.decode):\n" + "\n".join(
+        offenders
+    )
+
+
+def test_the_decoding_check_catches_a_copy(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        '"""Rows are decoded by json.loads elsewhere."""\n'  # a docstring's mention: not a decode
+        "import orjson\n"
+        "from json import JSONDecodeError\n"
+        "from ..dataset._json import loads\n"
+        "def f(raw, msgspec, decoder):\n"
+        "    a = orjson.loads(raw)\n"
+        "    b = decoder.decode(raw)\n"  # a text codec's decode is not counted: only JSON decoders by name
+        "    c = msgspec.json.Decoder(dict)\n"
+        "    return loads(raw), a, b, c\n"
+    )
+    assert _json_decoded_by_hand(probe) == [2, 3, 4, 6, 8, 9]
+
+
 def _click_imports(path: Path) -> list[int]:
     return [
         node.lineno

@@ -310,6 +310,22 @@ def test_jsonl_bad_json_names_the_line(tmp_path):
     with pytest.raises(DatasetError) as info:
         document_retrieval_jsonl(path, engine="orjson")
     assert info.value.line == 3 and "bad.jsonl:3" in str(info.value)
+    assert "malformed JSON line: unexpected character" in str(info.value)
+    assert "each line must be one complete JSON object" in str(info.value)
+
+
+def test_jsonl_errors_are_the_row_readers(tmp_path):
+    """A line orjson refuses is reported as every dataset reader reports it (the limit broken, with its fix)."""
+    from foundry_bridge.dataset.docret_jsonl import document_retrieval_jsonl
+    from foundry_bridge.errors import DatasetError
+
+    path = tmp_path / "nan.jsonl"
+    path.write_text('{"retrieval_ground_truth": [], "retrieved_documents": []}\n{"x": NaN}\n')
+    with pytest.raises(DatasetError) as info:
+        document_retrieval_jsonl(path, engine="orjson")
+    text = str(info.value)
+    assert info.value.line == 2 and text.startswith(f"{path}:2: NaN, Infinity or a number beyond a double")
+    assert "use allow_nan=False" in text
 
 
 def test_batch_hash_fallback_still_exact():

@@ -108,6 +108,18 @@ def test_validate_reports_every_table_problem_by_row_and_column(tmp_path: Path) 
     assert report.rows == 5 and report.to_dict()["problems"][0]["row"] == 1
 
 
+def test_a_table_s_repeated_and_near_repeated_ids_name_both_rows() -> None:
+    """The second pass over a table's rows reads only the rows whose id may repeat, as over a JSONL file."""
+    ids = ["q1", "q2", "q1", "Q2", *(f"other{i}" for i in range(50))]
+    table = pa.Table.from_pylist([{"query_id": i, "query": "a", "response": "r"} for i in ids])
+    found = [str(p) for p in validate(table).problems if p.field == "query_id"]
+    assert found == [
+        "pyarrow.Table: row 2: query_id: query_id 'q1' is already used on row 0 (fix: give every query a unique id)",
+        "pyarrow.Table: row 3: query_id: query_id 'Q2' differs from 'q2' (row 1) only by case (fix: give the two "
+        "queries distinct ids, or one id if they are the same query)",
+    ]
+
+
 def test_gated_records_refuse_a_bad_dataframe_after_reading_it() -> None:
     pl = pytest.importorskip("polars")
     rows = _rows()[:3]

@@ -43,15 +43,15 @@ def _msg(data: Path, line: int, first: int) -> str:
 
 @pytest.fixture
 def pass2_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the second passes over a JSONL file (one entry per call: the number of candidate hashes)."""
+    """Counts the second passes over the rows (one entry per call: the number of candidate hashes)."""
     calls: list[int] = []
-    real = _passes._jsonl_query_ids
+    real = _passes._query_ids
 
     def spy(*args: Any) -> Any:
         calls.append(len(args[-1]))
         return real(*args)
 
-    monkeypatch.setattr(_passes, "_jsonl_query_ids", spy)
+    monkeypatch.setattr(_passes, "_query_ids", spy)
     return calls
 
 

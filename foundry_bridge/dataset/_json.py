@@ -3,7 +3,10 @@ numbers, and duplicate keys found (orjson keeps the last value of a key written 
 
 ``loads`` decodes one document (a JSONL line, a criteria file) with orjson and raises ``JsonLimitError`` (a code,
 a message and a fix, without the location: the caller knows the file and line) for what breaks a limit; a plain
-syntax error stays orjson's ``JSONDecodeError`` so each reader keeps its own ``bad_json`` wording. Depth is only
+syntax error stays orjson's ``JSONDecodeError`` so the TREC and BEIR readers keep their own ``bad_json`` wording.
+``decode`` is the one decoding of a JSONL row (``dataset.rows``) and ``decode_document`` of a whole JSON file (the
+criteria file): each returns the value, or the error as data — a ``JsonLimitError`` whose code ``bad_json`` says
+``malformed JSON line: <orjson's reason>`` with its fix, the same words whichever command reads the row. Depth is only
 walked when the text holds more than ``MAX_DEPTH`` brackets, and duplicate keys only looked for when the text has
 more colons than the decoded value accounts for, so a usual row costs two byte counts and one re-encoding.
 """
@@ -21,6 +24,8 @@ __all__ = [
     "MAX_DEPTH",
     "JsonLimitError",
     "bom_error",
+    "decode",
+    "decode_document",
     "duplicate_keys",
     "line_and_offset",
     "loads",
@@ -33,11 +38,15 @@ _NON_FINITE = re.compile(rb"(?<![\w\"])-?(?:NaN|Infinity)(?![\w\"])")
 
 
 class JsonLimitError(ValueError):
-    """A document outside the input limits: ``code`` (a validation code), ``message`` and ``hint`` (the fix)."""
+    """A document outside the input limits: ``code`` (a validation code), ``message`` and ``hint`` (the fix).
 
-    def __init__(self, code: str, message: str, hint: str) -> None:
+    ``reason`` (``bad_json`` only): orjson's whole message (``unexpected character: line 1 column 5 (char 4)``);
+    ``line`` (``decode_document``'s ``not_utf8`` only): the line of the bad byte in the document.
+    """
+
+    def __init__(self, code: str, message: str, hint: str, *, reason: str = "", line: int | None = None) -> None:
         super().__init__(message)
-        self.code, self.message, self.hint = code, message, hint
+        self.code, self.message, self.hint, self.reason, self.line = code, message, hint, reason, line
 
 
 def utf8_error(exc: UnicodeDecodeError, offset: int | None = None) -> JsonLimitError:
@@ -75,6 +84,36 @@ def loads(raw: bytes) -> Any:
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _too_deep(value):
         raise _depth_error()
     return value
+
+
+def decode(raw: bytes) -> Any:
+    """The JSON value of one row ``raw``, or its ``JsonLimitError`` returned (never raised): a limit broken, or
+    bad syntax as ``bad_json`` (``malformed JSON line: <reason up to its first colon>``)."""
+    try:
+        return loads(raw)
+    except JsonLimitError as exc:
+        return exc
+    except orjson.JSONDecodeError as exc:
+        reason = str(exc)
+        return JsonLimitError(
+            "bad_json",
+            f"malformed JSON line: {reason.split(':', 1)[0]}",
+            "each line must be one complete JSON object",
+            reason=reason,
+        )
+
+
+def decode_document(raw: bytes) -> Any:
+    """``decode`` for a whole file: bytes that are not UTF-8 are found first and located (``line``, and the byte
+    offset in that line in the message), whatever else is wrong."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, offset = line_and_offset(raw, exc.start)
+        bad = utf8_error(exc, offset)
+        bad.line = line
+        return bad
+    return decode(raw)
 
 
 def _depth_error() -> JsonLimitError:

@@ -26,7 +26,7 @@ from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
 from .spec import DataSource
 from .trec import Sink, _open_lines, _read_responses, add_label, read_run, run_record, trec_order
 
-__all__ = ["is_beir", "read_beir"]
+__all__ = ["is_beir", "read_beir", "read_run_file"]
 
 
 def is_beir(directory: Path) -> bool:
@@ -52,11 +52,7 @@ def read_beir(
     sink = Sink(problems)
     qrels = _read_qrels_tsv(base / files.qrels, sink, label_lines) if files.qrels else {}
     run_path = base / files.run
-    first_line: dict[str, int] = {}  # a JSON run has no lines
-    if run_path.suffix.lower() == ".json":
-        runs = _read_json_run(run_path, sink)
-    else:
-        runs, first_line = read_run(run_path, sink, "beir")
+    runs, first_line = read_run_file(run_path, sink, "beir")
     responses: dict[str, dict[str, Any]] = {}
     if files.responses:
         responses = _read_responses(base / files.responses, mapping, sink, "beir")
@@ -82,6 +78,17 @@ def read_beir(
             extra["context_source"] = "rebuilt_from_documents"
         query = queries.get(qid, (None, resp.get("query")))[1]
         yield run_record(qid, resp, docs, labels, threshold, query, context, extra, run_path, first_line.get(qid))
+
+
+def read_run_file(
+    path: Path, sink: Sink, section: str = "trec"
+) -> tuple[dict[str, list[tuple[float, str]]], dict[str, int]]:
+    """A run file by its name (what the BEIR reader and ``compare``'s run files read): a ``.json`` file is a BEIR
+    run (no lines: the second dict is empty), anything else a TREC run (``trec.read_run``; ``section``: the
+    mapping section its missing-file fix names)."""
+    if path.suffix.lower() == ".json":
+        return _read_json_run(path, sink), {}
+    return read_run(path, sink, section)
 
 
 def _read_json_run(path: Path, sink: Sink) -> dict[str, list[tuple[float, str]]]:

@@ -1,6 +1,6 @@
 """Fast columnar readers for the ``metrics`` command: JSONL (through the mapping's field paths) and TREC files, read
 straight into the numeric core's arrays (``foundry_bridge.metrics._arrays``); every other dataset (tables, Hugging
-Face folders, TREC and BEIR folders) goes through ``read_records`` (``load_dataset``, by ``choice.choose_reader``).
+Face folders, TREC and BEIR folders) goes through ``read_records`` (``load_dataset``, by ``choice.dataset_source``).
 
 The library path (``QueryRecord`` → arrays) builds a pydantic object per document; on millions of queries that is
 most of the time. The JSONL reader here memory-maps the file and decodes each line in place with msgspec into small
@@ -43,7 +43,7 @@ from ..metrics._arrays import (
 )
 from ..metrics.abstention import is_abstention
 from ..metrics.assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
-from .choice import choose_reader
+from .choice import JsonlFile, dataset_source
 from .records import KINDS, derive_kind
 from .spec import DataSource
 
@@ -196,7 +196,7 @@ def load_dataset(
     min_prefix_chars: int = DEFAULT_MIN_PREFIX_CHARS,
     jobs: int | None = None,
 ) -> LoadResult:
-    """Arrays and assembly rows from any dataset ``read_records`` reads, by the reader ``choice.choose_reader``
+    """Arrays and assembly rows from any dataset ``read_records`` reads, by the reader ``choice.dataset_source``
     picks: a JSONL file through ``mapping``'s field paths by the fast reader here (which falls back to
     ``read_records`` for what it cannot take); a table, a Hugging Face folder, TREC or BEIR (and a path that is no
     file: ``read_records`` says why) by ``read_records``. A row of a JSONL file or a table without its ranking (the
@@ -208,7 +208,7 @@ def load_dataset(
     """
     t = check_threshold(relevance_threshold)
     try:
-        if choose_reader(path, mapping.dataset.format) != "jsonl" or not Path(path).is_file():
+        if not isinstance(dataset_source(path, mapping.dataset), JsonlFile) or not Path(path).is_file():
             raise _Fallback("not a JSONL file")
         source = Path(path)
         cfg = _FastConfig(mapping, depth=depth, threshold=t, phrases=abstention_phrases, min_prefix=min_prefix_chars)
@@ -747,11 +747,11 @@ def read_ranking_file(
     descending, ties by document id descending; the rank column ignored); a ``.jsonl`` file is the project's JSONL
     read through ``mapping`` (``read_records``), its ranking as stored (the order
     ``metrics`` ranks it in). Each by the readers of its format; the first problem is a located ``DatasetError``."""
-    from .trec import Sink, read_run, trec_order
+    from .beir import read_run_file
+    from .trec import Sink, trec_order
 
     source = Path(path)
-    suffix = source.suffix.lower()
-    if suffix == ".jsonl":
+    if source.suffix.lower() == ".jsonl":
         from . import read_records
 
         if mapping is None:
@@ -760,12 +760,7 @@ def read_ranking_file(
             rec.query_id: [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
             for rec in read_records(source, mapping, require_ranking=True)
         }
-    if suffix == ".json":
-        from .beir import _read_json_run
-
-        runs = _read_json_run(source, Sink(None))
-    else:
-        runs, _ = read_run(source, Sink(None))
+    runs, _ = read_run_file(source, Sink(None))
     if not runs:
         from .reader import empty_dataset
 

@@ -4,6 +4,12 @@ Each non-blank line holds ``retrieval_ground_truth`` and ``retrieved_documents``
 rows go to ``foundry_bridge.metrics.document_retrieval_batch``, or, with ``engine="arrow"``, through pyarrow's
 columnar JSON reader straight into the numpy engines (``_docret_vector.evaluate_columns``), re-parsing with orjson
 only the lines the columns cannot hold exactly.
+
+The lines are decoded in bulk by ``orjson.loads``, not one by one through the row decoder ``_json.decode`` (what
+``dataset.rows`` gives every other reader): on rankings of 100 documents that is about 1.4× faster, since the row
+decoder walks the nesting of any line holding more than 64 brackets. A file orjson refuses is then walked by
+``_json.decode``, and the first line it refuses raises that decoder's error (``malformed JSON line: ...``, or the
+input limit broken, with its fix), located at its line, as ``read_records`` raises it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from .._io import gc_paused
 from ..errors import DatasetError
 from ..metrics._docret_core import Config, DocumentRetrievalError, evaluate_or_error, make_config, row_inputs
 from ..metrics._docret_vector import EXACT_INT, LABEL_BOUND, evaluate_columns, vector_ok
+from ._json import JsonLimitError, decode
+from .problems import Problem
 
 __all__ = ["document_retrieval_jsonl"]
 
@@ -31,7 +39,8 @@ def document_retrieval_jsonl(
     ``engine``: ``"orjson"`` (default) parses line by line; ``"arrow"`` uses pyarrow's columnar JSON reader (no
     Python object per document) and re-parses with orjson only the lines it cannot take as columns; ``"auto"`` is
     arrow when pyarrow is installed. Results are identical; on the benchmark files the speed is about the same.
-    Blank lines are skipped; a line that is not valid JSON raises ``DatasetError`` with its line number.
+    Blank lines are skipped; a line that is not valid JSON raises ``DatasetError`` with its line number (the
+    error ``read_records`` raises there).
     """
     cfg = make_config(init_params)
     if engine not in ("auto", "orjson", "arrow"):
@@ -62,14 +71,19 @@ def _jsonl(path: str | os.PathLike[str], engine: str, cfg: Config, init_params: 
     try:
         rows = list(map(orjson.loads, lines))
     except orjson.JSONDecodeError:
-        for n, line in numbered:
-            try:
-                orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise DatasetError(f"not valid JSON: {exc}", file=os.fspath(path), line=n) from exc
-        raise
+        raise _first_bad_line(path, numbered) from None
     del data, numbered, lines
     return document_retrieval_batch(rows, **init_params)
+
+
+def _first_bad_line(path: str | os.PathLike[str], numbered: list[tuple[int, bytes]]) -> DatasetError:
+    """The error ``read_records`` raises for the first line the one row decoder (``_json.decode``) refuses; called
+    when orjson refused one, so there is one."""
+    for n, line in numbered:
+        bad = decode(line)
+        if isinstance(bad, JsonLimitError):
+            return Problem("error", bad.code, bad.message, os.fspath(path), n, "", bad.hint).to_error()
+    raise AssertionError("orjson refused a line _json.decode accepts")  # pragma: no cover - decode calls orjson
 
 
 def _evaluate_arrow(data: bytes, lines: list[bytes], cfg: Config) -> list[Any] | None:

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import DatasetError
-from ._json import JsonLimitError, loads
 from .absent import field_sources, refuse_absent_ranking
-from .beir import read_beir
-from .choice import choose_reader
+from .choice import Folder, dataset_source
 from .frames import TableSource, relocate
 from .parse import ParsedRow, RowParser
 from .problems import Problem
 from .records import QueryRecord
+from .rows import JsonLimitError, jsonl_rows
 from .spec import DataSource
-from .trec import read_trec
 
 __all__ = ["empty_dataset", "iter_jsonl", "read_records"]
 
@@ -31,53 +26,43 @@ def iter_jsonl(
     relevance_threshold: int | None = None,
     require_ranking: bool = False,
 ) -> Iterator[tuple[int, ParsedRow]]:
-    """``(line, ParsedRow)`` for every non-blank line; a malformed line gives a row with a ``bad_json`` problem, one
-    beyond the input limits (``_json.loads``: UTF-8, nesting, finite numbers) a row with that limit's problem.
+    """``(line, ParsedRow)`` for every row of ``rows.jsonl_rows``; a line it could not decode (``_json.decode``:
+    ``bad_json``, UTF-8, nesting, finite numbers) gives a row with that problem.
     ``require_ranking``: a row without its ranking (absent or null) has no record and the ``missing_field``
     problem (``absent.refuse_absent_ranking``)."""
     source = str(path)
-    parser = RowParser(mapping, source=source, relevance_threshold=relevance_threshold)
-    sources = _ranking_sources(mapping, require_ranking)
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
+        rows = jsonl_rows(path)
     except FileNotFoundError:
         raise DatasetError("dataset file not found", file=source) from None
     except IsADirectoryError:
         raise DatasetError(
             "is a directory, not a JSONL file", file=source, hint="for TREC input set dataset.format: trec"
         ) from None
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = loads(raw)
-            except JsonLimitError as exc:
-                yield lineno, ParsedRow(None, [Problem("error", exc.code, exc.message, source, lineno, "", exc.hint)])
-                continue
-            except orjson.JSONDecodeError as exc:
-                msg = str(exc).split(":", 1)[0]
-                problem = Problem(
-                    "error",
-                    "bad_json",
-                    f"malformed JSON line: {msg}",
-                    source,
-                    lineno,
-                    "",
-                    "each line must be one complete JSON object",
-                )
-                yield lineno, ParsedRow(None, [problem])
-                continue
-            parsed = parser.parse(row, lineno)
-            if sources:
-                refuse_absent_ranking(parsed, row, sources, file=source, line=lineno)
-            yield lineno, parsed
+    decoded = ((line, parsed) for _, line, _, parsed in rows)
+    yield from _parsed(decoded, mapping, source, relevance_threshold, require_ranking)
+
+
+def _parsed(
+    rows: Iterator[tuple[int, Any]], mapping: DataSource, name: str, threshold: int | None, require_ranking: bool
+) -> Iterator[tuple[int, ParsedRow]]:
+    """``(line or row index, ParsedRow)`` of the decoded rows of the file or table ``name``."""
+    parser = RowParser(mapping, source=name, relevance_threshold=threshold)
+    sources = _ranking_sources(mapping, require_ranking)
+    for at, row in rows:
+        if isinstance(row, JsonLimitError):
+            yield at, ParsedRow(None, [Problem("error", row.code, row.message, name, at, "", row.hint)])
+            continue
+        parsed = parser.parse(row, at)
+        if sources:
+            refuse_absent_ranking(parsed, row, sources, file=name, line=at)
+        yield at, parsed
 
 
 def read_records(
     path: Any, mapping: DataSource, *, relevance_threshold: int | None = None, require_ranking: bool = False
 ) -> Iterator[QueryRecord]:
-    """Stream the records of a dataset, read by the reader ``choice.choose_reader`` picks from
+    """Stream the records of a dataset, read by the reader ``choice.dataset_source`` picks from
     ``mapping.dataset.format`` and what ``path`` is.
 
     JSONL: ``path`` is the file, read line by line — or a table of the same rows (``dataset.frames``): a parquet,
@@ -92,51 +77,35 @@ def read_records(
     did-you-mean (``[]`` is an empty ranking); otherwise it is read as an empty ranking. TREC and BEIR build the
     rankings from the run file (a judged query without a run line has an empty one, as trec_eval ``-c``).
     """
+    source, name = dataset_source(path, mapping.dataset), str(path)
+    if isinstance(source, TableSource):
+        name = source.name
+        parsed = _parsed(source.rows(), mapping, name, relevance_threshold, require_ranking)
+        records = _records(parsed, name, table=True)
+    elif isinstance(source, Folder):
+        if not source.base.is_dir():
+            raise DatasetError(f"{source.format.upper()} input is a directory holding its files", file=name)
+        records = source.read(source.base, mapping, relevance_threshold=relevance_threshold)
+    else:
+        parsed = iter_jsonl(path, mapping, relevance_threshold=relevance_threshold, require_ranking=require_ranking)
+        records = _records(parsed, name, table=False)
     rows = False
-    fmt = choose_reader(path, mapping.dataset.format)
-    if fmt in ("trec", "beir"):
-        base = Path(path)
-        if not base.is_dir():
-            raise DatasetError(f"{fmt.upper()} input is a directory holding its files", file=str(path))
-        reader = read_trec if fmt == "trec" else read_beir
-        for record in reader(base, mapping, relevance_threshold=relevance_threshold):
-            yield record
-            rows = True
-        if not rows:
-            raise empty_dataset(path)
-        return
-    if fmt == "table":
-        yield from _table_records(TableSource(path), mapping, relevance_threshold, require_ranking)
-        return
-    for _lineno, parsed in iter_jsonl(
-        path, mapping, relevance_threshold=relevance_threshold, require_ranking=require_ranking
-    ):
-        if parsed.record is None:
-            raise parsed.problems[0].to_error()
-        yield parsed.record
+    for record in records:
+        yield record
         rows = True
     if not rows:
-        raise empty_dataset(path)
+        raise empty_dataset(name)
 
 
-def _table_records(
-    source: TableSource, mapping: DataSource, threshold: int | None, require_ranking: bool
-) -> Iterator[QueryRecord]:
-    """The rows of a table through the JSONL row parser; the first problem raised at its row index and column."""
-    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold)
-    sources = _ranking_sources(mapping, require_ranking)
-    rows = False
-    for index, row in source.rows():
-        parsed = parser.parse(row, index)
-        if sources:
-            refuse_absent_ranking(parsed, row, sources, file=source.name, line=index)
-        if parsed.record is None:
-            raise relocate(parsed.problems[0], source.name).to_error()
-        parsed.record.line = None  # a table has rows, not lines
-        yield parsed.record
-        rows = True
-    if not rows:
-        raise empty_dataset(source.name)
+def _records(parsed: Iterator[tuple[int, ParsedRow]], name: str, *, table: bool) -> Iterator[QueryRecord]:
+    """The records of parsed rows; the first row's problem raised at its line, or in a ``table`` at its row index
+    and column (a table's records have no line)."""
+    for _, row in parsed:
+        if row.record is None:
+            raise (relocate(row.problems[0], name) if table else row.problems[0]).to_error()
+        if table:
+            row.record.line = None
+        yield row.record
 
 
 def _ranking_sources(mapping: DataSource, require_ranking: bool) -> dict[str, str] | None:

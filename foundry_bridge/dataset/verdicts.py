@@ -46,7 +46,7 @@ import numpy as np
 
 from .._io import atomic_open, dumps
 from ..errors import DatasetError
-from ._json import JsonLimitError, loads
+from .rows import JsonLimitError, jsonl_rows
 
 __all__ = [
     "QueueRow",
@@ -134,18 +134,13 @@ def _collect(rows: Iterable[Verdict | None], out: VerdictFile) -> None:
 
 
 def _jsonl_rows(path: Path) -> Iterator[Verdict | None]:
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = loads(raw)
-            except (JsonLimitError, ValueError) as exc:
-                msg = exc.message if isinstance(exc, JsonLimitError) else str(exc).split(":", 1)[0]
-                raise DatasetError(f"malformed JSON line: {msg}", file=str(path), line=lineno, hint=_HINT) from None
-            if not isinstance(row, dict):
-                raise DatasetError("each line must be a JSON object", file=str(path), line=lineno, hint=_HINT)
-            yield _verdict(row, str(path), lineno)
+    for _, lineno, _, row in jsonl_rows(path):
+        if isinstance(row, JsonLimitError):
+            msg = row.message if row.code == "bad_json" else f"malformed JSON line: {row.message}"
+            raise DatasetError(msg, file=str(path), line=lineno, hint=_HINT)
+        if not isinstance(row, dict):
+            raise DatasetError("each line must be a JSON object", file=str(path), line=lineno, hint=_HINT)
+        yield _verdict(row, str(path), lineno)
 
 
 def _text(row: Mapping[str, Any], name: str, where: tuple[str, int], *, required: bool) -> str | None:

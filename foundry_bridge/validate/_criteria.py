@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import orjson
-
 from .._text import did_you_mean
 from ..catalog import CATALOG, EvaluatorSpec
-from ..dataset._json import JsonLimitError, duplicate_keys, line_and_offset, loads, utf8_error
+from ..dataset._json import JsonLimitError, decode_document, duplicate_keys
 from ..errors import InputError, MappingError
 from ..mapping.loader import ParamTypeError, expand_param, param_type_problem
 from ..mapping.model import EvaluatorEntry, Mapping
@@ -265,21 +263,15 @@ def validate_criteria_file(path: str | os.PathLike[str], report: ValidationRepor
     ctx = Context(report, file)
     try:
         raw = Path(path).read_bytes()
-        raw.decode("utf-8")
-        data = loads(raw)
     except FileNotFoundError:
         ctx.add("missing_file/criteria")
         return []
-    except UnicodeDecodeError as exc:  # the whole file is one document: its line, and the offset in that line
-        line, offset = line_and_offset(raw, exc.start)
-        bad = utf8_error(exc, offset)
-        ctx.add(bad.code, line=line, message=bad.message, hint=bad.hint)
-        return []
-    except JsonLimitError as exc:
-        ctx.add(exc.code, message=exc.message, hint=exc.hint)
-        return []
-    except orjson.JSONDecodeError as exc:
-        ctx.add("bad_json/criteria", reason=exc)
+    data = decode_document(raw)
+    if isinstance(data, JsonLimitError):
+        if data.code == "bad_json":
+            ctx.add("bad_json/criteria", reason=data.reason)
+        else:  # not UTF-8 at its line (and the offset in that line); the other limits for the whole file
+            ctx.add(data.code, line=data.line, message=data.message, hint=data.hint)
         return []
     if duplicate_keys(raw, data):
         _duplicate_key_lines(raw.decode("utf-8"), ctx)

@@ -11,14 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ..dataset._json import JsonLimitError, duplicate_keys, loads
+from ..dataset._json import duplicate_keys
 from ..dataset.absent import field_sources
-from ..dataset.choice import choose_reader
+from ..dataset.choice import Folder, dataset_source
 from ..dataset.frames import Table, TableSource, relocate
 from ..dataset.parse import ParsedRow, RowParser, compile_path, get_path
 from ..dataset.records import QueryRecord
+from ..dataset.rows import JsonLimitError, Row, jsonl_rows
 from ..errors import DatasetError, InputError
 from ..mapping.loader import load_mapping, packaged_mapping_path
 from ..mapping.model import Mapping
@@ -113,39 +112,29 @@ def _pass(
     relevance_threshold: int | None,
     records: bool,
 ) -> Iterator[QueryRecord]:
-    """The streaming pass (JSONL or TREC), yielding each usable row's record if ``records``."""
+    """The streaming pass (JSONL, a table, TREC or BEIR: ``dataset.choice.dataset_source``), yielding each usable
+    row's record if ``records``."""
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
-    reader = choose_reader(data, "jsonl" if raw_items else mapping.dataset.format)
-    if reader in ("trec", "beir"):
-        yield from _trec_pass(data, criteria, mapping, report, threshold, records)
+    reader = dataset_source(data, mapping.dataset, rows=raw_items)
+    if isinstance(reader, Folder):
+        yield from _folder_pass(reader, str(data), criteria, mapping, report, threshold, records)
         return
-    if reader == "table":
-        yield from _table_pass(TableSource(data), criteria, mapping, report, raw_items, threshold, records)
+    if isinstance(reader, TableSource):
+        yield from _table_pass(reader, criteria, mapping, report, raw_items, threshold, records)
         return
-    source = str(data)
     try:
-        fh = open(data, "rb")  # noqa: SIM115 - closed below
+        rows = jsonl_rows(data)
     except (FileNotFoundError, IsADirectoryError) as exc:
         rule = "missing_file/directory" if isinstance(exc, IsADirectoryError) else "missing_file/jsonl"
-        report.add(Context(report, source).problem(rule))
+        report.add(Context(report, str(data)).problem(rule))
         return
-    checker = RowChecker(
-        criteria, report, source, threshold, sources=None if raw_items else field_sources(mapping.dataset.fields)
-    )
-    parser = RowParser(mapping, source=source, relevance_threshold=threshold, records=records)
-    needed = {f for c in criteria for f in c.fields.values()}
-    with fh:
-        for lineno, row in _json_rows(fh, checker):
-            if raw_items:
-                kind = row.get("kind")
-                checker.query_id(row.get("query_id"), lineno)
-                checker.row(row, lineno, declared_kind=kind if isinstance(kind, str) else None, raw=row)
-                continue
-            parsed = parser.parse(row, lineno)
-            _mapped_row(parsed, row, lineno, mapping, needed, checker)
-            if parsed.record is not None:
-                yield parsed.record
-    checker.finish(lambda candidates: _jsonl_query_ids(data, mapping, raw_items, threshold, candidates))
+    checker = _checker(criteria, report, str(data), threshold, mapping, raw_items)
+    yield from _checked_rows(_objects(rows, checker), checker, mapping, raw_items, threshold, records, lines=True)
+
+    def objects() -> Iterator[tuple[int, Any]]:
+        return ((line, row) for _, line, _, row in jsonl_rows(data) if isinstance(row, dict))  # decoded: reported
+
+    checker.finish(lambda candidates: _query_ids(objects(), str(data), mapping, raw_items, threshold, candidates))
 
 
 def _table_pass(
@@ -158,56 +147,65 @@ def _table_pass(
     records: bool,
 ) -> Iterator[QueryRecord]:
     """The pass over a table's rows (``dataset.frames``): the JSONL checks, located by row index and column."""
-    sources = None if raw_items else field_sources(mapping.dataset.fields)
-    checker = RowChecker(criteria, report, source.name, threshold, sources=sources)
-    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold, records=records)
-    needed = {f for c in criteria for f in c.fields.values()}
+    checker = _checker(criteria, report, source.name, threshold, mapping, raw_items)
     listed = len(report.problems)
     try:
-        for index, row in source.rows():
-            report.rows += 1
-            if raw_items:
-                kind = row.get("kind")
-                checker.query_id(row.get("query_id"), index)
-                checker.row(row, index, declared_kind=kind if isinstance(kind, str) else None, raw=row)
-                continue
-            parsed = parser.parse(row, index)
-            _mapped_row(parsed, row, index, mapping, needed, checker)
-            if parsed.record is not None:
-                parsed.record.line = None
-                yield parsed.record
-        checker.finish(lambda _: _table_query_ids(source, mapping, raw_items, threshold))
+        yield from _checked_rows(_counted(source.rows(), report), checker, mapping, raw_items, threshold, records)
+        checker.finish(lambda hashes: _query_ids(source.rows(), source.name, mapping, raw_items, threshold, hashes))
     except DatasetError as exc:
         Context(report, exc.file).add("bad_table", message=exc.message, hint=exc.hint)
     report.problems[listed:] = [relocate(p, source.name) for p in report.problems[listed:]]
 
 
-def _table_query_ids(
-    source: TableSource, mapping: Mapping, raw_items: bool, threshold: int
-) -> Iterator[tuple[Any, int]]:
-    """Pass 2 of duplicate detection over a table: (query id, row index), the id taken as pass 1 took it."""
-    parser = RowParser(mapping, source=source.name, relevance_threshold=threshold, records=False)
-    for index, row in source.rows():
+def _checker(
+    criteria: list[Criterion], report: ValidationReport, name: str, threshold: int, mapping: Mapping, raw_items: bool
+) -> RowChecker:
+    """The checks of the rows of the file or table ``name`` (the mapping's field sources when rows are mapped)."""
+    sources = None if raw_items else field_sources(mapping.dataset.fields)
+    return RowChecker(criteria, report, name, threshold, sources=sources)
+
+
+def _counted(rows: Iterator[tuple[int, dict[str, Any]]], report: ValidationReport) -> Iterator[tuple[int, Any]]:
+    for at, row in rows:
+        report.rows += 1
+        yield at, row
+
+
+def _checked_rows(
+    rows: Iterator[tuple[int, dict[str, Any]]],
+    checker: RowChecker,
+    mapping: Mapping,
+    raw_items: bool,
+    threshold: int,
+    records: bool,
+    *,
+    lines: bool = False,
+) -> Iterator[QueryRecord]:
+    """The checks of every ``(line or row index, object)`` of a JSONL file (``lines``) or a table, yielding each
+    usable row's record if ``records`` (a table's records have no line)."""
+    parser = RowParser(mapping, source=checker.source, relevance_threshold=threshold, records=records)
+    needed = {f for c in checker.criteria for f in c.fields.values()}
+    for at, row in rows:
         if raw_items:
-            yield row.get("query_id"), index
+            kind = row.get("kind")
+            checker.query_id(row.get("query_id"), at)
+            checker.row(row, at, declared_kind=kind if isinstance(kind, str) else None, raw=row)
             continue
-        full = parser.parse(row, index).item
-        yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), index
+        parsed = parser.parse(row, at)
+        _mapped_row(parsed, row, at, mapping, needed, checker)
+        if parsed.record is not None:
+            if not lines:
+                parsed.record.line = None
+            yield parsed.record
 
 
-def _json_rows(lines: Any, checker: RowChecker) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of every non-blank line; malformed lines and non-objects are reported and skipped."""
-    for lineno, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
+def _objects(rows: Iterator[Row], checker: RowChecker) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every row; a line that could not be decoded and a non-object are reported and
+    skipped, a key written twice is reported."""
+    for _, lineno, raw, row in rows:
         checker.report.rows += 1
-        try:
-            row = loads(raw)
-        except JsonLimitError as exc:
-            checker.ctx.add(exc.code, line=lineno, message=exc.message, hint=exc.hint)
-            continue
-        except orjson.JSONDecodeError as exc:
-            checker.ctx.add("bad_json", line=lineno, reason=str(exc).split(":", 1)[0])
+        if isinstance(row, JsonLimitError):
+            checker.ctx.add(row.code, line=lineno, message=row.message, hint=row.hint)
             continue
         if not isinstance(row, dict):
             checker.ctx.add("not_an_object", line=lineno)
@@ -253,13 +251,19 @@ def _unparsed_query_id(row: dict[str, Any], mapping: Mapping) -> Any:
     return row.get(f) if "." not in f else None
 
 
-def _jsonl_query_ids(
-    data: str | os.PathLike[str], mapping: Mapping, raw_items: bool, threshold: int, candidates: set[int]
+def _query_ids(
+    rows: Iterator[tuple[int, dict[str, Any]]],
+    name: str,
+    mapping: Mapping,
+    raw_items: bool,
+    threshold: int,
+    candidates: set[int],
 ) -> Iterator[tuple[Any, int]]:
-    """Pass 2 of duplicate detection: (query id, line) of the rows whose id may hash to a candidate.
+    """Pass 2 of duplicate detection over the objects of the file or table ``name``: (query id, line or row index)
+    of the rows whose id may hash to a candidate.
 
-    Reads only the JSON of each line; a row is parsed in full (to take its id exactly as pass 1 did) only when a
-    cheap look at its id field hits a candidate hash.
+    A row is parsed in full (to take its id exactly as pass 1 did) only when a cheap look at its id field hits a
+    candidate hash.
     """
 
     def hit(v: Any) -> bool:
@@ -267,46 +271,33 @@ def _jsonl_query_ids(
 
     field_ = mapping.dataset.fields.query_id
     path = compile_path(field_)
-    parser = RowParser(mapping, source=str(data), relevance_threshold=threshold, records=False)
-    with open(data, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = loads(raw)
-            except (orjson.JSONDecodeError, JsonLimitError):
-                continue
-            if not isinstance(row, dict):
-                continue
-            if raw_items:
-                yield row.get("query_id"), lineno
-                continue
-            if not (hit(get_path(row, path)) or ("." not in field_ and hit(row.get(field_)))):
-                continue
-            full = parser.parse(row, lineno).item
-            yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), lineno
+    parser = RowParser(mapping, source=name, relevance_threshold=threshold, records=False)
+    for at, row in rows:
+        if raw_items:
+            yield row.get("query_id"), at
+            continue
+        if not (hit(get_path(row, path)) or ("." not in field_ and hit(row.get(field_)))):
+            continue
+        full = parser.parse(row, at).item
+        yield (full["query_id"] if full is not None else _unparsed_query_id(row, mapping)), at
 
 
-def _trec_pass(
-    data: str | os.PathLike[str],
+def _folder_pass(
+    source: Folder,
+    name: str,
     criteria: list[Criterion],
     mapping: Mapping,
     report: ValidationReport,
     threshold: int,
     records: bool,
 ) -> Iterator[QueryRecord]:
-    """The pass over a TREC directory: one row per query, a missing responses field located in that file."""
-    from ..dataset.beir import read_beir
-    from ..dataset.trec import read_trec
-
-    base = Path(data)
+    """The pass over a TREC or BEIR directory (``name``: as the user wrote it): one row per query, a missing
+    responses field located in that file."""
+    base, files, read = source.base, source.files, source.read
     if not base.is_dir():
-        report.add(Context(report, str(data)).problem("missing_file/trec"))
+        report.add(Context(report, name).problem("missing_file/trec"))
         return
     problems: list[Any] = []
-    beir = mapping.dataset.format == "beir"
-    read = read_beir if beir else read_trec
-    files = mapping.dataset.beir if beir else mapping.dataset.trec
     checker = RowChecker(criteria, report, str(base / files.run), threshold, hints=False)
     needed = {f for c in criteria for f in c.fields.values()}
     response_lines: dict[str, int] = {}

@@ -112,8 +112,9 @@ _TABLE = (
     _e("missing_file/criteria", "criteria file not found"),
     _e("bad_table", "{message}"),
     _e("bad_json/criteria", "malformed JSON: {reason}"),
-    _e("bad_json", "malformed JSON line: {reason}", "each line must be one complete JSON object"),
-    # the input limits of every JSON reader (foundry_bridge.dataset._json): message and fix come from the reader
+    # a JSONL line that cannot be decoded, and the input limits of every JSON reader: message and fix come from
+    # the one decoder (foundry_bridge.dataset._json.decode)
+    _e("bad_json", "{message}"),
     _e("not_utf8", "{message}"),
     _e("utf8_bom", "{message}"),
     _e("too_deep", "{message}"),
