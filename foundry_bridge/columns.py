@@ -52,7 +52,7 @@ __all__ = [
 COLUMNS_DIR = "columns"
 FORMAT = 3  # the layout of columns/: a folder sealed with another is sealed again
 BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
-MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "256MB")
+MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "128MB")
 
 # result row fields as results.jsonl holds them (results.ResultRow), with the SQL type DuckDB reads them as
 _RESULT_TYPES = {
@@ -91,13 +91,14 @@ _FACT_TYPES = {
 
 
 def connect(spill: Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection for one command: ``memory_limit`` (``FOUNDRY_BRIDGE_DUCKDB_MEMORY``, default 256MB),
+    """A DuckDB connection for one command: ``memory_limit`` (``FOUNDRY_BRIDGE_DUCKDB_MEMORY``, default 128MB),
     spilling to ``spill`` (a folder under ``TMPDIR``, the caller's to remove), insertion order kept (results in
     file order)."""
     import duckdb
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
     con.execute("SET preserve_insertion_order = true")
+    con.execute("SET parquet_metadata_cache = true")  # a report queries the same files once per block of rows
     return con
 
 

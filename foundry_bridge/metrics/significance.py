@@ -293,19 +293,22 @@ def _monte_carlo_hits(flips: Sequence[_Flip], n_resamples: int, rng: Any) -> lis
     with the most positions first so a block multiplies only the metrics that reach it."""
     order = sorted(range(len(flips)), key=lambda j: -flips[j].nz.size)
     sizes = np.array([flips[j].nz.size for j in order])
-    z = np.zeros((int(sizes[0]), len(order)))
-    for col, j in enumerate(order):
-        z[: sizes[col], col] = flips[j].nz
+    # Σ zᵢ per metric, summed row after row as a (positions × metrics) matrix's column sums are
+    total = np.array([flips[j].nz.reshape(-1, 1).sum(axis=0)[0] for j in order])
     width = _block_bytes(n_resamples)
     step = max(1, _WORK_CELLS // n_resamples)
     partial = np.zeros((n_resamples, len(order)))
-    for start in range(0, z.shape[0], step):
-        stop = min(z.shape[0], start + step)
+    for start in range(0, int(sizes[0]), step):
+        stop = min(int(sizes[0]), start + step)
         raw = np.frombuffer(rng.bytes((stop - start) * width), dtype=np.uint8).reshape(stop - start, width)
         bits = np.unpackbits(raw, axis=1, count=n_resamples).astype(np.float64)
         active = int(np.count_nonzero(sizes > start))
-        partial[:, :active] += bits.T @ z[start:stop, :active]
-    stats = np.abs(z.sum(axis=0) - 2 * partial)
+        z = np.zeros((stop - start, active))  # the block's rows of the positions × metrics matrix, zero-padded
+        for col in range(active):
+            part = flips[order[col]].nz[start:stop]
+            z[: part.size, col] = part
+        partial[:, :active] += bits.T @ z
+    stats = np.abs(total - 2 * partial)
     observed = np.array([flips[j].observed - flips[j].tol for j in order])
     counts = np.count_nonzero(stats >= observed, axis=0)
     hits = [0] * len(flips)

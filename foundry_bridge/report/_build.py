@@ -289,7 +289,7 @@ def _metrics(b: _Built) -> _Metrics:
                 sections[kind][info.key] = aggregate_local(column[mask], b.params.nan_policy)
             v = column
         else:
-            f = b.scores[info.key].fields()
+            f = b.scores[info.key].numbers()
             status, score, passed = f["status"], f["score"], f["passed"]
             for kind, mask in masks.items():
                 sections[kind][info.key] = aggregate_foundry(status[mask], score[mask], passed[mask])

@@ -89,12 +89,19 @@ class ScoreColumn:
                     reason[j] = f"{self.flip[1]}. {reason[j] or ''}".strip()
         return f
 
+    def numbers(self, block: int = 131_072) -> dict[str, np.ndarray]:
+        """``status``, ``score`` and ``passed`` (as ``fields`` reads them) on every query, made a block of rows at a
+        time: the text fields of a whole run (label, reason, error: a Python object per query) are never held."""
+        n = self.run.n_queries
+        parts = [self.fields(lo, min(n, lo + block)) for lo in range(0, n, block)] or [self.fields(0, 0)]
+        return {k: np.concatenate([p[k] for p in parts]) for k in ("status", "score", "passed")}
+
     def status(self) -> np.ndarray:
-        return np.asarray(self.fields()["status"])
+        return self.numbers()["status"]
 
     def values(self) -> np.ndarray:
         """The score where scored, NaN elsewhere (what compare pairs)."""
-        f = self.fields()
+        f = self.numbers()
         return np.where(f["status"] == SCORED, f["score"], np.nan)
 
 
@@ -129,7 +136,8 @@ def score_fields(col: ScoreColumn, f: dict[str, Any], lo: int) -> dict[str, np.n
 
 def _given(values: np.ndarray) -> np.ndarray:
     """True where an object column holds a value (not None)."""
-    return np.fromiter((v is not None for v in values), bool, len(values))
+    given: Any = values != None  # noqa: E711 — elementwise on an object column
+    return np.asarray(given, bool)
 
 
 SCORE_FIELDS = ("status", "score", "passed", "label", "threshold", "reason", "error")

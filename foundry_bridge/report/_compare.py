@@ -346,7 +346,7 @@ class _Run:
 
         if source == "local" or kind != "boolean":
             return self.columns.values(key, source)
-        cells = self.columns.foundry[key.removesuffix(PASS)].fields()  # the verdicts read for each query's kind
+        cells = self.columns.foundry[key.removesuffix(PASS)].numbers()  # the verdicts read for each query's kind
         passed = np.asarray(cells["passed"])
         return np.where((cells["status"] == SCORED) & (passed >= 0), passed, np.nan).astype(np.float64)
 

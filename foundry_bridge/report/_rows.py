@@ -120,8 +120,13 @@ def _badness(judges: list[Judge], fields: list[dict[str, Any] | None], n: int) -
     return failed, np.divide(total, count, out=np.ones(n), where=count > 0)
 
 
+_REMEMBERED = 4096  # distinct stage inputs kept at most (a run has a handful; the memo is emptied when full)
+
+
 class _Stages:
-    """``attribute_stage`` on each query, remembered by its inputs (few distinct ones in a large run)."""
+    """``attribute_stage`` on each query, remembered by its inputs (few distinct ones in a large run). A query with
+    dropped documents is decided afresh: its reason names them, so its inputs are its own and remembering them
+    would grow with the run."""
 
     def __init__(self, judges: list[Judge]) -> None:
         self.judges = judges
@@ -139,21 +144,28 @@ class _Stages:
         return got
 
     def __call__(self, key: tuple[Any, ...]) -> tuple[str, str]:
+        if key[3]:  # dropped documents
+            return self._decide(key)
         got = self.seen.get(key)
         if got is None:
-            kind, hit, checked, dropped, has_response, abstained, codes, contradiction, grades = key
-            got = self.seen[key] = attribute_stage(
-                kind=kind,
-                hit=hit,
-                assembly_checked=checked,
-                dropped_relevant=dropped,
-                has_response=has_response,
-                abstained=abstained,
-                answer_judges=self.verdicts(codes),
-                label_contradiction=contradiction,
-                grades=grades,
-            )
+            if len(self.seen) >= _REMEMBERED:
+                self.seen.clear()
+            got = self.seen[key] = self._decide(key)
         return got
+
+    def _decide(self, key: tuple[Any, ...]) -> tuple[str, str]:
+        kind, hit, checked, dropped, has_response, abstained, codes, contradiction, grades = key
+        return attribute_stage(
+            kind=kind,
+            hit=hit,
+            assembly_checked=checked,
+            dropped_relevant=dropped,
+            has_response=has_response,
+            abstained=abstained,
+            answer_judges=self.verdicts(codes),
+            label_contradiction=contradiction,
+            grades=grades,
+        )
 
 
 def stream_rows(inp: RowInputs, write: Callable[[Any], Any] | None, *, worst: int, keep_all: bool) -> RowsOut:
