@@ -585,16 +585,14 @@ class RunColumns:
 
         out = Texts()
         for chunk in self.arrow(f"SELECT {_quote(name)}::VARCHAR AS v FROM queries ORDER BY row").column("v").chunks:
-            n, buffers = len(chunk), chunk.buffers()
-            validity, offsets, data = buffers[0], buffers[1], buffers[2]
-            if not n:
+            if not len(chunk):
                 continue
-            ends = np.frombuffer(offsets, np.int32, n + 1, chunk.offset * 4).astype(np.int64)
             none = None
             if chunk.null_count:
-                bits = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")
-                none = bits[chunk.offset : chunk.offset + n] == 0
-            out.extend_utf8(bytes(memoryview(data)[int(ends[0]) : int(ends[-1])]), ends[1:] - ends[0], none)
+                bits = np.unpackbits(np.frombuffer(chunk.buffers()[0], np.uint8), bitorder="little")
+                none = bits[chunk.offset : chunk.offset + len(chunk)] == 0
+            data, ends = string_spans(chunk)
+            out.extend_utf8(bytes(data), ends, none)
         return out
 
     def code_column(self, name: str) -> Codes:
@@ -690,16 +688,9 @@ class RunColumns:
 _CELL_FIELDS = "row, score, passed, threshold, label, reason, error"
 
 
-def _cells(got: dict[str, Any], lo: int, hi: int) -> dict[str, np.ndarray]:
-    """Fetched result rows of one (criterion, metric), in file order, as columns over rows ``lo`` to ``hi`` (the
-    last row of a duplicate winning; see ``RunColumns.cells``)."""
-    n = hi - lo
-    rows = np.asarray(got["row"], np.int64) - lo
-    # the last of each row: the first of the reversed rows
-    _, first_rev = np.unique(rows[::-1], return_index=True)
-    take = len(rows) - 1 - first_rev
-    at = rows[take]
-    out: dict[str, np.ndarray] = {
+def no_cells(n: int) -> dict[str, np.ndarray]:
+    """``cells`` of ``n`` rows without a result row: none present, every field empty."""
+    return {
         "present": np.zeros(n, bool),
         "score": np.full(n, np.nan),
         "passed": np.full(n, -1, np.int8),
@@ -708,6 +699,25 @@ def _cells(got: dict[str, Any], lo: int, hi: int) -> dict[str, np.ndarray]:
         "reason": np.full(n, None, object),
         "error": np.full(n, None, object),
     }
+
+
+def string_spans(chunk: Any) -> tuple[memoryview, np.ndarray]:
+    """An Arrow string array's text as it lies in its buffer: the bytes of its values, one after the other, and each
+    value's end offset in them."""
+    n, buffers = len(chunk), chunk.buffers()
+    offsets = np.frombuffer(buffers[1], np.int32, n + 1, chunk.offset * 4).astype(np.int64)
+    return memoryview(buffers[2])[int(offsets[0]) : int(offsets[-1])], offsets[1:] - offsets[0]
+
+
+def _cells(got: dict[str, Any], lo: int, hi: int) -> dict[str, np.ndarray]:
+    """Fetched result rows of one (criterion, metric), in file order, as columns over rows ``lo`` to ``hi`` (the
+    last row of a duplicate winning; see ``RunColumns.cells``)."""
+    rows = np.asarray(got["row"], np.int64) - lo
+    # the last of each row: the first of the reversed rows
+    _, first_rev = np.unique(rows[::-1], return_index=True)
+    take = len(rows) - 1 - first_rev
+    at = rows[take]
+    out = no_cells(hi - lo)
     out["present"][at] = True
     out["score"][at] = _filled(got["score"])[take]
     passed = got["passed"]

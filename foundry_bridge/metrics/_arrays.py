@@ -78,18 +78,13 @@ class Texts(Sequence[str]):
 
     def extend(self, other: Texts) -> None:
         """Append every string of ``other``."""
-        base = len(self.buf)
-        if other.none is not None or self.none is not None:
-            if self.none is None:
-                self.none = array("b", bytes(len(self.ends)))
-            self.none.extend(other.none if other.none is not None else array("b", bytes(len(other.ends))))
-        self.buf += other.buf
-        self.ends.extend((np.frombuffer(other.ends, np.int64) + base).tolist() if base else other.ends)
+        none = None if other.none is None else np.frombuffer(other.none, np.int8).astype(bool)
+        self.extend_utf8(bytes(other.buf), np.frombuffer(other.ends, np.int64), none)
 
     def extend_utf8(self, data: bytes, ends: np.ndarray, none: np.ndarray | None = None) -> None:
         """Append strings given as one UTF-8 buffer and their end offsets in it (a column's text as an engine
         keeps it); ``none``: True where the value is None (its span empty)."""
-        if (none is not None and none.any()) or self.none is not None:
+        if none is not None or self.none is not None:
             if self.none is None:
                 self.none = array("b", bytes(len(self.ends)))
             flags = np.zeros(len(ends), np.int8) if none is None else none.astype(np.int8)

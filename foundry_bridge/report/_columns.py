@@ -67,11 +67,11 @@ class ScoreColumn:
         """Rows ``lo`` to ``hi``: the cells' fields, ``status`` and the verdicts read for the query's kind."""
         hi = self.run.n_queries if hi is None else hi
         f: dict[str, Any] = dict(cells) if cells is not None else self.run.cells(self.criterion, self.metric, lo, hi)
-        err_rows = np.array(sorted(self.crit_errors), np.int64)
+        err_rows = self.crit_error_arrays[0]
         crit_err = np.zeros(hi - lo, bool)
         crit_err[err_rows[(err_rows >= lo) & (err_rows < hi)] - lo] = True
         present, score, passed = f["present"], f["score"], f["passed"]
-        err_cell = np.array([e is not None for e in f["error"]], bool) if len(f["error"]) else np.zeros(0, bool)
+        err_cell = _given(f["error"])
         has_value = ~np.isnan(score) | (self.boolean & (passed >= 0))
         status = np.full(hi - lo, MISSING, np.int8)
         status[present & ~err_cell & has_value] = SCORED
@@ -107,7 +107,7 @@ class ScoreColumn:
 
 def score_fields(col: ScoreColumn, f: dict[str, Any], lo: int) -> dict[str, np.ndarray]:
     """Each query's ``FoundryScore`` fields (the block ``f`` of rows from ``lo``, as ``ScoreColumn.fields`` gives
-    them) as columns, masked where null, in the model's field order (``SCORE_FIELDS``): a row without a cell is
+    them) as columns, masked where null, in ``FoundryScore``'s field order: a row without a cell is
     missing, or errored (with its criterion's error) when its criterion errored on it; a cell with an error is
     errored; a scored cell carries its score (NaN: null), verdict, label, threshold and reason; any other cell is
     missing ("null score and no error" unless it has a reason)."""
@@ -138,9 +138,6 @@ def _given(values: np.ndarray) -> np.ndarray:
     """True where an object column holds a value (not None)."""
     given: Any = values != None  # noqa: E711 — elementwise on an object column
     return np.asarray(given, bool)
-
-
-SCORE_FIELDS = ("status", "score", "passed", "label", "threshold", "reason", "error")
 
 
 class LocalColumns(Mapping[str, np.ndarray]):

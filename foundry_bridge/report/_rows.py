@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._io import loads
-from ..columns import RunColumns, _quote
+from ..columns import RunColumns, _quote, no_cells, string_spans
 from ._columns import SCORED, STATUSES, Index, ScoreColumn, score_fields
 from ._model import LIST_CAP, STAGES, CanaryFlag
 from ._stages import JudgeVerdict, Verdict, attribute_stage, missed_top_grade
@@ -81,15 +81,28 @@ _FACTS = "query_id, kind, canary, dropped_relevant, checked, contradiction, foun
 
 @dataclass
 class _Block:
-    """A block of rows: the facts the stage rules read (one list per column), the hit column, and the answer
-    judges' per-query fields (``ScoreColumn.fields``) with their verdict codes."""
+    """A block of rows: the facts the stage rules read (one list per column), the hit column, every Foundry
+    column's result cells (one query), and the answer judges' per-query fields."""
 
     lo: int
     hi: int
     facts: list[list[Any]]
     hit: list[float | None]
-    judges: list[dict[str, Any] | None]
     cells: dict[tuple[str, str], dict[str, np.ndarray]]
+    made: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def fields(self, col: ScoreColumn) -> dict[str, Any]:
+        """``col``'s fields on the block (``ScoreColumn.fields`` of its cells), made once."""
+        got = self.made.get(id(col))
+        if got is None:
+            cells = self.cells.get((col.criterion, col.metric))
+            got = self.made[id(col)] = col.fields(
+                self.lo, self.hi, no_cells(self.hi - self.lo) if cells is None else cells
+            )
+        return got
+
+    def judges(self, judges: list[Judge]) -> list[dict[str, Any] | None]:
+        return [None if j.column is None else self.fields(j.column) for j in judges]
 
 
 def _blocks(inp: RowInputs) -> Iterator[_Block]:
@@ -99,9 +112,8 @@ def _blocks(inp: RowInputs) -> Iterator[_Block]:
         hi = min(n, lo + _BLOCK)
         cur = inp.run.sql(f"SELECT {_FACTS}, {hit} FROM queries WHERE row >= ? AND row < ? ORDER BY row", [lo, hi])
         *facts, hits = map(list, zip(*cur.fetchall(), strict=True))
-        cells = inp.run.block_cells(lo, hi)
-        judges = [None if j.column is None else _fields(j.column, cells, lo, hi) for j in inp.judges]
-        yield _Block(lo, hi, facts, [None if (x is None or x != x) else x for x in hits], judges, cells)
+        hits = [None if (x is None or x != x) else x for x in hits]
+        yield _Block(lo, hi, facts, hits, inp.run.block_cells(lo, hi))
 
 
 def _badness(judges: list[Judge], fields: list[dict[str, Any] | None], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -185,9 +197,10 @@ def stream_rows(inp: RowInputs, write: Callable[[Any], Any] | None, *, worst: in
     for block in _blocks(inp):
         lo, hi, m = block.lo, block.hi, block.hi - block.lo
         qids, kinds, canary, dropped, checked, contradiction, found, best, has_response = block.facts
+        judged = block.judges(inp.judges)
         codes = [
             [(-1, -1)] * m if f is None else list(zip(f["status"].tolist(), f["passed"].tolist(), strict=True))
-            for f in block.judges
+            for f in judged
         ]
         per_row = list(zip(*codes, strict=True)) if codes else [()] * m
         abstained = [None if a < 0 else a == 1 for a in abstains[lo:hi].tolist()]
@@ -214,7 +227,7 @@ def stream_rows(inp: RowInputs, write: Callable[[Any], Any] | None, *, worst: in
             _write_lines(lines, write)
         if out.kept is not None:
             out.kept.extend(loads(lines[j].as_py()) for j in range(m))
-        failed, scaled = _badness(inp.judges, block.judges, m)
+        failed, scaled = _badness(inp.judges, judged, m)
         for st, heap in heaps.items():
             at = np.flatnonzero(code == stage_index[st])
             for j in at[np.lexsort((at, scaled[at], -failed[at]))][:worst].tolist():  # the block's worst first
@@ -246,8 +259,7 @@ def _json_lines(
     }
     foundry = []
     for c, (key, col) in enumerate(inp.scores.items()):
-        judged = next((f for j, f in zip(inp.judges, block.judges, strict=True) if j.column is col), None)
-        fields = score_fields(col, judged if judged is not None else _fields(col, block.cells, lo, hi), lo)
+        fields = score_fields(col, block.fields(col), lo)
         table.update({f"f{c}_{name}": values for name, values in fields.items()})
         foundry.append(f"{_quote(key)} := struct_pack({', '.join(f'{n} := b.f{c}_{n}' for n in fields)})")
     local = ", ".join(
@@ -271,31 +283,10 @@ def _json_lines(
     return got.column("j").combine_chunks()
 
 
-def _fields(col: ScoreColumn, cells: dict[tuple[str, str], dict[str, np.ndarray]], lo: int, hi: int) -> Any:
-    """A Foundry column's fields on a block, from the block's cells (a column without any: none present)."""
-    got = cells.get((col.criterion, col.metric))
-    return col.fields(lo, hi, got if got is not None else _no_cells(hi - lo))
-
-
-def _no_cells(n: int) -> dict[str, np.ndarray]:
-    nothing = np.full(n, None, object)
-    return {
-        "present": np.zeros(n, bool),
-        "score": np.full(n, np.nan),
-        "passed": np.full(n, -1, np.int8),
-        "threshold": np.full(n, np.nan),
-        "label": nothing,
-        "reason": nothing,
-        "error": nothing,
-    }
-
-
 def _write_lines(lines: Any, write: Callable[[Any], Any]) -> None:
     """Write an Arrow string array of newline-ended values in one call: its text buffer, as it is."""
-    if not len(lines):
-        return
-    offsets = np.frombuffer(lines.buffers()[1], np.int32, len(lines) + 1, lines.offset * 4)
-    write(memoryview(lines.buffers()[2])[int(offsets[0]) : int(offsets[-1])])
+    if len(lines):
+        write(string_spans(lines)[0])
 
 
 class _Canaries:
