@@ -10,6 +10,7 @@ import pytest
 from foundry_bridge.metrics._dist import t_quantile
 from foundry_bridge.metrics.significance import (
     PairedSample,
+    PairedTests,
     adjust_pvalues,
     apply_family,
     paired_generator,
@@ -112,6 +113,21 @@ def test_the_vectorised_sign_flip_equals_the_per_metric_one_with_the_same_seed()
     assert shuffled[::-1] == together  # a metric's p does not depend on the others tested beside it
     negated = sign_flip_tests([-d for d in diffs], n_resamples=3000, rng=paired_generator(11, "pair|positive"))
     assert negated == together  # swapping baseline and candidate keeps p
+
+
+def test_tests_added_one_at_a_time_in_small_batches_equal_the_tests_of_all_at_once() -> None:
+    """compare adds a metric at a time and lets the sign-flips wait only up to a memory budget: a batch run early
+    must give every p (and leave the generator) as one call over every sample does."""
+    samples = _samples(21, 400) + _samples(22, 900) + _samples(23, 50)
+    at_once_rng = paired_generator(4, "pair|positive")
+    at_once = paired_tests(samples, rng=at_once_rng, n_resamples=2500)
+    batched_rng = paired_generator(4, "pair|positive")
+    batched = PairedTests(rng=batched_rng, n_resamples=2500, held_bytes=1)  # every sign-flip runs on its own
+    for s in samples:
+        batched.add(s)
+    assert batched.done() == at_once
+    assert [t.p for t in at_once if t.test.startswith("Monte Carlo")]  # the batches did draw signs
+    assert batched_rng.random() == at_once_rng.random()
 
 
 def test_the_monte_carlo_sign_flip_agrees_with_the_exact_test() -> None:

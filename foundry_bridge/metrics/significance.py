@@ -54,6 +54,7 @@ __all__ = [
     "MetricKind",
     "PairedSample",
     "PairedTest",
+    "PairedTests",
     "Verdict",
     "adjust_pvalues",
     "apply_family",
@@ -317,6 +318,23 @@ def _monte_carlo_hits(flips: Sequence[_Flip], n_resamples: int, rng: Any) -> lis
     return hits
 
 
+def _flip_p(f: _Flip, n_resamples: int) -> tuple[float, str] | None:
+    """``(p, method)`` of a sign-flip that needs no random signs (no rows, every difference 0, or few enough non-zero
+    ones to enumerate); None: Monte Carlo."""
+    m = f.nz.size
+    if f.n == 0:
+        return float("nan"), "none (no paired queries)"
+    if m == 0:
+        return 1.0, "exact (all differences are 0)"
+    if m <= 30 and 2**m <= n_resamples:
+        return _exact_flip(f), f"exact sign-flip over {2**m} assignments"
+    return None
+
+
+def _monte_carlo_p(hits: int, n_resamples: int) -> tuple[float, str]:
+    return (hits + 1) / (n_resamples + 1), f"Monte Carlo sign-flip, {n_resamples} resamples"
+
+
 def sign_flip_tests(diffs: Sequence[Any], *, n_resamples: int = 10_000, rng: Any) -> list[tuple[float, str]]:
     """The two-sided paired sign-flip test of mean = 0 for each array of differences: ``(p, method)`` each.
 
@@ -327,22 +345,12 @@ def sign_flip_tests(diffs: Sequence[Any], *, n_resamples: int = 10_000, rng: Any
     The flips act on the sorted |d|: p depends only on the multiset of |d| and on |Σ d|, so negating every
     difference (swapping baseline and candidate) or listing the queries in another order keeps p."""
     flips = [_prepare(d) for d in diffs]
-    out: list[tuple[float, str] | None] = [None] * len(flips)
-    monte_carlo: list[int] = []
-    for j, f in enumerate(flips):
-        m = f.nz.size
-        if f.n == 0:
-            out[j] = (float("nan"), "none (no paired queries)")
-        elif m == 0:
-            out[j] = (1.0, "exact (all differences are 0)")
-        elif m <= 30 and 2**m <= n_resamples:
-            out[j] = (_exact_flip(f), f"exact sign-flip over {2**m} assignments")
-        else:
-            monte_carlo.append(j)
+    out = [_flip_p(f, n_resamples) for f in flips]
+    monte_carlo = [j for j, r in enumerate(out) if r is None]
     if monte_carlo:
         hits = _monte_carlo_hits([flips[j] for j in monte_carlo], n_resamples, rng)
         for j, h in zip(monte_carlo, hits, strict=True):
-            out[j] = ((h + 1) / (n_resamples + 1), f"Monte Carlo sign-flip, {n_resamples} resamples")
+            out[j] = _monte_carlo_p(h, n_resamples)
     return [r for r in out if r is not None]
 
 
@@ -363,17 +371,83 @@ class PairedSample:
     kind: MetricKind
 
 
-def _sign_flip_result(sample: PairedSample, p: float, method: str, confidence: float) -> PairedTest:
-    a = np.asarray(sample.a, dtype=np.float64).ravel()
-    b = np.asarray(sample.b, dtype=np.float64).ravel()
-    keep = ~(np.isnan(a) | np.isnan(b))
-    d = b[keep] - a[keep]
+def _sign_flip_result(d: np.ndarray, p: float | None, method: str, confidence: float) -> PairedTest:
     effect = paired_effect(d, confidence=confidence)
     m = int(np.count_nonzero(d))
     if d.size == 0:
         return PairedTest(method, 0, 0, 0.0, None, effect, "no paired queries")
     line = f"sign-flip: Σd = {float(d.sum()):.6g} over {m} non-zero differences of {d.size}"
     return PairedTest(method, int(d.size), m, float(d.sum()), p, effect, line)
+
+
+_HELD_BYTES = 64 << 20  # the sorted |d| of sign-flips waiting for their Monte Carlo, at most (then they run)
+
+
+class PairedTests:
+    """``paired_tests`` a sample at a time, so a caller need not hold every metric's values at once: each sample is
+    tested as it is added and its arrays are not kept, but for a Monte Carlo sign-flip's sorted |d|, which wait and
+    are tested together (one stream of signs for all, ``_monte_carlo_hits``) at ``done`` — or sooner, once they
+    hold more than ``held_bytes``. Every batch draws from the generator's starting state, so each p equals
+    ``paired_tests``' of all the samples at once (the signs are position-major: a metric reads only the blocks of
+    its own positions), and the generator is left where that call leaves it (after the longest batch's draws)."""
+
+    def __init__(
+        self,
+        *,
+        rng: Any = None,
+        n_resamples: int = 10_000,
+        confidence: float = 0.95,
+        mid_p: bool = False,
+        held_bytes: int = _HELD_BYTES,
+    ) -> None:
+        self.rng = rng if rng is not None else paired_generator(0, "")
+        self.n_resamples, self.confidence, self.mid_p, self.held_bytes = n_resamples, confidence, mid_p, held_bytes
+        self.start = self.rng.bit_generator.state
+        self.end: tuple[int, Any] | None = None  # the longest batch's positions and the generator's state after it
+        self.tests: list[PairedTest] = []
+        self.waiting: list[tuple[int, _Flip]] = []
+        self.held = 0
+
+    def add(self, sample: PairedSample) -> None:
+        """Test ``sample`` by its kind (McNemar, Wilcoxon signed-rank, sign-flip); its p may wait (``done``)."""
+        if sample.kind == "boolean":
+            self.tests.append(mcnemar(sample.a, sample.b, mid_p=self.mid_p, min_n=1, confidence=self.confidence))
+            return
+        if sample.kind == "ordinal":
+            self.tests.append(wilcoxon_signed_rank(sample.a, sample.b, min_n=1, confidence=self.confidence))
+            return
+        a = np.asarray(sample.a, dtype=np.float64).ravel()
+        b = np.asarray(sample.b, dtype=np.float64).ravel()
+        keep = ~(np.isnan(a) | np.isnan(b))
+        d = b[keep] - a[keep]
+        flip = _prepare(d)
+        got = _flip_p(flip, self.n_resamples)
+        method = got[1] if got is not None else _monte_carlo_p(0, self.n_resamples)[1]
+        self.tests.append(_sign_flip_result(d, None if got is None else got[0], method, self.confidence))
+        if got is None:
+            self.waiting.append((len(self.tests) - 1, flip))
+            self.held += flip.nz.nbytes
+            if self.held > self.held_bytes:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self.waiting:
+            return
+        self.rng.bit_generator.state = self.start
+        hits = _monte_carlo_hits([f for _, f in self.waiting], self.n_resamples, self.rng)
+        positions = max(f.nz.size for _, f in self.waiting)
+        if self.end is None or positions > self.end[0]:
+            self.end = (positions, self.rng.bit_generator.state)
+        for (j, _), h in zip(self.waiting, hits, strict=True):
+            self.tests[j] = replace(self.tests[j], p=_monte_carlo_p(h, self.n_resamples)[0])
+        self.waiting, self.held = [], 0
+
+    def done(self) -> list[PairedTest]:
+        """Every test, in the order added, each with its p."""
+        self._flush()
+        if self.end is not None:
+            self.rng.bit_generator.state = self.end[1]
+        return list(self.tests)
 
 
 def paired_tests(
@@ -387,26 +461,10 @@ def paired_tests(
     """Each sample's test by its kind: McNemar for ``boolean``, Wilcoxon signed-rank for ``ordinal``, the sign-flip
     for ``continuous`` (all continuous samples against one generator, ``rng``: ``sign_flip_tests``). p is computed
     whatever n (``min_n`` is the family's rule, ``apply_family``); no paired row: p None."""
-    out: list[PairedTest | None] = [None] * len(samples)
-    continuous: list[int] = []
-    diffs: list[np.ndarray] = []
-    for j, s in enumerate(samples):
-        if s.kind == "boolean":
-            out[j] = mcnemar(s.a, s.b, mid_p=mid_p, min_n=1, confidence=confidence)
-        elif s.kind == "ordinal":
-            out[j] = wilcoxon_signed_rank(s.a, s.b, min_n=1, confidence=confidence)
-        else:
-            a = np.asarray(s.a, dtype=np.float64).ravel()
-            b = np.asarray(s.b, dtype=np.float64).ravel()
-            keep = ~(np.isnan(a) | np.isnan(b))
-            continuous.append(j)
-            diffs.append(b[keep] - a[keep])
-    if continuous:
-        generator = rng if rng is not None else paired_generator(0, "")
-        flips = sign_flip_tests(diffs, n_resamples=n_resamples, rng=generator)
-        for j, (p, method) in zip(continuous, flips, strict=True):
-            out[j] = _sign_flip_result(samples[j], p, method, confidence)
-    return [t for t in out if t is not None]
+    tests = PairedTests(rng=rng, n_resamples=n_resamples, confidence=confidence, mid_p=mid_p)
+    for s in samples:
+        tests.add(s)
+    return tests.done()
 
 
 def paired_test(

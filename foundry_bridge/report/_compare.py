@@ -40,12 +40,12 @@ from ..metrics.significance import (
     MetricKind,
     PairedSample,
     PairedTest,
+    PairedTests,
     Verdict,
     adjust_pvalues,
     apply_family,
     in_family,
     paired_generator,
-    paired_tests,
     verdict,
 )
 from ._build import build_report, foundry_key
@@ -593,10 +593,10 @@ def _row(
     b_all: Any,
     c_all: Any,
     ids: Sequence[str],
-    test: PairedTest,
 ) -> MetricComparison:
-    """One metric of one section, candidate vs baseline, over the queries defined in both: means, Δ and its
-    interval, the test's p (decided later, ``_correct``), wins/ties/losses and the queries that got worse."""
+    """One metric of one section, candidate vs baseline, over the queries defined in both: means, Δ, wins/ties/losses
+    and the queries that got worse; the test's interval and p are added by ``_tested`` (decided later,
+    ``_correct``)."""
     import numpy as np
 
     defined = ~(np.isnan(b_all) | np.isnan(c_all))
@@ -606,7 +606,6 @@ def _row(
     d = c - b
     del b, c
     hib = info.higher_is_better
-    e = test.effect
     worse_mask = (d < 0) if hib is not False else (d > 0)
     wins = int(np.count_nonzero((d > 0) if hib is not False else (d < 0)))
     worse = np.flatnonzero(worse_mask)
@@ -621,16 +620,11 @@ def _row(
         baseline_mean=means[0],
         candidate_mean=means[1],
         delta=float(d.mean()) if n_paired else None,
-        ci_low=_finite(e.low),
-        ci_high=_finite(e.high),
-        d_z=_finite(e.d_z),
-        d_z_low=_finite(e.d_low),
-        d_z_high=_finite(e.d_high),
+        ci_low=None,
+        ci_high=None,
         sd_diff=_finite(float(d.std(ddof=1))) if n_paired > 1 else None,
-        rank_biserial=e.rank_biserial,
-        n_informative=test.n_informative,
-        p_value=test.p,
-        test=test.test,
+        p_value=None,
+        test="",
         significant=False,
         verdict="not comparable" if not n_paired else "no significant change",
         wins=wins,
@@ -639,6 +633,14 @@ def _row(
         got_worse=_got_worse(ids, defined, b_all, c_all, d, worse),
         n_got_worse=int(worse.size),
     )
+
+
+def _tested(mc: MetricComparison, test: PairedTest) -> None:
+    """``mc`` with its test's interval, effect sizes and p, in place."""
+    e = test.effect
+    mc.ci_low, mc.ci_high = _finite(e.low), _finite(e.high)
+    mc.d_z, mc.d_z_low, mc.d_z_high = _finite(e.d_z), _finite(e.d_low), _finite(e.d_high)
+    mc.rank_biserial, mc.n_informative, mc.p_value, mc.test = e.rank_biserial, test.n_informative, test.p, test.test
 
 
 class _RowIds(Sequence[str]):
@@ -657,29 +659,35 @@ class _RowIds(Sequence[str]):
 def _compare_candidate(
     base: _Run, cand: _Run, names: tuple[str, str], pairing: _Pairing, sel: _Selection, settings: _Settings
 ) -> tuple[list[MetricComparison], list[PairedTest]]:
-    """Every metric the runs share (``sel.compared``), per section, ``names`` = (baseline, candidate): each
-    section's metrics tested together by ``metrics.significance.paired_tests`` (the sign-flips of one section against
-    one generator keyed by the two names unordered and the section: swapping baseline and candidate keeps p)."""
+    """Every metric the runs share (``sel.compared``), per section, ``names`` = (baseline, candidate), a metric at a
+    time: its values are fetched, its rows and tests made, and only the sign-flips' sorted |d| wait for the
+    section's Monte Carlo (``metrics.significance.PairedTests``: one generator per section, keyed by the two names
+    unordered and the section, so swapping baseline and candidate keeps p)."""
     name, pair = names[1], "|".join(sorted(names))
     sections = [(s, pairing.rows[s]) for s in _SECTIONS if len(pairing.rows[s][0])]
-    values: dict[str, list[tuple[Any, Any]]] = {s: [] for s, _ in sections}
+    tests = {
+        s: PairedTests(
+            rng=paired_generator(settings.seed, f"{pair}|{s}"),
+            n_resamples=settings.n_resamples,
+            confidence=settings.confidence,
+        )
+        for s, _ in sections
+    }
+    ids = {s: _RowIds(base.columns.query_ids, b_rows) for s, (b_rows, _) in sections}
+    rows: dict[str, list[MetricComparison]] = {s: [] for s, _ in sections}
     for key in sel.compared:
         info, kind = sel.infos[key], sel.kinds[key]
         bv, cv = base.values(key, info.source, kind), cand.values(key, info.source, kind)
         for section, (b_rows, c_rows) in sections:
-            values[section].append((bv[b_rows], cv[c_rows]))
-        del bv, cv  # only the sections' values stay while the tests run
-    rows: dict[tuple[str, str], tuple[MetricComparison, PairedTest]] = {}
-    for section, (b_rows, _) in sections:
-        pairs = values.pop(section)
-        samples = [PairedSample(b, c, sel.kinds[key]) for key, (b, c) in zip(sel.compared, pairs, strict=True)]
-        rng = paired_generator(settings.seed, f"{pair}|{section}")
-        done = paired_tests(samples, rng=rng, n_resamples=settings.n_resamples, confidence=settings.confidence)
-        ids = _RowIds(base.columns.query_ids, b_rows)
-        for key, (b_all, c_all), test in zip(sel.compared, pairs, done, strict=True):
-            rows[key, section] = (_row(name, section, sel.infos[key], sel.kinds[key], b_all, c_all, ids, test), test)
-        del pairs, samples
-    ordered = [rows[key, section] for key in sel.compared for section, _ in sections]  # metric by metric
+            b_all, c_all = bv[b_rows], cv[c_rows]
+            tests[section].add(PairedSample(b_all, c_all, kind))
+            rows[section].append(_row(name, section, info, kind, b_all, c_all, ids[section]))
+        del bv, cv
+    done = {s: t.done() for s, t in tests.items()}
+    for section, _ in sections:
+        for mc, test in zip(rows[section], done[section], strict=True):
+            _tested(mc, test)
+    ordered = [(rows[s][k], done[s][k]) for k in range(len(sel.compared)) for s, _ in sections]  # metric by metric
     return [mc for mc, _ in ordered], [test for _, test in ordered]
 
 
