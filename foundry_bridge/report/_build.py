@@ -280,8 +280,8 @@ def _metrics(b: _Built) -> _Metrics:
     masks = {"positive": ~negative, "negative": negative}
     sections: dict[str, dict[str, Any]] = {k: {} for k in masks}
     per_metric: dict[str, dict[str, int]] = {}
-    values: dict[str, np.ndarray] = {}
     summary = {m.key for m in summary_infos(b.infos)}
+    shown: dict[str, Any] = {}  # a summary metric's distribution, made while its column is at hand
     for info in b.infos:
         if info.source == "local":
             column = b.local[info.key]
@@ -296,13 +296,9 @@ def _metrics(b: _Built) -> _Metrics:
             per_metric[info.key] = coverage_counts(status)
             v = np.where(status == 0, score, np.nan)
         if info.key in summary:
-            values[info.key] = v
-    distributions = []
-    for info in summary_infos(b.infos):
-        v = values[info.key]
-        d = distribution(info, defined(v[~negative]), defined(v[negative]))
-        if d is not None:
-            distributions.append(d)
+            shown[info.key] = distribution(info, defined(v[~negative]), defined(v[negative]))
+        del v
+    distributions = [d for d in (shown[m.key] for m in summary_infos(b.infos)) if d is not None]
     return _Metrics(sections, per_metric, distributions)
 
 
