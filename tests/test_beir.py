@@ -140,3 +140,25 @@ def test_a_json_run_gives_the_records_of_the_trec_run(tmp_path: Path) -> None:
     assert [(p.code, p.field, p.line) for p in report.problems if p.severity == "error"] == [
         ("bad_score", "q01.pol-leave-01", None)
     ]
+
+
+def test_beir_json_inputs_are_held_to_the_limits_and_words_of_every_json_reader(tmp_path: Path) -> None:
+    """queries.jsonl, corpus.jsonl, responses.jsonl and a JSON run are decoded by the dataset's one JSON decoder:
+    a bad line is `malformed JSON line` with its fix, NaN is `non_finite_number`, a byte that is not UTF-8 is
+    located in a JSON run by its line."""
+    base = _beir(tmp_path, _rows()[:3])
+    (base / "queries.jsonl").write_text((base / "queries.jsonl").read_text() + '{"_id": "q9", "text": \n')
+    (base / "corpus.jsonl").write_text((base / "corpus.jsonl").read_text() + '{"_id": "d9", "text": NaN}\n')
+    n_queries = len((base / "queries.jsonl").read_text().splitlines())
+    n_corpus = len((base / "corpus.jsonl").read_text().splitlines())
+    report = validate(base, mapping=_mapping(tmp_path, BEIR_MAPPING, "b.yaml"))
+    found = {(p.code, Path(p.file or "").name, p.line, p.message.split(":")[0]) for p in report.problems}
+    assert ("bad_json", "queries.jsonl", n_queries, "malformed JSON line") in found
+    nan = [p for p in report.problems if p.code == "non_finite_number"]
+    assert [(Path(p.file or "").name, p.line) for p in nan] == [("corpus.jsonl", n_corpus)] and "NaN" in nan[0].message
+    (base / "run.json").write_bytes(b'{"q01":\n {"pol-leave-01": 1.0, "x\xff": 2}}')
+    report = validate(
+        base, mapping=_mapping(tmp_path, BEIR_MAPPING.replace("responses:", "run: run.json, responses:"), "j.yaml")
+    )
+    bad = [p for p in report.problems if Path(p.file or "").name == "run.json"]
+    assert [(p.code, p.line) for p in bad] == [("not_utf8", 2)] and bad[0].hint and "UTF-8" in bad[0].hint

@@ -17,14 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..metrics._limits import label_range_message
-from ._json import JsonLimitError, loads
+from ._json import JsonLimitError, decode_document
 from .problems import Problem
 from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
 from .spec import DataSource
-from .trec import Sink, _open_lines, _read_responses, add_label, read_run, run_record, trec_order
+from .trec import Sink, _open_lines, _read_responses, add_label, json_lines, read_run, run_record, trec_order
 
 __all__ = ["is_beir", "read_beir", "read_run_file"]
 
@@ -97,12 +95,12 @@ def _read_json_run(path: Path, sink: Sink) -> dict[str, list[tuple[float, str]]]
     import math
 
     try:
-        data = orjson.loads(path.read_bytes())
+        data = decode_document(path.read_bytes())
     except FileNotFoundError:
         sink.error("missing_file", "run file not found", str(path), None, "", "set dataset.beir.run")
         return {}
-    except orjson.JSONDecodeError as exc:
-        sink.error("bad_json", f"malformed JSON: {exc}", str(path), None, "")
+    if isinstance(data, JsonLimitError):  # the input limits of every JSON reader (dataset._json)
+        sink.error(data.code, data.message, str(path), data.line, "", data.hint)
         return {}
     if not isinstance(data, dict):
         sink.error("bad_run_line", "a JSON run is an object {qid: {docid: score}}", str(path), None, "")
@@ -152,12 +150,7 @@ def _read_qrels_tsv(
 def _read_jsonl_texts(path: Path, sink: Sink, what: str, keep: Any) -> dict[str, tuple[str | None, str | None]]:
     """``_id`` → (title, text) of the rows of a BEIR JSONL file whose id ``keep`` accepts (ids may be integers)."""
     out: dict[str, tuple[str | None, str | None]] = {}
-    for lineno, text in _open_lines(path, sink, what, "beir"):
-        try:
-            row = loads(text.encode())
-        except (JsonLimitError, orjson.JSONDecodeError) as exc:
-            sink.error("bad_json", f"malformed JSON line: {exc}", str(path), lineno, "")
-            continue
+    for lineno, row in json_lines(path, sink, what, "beir"):
         raw_id = row.get("_id") if isinstance(row, dict) else None
         if isinstance(raw_id, int) and not isinstance(raw_id, bool):
             raw_id = str(raw_id)

@@ -16,13 +16,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..metrics._limits import label_range_message
-from ._json import BOM, JsonLimitError, bom_error, loads, utf8_error
+from ._json import BOM, JsonLimitError, bom_error, utf8_error
 from .parse import MISSING, compile_path, get_path
 from .problems import Problem
 from .records import GroundTruthLabel, QueryRecord, RetrievedDocument, derive_kind, kind_problem
+from .rows import jsonl_rows
 from .spec import DataSource
 
 __all__ = ["Sink", "add_label", "read_qrels", "read_run", "read_trec", "trec_order"]
@@ -226,6 +225,22 @@ def run_record(
     )
 
 
+def json_lines(path: Path, sink: Sink, what: str, section: str = "trec") -> Iterator[tuple[int, Any]]:
+    """(line, value) of every non-blank line of a JSONL file (TREC responses, BEIR queries and corpus), decoded by
+    the one row decoder (``dataset.rows``): a line it refuses is reported in its words — code, message, fix — and
+    skipped."""
+    try:
+        rows = jsonl_rows(path)
+    except FileNotFoundError:
+        sink.error("missing_file", f"{what} file not found", str(path), None, "", f"set dataset.{section}.{what}")
+        return
+    for row in rows:
+        if isinstance(row.parsed, JsonLimitError):
+            sink.error(row.parsed.code, row.parsed.message, str(path), row.line, "", row.parsed.hint)
+            continue
+        yield row.line, row.parsed
+
+
 def _read_queries(path: Path, sink: Sink) -> dict[str, str]:
     queries: dict[str, str] = {}
     for lineno, text in _open_lines(path, sink, "queries"):
@@ -257,15 +272,7 @@ def _read_responses(path: Path, mapping: DataSource, sink: Sink, section: str = 
     p_qid = compile_path(f.query_id)
     p_extra = {name: compile_path(p) for name, p in f.extra.items()}
     out: dict[str, dict[str, Any]] = {}
-    for lineno, text in _open_lines(path, sink, "responses", section):
-        try:
-            row = loads(text.encode())
-        except JsonLimitError as limit:
-            sink.error(limit.code, limit.message, str(path), lineno, "", limit.hint)
-            continue
-        except orjson.JSONDecodeError as exc:
-            sink.error("bad_json", f"malformed JSON: {exc}", str(path), lineno, "")
-            continue
+    for lineno, row in json_lines(path, sink, "responses", section):
         qid = get_path(row, p_qid) if isinstance(row, dict) else MISSING
         if isinstance(qid, int) and not isinstance(qid, bool):
             qid = str(qid)
