@@ -160,6 +160,7 @@ def test_the_labelling_queue_file_holds_every_hole_when_the_report_lists_the_top
     n = write_labelling_queue(report, queue)
     lines = queue.read_text(encoding="utf-8").splitlines()
     assert n == len(lines) == report.coverage["holes"] == _holes_by_hand(runs[0])
+    assert len({line.split()[2] for line in lines}) == report.coverage["hole_documents"]  # counted, not ranked
     first = report.labelling_queue[0]
     assert [line.split()[:3] for line in lines[: first.count]] == [
         [q["query_id"], "0", first.document_id] for q in first.queries
