@@ -98,10 +98,6 @@ def connect(spill: Path) -> duckdb.DuckDBPyConnection:
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
     con.execute("SET preserve_insertion_order = true")
-    import os as _os
-
-    for _kv in filter(None, _os.environ.get("EXP_DUCK", "").split(";")):
-        con.execute("SET " + _kv)
     con.execute("SET parquet_metadata_cache = true")  # a report queries the same files once per block of rows
     return con
 
