@@ -64,7 +64,6 @@ class Queue:
         self.n_holes = int(run.meta.get("holes", 0))
         self._docs: list[_Doc] | None = None
         self._stats: tuple[int, int] | None = None
-        self._n_docs: int | None = None
 
     def _ensure(self) -> tuple[int, int]:
         if self._stats is None:
@@ -75,13 +74,7 @@ class Queue:
 
     @property
     def n_docs(self) -> int:
-        """The documents with a hole (counted by the engine; the ranked table is made only when a ranking is
-        asked for, so a report that only counts — compare's — holds no table of every document)."""
-        if self._stats is not None:
-            return self._stats[0]
-        if self._n_docs is None:
-            self._n_docs = int(self.run.scalar("SELECT count(DISTINCT document_id) FROM holes"))
-        return self._n_docs
+        return self._ensure()[0]
 
     def _ranked(self, limit: int | None) -> list[tuple[str, int, int, float, float]]:
         """(document, count, best, rank sum, priority) of the ``limit`` most urgent documents (all: None)."""
