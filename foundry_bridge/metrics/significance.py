@@ -332,8 +332,12 @@ def _flip_p(f: _Flip, n_resamples: int) -> tuple[float, str] | None:
     return None
 
 
+def _monte_carlo_method(n_resamples: int) -> str:
+    return f"Monte Carlo sign-flip, {n_resamples} resamples"
+
+
 def _monte_carlo_p(hits: int, n_resamples: int) -> tuple[float, str]:
-    return (hits + 1) / (n_resamples + 1), f"Monte Carlo sign-flip, {n_resamples} resamples"
+    return (hits + 1) / (n_resamples + 1), _monte_carlo_method(n_resamples)
 
 
 def sign_flip_tests(diffs: Sequence[Any], *, n_resamples: int = 10_000, rng: Any) -> list[tuple[float, str]]:
@@ -423,7 +427,7 @@ class PairedTests:
         d = b[keep] - a[keep]
         flip = _prepare(d)
         got = _flip_p(flip, self.n_resamples)
-        method = got[1] if got is not None else _monte_carlo_p(0, self.n_resamples)[1]
+        method = got[1] if got is not None else _monte_carlo_method(self.n_resamples)
         self.tests.append(_sign_flip_result(d, None if got is None else got[0], method, self.confidence))
         if got is None:
             self.waiting.append((len(self.tests) - 1, flip))
