@@ -42,8 +42,8 @@ __all__ = [
     "BudgetEstimate",
     "BudgetLine",
     "BudgetNeed",
+    "CostEstimate",
     "CriterionEstimate",
-    "Estimate",
     "Price",
     "PriceTable",
     "estimate_plan",
@@ -152,7 +152,7 @@ class CriterionEstimate:
 
 
 @dataclass
-class Estimate:
+class CostEstimate:
     """``encoding``: the tiktoken encoding the tokens were counted with; ``stands_in_for``: the default encoding it
     replaces when that one is not on this machine (then the counts approximate the gpt-4o family's)."""
 
@@ -380,12 +380,12 @@ def estimate_plan(
     prices: PriceTable | None = None,
     cached: Callable[[int, dict[str, Any]], bool] | None = None,
     budget_from: Iterable[str | os.PathLike[str]] = (),
-) -> Estimate:
+) -> CostEstimate:
     """The estimate of a plan's ``criteria`` (``CriterionPlan``s) over its ``items`` (``{"item": {...}}`` rows),
     read once. ``encoding`` None: the default one on this machine (``_Encoder``). ``cached(criterion index,
     inputs)`` says whether a response cache already holds that call. ``budget_from``: a report JSON and/or a
     comparison JSON whose label budget and queries for power are priced with this plan's per-row judge cost
-    (``read_budget``, ``price_budget``: ``Estimate.budget``), read before any token is counted."""
+    (``read_budget``, ``price_budget``: ``CostEstimate.budget``), read before any token is counted."""
     from importlib.metadata import version
 
     sources = list(budget_from)
@@ -424,9 +424,9 @@ def estimate_plan(
     library = f"azure-ai-evaluation {version('azure-ai-evaluation')}"
     currency = prices.currency if prices else ""
     if encoder is None:  # no judge: nothing was tokenized
-        result = Estimate(rows, encoding or DEFAULT_ENCODING, library, out, currency=currency)
+        result = CostEstimate(rows, encoding or DEFAULT_ENCODING, library, out, currency=currency)
     else:
-        result = Estimate(rows, encoder.name, library, out, currency=currency, stands_in_for=encoder.stands_in_for)
+        result = CostEstimate(rows, encoder.name, library, out, currency=currency, stands_in_for=encoder.stands_in_for)
     if budget is not None:
         result.budget = price_budget(result, budget)
     return result
@@ -761,7 +761,7 @@ def _query_runs(queries: int, new_rows: int, runs: int) -> int:
     return queries * runs + max(0, new_rows - queries)
 
 
-def price_budget(estimate: Estimate, budget: Budget) -> BudgetEstimate:
+def price_budget(estimate: CostEstimate, budget: Budget) -> BudgetEstimate:
     """``budget`` priced with ``estimate``'s per-row judge cost (``BudgetEstimate`` states the counting)."""
     judges = [c for c in estimate.criteria if c.how == "judge"]
     rows = max(estimate.rows, 1)

@@ -459,3 +459,30 @@ def test_the_results_reader_check_catches_a_copy(tmp_path: Path) -> None:
         "    return read_results(run_dir), f'no results.jsonl in {run_dir}'\n"  # a message's mention: fine
     )
     assert _results_opened(probe) == [2, 4, 5, 6, 7, 9, 10]
+
+
+_DEFINES = re.compile(r"^(?:class (\w+)\b|(\w+)(?:: TypeAlias)? = (?:Literal|NewType|Union|typing)\b)")
+
+
+def _top_level_names(path: Path) -> list[str]:
+    """The classes and type aliases a module defines at its top level."""
+    return [m.group(1) or m.group(2) for line in path.read_text().splitlines() if (m := _DEFINES.match(line))]
+
+
+def test_one_name_per_concept() -> None:
+    """A public type name means one thing in the package: two modules defining ``Verdict`` (a compare verdict, a
+    human label, an emulator row's outcome...) are two concepts under one name. A module's private helpers
+    (``_Model``) are its own."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for name in _top_level_names(path):
+            if not name.startswith("_"):
+                where.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1}
+    assert twice == {}, f"one name per concept; rename one of: {twice}"
+
+
+def test_the_name_check_sees_classes_and_aliases(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('class Verdict:\n    pass\nKind = Literal["a"]\nx = 1\n    class Inner:\n')
+    assert _top_level_names(probe) == ["Verdict", "Kind"]

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from foundry_bridge.cli import cli, main
 from foundry_bridge.errors import InputError, UsageError
-from foundry_bridge.estimate import CriterionEstimate, Estimate, Price, price_budget, read_budget
+from foundry_bridge.estimate import CostEstimate, CriterionEstimate, Price, price_budget, read_budget
 
 ROOT = Path(__file__).resolve().parents[1]
 BENEFITS = ROOT / "samples" / "benefits"
@@ -91,7 +91,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return report, compare
 
 
-def _estimate(rows: int) -> Estimate:
+def _estimate(rows: int) -> CostEstimate:
     """A plan of ``rows`` rows and two judges with known tokens: per row 1,000 + 500 input tokens and 200 + 100
     output; prices 2 and 8 per million → (1500·2 + 300·8)/1e6 = 0.0054 per row."""
     a = CriterionEstimate("relevance", "builtin.relevance", "judge", calls=rows, price=Price(2, 8))
@@ -99,7 +99,7 @@ def _estimate(rows: int) -> Estimate:
     b = CriterionEstimate("groundedness", "builtin.groundedness", "judge", calls=rows, price=Price(2, 8))
     b.input_tokens, b.output_tokens_max = 500 * rows, 100 * rows
     docret = CriterionEstimate("document_retrieval", "builtin.document_retrieval", "computed")
-    return Estimate(rows, ENCODING, "azure-ai-evaluation", [docret, a, b], currency="USD")
+    return CostEstimate(rows, ENCODING, "azure-ai-evaluation", [docret, a, b], currency="USD")
 
 
 def test_the_budget_is_priced_rows_times_tokens_per_row_times_price(files: tuple[Path, Path]) -> None:

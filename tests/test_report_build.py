@@ -15,7 +15,7 @@ from report_helpers import ERROR, JUDGE_SCORES, write_run
 
 from foundry_bridge.report import ReportError, attribute_stage, build_report, write_labelling_queue
 from foundry_bridge.report._model import FoundryScore
-from foundry_bridge.report._stages import JudgeVerdict
+from foundry_bridge.report._stages import JudgeScore
 
 POSITIVE = ["q01", "q02", "q03", "q04", "q05", "q06", "q07", "q08", "q09", "q10", "q11"]
 NEGATIVE = ["n01", "n02", "n03"]
@@ -132,7 +132,7 @@ def test_a_missing_answer_judge_makes_the_stage_unknown(tmp_path: Path) -> None:
 
 
 def test_stage_rules_without_labels_or_content() -> None:
-    ok = [JudgeVerdict("g", FoundryScore(status="scored", score=5, passed=True))]
+    ok = [JudgeScore("g", FoundryScore(status="scored", score=5, passed=True))]
     common = {"has_response": True, "abstained": False, "answer_judges": ok}
     assert attribute_stage(kind="positive", hit=None, assembly_checked=True, dropped_relevant=[], **common)[0] == (
         "unknown"
@@ -146,8 +146,8 @@ def test_stage_rules_without_labels_or_content() -> None:
         "unknown"
     )
     failed_but_missing = [
-        JudgeVerdict("g", FoundryScore(status="scored", score=1, passed=False)),
-        JudgeVerdict("r", FoundryScore(status="errored", error="X")),
+        JudgeScore("g", FoundryScore(status="scored", score=1, passed=False)),
+        JudgeScore("r", FoundryScore(status="errored", error="X")),
     ]
     stage, reason = attribute_stage(
         kind="positive",

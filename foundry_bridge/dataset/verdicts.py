@@ -49,8 +49,8 @@ from ..errors import DatasetError
 from .rows import JsonLimitError, jsonl_rows
 
 __all__ = [
+    "HumanVerdict",
     "QueueRow",
-    "Verdict",
     "VerdictFile",
     "human_arrays",
     "inclusion_array",
@@ -68,7 +68,7 @@ _HINT = 'each line: {"query_id": ..., "evaluator": ..., "score": <number> or "pa
 
 
 @dataclass(frozen=True)
-class Verdict:
+class HumanVerdict:
     """One human verdict on one (query, evaluator), with where it was read."""
 
     query_id: str
@@ -86,7 +86,7 @@ class VerdictFile:
     """Every verdict of a file, and how many lines were left unfilled (no score and no passed)."""
 
     source: str
-    verdicts: list[Verdict] = field(default_factory=list)
+    verdicts: list[HumanVerdict] = field(default_factory=list)
     unfilled: int = 0
 
     def evaluators(self) -> list[str]:
@@ -111,7 +111,7 @@ def read_verdicts(path: str | os.PathLike[str], *, questions: Mapping[str, str] 
     return out
 
 
-def _collect(rows: Iterable[Verdict | None], out: VerdictFile) -> None:
+def _collect(rows: Iterable[HumanVerdict | None], out: VerdictFile) -> None:
     """Append every verdict to ``out`` (unfilled lines counted), refusing a second one by the same rater on the same
     query and evaluator (``builtin.x`` and ``x`` are one evaluator)."""
     source = out.source
@@ -133,7 +133,7 @@ def _collect(rows: Iterable[Verdict | None], out: VerdictFile) -> None:
         out.verdicts.append(verdict)
 
 
-def _jsonl_rows(path: Path) -> Iterator[Verdict | None]:
+def _jsonl_rows(path: Path) -> Iterator[HumanVerdict | None]:
     for _, lineno, _, row in jsonl_rows(path):
         if isinstance(row, JsonLimitError):
             msg = row.message if row.code == "bad_json" else f"malformed JSON line: {row.message}"
@@ -154,7 +154,7 @@ def _text(row: Mapping[str, Any], name: str, where: tuple[str, int], *, required
     return str(value)
 
 
-def _verdict(row: Mapping[str, Any], source: str, line: int) -> Verdict | None:
+def _verdict(row: Mapping[str, Any], source: str, line: int) -> HumanVerdict | None:
     where = (source, line)
     query_id = _text(row, "query_id", where, required=True)
     evaluator = _text(row, "evaluator", where, required=True)
@@ -165,7 +165,7 @@ def _verdict(row: Mapping[str, Any], source: str, line: int) -> Verdict | None:
     assert query_id is not None and evaluator is not None
     rater = _text(row, "rater", where, required=False)
     design = _text(row, "design", where, required=False)
-    return Verdict(query_id, evaluator, score, passed, rater, line, _probability(row, where), design)
+    return HumanVerdict(query_id, evaluator, score, passed, rater, line, _probability(row, where), design)
 
 
 def _probability(row: Mapping[str, Any], where: tuple[str, int]) -> float | None:
@@ -230,7 +230,7 @@ def _passed(value: Any, where: tuple[str, int]) -> bool | None:
     )
 
 
-def _csv_rows(path: Path, questions: Mapping[str, str]) -> Iterator[Verdict | None]:
+def _csv_rows(path: Path, questions: Mapping[str, str]) -> Iterator[HumanVerdict | None]:
     with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         header = [h.strip() for h in reader.fieldnames or []]
@@ -316,7 +316,7 @@ def _same_evaluator(a: str, b: str) -> bool:
 
 
 def human_arrays(
-    verdicts: Iterable[Verdict], evaluator: str, query_ids: Sequence[str], *, what: str = "score"
+    verdicts: Iterable[HumanVerdict], evaluator: str, query_ids: Sequence[str], *, what: str = "score"
 ) -> tuple[np.ndarray, list[str | None]]:
     """A raters × rows matrix (NaN = not rated) of ``score`` (or ``passed`` as 1/0) on ``evaluator``, rows in the
     order of ``query_ids`` (the run's), and the raters in row order. A verdict on a query the run does not have is
@@ -334,7 +334,7 @@ def human_arrays(
     return out, raters
 
 
-def inclusion_array(verdicts: Iterable[Verdict], evaluator: str, query_ids: Sequence[str]) -> np.ndarray:
+def inclusion_array(verdicts: Iterable[HumanVerdict], evaluator: str, query_ids: Sequence[str]) -> np.ndarray:
     """Each row's inclusion probability on ``evaluator`` (in the order of ``query_ids``; NaN: no verdict carries
     one), from the verdicts that carry it — the weights of ``metrics.ppi.ipw_ppi_mean``."""
     position = {q: i for i, q in enumerate(query_ids)}

@@ -36,9 +36,9 @@ __all__ = [
     "FoundryRuns",
     "FoundrySide",
     "Insight",
+    "InsightMetricComparison",
+    "InsightRunSummary",
     "LocalRow",
-    "MetricComparison",
-    "RunSummary",
     "SideBySide",
     "beside_local",
     "compare_on_foundry",
@@ -57,7 +57,7 @@ class _Wire(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="allow")
 
 
-class RunSummary(_Wire):
+class InsightRunSummary(_Wire):
     run_id: str = Field(alias="runId")
     sample_count: int = Field(alias="sampleCount")
     average: float
@@ -66,24 +66,24 @@ class RunSummary(_Wire):
 
 class CompareItem(_Wire):
     treatment_run_id: str = Field(alias="treatmentRunId")
-    treatment_run_summary: RunSummary = Field(alias="treatmentRunSummary")
+    treatment_run_summary: InsightRunSummary = Field(alias="treatmentRunSummary")
     delta_estimate: float = Field(alias="deltaEstimate")
     p_value: float = Field(alias="pValue")
     treatment_effect: str = Field(alias="treatmentEffect")
 
 
-class MetricComparison(_Wire):
+class InsightMetricComparison(_Wire):
     testing_criteria: str = Field(alias="testingCriteria")
     metric: str
     evaluator: str
-    baseline_run_summary: RunSummary = Field(alias="baselineRunSummary")
+    baseline_run_summary: InsightRunSummary = Field(alias="baselineRunSummary")
     compare_items: list[CompareItem] = Field(alias="compareItems")
 
 
 class ComparisonResult(_Wire):
     type: str
     method: str
-    comparisons: list[MetricComparison]
+    comparisons: list[InsightMetricComparison]
 
 
 class Insight(_Wire):
@@ -405,7 +405,7 @@ def beside_local(insight: Insight, local_rows: Iterable[LocalRow], run_ids: Mapp
     return out
 
 
-def _foundry_only(label: str, comp: MetricComparison, item: CompareItem) -> SideBySide:
+def _foundry_only(label: str, comp: InsightMetricComparison, item: CompareItem) -> SideBySide:
     return SideBySide(
         label,
         comp.testing_criteria,

@@ -17,11 +17,11 @@ from typing import Any
 
 from .._io import loads
 from ._nlp import NlpResult
-from ._scoring import Criterion, Scored, Verdict, batch_message, errored_results, nlp_results, score
+from ._scoring import Outcome, Scored, StoredCriterion, batch_message, errored_results, nlp_results, score
 
 __all__ = ["EMPTY_ITEM_SAMPLE", "CriterionOutput", "RunOutput", "target_fields"]
 
-_CODE: dict[Verdict, int] = {"passed": 0, "failed": 1, "errored": 2}
+_CODE: dict[Outcome, int] = {"passed": 0, "failed": 1, "errored": 2}
 _ERRORED = 2
 _NONE = 2  # a passed flag that is null
 EMPTY_ITEM_SAMPLE: dict[str, Any] = {
@@ -48,7 +48,7 @@ class CriterionOutput:
     detail of an errored row) and, for a computed evaluator, ``metrics`` (result names, from its first scored
     row) with ``scores``/``thresholds`` (NaN for null) and ``passed`` (0, 1, 2 for null), ``len(metrics)`` per row."""
 
-    criterion: Criterion
+    criterion: StoredCriterion
     verdicts: bytearray = field(default_factory=bytearray)
     errors: dict[int, str] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=list)

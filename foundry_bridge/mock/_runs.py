@@ -14,14 +14,14 @@ from ._common import MOCK_USER, EmulatorBase, _account, _bad, _HttpError, _json_
 from ._datasets import rows_from_dataset
 from ._evaluators import served
 from ._output import CriterionOutput, RunOutput
-from ._scoring import Scored, Verdict, criterion_from_wire, render_mapping, score, tally
+from ._scoring import Outcome, Scored, criterion_from_wire, render_mapping, score, tally
 
 __all__ = ["RunRoutes"]
 
 
 _RUN_STATUSES = ("queued", "in_progress", "completed", "canceled", "failed")
 _SUPPORTED_DATA_SOURCES = ("jsonl", "azure_ai_target_completions")
-_VERDICTS: tuple[Verdict, Verdict, Verdict] = ("passed", "failed", "errored")
+_VERDICTS: tuple[Outcome, Outcome, Outcome] = ("passed", "failed", "errored")
 _INJECTED = "evaluator execution failed (fault injected by the foundry_bridge emulator)"
 _IN_PROGRESS_COUNTS = {"total": 0, "passed": 0, "failed": 0}  # recorded: errored/skipped appear on completion
 

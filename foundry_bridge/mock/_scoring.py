@@ -31,10 +31,10 @@ from ._evaluators import Served, threshold_of
 from ._nlp import NlpResult, NlpUnavailable, compute
 
 __all__ = [
-    "Criterion",
     "DocretShape",
+    "Outcome",
     "Scored",
-    "Verdict",
+    "StoredCriterion",
     "batch_message",
     "criterion_from_wire",
     "errored_results",
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 DocretShape = Literal["single", "per_metric"]
-Verdict = Literal["passed", "failed", "errored"]
+Outcome = Literal["passed", "failed", "errored"]
 RESULT_TYPE = "azure_ai_evaluator"
 SAFETY_MODEL = "azure_ai_system_model"  # the model name the service reports for its safety evaluators (recorded)
 _WORD = re.compile(r"[a-z0-9]+")
@@ -79,7 +79,7 @@ def overlap(candidate: set[str], reference: set[str]) -> float:
 
 
 @dataclass(frozen=True)
-class Criterion:
+class StoredCriterion:
     """A stored testing criterion, ready to score: its served evaluator, init parameters, data mapping (None:
     the item's fields by name) and the model name its usage is reported under."""
 
@@ -110,7 +110,7 @@ class Scored:
     """One criterion on one row: verdict, results, the computed numbers to keep (``computed`` kind), the error
     detail of an errored row (without the batch prefix), and the mock model usage."""
 
-    verdict: Verdict
+    verdict: Outcome
     results: list[dict[str, Any]] = field(default_factory=list)
     numbers: tuple[NlpResult, ...] | None = None
     error: str | None = None
@@ -193,7 +193,7 @@ def _missing_detail(served: Served, inputs: Mapping[str, Any]) -> str | None:
     return f"{served.sdk_class}: {_MISSING} Empty or missing: {', '.join(missing)}; needs {needs}."
 
 
-def _score_ranking(crit: Criterion, inputs: Mapping[str, Any]) -> Scored:
+def _score_ranking(crit: StoredCriterion, inputs: Mapping[str, Any]) -> Scored:
     spec = crit.evaluator.spec
     assert spec is not None  # a ranking evaluator is a catalog one
     kwargs = {k: v for k, v in crit.init.items() if k in spec.param_names}
@@ -224,12 +224,12 @@ def _score_ranking(crit: Criterion, inputs: Mapping[str, Any]) -> Scored:
     return Scored("passed" if verdict else "failed", results)
 
 
-def nlp_results(crit: Criterion, numbers: tuple[NlpResult, ...]) -> list[dict[str, Any]]:
+def nlp_results(crit: StoredCriterion, numbers: tuple[NlpResult, ...]) -> list[dict[str, Any]]:
     """The served results of a computed evaluator from its kept numbers."""
     return [_result(crit.name, n.metric, _clean(n.score), n.passed, n.threshold, None) for n in numbers]
 
 
-def _score_computed(crit: Criterion, inputs: Mapping[str, Any], unavailable: dict[str, str]) -> Scored:
+def _score_computed(crit: StoredCriterion, inputs: Mapping[str, Any], unavailable: dict[str, str]) -> Scored:
     try:
         numbers, passed = compute(crit.evaluator, crit.init, inputs, unavailable)
     except NlpUnavailable as exc:
@@ -305,7 +305,7 @@ def _reason(served: Served, metric: MetricContract, score: Any, basis: str) -> s
     )
 
 
-def _score_mock(crit: Criterion, inputs: Mapping[str, Any]) -> Scored:
+def _score_mock(crit: StoredCriterion, inputs: Mapping[str, Any]) -> Scored:
     served = crit.evaluator
     candidate, cand_tokens, ref_tokens, others = _split_inputs(inputs)
     value = overlap(cand_tokens, ref_tokens)
@@ -328,7 +328,7 @@ def _score_mock(crit: Criterion, inputs: Mapping[str, Any]) -> Scored:
 
 
 def score(
-    crit: Criterion,
+    crit: StoredCriterion,
     item: Mapping[str, Any],
     sample: Mapping[str, Any] | None = None,
     unavailable: dict[str, str] | None = None,
@@ -349,7 +349,7 @@ def score(
 
 def criterion_from_wire(
     wire: Mapping[str, Any], served: Served, docret_shape: DocretShape, model_version: str
-) -> Criterion:
+) -> StoredCriterion:
     """A stored criterion ready to score. Usage is reported under ``<deployment>-<model version>`` for judges (as
     recorded: ``gpt-4o-mini-2024-07-18``) and under the service's system model for safety evaluators."""
     init = wire.get("initialization_parameters") or {}
@@ -359,11 +359,11 @@ def criterion_from_wire(
     elif served.kind == "safety":
         model = SAFETY_MODEL
     mapping = wire.get("data_mapping")
-    return Criterion(wire["name"], served, init, mapping or None, docret_shape, model)
+    return StoredCriterion(wire["name"], served, init, mapping or None, docret_shape, model)
 
 
 def tally(
-    rows: Iterable[list[tuple[str, Verdict]]], criteria: list[str]
+    rows: Iterable[list[tuple[str, Outcome]]], criteria: list[str]
 ) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """``result_counts`` and ``per_testing_criteria_results`` from per-row ``(criterion, verdict)`` pairs (any
     iterable: the emulator passes a generator, one row at a time).

@@ -60,13 +60,13 @@ __all__ = [
     "AllPairs",
     "CompareGateFailed",
     "CompareOptions",
+    "ComparedRun",
     "Comparison",
     "CoverageChange",
     "MeasureRanking",
     "MetricComparison",
     "PairComparison",
     "RankedSystem",
-    "RunColumns",
     "RunSummaryRow",
     "compare_runs",
     "compare_sources",
@@ -294,7 +294,7 @@ _TWO_RUNS = spelled(
 )
 
 
-class RunColumns(Protocol):
+class ComparedRun(Protocol):
     """What compare reads of a run: each query's id and kind, and each metric's values (a report's ``Columns``, or
     the local measures computed from a run file, ``_compare_files``)."""
 
@@ -315,13 +315,13 @@ class _Run:
     ``kind_names``) and, made only when a pairing needs it, its ids by value (``index``). Nothing per query is a
     Python object."""
 
-    def __init__(self, report: Report | None, columns: RunColumns | None = None) -> None:
+    def __init__(self, report: Report | None, columns: ComparedRun | None = None) -> None:
         if columns is None:
             columns = None if report is None else report._columns
         if columns is None:
             raise UsageError("compare needs reports built by build_report (a report read from JSON has no columns)")
         self.report = report
-        self.columns: RunColumns = columns
+        self.columns: ComparedRun = columns
         self.kind_names = sorted(columns.kinds.names)
         self.row_kind = columns.kinds.coded(self.kind_names)
         self._index: IdIndex | None = None

@@ -51,7 +51,7 @@ TOPICS_RULE = (
 
 @dataclass
 class _MeasureColumns:
-    """One run file's per-topic values of the measures compared (``_compare.RunColumns``): every topic positive."""
+    """One run file's per-topic values of the measures compared (``_compare.ComparedRun``): every topic positive."""
 
     query_ids: Sequence[str]
     kinds: Codes

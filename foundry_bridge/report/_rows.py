@@ -22,7 +22,7 @@ from .._io import loads
 from ..columns import RunColumns, _quote, no_cells, string_spans
 from ._columns import SCORED, STATUSES, Index, ScoreColumn, score_fields
 from ._model import LIST_CAP, STAGES, CanaryFlag
-from ._stages import JudgeVerdict, Verdict, attribute_stage, missed_top_grade
+from ._stages import JudgeScore, ScoreState, attribute_stage, missed_top_grade
 
 __all__ = ["Judge", "RowInputs", "RowsOut", "stream_rows"]
 
@@ -65,7 +65,7 @@ class RowsOut:
     search_partial_ids: list[str] = field(default_factory=list)  # the first LIST_CAP of them
 
 
-def _canary(query_id: str, canary: str, judges: list[JudgeVerdict]) -> CanaryFlag:
+def _canary(query_id: str, canary: str, judges: list[JudgeScore]) -> CanaryFlag:
     """A judge canary: which answer judges passed (flagged it), failed (caught it) or did not score it."""
     passed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is True]
     failed_by = [j.criterion for j in judges if j.score.status == "scored" and j.score.passed is False]
@@ -143,14 +143,14 @@ class _Stages:
     def __init__(self, judges: list[Judge]) -> None:
         self.judges = judges
         self.seen: dict[tuple[Any, ...], tuple[str, str]] = {}
-        self.made: dict[tuple[tuple[int, int], ...], list[JudgeVerdict]] = {}
+        self.made: dict[tuple[tuple[int, int], ...], list[JudgeScore]] = {}
 
-    def verdicts(self, codes: tuple[tuple[int, int], ...]) -> list[JudgeVerdict]:
+    def verdicts(self, codes: tuple[tuple[int, int], ...]) -> list[JudgeScore]:
         """The answer judges' verdicts from their (status, passed) codes (-1: missing / none)."""
         got = self.made.get(codes)
         if got is None:
             got = self.made[codes] = [
-                JudgeVerdict(j.criterion, Verdict("missing" if s < 0 else STATUSES[s], None if p < 0 else bool(p)))
+                JudgeScore(j.criterion, ScoreState("missing" if s < 0 else STATUSES[s], None if p < 0 else bool(p)))
                 for j, (s, p) in zip(self.judges, codes, strict=True)
             ]
         return got

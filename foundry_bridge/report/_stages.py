@@ -14,7 +14,7 @@ from typing import NamedTuple, Protocol
 
 from ._model import Stage
 
-__all__ = ["STAGE_RULES", "JudgeVerdict", "Verdict", "attribute_stage", "missed_top_grade"]
+__all__ = ["STAGE_RULES", "JudgeScore", "ScoreState", "attribute_stage", "missed_top_grade"]
 
 STAGE_RULES: list[str] = [
     "Positive queries, checked in order (K = stage_k, relevant ⇔ label ≥ relevance threshold):",
@@ -48,7 +48,7 @@ class _Scored(Protocol):
     def passed(self) -> bool | None: ...
 
 
-class Verdict(NamedTuple):
+class ScoreState(NamedTuple):
     """A judge's status (scored, errored, missing) and pass/fail on one query: what the rules read of a score."""
 
     status: str
@@ -56,8 +56,8 @@ class Verdict(NamedTuple):
 
 
 @dataclass(frozen=True)
-class JudgeVerdict:
-    """One answer judge's primary metric on one query (a ``FoundryScore`` or a ``Verdict``)."""
+class JudgeScore:
+    """One answer judge's primary metric on one query (a ``FoundryScore`` or a ``ScoreState``)."""
 
     criterion: str
     score: _Scored
@@ -78,7 +78,7 @@ def attribute_stage(
     dropped_relevant: Sequence[str],
     has_response: bool,
     abstained: bool | None,
-    answer_judges: Sequence[JudgeVerdict],
+    answer_judges: Sequence[JudgeScore],
     label_contradiction: bool = False,
     grades: tuple[int, int] | None = None,
 ) -> tuple[Stage, str]:
@@ -111,7 +111,7 @@ def _stage(
     dropped_relevant: Sequence[str],
     has_response: bool,
     abstained: bool | None,
-    answer_judges: Sequence[JudgeVerdict],
+    answer_judges: Sequence[JudgeScore],
     label_contradiction: bool,
 ) -> tuple[Stage, str]:
     """The stage and reason of rules 1–8 (positive) and 1–4 (negative)."""

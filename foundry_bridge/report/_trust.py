@@ -36,8 +36,8 @@ from ..canaries import RETRIEVAL, CanaryCase, CanaryScore, score_canaries
 from ..catalog import CATALOG
 from ..columns import RunColumns
 from ..dataset.verdicts import (
+    HumanVerdict,
     QueueRow,
-    Verdict,
     VerdictFile,
     human_arrays,
     inclusion_array,
@@ -345,7 +345,7 @@ def _collect(run: RunColumns) -> _Columns:
     return _Columns(query_ids, judges, truth, cases, canary, run.result_counts()[0])
 
 
-def _check_scale(verdicts: Sequence[Verdict], judge: _Judge, source: str) -> None:
+def _check_scale(verdicts: Sequence[HumanVerdict], judge: _Judge, source: str) -> None:
     """A human score off the judge's scale is the file's mistake: named by line, before any statistic."""
     if judge.scale is None:
         return
