@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 COLUMNS_DIR = "columns"
-FORMAT = 3  # the layout of columns/: a folder sealed with another is sealed again
+FORMAT = 4  # the layout of columns/: a folder sealed with another is sealed again
 BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
 MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "128MB")
 
@@ -405,6 +405,25 @@ def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Pat
         raise RunFolderError(f"cannot be read as result rows: {exc}", file=str(path)) from None
 
 
+def _result_counts(con: duckdb.DuckDBPyConnection, results: Path, n_queries: int) -> dict[str, int]:
+    """What every report states of the result rows, counted once when the run is sealed: ``rows``, ``errored``
+    (rows with an error), ``out_of_range`` (rows pointing at a dataset row that does not exist) and ``duplicates``
+    (in-range rows repeating a (row, criterion, metric): the last one is kept)."""
+    rows, errored, out_of_range, in_range, distinct = con.execute(
+        "WITH r AS (SELECT row, criterion, metric, error FROM read_parquet($path)) "
+        "SELECT count(*), count(error), count(*) FILTER (WHERE row < 0 OR row >= $n), "
+        "count(*) FILTER (WHERE row >= 0 AND row < $n), "
+        "(SELECT count(*) FROM (SELECT DISTINCT row, criterion, metric FROM r WHERE row >= 0 AND row < $n)) FROM r",
+        {"path": str(results), "n": n_queries},
+    ).fetchall()[0]
+    return {
+        "rows": int(rows),
+        "errored": int(errored),
+        "out_of_range": int(out_of_range),
+        "duplicates": int(in_range) - int(distinct),
+    }
+
+
 def seal(
     folder: RunFolder,
     params: FactParams | None = None,
@@ -446,6 +465,7 @@ def seal(
             "sources": sources,
             **facts.meta,
             "local_keys": params.local_keys,
+            "results": _result_counts(con, work / "results.parquet", facts.n),
         }
         write_json(work / "meta.json", meta)
         if final.exists():
@@ -636,9 +656,9 @@ class RunColumns:
 
     # -- result rows ----------------------------------------------------------------------------------------------
     def result_counts(self) -> tuple[int, int]:
-        """(result rows, rows with an error)."""
-        n, err = self.one("SELECT count(*), count(error) FROM results")
-        return int(n), int(err)
+        """(result rows, rows with an error), as counted when the run was sealed."""
+        counts = self.meta["results"]
+        return int(counts["rows"]), int(counts["errored"])
 
     def observed(self) -> tuple[dict[str, list[str]], dict[str, str]]:
         """The (criterion → metrics) the in-range result rows hold, in order of first appearance, and each
@@ -662,24 +682,22 @@ class RunColumns:
         return observed, {c: e for c, (_, e) in evaluator_of.items()}
 
     def anomalies(self) -> tuple[int, int]:
-        """(rows pointing outside the dataset, duplicated (row, criterion, metric) rows)."""
-        n = self.n_queries
-        out, total, distinct = self.one(
-            "SELECT count(*) FILTER (WHERE row < 0 OR row >= $n), count(*) FILTER (WHERE row >= 0 AND row < $n), "
-            "(SELECT count(*) FROM (SELECT DISTINCT row, criterion, metric FROM results WHERE row >= 0 AND row < $n))"
-            " FROM results",
-            {"n": n},
-        )
-        return int(out), int(total) - int(distinct)
+        """(rows pointing outside the dataset, duplicated (row, criterion, metric) rows), as counted when the run was
+        sealed (``_result_counts``)."""
+        counts = self.meta["results"]
+        return int(counts["out_of_range"]), int(counts["duplicates"])
 
-    def cells(self, criterion: str, metric: str, lo: int = 0, hi: int | None = None) -> dict[str, np.ndarray]:
+    def cells(
+        self, criterion: str, metric: str, lo: int = 0, hi: int | None = None, *, texts: bool = True
+    ) -> dict[str, np.ndarray]:
         """One (criterion, metric) column on rows ``lo`` to ``hi``, the last row of a duplicate winning: ``present``
         (bool), ``score`` (NaN none), ``passed`` (-1 none, 0, 1), ``threshold`` (NaN none), and as objects
-        ``label``, ``reason``, ``error`` (None where a row has none)."""
+        ``label``, ``reason``, ``error`` (None where a row has none). ``texts=False``: ``label`` and ``reason`` are
+        None and ``error`` is ``""`` where a row has one (whether it has one is all a status needs)."""
         hi = self.n_queries if hi is None else hi
+        fields = _CELL_FIELDS if texts else _CELL_NUMBERS
         got = self.sql(
-            f"SELECT {_CELL_FIELDS} FROM results WHERE criterion = ? AND metric = ? AND row >= ? AND row < ? "
-            "ORDER BY seq",
+            f"SELECT {fields} FROM results WHERE criterion = ? AND metric = ? AND row >= ? AND row < ? ORDER BY seq",
             [criterion, metric, lo, hi],
         ).fetchnumpy()
         return _cells(got, lo, hi)
@@ -716,6 +734,10 @@ class RunColumns:
 
 
 _CELL_FIELDS = "row, score, passed, threshold, label, reason, error"
+_CELL_NUMBERS = (
+    "row, score, passed, threshold, NULL::VARCHAR AS label, NULL::VARCHAR AS reason, "
+    "CASE WHEN error IS NULL THEN NULL ELSE '' END AS error"
+)
 
 
 def no_cells(n: int) -> dict[str, np.ndarray]:

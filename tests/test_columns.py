@@ -103,6 +103,27 @@ def test_cells_keep_the_last_of_duplicated_result_rows(old_run: Path) -> None:
             assert np.array_equal(values, alone[name], equal_nan=values.dtype.kind == "f"), (crit, metric, name)
 
 
+def test_result_rows_outside_the_dataset_and_errors_are_counted_once_sealed(old_run: Path) -> None:
+    """The counts every report states of the result rows (kept in the sealed columns, not counted per report):
+    rows, rows with an error, rows pointing outside the dataset, duplicates."""
+    results = old_run / "results.jsonl"
+    lines = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    n_queries = len((old_run / "records.jsonl").read_text(encoding="utf-8").splitlines())
+    extra = [dict(lines[0], row=n_queries + 5), dict(lines[0], row=-1), dict(lines[1], error="timeout", score=None)]
+    with results.open("a", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in extra)
+    manifest = json.loads((old_run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["results"] += len(extra)  # as a run that collected these rows records them
+    (old_run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    run = RunColumns.open(old_run)
+    errored = sum(row.get("error") is not None for row in lines) + 1
+    assert run.result_counts() == (len(lines) + 3, errored)
+    assert run.anomalies() == (2, 1)  # lines[1] judged again (with an error): a duplicate, the last one kept
+    warnings = json.loads(render_json(build_report(old_run)))["warnings"]
+    assert "2 result row(s) point at a dataset row that does not exist: ignored" in warnings
+    assert "1 duplicated result row(s) (same row, criterion, metric): the last one kept" in warnings
+
+
 def test_a_damaged_results_line_is_named_by_line(old_run: Path) -> None:
     results = old_run / "results.jsonl"
     lines = results.read_text(encoding="utf-8").splitlines(keepends=True)

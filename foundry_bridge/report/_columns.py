@@ -63,10 +63,15 @@ class ScoreColumn:
         rows = np.fromiter(self.crit_errors.keys(), np.int64, len(self.crit_errors))
         return rows, np.array(list(self.crit_errors.values()) or [], object)
 
-    def fields(self, lo: int = 0, hi: int | None = None, cells: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
-        """Rows ``lo`` to ``hi``: the cells' fields, ``status`` and the verdicts read for the query's kind."""
+    def fields(
+        self, lo: int = 0, hi: int | None = None, cells: dict[str, np.ndarray] | None = None, *, texts: bool = True
+    ) -> dict[str, Any]:
+        """Rows ``lo`` to ``hi``: the cells' fields, ``status`` and the verdicts read for the query's kind
+        (``texts=False``: without the label, reason and error texts — ``RunColumns.cells``)."""
         hi = self.run.n_queries if hi is None else hi
-        f: dict[str, Any] = dict(cells) if cells is not None else self.run.cells(self.criterion, self.metric, lo, hi)
+        f: dict[str, Any] = (
+            dict(cells) if cells is not None else self.run.cells(self.criterion, self.metric, lo, hi, texts=texts)
+        )
         err_rows = self.crit_error_arrays[0]
         crit_err = np.zeros(hi - lo, bool)
         crit_err[err_rows[(err_rows >= lo) & (err_rows < hi)] - lo] = True
@@ -93,7 +98,9 @@ class ScoreColumn:
         """``status``, ``score`` and ``passed`` (as ``fields`` reads them) on every query, made a block of rows at a
         time: the text fields of a whole run (label, reason, error: a Python object per query) are never held."""
         n = self.run.n_queries
-        parts = [self.fields(lo, min(n, lo + block)) for lo in range(0, n, block)] or [self.fields(0, 0)]
+        parts = [self.fields(lo, min(n, lo + block), texts=False) for lo in range(0, n, block)] or [
+            self.fields(0, 0, texts=False)
+        ]
         return {k: np.concatenate([p[k] for p in parts]) for k in ("status", "score", "passed")}
 
     def status(self) -> np.ndarray:
