@@ -734,10 +734,7 @@ class RunColumns:
 
 
 _CELL_FIELDS = "row, score, passed, threshold, label, reason, error"
-_CELL_NUMBERS = (
-    "row, score, passed, threshold, NULL::VARCHAR AS label, NULL::VARCHAR AS reason, "
-    "CASE WHEN error IS NULL THEN NULL ELSE '' END AS error"
-)
+_CELL_NUMBERS = "row, score, passed, threshold, error IS NOT NULL AS erred"
 
 
 def no_cells(n: int) -> dict[str, np.ndarray]:
@@ -765,9 +762,11 @@ def _cells(got: dict[str, Any], lo: int, hi: int) -> dict[str, np.ndarray]:
     """Fetched result rows of one (criterion, metric), in file order, as columns over rows ``lo`` to ``hi`` (the
     last row of a duplicate winning; see ``RunColumns.cells``)."""
     rows = np.asarray(got["row"], np.int64) - lo
-    # the last of each row: the first of the reversed rows
-    _, first_rev = np.unique(rows[::-1], return_index=True)
-    take = len(rows) - 1 - first_rev
+    if len(rows) < 2 or bool((rows[1:] > rows[:-1]).all()):
+        take = np.arange(len(rows))  # each row once, in order (a run's usual file): nothing to choose
+    else:  # the last of each row: the first of the reversed rows
+        _, first_rev = np.unique(rows[::-1], return_index=True)
+        take = len(rows) - 1 - first_rev
     at = rows[take]
     out = no_cells(hi - lo)
     out["present"][at] = True
@@ -778,7 +777,12 @@ def _cells(got: dict[str, Any], lo: int, hi: int) -> dict[str, np.ndarray]:
     out["passed"][at] = codes[take]
     out["threshold"][at] = _filled(got["threshold"])[take]
     for name in ("label", "reason", "error"):
-        out[name][at] = _objects_of(got[name])[take]
+        if name in got:
+            out[name][at] = _objects_of(got[name])[take]
+    if "erred" in got:  # fetched without the texts (``_CELL_NUMBERS``)
+        erred = np.full(len(take), None, object)
+        erred[np.asarray(got["erred"], bool)[take]] = ""
+        out["error"][at] = erred
     return out
 
 

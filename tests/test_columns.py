@@ -122,6 +122,13 @@ def test_result_rows_outside_the_dataset_and_errors_are_counted_once_sealed(old_
     warnings = json.loads(render_json(build_report(old_run)))["warnings"]
     assert "2 result row(s) point at a dataset row that does not exist: ignored" in warnings
     assert "1 duplicated result row(s) (same row, criterion, metric): the last one kept" in warnings
+    bare = run.cells(lines[1]["criterion"], lines[1]["metric"], texts=False)  # what the aggregates fetch
+    assert bare["error"][lines[1]["row"]] == "" and np.isnan(bare["score"][lines[1]["row"]])
+    full = run.cells(lines[1]["criterion"], lines[1]["metric"])
+    assert full["error"][lines[1]["row"]] == "timeout"
+    for name in ("present", "score", "passed", "threshold"):
+        assert np.array_equal(bare[name], full[name], equal_nan=bare[name].dtype.kind == "f")
+    assert np.array_equal(bare["error"] == None, full["error"] == None)  # noqa: E711 — elementwise
 
 
 def test_a_damaged_results_line_is_named_by_line(old_run: Path) -> None:
