@@ -3,7 +3,8 @@
 A finished run folder gets a ``columns/`` folder (``seal``): ``results.parquet`` (``results.jsonl`` as DuckDB
 reads it, in file order), ``queries-NNNNN.parquet`` (one file per block of 16,384 records: each query's id, kind,
 kind source, abstention, text facts, the local ranking metrics at every k and the per-query facts the report and
-the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document: row, rank, document id) and
+the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document: row, rank, document id),
+``queue.parquet`` (each unlabelled document's holes counted, ``QUEUE_DOCS``: what ``report._queue`` ranks) and
 ``meta.json`` (the parameters the facts were computed with, the counts, the negative-query report, the sizes of
 the files they were read from). The runner seals a run when it finishes, with the per-query facts ``run`` computed
 while its plan read the records (``prepare_facts``, ``QueryFacts``); a folder written by an earlier version
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 COLUMNS_DIR = "columns"
-FORMAT = 4  # the layout of columns/: a folder sealed with another is sealed again
+FORMAT = 5  # the layout of columns/: a folder sealed with another is sealed again
 BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
 MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "128MB")
 
@@ -383,6 +384,13 @@ def _holes(top: Sequence[str], qrels: dict[str, int] | None, k: int) -> list[tup
     return [(rank, doc) for rank, doc in enumerate(top[:k], start=1) if doc not in labelled]
 
 
+# each unlabelled document's holes: how many, the best rank, the sum of ranks and Σ 1/rank in the engine's order
+QUEUE_DOCS = (
+    "SELECT document_id, count(*) AS n, min(rank) AS best, sum(rank)::DOUBLE AS rank_sum, sum(1.0 / rank) AS approx "
+    "FROM read_parquet('{holes}/holes-*.parquet') GROUP BY document_id"
+)
+
+
 def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Path) -> None:
     """``results.jsonl`` → ``results.parquet`` (file order kept). A line DuckDB cannot read is located by the run
     folder's own validating reader (file, line, field)."""
@@ -459,6 +467,7 @@ def seal(
                 "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
             )
         _seal_results(con, folder, work)
+        con.execute(f"COPY ({QUEUE_DOCS.format(holes=_sql_path(work))}) TO '{_sql_path(work / 'queue.parquet')}'")
         meta = {
             "format": FORMAT,
             "params": params.key(),
@@ -525,13 +534,14 @@ class RunColumns:
                 "file_row_number = true)"
             )
             con.execute(f"CREATE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
+            con.execute(f"CREATE VIEW queue_docs AS SELECT * FROM read_parquet('{q}/queue.parquet')")
             self._con = con
         return self._con
 
     def release(self) -> None:
         """Close the connection (the next query opens another): an engine instance keeps memory its queries used
         (≈ 50 MB after a group-by over a million queries' results), so a caller holding several runs — compare —
-        releases each between its uses. Temporary tables (the labelling queue's) go with it."""
+        releases each between its uses."""
         if self._con is not None:
             with contextlib.suppress(Exception):
                 self._con.close()

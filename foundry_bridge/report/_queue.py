@@ -4,7 +4,8 @@ A hole is a retrieved document in a query's top K without any label for that que
 their first position). Documents are ranked by priority = Σ 1/rank over their appearances (summed left to right in
 dataset order), then by count, best rank, id; a document's queries by (rank, query id).
 
-The ranking is one ``GROUP BY`` of the engine. Its ``sum`` does not add in dataset order, so a document's priority
+The ranking is one ``GROUP BY`` of the engine, made when the run is sealed (``columns.QUEUE_DOCS``, the view
+``queue_docs``). Its ``sum`` does not add in dataset order, so a document's priority
 there can differ from the left-to-right sum in the last bits: the documents near the cut (within 1e-9 of it) with
 three holes or more (one or two add the same in any order) get their priority summed in order
 (``list_reduce`` over the holes sorted by row), and the ranking is made on those.
@@ -27,10 +28,6 @@ __all__ = ["LABEL_PLACEHOLDER", "Queue", "write_labelling_queue"]
 
 LABEL_PLACEHOLDER = "?"
 _EPS = 1e-9  # a bound far above the difference of two orders of summing a document's Σ 1/rank
-_DOCS = (
-    "CREATE OR REPLACE TEMP TABLE queue_docs AS SELECT document_id, count(*) AS n, min(rank) AS best, "
-    "sum(rank)::DOUBLE AS rank_sum, sum(1.0 / rank) AS approx FROM holes GROUP BY document_id"
-)
 _EXACT = """
 WITH cand AS (SELECT * FROM queue_docs WHERE approx >= ?),
 ordered AS (
@@ -67,7 +64,6 @@ class Queue:
 
     def _ensure(self) -> tuple[int, int]:
         if self._stats is None:
-            self.run.sql(_DOCS)
             n, most = self.run.one("SELECT count(*), coalesce(max(n), 0) FROM queue_docs")
             self._stats = (int(n), int(most))
         return self._stats
