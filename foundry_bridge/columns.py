@@ -387,8 +387,22 @@ def _holes(top: Sequence[str], qrels: dict[str, int] | None, k: int) -> list[tup
 # each unlabelled document's holes: how many, the best rank, the sum of ranks and Σ 1/rank in the engine's order
 QUEUE_DOCS = (
     "SELECT document_id, count(*) AS n, min(rank) AS best, sum(rank)::DOUBLE AS rank_sum, sum(1.0 / rank) AS approx "
-    "FROM read_parquet('{holes}/holes-*.parquet') GROUP BY document_id"
+    "FROM holes GROUP BY document_id"
 )
+
+
+def _views(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """The views over a ``columns/`` folder: ``queries``, ``results`` (with its file order as ``seq``), ``holes``
+    and, once sealed, ``queue_docs``."""
+    q = _sql_path(path)
+    con.execute(f"CREATE OR REPLACE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
+    con.execute(
+        f"CREATE OR REPLACE VIEW results AS SELECT *, file_row_number AS seq FROM read_parquet('{q}/results.parquet', "
+        "file_row_number = true)"
+    )
+    con.execute(f"CREATE OR REPLACE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
+    if (path / "queue.parquet").exists():
+        con.execute(f"CREATE OR REPLACE VIEW queue_docs AS SELECT * FROM read_parquet('{q}/queue.parquet')")
 
 
 def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Path) -> None:
@@ -413,16 +427,15 @@ def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Pat
         raise RunFolderError(f"cannot be read as result rows: {exc}", file=str(path)) from None
 
 
-def _result_counts(con: duckdb.DuckDBPyConnection, results: Path, n_queries: int) -> dict[str, int]:
-    """What every report states of the result rows, counted once when the run is sealed: ``rows``, ``errored``
-    (rows with an error), ``out_of_range`` (rows pointing at a dataset row that does not exist) and ``duplicates``
-    (in-range rows repeating a (row, criterion, metric): the last one is kept)."""
+def _result_counts(con: duckdb.DuckDBPyConnection, n_queries: int) -> dict[str, int]:
+    """What every report states of the result rows (the view ``results``), counted once when the run is sealed:
+    ``rows``, ``errored`` (rows with an error), ``out_of_range`` (rows pointing at a dataset row that does not
+    exist) and ``duplicates`` (in-range rows repeating a (row, criterion, metric): the last one is kept)."""
     rows, errored, out_of_range, in_range, distinct = con.execute(
-        "WITH r AS (SELECT row, criterion, metric, error FROM read_parquet($path)) "
         "SELECT count(*), count(error), count(*) FILTER (WHERE row < 0 OR row >= $n), "
-        "count(*) FILTER (WHERE row >= 0 AND row < $n), "
-        "(SELECT count(*) FROM (SELECT DISTINCT row, criterion, metric FROM r WHERE row >= 0 AND row < $n)) FROM r",
-        {"path": str(results), "n": n_queries},
+        "count(*) FILTER (WHERE row >= 0 AND row < $n), (SELECT count(*) FROM (SELECT DISTINCT row, criterion, "
+        "metric FROM results WHERE row >= 0 AND row < $n)) FROM results",
+        {"n": n_queries},
     ).fetchall()[0]
     return {
         "rows": int(rows),
@@ -467,14 +480,15 @@ def seal(
                 "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
             )
         _seal_results(con, folder, work)
-        con.execute(f"COPY ({QUEUE_DOCS.format(holes=_sql_path(work))}) TO '{_sql_path(work / 'queue.parquet')}'")
+        _views(con, work)
+        con.execute(f"COPY ({QUEUE_DOCS}) TO '{_sql_path(work / 'queue.parquet')}'")
         meta = {
             "format": FORMAT,
             "params": params.key(),
             "sources": sources,
             **facts.meta,
             "local_keys": params.local_keys,
-            "results": _result_counts(con, work / "results.parquet", facts.n),
+            "results": _result_counts(con, facts.n),
         }
         write_json(work / "meta.json", meta)
         if final.exists():
@@ -527,14 +541,7 @@ class RunColumns:
             if self._spill is None:
                 raise RunFolderError("the run's columns were closed", file=str(self.path))
             con = connect(self._spill)
-            q = _sql_path(self.path)
-            con.execute(f"CREATE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
-            con.execute(
-                f"CREATE VIEW results AS SELECT *, file_row_number AS seq FROM read_parquet('{q}/results.parquet', "
-                "file_row_number = true)"
-            )
-            con.execute(f"CREATE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
-            con.execute(f"CREATE VIEW queue_docs AS SELECT * FROM read_parquet('{q}/queue.parquet')")
+            _views(con, self.path)
             self._con = con
         return self._con
 
