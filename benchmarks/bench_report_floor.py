@@ -37,24 +37,16 @@ from bench_scale import measure  # noqa: E402  — the same whole-process measur
 _BLOCK = 8192
 
 
-def _engine(columns: Path, out: Path) -> None:
-    """The per-query rows' JSON from the sealed columns, made by DuckDB alone, written block by block."""
-    import numpy as np
-
+def _engine(run_dir: Path, out: Path) -> None:
+    """The per-query rows' JSON from the run's sealed columns (``RunColumns``' views), made by DuckDB alone, written
+    block by block."""
     sys.path.insert(0, str(HERE.parent))
-    from foundry_bridge.columns import _spill_dir, connect
+    from foundry_bridge.columns import RunColumns, string_spans
 
-    con = connect(_spill_dir())
-    q = str(columns).replace("'", "''")
-    con.execute(f"CREATE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
-    con.execute(
-        f"CREATE VIEW results AS SELECT *, file_row_number AS seq FROM read_parquet('{q}/results.parquet', "
-        "file_row_number = true)"
-    )
-    n = con.execute("SELECT count(*) FROM queries").fetchone()[0]  # type: ignore[index]
-    names = [r[0] for r in con.execute("DESCRIBE queries").fetchall()]
-    local = ", ".join(f'"{k}" := CASE WHEN isnan(q."{k}") THEN NULL ELSE q."{k}" END' for k in names if "@" in k)
-    pairs = con.execute("SELECT DISTINCT criterion, metric FROM results ORDER BY ALL").fetchall()
+    run = RunColumns.open(run_dir)
+    con, n = run.con, run.n_queries
+    local = ", ".join(f'"{k}" := CASE WHEN isnan(q."{k}") THEN NULL ELSE q."{k}" END' for k in run.local_keys)
+    pairs = [(c, m) for c, metrics in run.observed()[0].items() for m in metrics]
     fields = "score := score, passed := passed, label := label, threshold := threshold, reason := reason"
     pivot = ", ".join(
         f"arg_max(struct_pack(status := 'scored', {fields}, error := error), seq) "
@@ -76,8 +68,7 @@ def _engine(columns: Path, out: Path) -> None:
                 f"WHERE q.row >= {lo} AND q.row < {hi} ORDER BY q.row"
             ).to_arrow_table()
             for chunk in got.column("j").chunks:
-                ends = np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
-                fh.write(memoryview(chunk.buffers()[2])[ends[0] : ends[-1]])
+                fh.write(string_spans(chunk)[0])
 
 
 def main() -> int:
@@ -108,7 +99,7 @@ def main() -> int:
             f"import shutil; shutil.copyfile({str(report) + '.queries.jsonl'!r}, {str(work / 'copy')!r})",
         ],
         # more memory than the product's limit (its per-block pivot needs more at 1M): a lower bound stays one
-        "engine": ["env", "FOUNDRY_BRIDGE_DUCKDB_MEMORY=1GB", py, me, "--worker-engine", str(args.run / "columns")],
+        "engine": ["env", "FOUNDRY_BRIDGE_DUCKDB_MEMORY=1GB", py, me, "--worker-engine", str(args.run)],
     }
     steps["engine"].append(str(work / "engine.jsonl"))
     if args.base:
