@@ -46,7 +46,7 @@ def field_sources(fields: FieldPaths) -> dict[str, str]:
     """Item field → the dataset path the mapping reads it from (the lists: their ``path``; extras included)."""
     out: dict[str, str] = {}
     for name in ("query_id", "query", "kind", "context", "response", "ground_truth"):
-        p = getattr(fields, name)
+        p = fields.kind_path if name == "kind" else getattr(fields, name)
         if p:
             out[name] = p
     if fields.retrieved_documents:

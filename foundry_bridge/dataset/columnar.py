@@ -45,7 +45,7 @@ from ..metrics.abstention import is_abstention
 from ..metrics.assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
 from .choice import JsonlFile, dataset_source
 from .records import KINDS, derive_kind
-from .spec import DataSource
+from .spec import DataSource, KindField
 
 __all__ = ["LoadResult", "arrays_from_rankings", "arrays_from_records", "load_dataset", "load_trec_files"]
 
@@ -263,9 +263,11 @@ def _decoders(
 
     d, g = f.retrieved_documents, f.retrieval_ground_truth
     row_leaves: dict[tuple[str, ...], Any] = {_split(f.query_id): str | int}
-    for p in (f.kind, f.context, f.response):
+    for p in (f.kind_path, f.context, f.response):
         if p:
             row_leaves[_split(p)] = str
+    if isinstance(f.kind, KindField):  # the data's own values, read through the mapping's lists
+        row_leaves[_split(f.kind.field)] = str | int | bool
     lab_attrs: dict[tuple[str, ...], str] = {}
     if g:
         lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): int}
@@ -352,7 +354,9 @@ class _FastConfig:
             return None
 
         self.get_qid = _getter(row_attrs[_split(f.query_id)])
-        self.get_kind = _getter(row_attrs[_split(f.kind)]) if f.kind else none
+        get_kind = _getter(row_attrs[_split(f.kind_path)]) if f.kind_path else none
+        # the data's own kind values read through the mapping's lists (``FieldPaths.declared_kind``)
+        self.get_kind = (lambda row: f.declared_kind(get_kind(row))) if isinstance(f.kind, KindField) else get_kind
         self.get_context = _getter(row_attrs[_split(f.context)]) if f.context else none
         self.get_response = _getter(row_attrs[_split(f.response)]) if f.response else none
         self.get_docs = _getter(row_attrs[_split(d.path)]) if d else none

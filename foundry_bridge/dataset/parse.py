@@ -247,7 +247,7 @@ class RowParser:
         self.fields = f
         self.p_query_id = compile_path(f.query_id)
         self.p_query = compile_path(f.query)
-        self.p_kind = compile_path(f.kind) if f.kind else None
+        self.p_kind = compile_path(f.kind_path) if f.kind_path else None
         self.p_context = compile_path(f.context) if f.context else None
         self.p_response = compile_path(f.response) if f.response else None
         self.p_ground_truth = compile_path(f.ground_truth) if f.ground_truth else None
@@ -523,7 +523,9 @@ class RowParser:
         value = None if self.p_kind is None else get_path(row, self.p_kind)
         if value is MISSING:
             out.missing.add("kind")
-        bad = None if value is MISSING or self.p_kind is None else kind_problem(value)
+        else:
+            value = self.fields.declared_kind(value)
+        bad = None if value is MISSING or self.p_kind is None else kind_problem(value, self.fields.kind)
         if bad is not None:
             self._problem(out.problems, "bad_kind", bad[0], line, ".".join(self.p_kind or ()), bad[1])
             return "positive", "unknown"

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._text import did_you_mean
+from .spec import KindField
 
 __all__ = [
     "KINDS",
@@ -36,13 +37,26 @@ def derive_kind(declared: Any, labels: Iterable[int] | None, relevance_threshold
     return "positive", "unknown"
 
 
-def kind_problem(value: Any) -> tuple[str, str] | None:
-    """(message, hint) for a declared kind that is neither absent (``None``) nor ``positive``/``negative``; the
-    hint is a did-you-mean, abbreviations included (``neg`` → ``negative``)."""
+def kind_problem(value: Any, setting: str | KindField | None = None) -> tuple[str, str] | None:
+    """(message, hint) for a declared kind (read through the mapping's ``setting``: ``FieldPaths.declared_kind``)
+    that is neither absent (``None``) nor ``positive``/``negative``; the hint is a did-you-mean, abbreviations
+    included (``neg`` → ``negative``), else how to map the data's own values."""
     if value is None or value in KINDS:
         return None
+    if isinstance(setting, KindField):  # both lists given, the value in neither
+        return (
+            f"kind {value!r} is listed under neither dataset.fields.kind.positive nor dataset.fields.kind.negative",
+            f"add {value!r} to one of them",
+        )
     guess = did_you_mean(str(value), KINDS, prefix=True)
-    hint = f"did you mean {guess!r}?" if guess else "omit it to derive kind from the labels"
+    path = setting or "kind"
+    hint = (
+        f"did you mean {guess!r}?"
+        if guess
+        else f"if {value!r} is the data's own word for a kind, map it in the mapping: dataset.fields.kind: "
+        f"{{field: {path}, negative: [...], positive: [...]}} (the values that mean each); or set "
+        "dataset.fields.kind: null to derive kind from the labels"
+    )
     return f"kind must be 'positive' or 'negative', got {value!r}", hint
 
 

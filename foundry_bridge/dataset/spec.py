@@ -18,6 +18,7 @@ __all__ = [
     "DatasetSpec",
     "DocumentsField",
     "FieldPaths",
+    "KindField",
     "LabelRange",
     "LabelsField",
     "LocalMetricsSpec",
@@ -52,12 +53,43 @@ class LabelsField(_Strict):
     query_relevance_label: str = "query_relevance_label"
 
 
+KindValue = str | int | bool
+
+
+class KindField(_Strict):
+    """A declared kind under the data's own values: ``{field: type, negative: [unanswerable]}``."""
+
+    field: str = Field(description="dotted path to the kind in a row")
+    positive: list[KindValue] | None = Field(
+        None, description="values that mean `positive`; omitted → every value not listed under `negative`"
+    )
+    negative: list[KindValue] | None = Field(
+        None, description="values that mean `negative`; omitted → every value not listed under `positive`"
+    )
+
+    def canonical(self, value: object) -> object:
+        """``positive`` / ``negative`` for a value the lists place (a value both lists leave out, when both are
+        given, stays as it is: an error); None stays None."""
+        if value is None:
+            return None
+        for kind, listed in (("negative", self.negative), ("positive", self.positive)):
+            if listed is not None and any(type(v) is type(value) and v == value for v in listed):
+                return kind
+        if self.positive is None:
+            return "positive"
+        return "negative" if self.negative is None else value
+
+
 class FieldPaths(_Strict):
     """Where each canonical field lives in a JSONL row (dotted paths for nested objects)."""
 
     query_id: str = "query_id"
     query: str = "query"
-    kind: str | None = Field("kind", description="`positive` | `negative`; absent → derived from the labels")
+    kind: str | KindField | None = Field(
+        "kind",
+        description="`positive` | `negative`; absent → derived from the labels; other values: "
+        "`{field: <path>, negative: [...], positive: [...]}` says which of the data's values mean what",
+    )
     context: str | None = Field("context", description="the exact string that was sent to the model")
     response: str | None = "response"
     ground_truth: str | None = Field("ground_truth", description="reference answer")
@@ -66,6 +98,15 @@ class FieldPaths(_Strict):
     extra: dict[str, str] = Field(
         default_factory=dict, description="more item fields: item field name → dotted path in the row"
     )
+
+    @property
+    def kind_path(self) -> str | None:
+        """The dotted path of the kind (``kind``, or its ``field``)."""
+        return self.kind.field if isinstance(self.kind, KindField) else self.kind
+
+    def declared_kind(self, value: object) -> object:
+        """A row's declared kind read through ``kind``'s value lists (``KindField.canonical``), or as it is."""
+        return self.kind.canonical(value) if isinstance(self.kind, KindField) else value
 
 
 class TrecFiles(_Strict):

@@ -262,7 +262,7 @@ def _read_responses(path: Path, mapping: DataSource, sink: Sink, section: str = 
         name: compile_path(p)
         for name, p in (
             ("query", f.query),
-            ("kind", f.kind),
+            ("kind", f.kind_path),
             ("context", f.context),
             ("response", f.response),
             ("ground_truth", f.ground_truth),
@@ -285,9 +285,10 @@ def _read_responses(path: Path, mapping: DataSource, sink: Sink, section: str = 
             if value is MISSING:
                 continue
             if name == "kind":
-                bad = kind_problem(value)
+                value = f.declared_kind(value)
+                bad = kind_problem(value, f.kind)
                 if bad is not None:
-                    sink.error("bad_kind", bad[0], str(path), lineno, f.kind or "kind", bad[1])
+                    sink.error("bad_kind", bad[0], str(path), lineno, f.kind_path or "kind", bad[1])
                 elif value is not None:
                     entry[name] = value
                 continue
