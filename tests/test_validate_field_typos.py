@@ -132,11 +132,11 @@ def test_a_key_close_to_a_mapped_field_gets_a_did_you_mean_at_its_row(tmp_path: 
     assert _errors(validate(data)) == [
         f"{data}:2: kind: 'kind' is missing: the mapping reads the query's kind there (fix: did you mean 'kind'? "
         "the row has 'knd', which the mapping does not read: rename it, or set dataset.fields.kind: knd)",
-        f"{data}:3: response: required input 'response' of criterion 'groundedness' is missing (item field "
-        "'response') (fix: did you mean 'response'? the row has 'respones', which the mapping does not read: rename "
+        f"{data}:3: response: required input 'response' of criterion 'groundedness' is missing: the row has no "
+        "'response' (fix: did you mean 'response'? the row has 'respones', which the mapping does not read: rename "
         "it, or set dataset.fields.response: respones)",
-        f"{data}:3: response: required input 'response' of criterion 'relevance' is missing (item field "
-        "'response') (fix: did you mean 'response'? the row has 'respones', which the mapping does not read: rename "
+        f"{data}:3: response: required input 'response' of criterion 'relevance' is missing: the row has no "
+        "'response' (fix: did you mean 'response'? the row has 'respones', which the mapping does not read: rename "
         "it, or set dataset.fields.response: respones)",
     ]
 
@@ -189,7 +189,7 @@ def test_labels_under_another_key_are_suggested_by_their_role_not_as_ground_trut
     data = _write(tmp_path, one)
     assert _errors(validate(data)) == [
         f"{data}:2: retrieval_ground_truth: required input 'retrieval_ground_truth' of criterion 'document_retrieval' "
-        "is missing (item field 'retrieval_ground_truth') (fix: did you mean 'retrieval_ground_truth'? the row has "
+        "is missing: the row has no 'retrieval_ground_truth' (fix: did you mean 'retrieval_ground_truth'? the row has "
         "'ground_truth_docs', which the mapping does not read: rename it, or set "
         "dataset.fields.retrieval_ground_truth.path: ground_truth_docs)"
     ]

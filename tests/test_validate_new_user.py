@@ -115,3 +115,118 @@ def test_a_kind_value_neither_list_names_is_an_error_naming_it(tmp_path: Path) -
         "dataset.fields.kind.positive nor dataset.fields.kind.negative (fix: add 'unclear' to one of them)"
     )
     assert lines[-1] == "FAILED: 1 error(s), 0 warning(s) in 40 row(s)"
+
+
+# ---- item 15: a misspelled key inside the entries, said once for the mapping -----------------------------------
+
+
+def test_a_misspelled_score_key_is_one_error_at_the_mapping_line_without_the_scores_from_rank_fix(
+    tmp_path: Path,
+) -> None:
+    data, mapping = _files(tmp_path, _rows(), score="scroe")
+    code, lines = _validate(data, mapping)
+    assert code == 1
+    assert lines == [
+        f"error: {mapping}:10: dataset.fields.retrieved_documents.relevance_score: no entry of 'hits' has the key "
+        f"'scroe' ({data} line 1): the mapping reads each document's search score there (fix: did you mean 'score'? "
+        "every entry has it: set dataset.fields.retrieved_documents.relevance_score: score)",
+        f"note: criterion 'document_retrieval' checks labels against 0-2, from the mapping's `labels` ({mapping}); "
+        "the data's labels span 0-2",
+        "FAILED: 1 error(s), 0 warning(s) in 40 row(s)",
+    ]
+
+
+def test_a_misspelled_label_key_is_said_once_before_the_rows_other_problems(tmp_path: Path) -> None:
+    rows = _rows()
+    rows[2]["qid"] = "q1"  # a real problem of one row, still reported
+    data, mapping = _files(tmp_path, rows)
+    mapping.write_text(mapping.read_text().replace("query_relevance_label: grade", "query_relevance_label: grde"))
+    code, lines = _validate(data, mapping)
+    assert code == 1
+    assert lines[0] == (
+        f"error: {mapping}:11: dataset.fields.retrieval_ground_truth.query_relevance_label: no entry of 'gold' has "
+        f"the key 'grde' ({data} line 1): the mapping reads each label's grade there (fix: did you mean 'grade'? "
+        "every entry has it: set dataset.fields.retrieval_ground_truth.query_relevance_label: grade)"
+    )
+    assert lines[1] == f"error: {data}:3: qid: qid 'q1' is already used on line 1 (fix: give every query a unique id)"
+    assert lines[-1] == "FAILED: 2 error(s), 0 warning(s) in 40 row(s)"
+
+
+def test_a_score_missing_from_some_entries_still_gets_its_own_error(tmp_path: Path) -> None:
+    rows = _rows()
+    del rows[5]["hits"][2]["score"]
+    code, lines = _validate(*_files(tmp_path, rows))
+    assert code == 1
+    assert lines[0] == (
+        f"error: {tmp_path / 'eval.jsonl'}:6: hits[2].score: score is missing; Foundry requires a number (fix: set "
+        "dataset.fields.retrieved_documents.scores_from_rank: true to send scores from rank)"
+    )
+
+
+# ---- item 16: a forgotten --mapping -----------------------------------------------------------------------------
+
+
+def test_a_forgotten_mapping_is_one_error_naming_the_rows_keys(tmp_path: Path) -> None:
+    data, _ = _files(tmp_path, _rows())
+    code, lines = _validate(data, None)
+    assert code == 1
+    assert lines[0] == (
+        f"error: {data}: query_id: no row has 'query_id', where the default mapping reads the query id; of the "
+        "fields it reads, the rows have only 'context' (fix: the rows have qid, question, hits, gold, type, context, "
+        "answer: pass --mapping FILE, a mapping that names the rows' own fields (dataset.fields: {query_id: <the id "
+        "key>, query: ..., retrieved_documents: {path: ...}}; see docs/mapping.md))"
+    )
+    assert lines[-1] == "FAILED: 1 error(s), 0 warning(s) in 40 row(s)"
+
+
+def test_rows_with_none_of_the_default_fields_are_named_so(tmp_path: Path) -> None:
+    rows = [{k: v for k, v in r.items() if k != "context"} for r in _rows()]
+    data, _ = _files(tmp_path, rows)
+    code, lines = _validate(data, None)
+    assert code == 1
+    assert lines[0].startswith(
+        f"error: {data}: query_id: no row has 'query_id', where the default mapping reads the query id; the rows "
+        "have none of the fields it reads (canary, context, ground_truth, kind, query, query_id, response, "
+        "retrieval_ground_truth, retrieved_documents) (fix: the rows have qid, question, hits, gold, type, answer: "
+        "pass --mapping FILE"
+    )
+    assert len([x for x in lines if x.startswith("error:")]) == 1
+
+
+def test_one_row_without_its_id_is_still_that_rows_error(tmp_path: Path) -> None:
+    rows = _rows()
+    del rows[3]["qid"]
+    code, lines = _validate(*_files(tmp_path, rows))
+    assert code == 1
+    assert lines[0] == f"error: {tmp_path / 'eval.jsonl'}:4: qid: query id is missing (fix: every row needs a query id)"
+    assert lines[-1] == "FAILED: 1 error(s), 0 warning(s) in 40 row(s)"
+
+
+# ---- item 17: every message names the user's own path -----------------------------------------------------------
+
+
+def test_every_message_names_the_rows_own_paths(tmp_path: Path) -> None:
+    rows = _rows()
+    rows[1]["gold"][1]["grade"] = 5  # above the declared range 0-2
+    rows[2]["gold"].append({"doc": "d3-0", "grade": 1})  # labelled twice
+    del rows[4]["gold"]  # document_retrieval's labels missing
+    rows[5]["question"] = ""
+    rows[6]["hits"][3]["doc"] = 1234  # an integer id
+    rows[8]["qid"] = "q1"
+    data, mapping = _files(tmp_path, rows)
+    code, lines = _validate(data, mapping)
+    assert code == 1
+    assert lines[:-2] == [
+        f"error: {data}:2: gold[1].grade: label 5 is above ground_truth_label_max 2 (criterion 'document_retrieval') "
+        "(fix: fix the label, or declare the range in the mapping's `labels` (min/max))",
+        f"warning: {data}:3: gold[2].doc: document 'd3-0' is labelled twice in gold: Foundry keeps the last label, "
+        "foundry_bridge's metrics the first (fix: keep one label per document)",
+        f"error: {data}:5: gold: required input 'retrieval_ground_truth' of criterion 'document_retrieval' is "
+        "missing: the row has no 'gold' (fix: fill the field in every row, or drop the evaluator)",
+        f"warning: {data}:6: question: question is empty",
+        f"warning: {data}:7: hits[3].doc: document id 1234 is a JSON number, read as the string '1234': 1234 and "
+        "'1234' become the same id (fix: write ids as JSON strings)",
+        f"error: {data}:9: qid: qid 'q1' is already used on line 1 (fix: give every query a unique id)",
+    ]
+    tool_names = ("retrieval_ground_truth[", "retrieved_documents", "query_relevance_label", "item field", "'1' and 1")
+    assert not [x for x in lines if any(name in x for name in tool_names)]

@@ -201,8 +201,8 @@ def test_required_input_missing_in_a_row(tmp_path: Path) -> None:
     m = _mapping(tmp_path, f"evaluators:\n  - evaluator: builtin.retrieval\n    init: {{{JUDGE}}}\n")
     data = _data(tmp_path, _row("q1"), _row("q2", context=...))
     assert _found(validate(data, mapping=m)) == [
-        f"error: {data}:2: context: required input 'context' of criterion 'retrieval' is missing (item field "
-        "'context') (fix: fill the field in every row, or drop the evaluator)"
+        f"error: {data}:2: context: required input 'context' of criterion 'retrieval' is missing: the row has no "
+        "'context' (fix: fill the field in every row, or drop the evaluator)"
     ]
 
 
@@ -300,8 +300,8 @@ def test_integer_and_string_id_are_not_merged_silently(tmp_path: Path) -> None:
     ]
     data = _data(tmp_path, _row(retrieved_documents=docs))
     assert _found(validate(data)) == [
-        f"warning: {data}:1: document_id: 1 document id(s) are JSON numbers; read as strings ('1' and 1 become the "
-        "same id) (fix: write ids as JSON strings)",
+        f"warning: {data}:1: retrieved_documents[0].document_id: document id 1 is a JSON number, read as the string "
+        "'1': 1 and '1' become the same id (fix: write ids as JSON strings)",
         f"warning: {data}:1: retrieved_documents[1].document_id: document '1' appears twice in retrieved_documents: "
         "Foundry keeps the last score, foundry_bridge's metrics the first position (fix: remove the duplicate)",
     ]
@@ -590,9 +590,10 @@ def test_shipped_samples_are_clean(data: str, mapping: str | None) -> None:
     """No error; the one warning is zero_result for q07, the sample's designed retrieval miss."""
     report = validate(ROOT / data, mapping=ROOT / mapping if mapping else None)
     line = 18 if data == "samples/trec" else 7
+    ranking = "docs" if "custom_fields" in data else "retrieved_documents"  # the rows' own name for the list
     source = ROOT / data / "run.txt" if data == "samples/trec" else ROOT / data
     assert _found(report) == [
-        f"warning: {source}: retrieved_documents: 1 row(s) retrieve no document with a non-zero label although one "
+        f"warning: {source}: {ranking}: 1 row(s) retrieve no document with a non-zero label although one "
         f"is labelled (line {line}): {ZERO_RESULT}; the 3 row(s) whose labels are all 0 (negative queries) get the "
         f"same 0, as expected {ZERO_RESULT_FIX}"
     ]

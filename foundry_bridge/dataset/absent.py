@@ -11,6 +11,7 @@ unread top-level key close to it (a misspelling): the fix is then a did-you-mean
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "read_keys",
     "refuse_absent_ranking",
     "rename_fix",
+    "user_path",
 ]
 
 RANKING = "retrieved_documents"
@@ -55,6 +57,29 @@ def field_sources(fields: FieldPaths) -> dict[str, str]:
         out["retrieval_ground_truth"] = fields.retrieval_ground_truth.path
     out.update(fields.extra)
     return out
+
+
+_ITEM_PATH = re.compile(r"([A-Za-z_]\w*)(?:\[(\d+)\](?:\.(\w+))?)?")
+
+
+def user_path(field: str, fields: FieldPaths) -> str:
+    """The path in the user's rows of an item field path a check names, by the mapping's ``fields``
+    (``retrieval_ground_truth[2].query_relevance_label`` → ``gold[2].grade``); unchanged when it names no mapped
+    item field."""
+    m = _ITEM_PATH.fullmatch(field)
+    sources = field_sources(fields)
+    if m is None or m.group(1) not in sources:
+        return field
+    name, index, key = m.groups()
+    base = ".".join(compile_path(sources[name]))
+    if index is None:
+        return base
+    if key is None:
+        return f"{base}[{index}]"
+    entry = fields.retrieved_documents if name == RANKING else fields.retrieval_ground_truth
+    keys = {} if entry is None or name not in (RANKING, "retrieval_ground_truth") else entry.model_dump()
+    got = keys.get(key)
+    return f"{base}[{index}].{got if isinstance(got, str) else key}"
 
 
 def read_keys(sources: dict[str, str]) -> set[str]:

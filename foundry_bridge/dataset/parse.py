@@ -82,6 +82,7 @@ class ParsedRow:
     problems: list[Problem] = field(default_factory=list)
     missing: set[str] = field(default_factory=set)
     int_ids: int = 0  # how many document ids were JSON integers (read as strings)
+    int_id: tuple[str, int] | None = None  # the first of them: its path in the row and its value
     item: dict[str, Any] | None = None  # with ``records=False``: the wire-form item (``QueryRecord.item()``)
     kind_source: str | None = None
 
@@ -290,6 +291,8 @@ class RowParser:
             return value
         if isinstance(value, int) and not isinstance(value, bool):
             out.int_ids += 1
+            if out.int_id is None:
+                out.int_id = (field_, value)
             return str(value)
         if value is MISSING or value is None:
             self._problem(out.problems, "missing_id", "document id is missing", line, field_)

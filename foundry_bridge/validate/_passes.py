@@ -82,7 +82,7 @@ def checked_records(
             Context(report, exc.file).add("bad_mapping", exc.field, line=exc.line, message=exc.message, hint=exc.hint)
             return
     criteria = criteria_from_mapping(model, file, report, environ)
-    yield from _pass(data, criteria, model, report, False, relevance_threshold, records)
+    yield from _pass(data, criteria, model, report, False, relevance_threshold, records, mapping_file=file)
 
 
 def validate_dataset(
@@ -111,16 +111,18 @@ def _pass(
     raw_items: bool,
     relevance_threshold: int | None,
     records: bool,
+    *,
+    mapping_file: str | None = None,
 ) -> Iterator[QueryRecord]:
     """The streaming pass (JSONL, a table, TREC or BEIR: ``dataset.choice.dataset_source``), yielding each usable
-    row's record if ``records``."""
+    row's record if ``records``; ``mapping_file``: where the mapping was read from (None: given as a model)."""
     threshold = mapping.metrics.relevance_threshold if relevance_threshold is None else relevance_threshold
     reader = dataset_source(data, mapping.dataset, rows=raw_items)
     if isinstance(reader, Folder):
         yield from _folder_pass(reader, str(data), criteria, mapping, report, threshold, records)
         return
     if isinstance(reader, TableSource):
-        yield from _table_pass(reader, criteria, mapping, report, raw_items, threshold, records)
+        yield from _table_pass(reader, criteria, mapping, report, raw_items, threshold, records, mapping_file)
         return
     try:
         rows = jsonl_rows(data)
@@ -128,7 +130,7 @@ def _pass(
         rule = "missing_file/directory" if isinstance(exc, IsADirectoryError) else "missing_file/jsonl"
         report.add(Context(report, str(data)).problem(rule))
         return
-    checker = _checker(criteria, report, str(data), threshold, mapping, raw_items)
+    checker = _checker(criteria, report, str(data), threshold, mapping, raw_items, mapping_file)
     yield from _checked_rows(_objects(rows, checker), checker, mapping, raw_items, threshold, records, lines=True)
 
     def objects() -> Iterator[tuple[int, Any]]:
@@ -145,9 +147,10 @@ def _table_pass(
     raw_items: bool,
     threshold: int,
     records: bool,
+    mapping_file: str | None,
 ) -> Iterator[QueryRecord]:
     """The pass over a table's rows (``dataset.frames``): the JSONL checks, located by row index and column."""
-    checker = _checker(criteria, report, source.name, threshold, mapping, raw_items)
+    checker = _checker(criteria, report, source.name, threshold, mapping, raw_items, mapping_file)
     listed = len(report.problems)
     try:
         yield from _checked_rows(_counted(source.rows(), report), checker, mapping, raw_items, threshold, records)
@@ -158,11 +161,22 @@ def _table_pass(
 
 
 def _checker(
-    criteria: list[Criterion], report: ValidationReport, name: str, threshold: int, mapping: Mapping, raw_items: bool
+    criteria: list[Criterion],
+    report: ValidationReport,
+    name: str,
+    threshold: int,
+    mapping: Mapping,
+    raw_items: bool,
+    mapping_file: str | None,
 ) -> RowChecker:
-    """The checks of the rows of the file or table ``name`` (the mapping's field sources when rows are mapped)."""
-    sources = None if raw_items else field_sources(mapping.dataset.fields)
-    return RowChecker(criteria, report, name, threshold, sources=sources)
+    """The checks of the rows of the file or table ``name`` (the mapping's fields, and the file it was read from,
+    when rows are mapped)."""
+    if raw_items:
+        return RowChecker(criteria, report, name, threshold)
+    fields = mapping.dataset.fields
+    return RowChecker(
+        criteria, report, name, threshold, sources=field_sources(fields), fields=fields, mapping_file=mapping_file
+    )
 
 
 def _counted(rows: Iterator[tuple[int, dict[str, Any]]], report: ValidationReport) -> Iterator[tuple[int, Any]]:
@@ -219,10 +233,11 @@ def _mapped_row(
     parsed: ParsedRow, row: dict[str, Any], lineno: int, mapping: Mapping, needed: set[str], checker: RowChecker
 ) -> None:
     """Checks of one row read through the mapping: the reader's problems, then the item's values."""
-    for p in parsed.problems:
-        checker.report.add(p)
-    if parsed.int_ids:
-        checker.ctx.add("numeric_id/row", "document_id", line=lineno, count=parsed.int_ids)
+    checker.reader_problems(parsed.problems, row, lineno)
+    if parsed.int_id is not None:
+        where, value = parsed.int_id
+        more = f" ({parsed.int_ids} such ids in this row)" if parsed.int_ids > 1 else ""
+        checker.user_ctx.add("numeric_id/row", where, line=lineno, id=value, sid=str(value), more=more)
     full = parsed.record.item() if parsed.record is not None else parsed.item
     if full is None:
         checker.query_id(_unparsed_query_id(row, mapping), lineno)

@@ -4,13 +4,23 @@ lists, kind against labels), and what is only known at the end (no rows, fields 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Collection
 from typing import Any
 
 from .._text import did_you_mean
-from ..dataset.absent import RANKING, absent_field, close_key, field_role, fits_field, read_keys, rename_fix
+from ..dataset.absent import (
+    RANKING,
+    absent_field,
+    close_key,
+    field_role,
+    fits_field,
+    read_keys,
+    rename_fix,
+    user_path,
+)
 from ..dataset.parse import (
     MISSING,
     compile_path,
@@ -23,9 +33,11 @@ from ..dataset.parse import (
 )
 from ..dataset.problems import Problem
 from ..dataset.records import derive_kind
+from ..dataset.spec import FieldPaths
 from ._criteria import Criterion
 from ._docret import MAX_DOCUMENTS, LabelChecks
 from ._duplicates import DuplicateIds, Rescan, is_id, near_differences, near_key
+from ._mapped import EntryKeys, NoQueryId
 from ._report import ValidationReport
 from ._rules import Context
 
@@ -62,10 +74,19 @@ class RowChecker:
         *,
         sources: dict[str, str] | None = None,
         hints: bool = True,
+        fields: FieldPaths | None = None,
+        mapping_file: str | None = None,
     ) -> None:
         self.criteria = criteria
         self.report = report
-        self.ctx = Context(report, source)
+        self.entry_keys = EntryKeys(fields, mapping_file, source) if fields is not None else None
+        drop = self.entry_keys.said if self.entry_keys is not None else None
+        rename = functools.cache(functools.partial(user_path, fields=fields)) if fields is not None else None
+        # ``ctx`` names the item fields the checks name in the user's own paths (``user_ctx``: paths already so)
+        self.ctx = Context(report, source, rename=rename, drop=drop)
+        self.user_ctx = Context(report, source, drop=drop)
+        self.no_query_id = NoQueryId(fields, mapping_file, self.user_ctx) if fields is not None else None
+        self.fields = fields
         self.source = source
         self.threshold = threshold
         self.ids = DuplicateIds()
@@ -126,6 +147,16 @@ class RowChecker:
                 self.ctx.add(f"empty_{name}", name, line=line)
         self._check_kind(item, declared_kind, line)
 
+    def reader_problems(self, problems: list[Problem], raw: dict[str, Any], line: int) -> None:
+        """Report what the reader found in ``raw``, a row read through the mapping, after what the row tells about
+        the mapping itself, which is said once (``EntryKeys``, ``NoQueryId``)."""
+        assert self.entry_keys is not None and self.no_query_id is not None and self.fields is not None
+        self.entry_keys.check(raw, line, self.user_ctx, self.fields)
+        self.no_query_id.rows += 1
+        for p in problems:
+            if not self.no_query_id.keep(p, raw):
+                self.ctx.report_problem(p)
+
     def _missing_inputs(self, present: set[str], line: int | None, raw: dict[str, Any]) -> set[str]:
         """Required inputs without a value, deferred: a field no row has is one error at the end, not one a row.
         Returns the fields reported for this row."""
@@ -171,7 +202,8 @@ class RowChecker:
         bucket = self.deferred.setdefault(f, [])
         if len(bucket) < self.report.max_per_code:
             source, at, note = self.locate(f, line) if self.locate else (self.source, line, "")
-            bucket.append(self.ctx.problem(rule, field, file=source, line=at, note=note, **params))
+            ctx = self.user_ctx if rule == "missing_field" else self.ctx  # its field is the row's path already
+            bucket.append(ctx.problem(rule, field, file=source, line=at, note=note, **params))
 
     def _close_key(self, f: str, raw: dict[str, Any]) -> str | None:
         """An unread top-level key of ``raw`` close to where ``f`` is read from (``absent.close_key``), or None."""
@@ -347,6 +379,8 @@ class RowChecker:
         """
         if self.report.rows == 0:
             self.ctx.add("empty_dataset")
+        if self.no_query_id is not None:
+            self.no_query_id.finish()
         self.ids.report(rescan, self.ctx)
         self.labels.finish()
         for f in sorted(self.deferred):
@@ -373,19 +407,19 @@ class RowChecker:
             if guess is None and f == RANKING:
                 # no row has a ranking, no key spells one and no criterion reads it: a judge-only dataset under a
                 # mapping that did not say so; said once, not refused (a misspelling above, or a criterion, is)
-                self.ctx.add("no_ranking", src)
+                self.user_ctx.add("no_ranking", src)
                 return
             if guess is None:
                 hint = f"fields in the data: {', '.join(candidates[:20])}"
-            self.ctx.add("missing_field/none", src, role=field_role(f, "each"), suggestion=hint)
+            self.user_ctx.add("missing_field/none", src, role=field_role(f, "each"), suggestion=hint)
             return
         wrong_case = next((c for c in candidates if c.lower() == leaf.lower()), None)
         if wrong_case is not None:
-            self.ctx.add("field_wrong_case", src, readers=readers, guess=wrong_case)
+            self.user_ctx.add("field_wrong_case", src, readers=readers, guess=wrong_case)
             return
         kind = self.field_types.get(f)
         guess = did_you_mean(
             leaf, candidates, fits=lambda k: k not in self.raw_keys or fits_role(kind, self.raw_keys[k])
         )
         hint = f"did you mean {guess!r}?" if guess else f"fields in the data: {', '.join(candidates[:20])}"
-        self.ctx.add("field_not_in_data", src, readers=readers, suggestion=hint)
+        self.user_ctx.add("field_not_in_data", src, readers=readers, suggestion=hint)

@@ -139,7 +139,7 @@ _TABLE = (
     ),
     _w(
         "near_duplicate_query_id",
-        "query_id {id!a} differs from {other!a} (line {first}) only by {how}",
+        "{key} {id!a} differs from {other!a} (line {first}) only by {how}",
         "give the two queries distinct ids, or one id if they are the same query",
     ),
     _w(
@@ -149,10 +149,25 @@ _TABLE = (
     ),
     _e("not_an_object", "a row must be a JSON object"),
     _e("empty_dataset", "the dataset has no rows", "nothing to evaluate"),
-    _e("duplicate_query_id", "query_id {id!r} is already used on line {first}", "give every query a unique id"),
+    _e(
+        "missing_query_id/none",
+        "no row has {field!r}, where the {mapping} reads the query id{others}",
+        "{suggestion}",
+    ),
+    _e(
+        "entry_key_not_in_data",
+        "no entry of {list!r} has the key {name!r} ({row}): the mapping reads {what} there",
+        "{suggestion}",
+    ),
+    _w(
+        "entry_key_not_in_data/optional",
+        "no entry of {list!r} has the key {name!r} ({row}): the mapping reads {what} there",
+        "{suggestion}",
+    ),
+    _e("duplicate_query_id", "{key} {id!r} is already used on line {first}", "give every query a unique id"),
     _e(
         "missing_input",
-        "required input {input!r} of criterion {criterion!r} is missing (item field {field!r}){note}",
+        "required input {input!r} of criterion {criterion!r} is missing: the row has no {field!r}{note}",
         "{suggestion}",
     ),
     _e("missing_field", MISSING_FIELD, "{suggestion}"),  # also what the readers raise (dataset.absent)
@@ -165,8 +180,8 @@ _TABLE = (
     ),
     _e("field_not_in_data", "no row has the field {field!r} that {readers} read", "{suggestion}"),
     _e("field_wrong_case", "no row has the field {field!r} that {readers} read", "wrong case: the data has {guess!r}"),
-    _w("empty_query", "query is empty"),
-    _w("empty_response", "response is empty"),
+    _w("empty_query", "{key} is empty"),
+    _w("empty_response", "{key} is empty"),
     _w(
         "positive_without_relevant",
         "kind is positive but no label reaches the relevance threshold {threshold}",
@@ -193,10 +208,10 @@ _TABLE = (
         "keep the top {limit}",
     ),
     _e("too_many_documents/labels", "{count} labels in {field}; Foundry accepts at most {limit}"),
-    _e("missing_id", "document_id is missing"),
+    _e("missing_id", "{key} is missing"),
     _w(
         "numeric_id/row",
-        "{count} document id(s) are JSON numbers; read as strings ('1' and 1 become the same id)",
+        "document id {id} is a JSON number, read as the string {sid!r}: {id} and {sid!r} become the same id{more}",
         "write ids as JSON strings",
     ),
     _w(
@@ -215,11 +230,11 @@ _TABLE = (
         "document {id!r} is labelled twice in {list}: Foundry keeps the last label, foundry_bridge's metrics the first",
         "keep one label per document",
     ),
-    _e("missing_score", "relevance_score is missing; Foundry requires a number", _FROM_RANK + "send scores from rank"),
-    _e("bad_score", "relevance_score must be a number, got {score!r}"),
+    _e("missing_score", "{key} is missing; Foundry requires a number", _FROM_RANK + "send scores from rank"),
+    _e("bad_score", "{key} must be a number, got {score!r}"),
     _w(
         "order_disagrees_with_scores",
-        "list order disagrees with relevance_score order at rank {rank} ({score} > {previous}): Foundry ranks by "
+        "list order disagrees with {key} order at rank {rank} ({score} > {previous}): Foundry ranks by "
         "score, so this list is scored in another order than it was shown",
         _FROM_RANK + "synthesize monotone scores from rank",
     ),
@@ -267,15 +282,25 @@ class Context:
     """Where a check is (file; a YAML file's line lookup) and the report that collects what it finds.
 
     ``line_of`` maps a field path inside the file (``("evaluators", 0, "init")``) to its line; checks of rows pass
-    the row's ``line`` instead.
+    the row's ``line`` instead. ``rename`` turns the item field paths the checks name (and a ``list`` parameter)
+    into the paths of the user's rows (``absent.user_path``); a template's ``{key}`` is the last key of that path.
+    ``drop``: problems not to report (said once elsewhere).
     """
 
     def __init__(
-        self, report: ValidationReport, file: str | None, line_of: Callable[[tuple[Any, ...]], int | None] | None = None
+        self,
+        report: ValidationReport,
+        file: str | None,
+        line_of: Callable[[tuple[Any, ...]], int | None] | None = None,
+        *,
+        rename: Callable[[str], str] | None = None,
+        drop: Callable[[Problem], bool] | None = None,
     ) -> None:
         self.report = report
         self.file = file
         self.line_of = line_of or (lambda loc: None)
+        self.rename = rename
+        self.drop = drop
 
     def problem(
         self,
@@ -292,7 +317,11 @@ class Context:
         """The ``Problem`` of ``rule`` with its templates filled from ``field`` and ``params``; ``at``: the lines
         of a problem about several rows (``Problem.lines``)."""
         r = RULES[rule]
-        values = {"field": field, **params}
+        if self.rename is not None:
+            field = self.rename(field) if field else field
+            if isinstance(params.get("list"), str):
+                params["list"] = self.rename(params["list"])
+        values = {"field": field, "key": (field or "").rsplit(".", 1)[-1], **params}
         if loc is not None:
             line = self.line_of(loc)
         return Problem(
@@ -308,4 +337,9 @@ class Context:
 
     def add(self, rule: str, field: str | None = "", **kwargs: Any) -> None:
         """Report ``rule`` (see ``problem`` for the arguments)."""
-        self.report.add(self.problem(rule, field, **kwargs))
+        self.report_problem(self.problem(rule, field, **kwargs))
+
+    def report_problem(self, problem: Problem) -> None:
+        """Hand ``problem`` to the report, unless ``drop`` says it is said elsewhere."""
+        if self.drop is None or not self.drop(problem):
+            self.report.add(problem)
