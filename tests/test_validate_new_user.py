@@ -93,15 +93,32 @@ def test_kind_values_mapped_to_negative_read_as_declared_kinds(tmp_path: Path) -
     assert (summary["positive"]["queries"], summary["negative"]["queries"]) == (30, 10)
 
 
-def test_kind_values_without_a_map_say_how_to_map_them(tmp_path: Path) -> None:
+def test_kind_values_without_a_map_are_one_error_naming_them_and_the_map(tmp_path: Path) -> None:
     code, lines = _validate(*_files(tmp_path, _rows(), kind="type"))
     assert code == 1
     assert lines[0] == (
-        f"error: {tmp_path / 'eval.jsonl'}:1: type: kind must be 'positive' or 'negative', got 'answerable' (fix: "
+        f"error: {tmp_path / 'eval.jsonl'}: type: no row's 'type' is 'positive' or 'negative': the rows have "
+        "'answerable', 'unanswerable' (fix: say which of the data's values mean which in the mapping: "
+        "dataset.fields.kind: {field: type, negative: [...]} (every other value is positive; docs/mapping.md), or "
+        "set dataset.fields.kind: null to derive kind from the labels)"
+    )
+    assert lines[-1] == "FAILED: 1 error(s), 0 warning(s) in 40 row(s)"
+
+
+def test_one_row_with_its_own_kind_word_gets_the_fix_at_its_line(tmp_path: Path) -> None:
+    rows = _rows()
+    for r in rows:
+        r["type"] = "negative" if r["type"] == "unanswerable" else "positive"
+    rows[4]["type"] = "answerable"
+    code, lines = _validate(*_files(tmp_path, rows, kind="type"))
+    assert code == 1
+    assert lines[0] == (
+        f"error: {tmp_path / 'eval.jsonl'}:5: type: kind must be 'positive' or 'negative', got 'answerable' (fix: "
         "if 'answerable' is the data's own word for a kind, map it in the mapping: dataset.fields.kind: "
         "{field: type, negative: [...], positive: [...]} (the values that mean each); or set "
         "dataset.fields.kind: null to derive kind from the labels)"
     )
+    assert lines[-1] == "FAILED: 1 error(s), 0 warning(s) in 40 row(s)"
 
 
 def test_a_kind_value_neither_list_names_is_an_error_naming_it(tmp_path: Path) -> None:

@@ -2,13 +2,14 @@
 
 - ``EntryKeys``: a key of a document or label list's entries that the mapping spells otherwise than every entry
   has it (``relevance_score: scroe`` while each entry has ``score``);
-- ``NoQueryId``: no row has the query id where the mapping reads it (a forgotten ``--mapping``: the default
-  mapping over rows with their own field names).
+- ``EveryRow``: no row has the query id where the mapping reads it (a forgotten ``--mapping``: the default
+  mapping over rows with their own field names), or no row's kind is one the mapping can read (``answerable``).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..dataset.spec import FieldPaths
 from ..mapping.loader import mapping_line_finder, packaged_mapping_path
 from ._rules import Context
 
-__all__ = ["EntryKeys", "NoQueryId"]
+__all__ = ["EntryKeys", "EveryRow"]
 
 _ENTRY_CODES = {"missing_score", "missing_id", "missing_label"}  # what an entry without the key gets
 _KEYS_NAMED = 30  # row keys a message names
@@ -119,42 +120,65 @@ class EntryKeys:
         )
 
 
-class NoQueryId:
-    """Rows without the query id (``missing_query_id``) kept until the end: when no row has it, one problem naming
-    the mapping, what of it the rows have and their keys; else each row's problem, as the reader worded it."""
+class EveryRow:
+    """Problems of every row when the mapping does not fit the data, kept until the end: a query id absent where
+    the mapping reads it (``missing_query_id``: a forgotten ``--mapping``), and a declared kind in the data's own
+    words without the mapping's value lists (``bad_kind``: ``answerable``). When every row read through the
+    mapping has one, one problem for the mapping, naming the mapping, the rows' keys or values; else each row's
+    problem, as the reader worded it."""
 
     def __init__(self, fields: FieldPaths, mapping_file: str | None, ctx: Context) -> None:
         self.ctx = ctx
         self.field = fields.query_id
         self.path = compile_path(fields.query_id)
+        self.kind = fields.kind if isinstance(fields.kind, str) else None  # value lists: each row says its value
         self.read = read_keys(field_sources(fields))
         self.default = _is_default(mapping_file)
         self.name = "default mapping" if self.default else (f"mapping {mapping_file}" if mapping_file else "mapping")
         self.rows = 0
-        self.count = 0
-        self.kept: list[Problem] = []
+        self.kept: dict[str, list[Problem]] = {"missing_query_id": [], "bad_kind": []}
+        self.count: Counter[str] = Counter()
         self.keys: dict[str, None] = {}
+        self.values: dict[str, None] = {}
 
     def keep(self, p: Problem, row: dict[str, Any]) -> bool:
-        """Whether ``p`` (of a row read through the mapping) is kept: a query id absent from the row."""
-        if p.code != "missing_query_id" or get_path(row, self.path) is not MISSING:
+        """Whether ``p`` (of a row read through the mapping) is kept until the end."""
+        if p.code == "missing_query_id" and get_path(row, self.path) is MISSING:
+            if len(self.keys) < _KEYS_NAMED:
+                self.keys.update(dict.fromkeys(k for k in row if isinstance(k, str)))
+        elif p.code == "bad_kind" and self.kind is not None:
+            if len(self.values) < _KEYS_NAMED:
+                self.values[repr(get_path(row, compile_path(self.kind)))] = None
+        else:
             return False
-        self.count += 1
-        if len(self.kept) < self.ctx.report.max_per_code:
-            self.kept.append(p)
-        if len(self.keys) < _KEYS_NAMED:
-            self.keys.update(dict.fromkeys(k for k in row if isinstance(k, str)))
+        self.count[p.code] += 1
+        if len(self.kept[p.code]) < self.ctx.report.max_per_code:
+            self.kept[p.code].append(p)
         return True
 
     def finish(self) -> None:
-        if not self.count:
-            return
-        if self.count < self.rows:  # some rows have it: each row that lacks it is its own error
-            for p in self.kept:
-                self.ctx.report.add(p)
-            if self.count > len(self.kept):
-                self.ctx.report.count("missing_query_id", "error", self.count - len(self.kept))
-            return
+        for code, kept in self.kept.items():
+            count = self.count[code]
+            if count and count < self.rows:  # some rows are fine: each other row's problem is its own error
+                for p in kept:
+                    self.ctx.report.add(p)
+                if count > len(kept):
+                    self.ctx.report.count(code, "error", count - len(kept))
+            elif count and code == "bad_kind":
+                self._no_kind()
+            elif count:
+                self._no_query_id()
+
+    def _no_kind(self) -> None:
+        values = ", ".join(self.values)
+        fix = (
+            f"say which of the data's values mean which in the mapping: dataset.fields.kind: {{field: {self.kind}, "
+            "negative: [...]} (every other value is positive; docs/mapping.md), or set dataset.fields.kind: null to "
+            "derive kind from the labels"
+        )
+        self.ctx.add("bad_kind/none", self.kind, values=values, suggestion=fix)
+
+    def _no_query_id(self) -> None:
         keys = list(self.keys)[:_KEYS_NAMED]
         have = [k for k in keys if k in self.read]
         others = (

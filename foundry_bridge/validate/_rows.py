@@ -37,7 +37,7 @@ from ..dataset.spec import FieldPaths
 from ._criteria import Criterion
 from ._docret import MAX_DOCUMENTS, LabelChecks
 from ._duplicates import DuplicateIds, Rescan, is_id, near_differences, near_key
-from ._mapped import EntryKeys, NoQueryId
+from ._mapped import EntryKeys, EveryRow
 from ._report import ValidationReport
 from ._rules import Context
 
@@ -85,7 +85,7 @@ class RowChecker:
         # ``ctx`` names the item fields the checks name in the user's own paths (``user_ctx``: paths already so)
         self.ctx = Context(report, source, rename=rename, drop=drop)
         self.user_ctx = Context(report, source, drop=drop)
-        self.no_query_id = NoQueryId(fields, mapping_file, self.user_ctx) if fields is not None else None
+        self.every_row = EveryRow(fields, mapping_file, self.user_ctx) if fields is not None else None
         self.fields = fields
         self.source = source
         self.threshold = threshold
@@ -149,12 +149,12 @@ class RowChecker:
 
     def reader_problems(self, problems: list[Problem], raw: dict[str, Any], line: int) -> None:
         """Report what the reader found in ``raw``, a row read through the mapping, after what the row tells about
-        the mapping itself, which is said once (``EntryKeys``, ``NoQueryId``)."""
-        assert self.entry_keys is not None and self.no_query_id is not None and self.fields is not None
+        the mapping itself, which is said once (``EntryKeys``, ``EveryRow``)."""
+        assert self.entry_keys is not None and self.every_row is not None and self.fields is not None
         self.entry_keys.check(raw, line, self.user_ctx, self.fields)
-        self.no_query_id.rows += 1
+        self.every_row.rows += 1
         for p in problems:
-            if not self.no_query_id.keep(p, raw):
+            if not self.every_row.keep(p, raw):
                 self.ctx.report_problem(p)
 
     def _missing_inputs(self, present: set[str], line: int | None, raw: dict[str, Any]) -> set[str]:
@@ -379,8 +379,8 @@ class RowChecker:
         """
         if self.report.rows == 0:
             self.ctx.add("empty_dataset")
-        if self.no_query_id is not None:
-            self.no_query_id.finish()
+        if self.every_row is not None:
+            self.every_row.finish()
         self.ids.report(rescan, self.ctx)
         self.labels.finish()
         for f in sorted(self.deferred):

@@ -155,6 +155,11 @@ _TABLE = (
         "{suggestion}",
     ),
     _e(
+        "bad_kind/none",
+        "no row's {field!r} is 'positive' or 'negative': the rows have {values}",
+        "{suggestion}",
+    ),
+    _e(
         "entry_key_not_in_data",
         "no entry of {list!r} has the key {name!r} ({row}): the mapping reads {what} there",
         "{suggestion}",
