@@ -247,3 +247,19 @@ def test_every_message_names_the_rows_own_paths(tmp_path: Path) -> None:
     ]
     tool_names = ("retrieval_ground_truth[", "retrieved_documents", "query_relevance_label", "item field", "'1' and 1")
     assert not [x for x in lines if any(name in x for name in tool_names)]
+
+
+def test_a_table_says_the_misspelled_key_once_at_its_row_index(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _, mapping = _files(tmp_path, _rows(), score="scroe")
+    table = tmp_path / "eval.parquet"
+    pq.write_table(pa.Table.from_pylist(_rows()), table)
+    code, lines = _validate(table, mapping)
+    assert code == 1
+    assert lines[0].startswith(
+        f"error: {mapping}:10: dataset.fields.retrieved_documents.relevance_score: no entry of 'hits' has the key "
+        f"'scroe' ({table} row 0): "
+    )
+    assert lines[-1] == "FAILED: 1 error(s), 0 warning(s) in 40 row(s)"

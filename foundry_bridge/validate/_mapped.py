@@ -46,6 +46,7 @@ class EntryKeys:
 
     def __init__(self, fields: FieldPaths, mapping_file: str | None, data: str) -> None:
         self.data = data
+        self.unit = "line"  # a table's rows are located by their index: "row"
         self.default = _is_default(mapping_file)
         self.file = None if self.default else mapping_file
         self.todo: list[tuple[str, str, tuple[str, ...], set[str]]] = []  # (list setting, key setting, path, read)
@@ -97,7 +98,7 @@ class EntryKeys:
         self.said_fields.append(re.compile(re.escape(where) + r"\[\d+\]\." + re.escape(key)))
         line_of = mapping_line_finder(self.file)
         at = line_of(("dataset", "fields", name, key_setting)) if line_of is not None else None
-        file, row = (self.file, f"{self.data} line {line}") if self.file else (self.data, f"line {line}")
+        file, row = (self.file, f"{self.data} {self.unit} {line}") if self.file else (self.data, f"{self.unit} {line}")
         ctx.add(
             rule,
             setting,

@@ -151,6 +151,8 @@ def _table_pass(
 ) -> Iterator[QueryRecord]:
     """The pass over a table's rows (``dataset.frames``): the JSONL checks, located by row index and column."""
     checker = _checker(criteria, report, source.name, threshold, mapping, raw_items, mapping_file)
+    if checker.entry_keys is not None:
+        checker.entry_keys.unit = "row"
     listed = len(report.problems)
     try:
         yield from _checked_rows(_counted(source.rows(), report), checker, mapping, raw_items, threshold, records)
