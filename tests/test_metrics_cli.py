@@ -108,6 +108,25 @@ def test_bad_row_reports_file_and_line(tmp_path: Path, capsys) -> None:
     assert f"{path}:2" in err and "label" in err
 
 
+def test_duplicate_query_ids_are_refused_naming_their_lines_as_validate_does(tmp_path: Path, capsys) -> None:
+    # issue #34 item 6: 1 real query plus 9 copies of another was "queries: 10, MRR 0.1" with no warning
+    path = tmp_path / "d.jsonl"
+    found = {"query_id": "a", "retrieved_documents": [{"document_id": "x"}], "retrieval_ground_truth": []}
+    found["retrieval_ground_truth"] = [{"document_id": "x", "query_relevance_label": 1}]
+    missed = {**found, "query_id": "b", "retrieved_documents": [{"document_id": "y"}]}
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in [found] + [missed] * 9))
+    with pytest.raises(SystemExit) as exc:
+        main(["metrics", str(path), "--format", "text"])
+    assert exc.value.code == 1
+    captured = capsys.readouterr()
+    assert "queries:" not in captured.out
+    assert f"{path}:3" in captured.err and f"{path}:10" in captured.err  # the repeated lines, each named
+    assert "'b' is already used on line 2" in captured.err  # validate's own words
+    with pytest.raises(SystemExit) as validated:
+        main(["validate", str(path)])
+    assert validated.value.code == 1 and "'b' is already used on line 2" in capsys.readouterr().out
+
+
 # -- the fast reader gives exactly what the records path gives -----------------------------------------------------
 def _write_generated(path: Path, seed: int) -> None:
     g = generate(seed, n_queries=120, max_docs=25)

@@ -108,7 +108,28 @@ def _load(
     source = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
     depth = s.read_depth
     loaded = load_dataset(data, mapping, depth=depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+    ids = loaded[0].query_ids
+    if len(set(ids)) < len(ids):
+        _refuse_duplicate_ids(data, mapping_path)
     return loaded, source
+
+
+def _refuse_duplicate_ids(data: str, mapping_path: str | None) -> None:
+    """A ``DatasetError`` listing ``validate``'s duplicate-query-id errors (each line named): a query counted once
+    per copy would move every mean, so ``metrics`` refuses the file as ``validate`` (and ``plan``, ``run``) do."""
+    from ..errors import DatasetError
+    from ..validate import validate
+
+    report = validate(data, mapping=mapping_path)
+    duplicates = [p for p in report.problems if p.code == "duplicate_query_id"]
+    more = report.omitted.get("duplicate_query_id", 0)
+    listed = [str(p) for p in duplicates] + ([f"... and {more} more not listed"] if more else [])
+    head = f"{len(duplicates) + more} row(s) repeat a query id, each would be counted as one more query:"
+    raise DatasetError(
+        "\n".join([head, *listed]),
+        file=str(data),
+        hint="give every query a unique id; `foundry-bridge validate` lists the same lines",
+    )
 
 
 def _assembly_summary(assembly: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
