@@ -139,6 +139,7 @@ def _assembly_summary(assembly: list[dict[str, Any]], s: _Settings) -> dict[str,
         "queries_with_context": len(assembly),
         "checked": sum(1 for row in assembly if row["checked"]),
         "with_dropped_relevant": sum(1 for row in assembly if row["dropped_relevant"]),
+        "no_document_text": sum(1 for row in assembly if row["no_content"]),
         "per_query": assembly,
     }
 
@@ -236,6 +237,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+_LISTED = 10  # query ids listed per line of the text summary
+
+
 def render_text(doc: dict[str, Any]) -> str:
     """A short human-readable summary of ``compute_metrics``' output."""
     p = doc["params"]
@@ -275,14 +279,23 @@ def render_text(doc: dict[str, Any]) -> str:
             f"positives lost {_fmt(row['positives_lost'])}"
         )
     asm = doc["assembly"]
+    head = f"context assembly (top {asm['k']}): "
+    if not asm["queries_with_context"]:
+        lines += ["", head + "not checked: no query has a context"]
+        return "\n".join(lines) + "\n"
+    no_text = [row["query_id"] for row in asm["per_query"] if row["no_content"]]
     lines += [
         "",
-        f"context assembly (top {asm['k']}): {asm['checked']} checked, {asm['with_dropped_relevant']} "
-        "dropped a relevant retrieved document",
+        head
+        + f"{asm['checked']} checked, {asm['with_dropped_relevant']} dropped a relevant retrieved document"
+        + (f"; {len(no_text)} not checked: no document text" if no_text else ""),
     ]
     for row in asm["per_query"]:
         if row["dropped_relevant"]:
             lines.append(f"  {row['query_id']}: dropped {', '.join(row['dropped_relevant'])}")
+    if no_text:
+        more = f" and {len(no_text) - _LISTED} more" if len(no_text) > _LISTED else ""
+        lines.append(f"  not checked (no document text): {', '.join(no_text[:_LISTED])}{more}")
     return "\n".join(lines) + "\n"
 
 
