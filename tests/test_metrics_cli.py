@@ -35,9 +35,9 @@ def test_metrics_json_on_sample(benefits_jsonl: Path) -> None:
         assert key in q09
     pos, neg = doc["summary"]["positive"], doc["summary"]["negative"]
     assert pos["queries"] == 11 and neg["queries"] == 3 and neg["undefined"] == 3
-    assert neg["mrr@10"] is None  # propagate: every negative query is undefined
+    assert neg["rr@10"] is None  # propagate: every negative query is undefined
     # MRR@10 of the 11 positive queries, from the sample's README and data: q07 misses, q09 at 4, q11 at 2
-    assert pos["mrr@10"] == pytest.approx((8 * 1.0 + 0 + 0.25 + 0.5) / 11)
+    assert pos["rr@10"] == pytest.approx((8 * 1.0 + 0 + 0.25 + 0.5) / 11)
     assembly = {row["query_id"]: row for row in doc["assembly"]["per_query"]}
     assert assembly["q06"]["dropped_relevant"] == ["pol-parttime-01"]
     assert doc["assembly"]["with_dropped_relevant"] == 1
@@ -72,7 +72,7 @@ def test_metrics_options_override_mapping(benefits_jsonl: Path, tmp_path: Path) 
 def test_metrics_text(benefits_jsonl: Path) -> None:
     code, out, _ = invoke(["metrics", str(benefits_jsonl), "--format", "text"])
     assert code == 0
-    assert "mrr@10" in out and "q06: dropped pol-parttime-01" in out and "ROC AUC" in out
+    assert "rr@10" in out and "mrr@10" not in out and "q06: dropped pol-parttime-01" in out and "ROC AUC" in out
 
 
 @pytest.mark.parametrize(
@@ -453,8 +453,8 @@ def test_trec_folder_and_qrels_run_agree_when_a_query_is_only_judged(tmp_path: P
         assert {k: by_folder[qid][k] for k in keys} == {k: by_files[qid][k] for k in keys}, qid
     assert by_folder["3"]["rr@10"] == 0.0 and by_folder["1"]["rr@10"] == 0.5  # by hand: b at rank 2
     mrr = (0.5 + 1.0 + 0.0) / 3
-    assert folder["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
-    assert files["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
+    assert folder["summary"]["positive"]["rr@10"] == pytest.approx(mrr)
+    assert files["summary"]["positive"]["rr@10"] == pytest.approx(mrr)
 
 
 def test_trec_one_parser_ties_kinds_and_repeats_on_both_paths(tmp_path: Path) -> None:

@@ -272,11 +272,12 @@ def summarize(
     """Per-kind means: ``{"positive": {...}, "negative": {...}}`` — the two are never averaged together.
 
     Each holds ``queries``, ``undefined`` (queries with n_rel = 0: rr/recall/precision/hit undefined),
-    ``undefined_ndcg`` (ideal DCG = 0), and ``mrr@k``, ``recall@k``, ``precision@k``, ``hit_rate@k``, ``ndcg@k``,
-    ``ndcg_exp@k``, ``distracting@k`` averaged under ``nan_policy`` (NaN → ``None``): each measure's
-    ``aggregate_key``. ``selected``: only these column keys (``rr@10``, ``ap@10``) are summarized (default: the
-    default columns). ``average_mode="trec_eval"`` adds ``"all"``: every kind together, averaged by ``average``
-    over the ``judged`` queries (``average``, ``queries`` counted, ``left_out`` = unjudged, and the means).
+    ``undefined_ndcg`` (ideal DCG = 0), and ``rr@k``, ``recall@k``, ``precision@k``, ``hit@k``, ``ndcg@k``,
+    ``ndcg_exp@k``, ``distracting@k`` averaged under ``nan_policy`` (NaN → ``None``): each under its column key,
+    the report's name (``rr@10``'s mean is MRR@10). ``selected``: only these column keys (``rr@10``, ``ap@10``)
+    are summarized (default: the default columns). ``average_mode="trec_eval"`` adds ``"all"``: every kind
+    together, averaged by ``average`` over the ``judged`` queries (``average``, ``queries`` counted, ``left_out`` =
+    unjudged, and the means).
     """
     if nan_policy not in NAN_POLICIES:
         raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
@@ -292,13 +293,13 @@ def summarize(
             "undefined_ndcg": int(np.isnan(columns[f"ndcg@{ks[0]}"][mask]).sum()),
         }
         for at_k in measures:
-            block[at_k.aggregate_key] = nan_mean(columns[at_k.key][mask], nan_policy)
+            block[at_k.key] = nan_mean(columns[at_k.key][mask], nan_policy)
         out[kind] = block
     if average_mode == "trec_eval":
         if judged is None:
             raise ValueError("average 'trec_eval' needs the judged mask")
         head: dict[str, Any] = {"average": average_mode, "queries": int(judged.sum()), "left_out": int((~judged).sum())}
-        out["all"] = head | {m.aggregate_key: average(columns[m.key], judged, average_mode) for m in measures}
+        out["all"] = head | {m.key: average(columns[m.key], judged, average_mode) for m in measures}
     return out
 
 
