@@ -63,7 +63,7 @@ class _Settings:
     def read_depth(self) -> int:
         """The documents read per query: the whole list when a condensed measure is asked for (its top k are the
         first k judged documents, wherever they are), else ``depth``."""
-        whole = any(m.column.endswith("_cond") for m in self.measures or ())
+        whole = any(m.column.endswith("_cond") or m.cutoff is None for m in self.measures or ())
         return _WHOLE_LIST if whole else self.depth
 
 
@@ -249,7 +249,7 @@ def render_text(doc: dict[str, Any]) -> str:
         "",
     ]
     summary = doc["summary"]
-    keys = [key for key in summary["positive"] if "@" in key]
+    keys = [key for key in summary["positive"] if key not in ("queries", "undefined", "undefined_ndcg")]
     every = summary.get("all")  # --average trec_eval: judged queries, both kinds, undefined = 0
     head = f"{'metric':<18}" + (f"{'judged (' + every['average'] + ')':>22}" if every else "")
     lines.append(head + f"{'positive':>12}{'negative':>12}")
@@ -315,7 +315,8 @@ def render_text(doc: dict[str, Any]) -> str:
     "measures",
     multiple=True,
     metavar="MEASURE",
-    help="Output only this measure (repeatable), e.g. rr@10, MRR@10, ndcg(gain=exp)@3; without @k at every --k. "
+    help="Output only this measure (repeatable), e.g. rr@10, MRR@10, ndcg(gain=exp)@3; without @k at every --k, "
+    "except map (ap), rprec and bpref: without @k the whole ranking, as trec_eval's map, Rprec and bpref. "
     f"Measures: {MEASURES_HELP}.",
 )
 @click.option(

@@ -101,6 +101,7 @@ class MeasureDef:
     mean_label: str | None = None
     default: bool = True
     trec_eval: str = ""
+    uncut: bool = False  # without @k: the whole ranking (trec_eval's map, Rprec, bpref), not every k
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "label", self.label or f"{self.name}@k")
@@ -174,31 +175,34 @@ MEASURES: dict[str, MeasureDef] = {
         MeasureDef(
             "ap",
             "Σ over relevant documents at rank r ≤ k of (relevant in the top r ÷ r), ÷ n_rel (mean = MAP; trec_eval "
-            "map_cut_k, and map for k ≥ the run's depth)",
+            "map_cut_k; without @k the whole ranking: trec_eval map)",
             label="MAP@k",
-            aliases=("map",),  # trec_eval's map (uncut: give a k ≥ the run's depth)
+            aliases=("map",),  # trec_eval's map: without @k, uncut
             mean_label="MAP",
             params={"condensed": _CONDENSED},
             variants=(_condensed("ap", "ap"),),
             default=False,
             trec_eval="map_cut",
+            uncut=True,
         ),
         MeasureDef(
             "rprec",
-            "relevant documents in the top R ÷ R, R = n_rel, on the ranking cut at k (trec_eval Rprec for k ≥ the "
-            "run's depth)",
+            "relevant documents in the top R ÷ R, R = n_rel, on the ranking cut at k (without @k the whole ranking: "
+            "trec_eval Rprec)",
             label="R-precision",
             aliases=("r_precision",),
             params={"condensed": _CONDENSED},
             variants=(_condensed("rprec", "rprec"),),
             default=False,
+            uncut=True,
         ),
         MeasureDef(
             "bpref",
             "Σ over relevant documents in the top k of 1 − min(judged non-relevant above it, R) ÷ min(R, N), ÷ R "
             "(R = n_rel, N = judged non-relevant qrels documents; 1 when N = 0; unjudged documents are ignored; "
-            "trec_eval bpref for k ≥ the run's depth)",
+            "without @k the whole ranking: trec_eval bpref)",
             default=False,
+            uncut=True,
         ),
         MeasureDef(
             "judged",
@@ -404,11 +408,13 @@ def parse_measure(spec: str | Measure) -> Measure:
 
 
 def expand(measures: Sequence[Measure], ks: Sequence[int]) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
-    """Each measure at its own cutoff, or at every k of ``ks`` when it has none (distinct, in the given order), and
-    the sorted cutoffs they need. A parameter setting the kernels do not compute is a ``UsageError``."""
+    """Each measure at its own cutoff, or at every k of ``ks`` when it has none — except a measure declared
+    ``uncut`` (``ap``/``map``, ``rprec``, ``bpref``), which without a cutoff stays uncut: the whole ranking, as
+    trec_eval computes it — (distinct, in the given order), and the sorted cutoffs they need. A parameter setting
+    the kernels do not compute is a ``UsageError``."""
     out: dict[Measure, None] = {}
     for m in measures:
-        for at_k in [m] if m.cutoff is not None else [m @ k for k in ks]:
+        for at_k in [m] if m.cutoff is not None or m.spec.uncut else [m @ k for k in ks]:
             _ = at_k.column  # computable?
             out[at_k] = None
     if not out:
