@@ -266,7 +266,8 @@ def main() -> None:
                     # read in a subprocess: the parent's peak RSS is inherited by every later child (see measure)
                     code = (
                         "import json,sys; s=json.load(open(sys.argv[1]))['summary']['positive'];"
-                        "print(json.dumps({k: s[k] for k in ('mrr@10', 'ndcg@10', 'recall@10')}))"
+                        "print(json.dumps({'mrr@10': s['rr@10'], 'ndcg@10': s['ndcg@10'], "
+                        "'recall@10': s['recall@10']}))"
                     )
                     value = json.loads(subprocess.check_output([py, "-c", code, str(DATA / "out.json")]))
                 else:

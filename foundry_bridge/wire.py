@@ -29,6 +29,7 @@ __all__ = [
     "parse_template",
     "passed_for_kind",
     "passes",
+    "range_error",
     "read_metric",
     "render",
     "render_mapping",
@@ -223,6 +224,25 @@ def passes(
     return np.where(np.isnan(score), np.nan, verdict)
 
 
+def range_error(metric: MetricSpec | None, score: float | None) -> str | None:
+    """``JUDGE_SCORE_OUT_OF_RANGE: ...`` when a finite ``score`` lies outside the range the catalog documents for
+    ``metric`` (a judge answering 99 or -7 on its 1-5 scale), else None (no range declared, no score, in range).
+
+    Such a score is no reading of the scale: the row is an error, counted and never averaged, passed or charted,
+    on every backend (the cloud normalizer, the emulator's rows through it, the local judges all call this). A
+    difference below 1e-9 of the bound is float rounding, not a different answer.
+    """
+    if metric is None or score is None or not math.isfinite(score):
+        return None
+    lo, hi = metric.min_value, metric.max_value
+    below = lo is not None and score < lo - 1e-9 * max(1.0, abs(lo))
+    above = hi is not None and score > hi + 1e-9 * max(1.0, abs(hi))
+    if not (below or above):
+        return None
+    scale = f"{'' if lo is None else f'{lo:g}'}–{'' if hi is None else f'{hi:g}'}"
+    return f"JUDGE_SCORE_OUT_OF_RANGE: the {metric.name} score {score:g} is outside its range {scale}: not averaged"
+
+
 ABSTENTION_IS_CORRECT = "abstained on a negative query: the correct outcome (this evaluator fails every abstention)"
 
 
@@ -275,7 +295,7 @@ class MetricReading(NamedTuple):
     error: str | None
 
 
-def read_metric(props: Mapping[str, Any], metric: str) -> MetricReading:
+def read_metric(props: Mapping[str, Any], metric: str, spec: MetricSpec | None = None) -> MetricReading:
     """Read ``metric`` from a result dict keyed ``<m>``, ``<m>_result``, ``<m>_passed``, ``<m>_threshold`` (the
     document-retrieval ``properties`` the service returns, azure-ai-evaluation's ``document_retrieval_properties``
     and the emulator's both; keys as ``canonical_key`` spells them).
@@ -283,6 +303,7 @@ def read_metric(props: Mapping[str, Any], metric: str) -> MetricReading:
     ``passed`` is ``<m>_passed``, else read from the label. The score: absent → ``MISSING_SCORE``; present but
     null, NaN or ±inf → ``NAN_SCORE`` (the metric is undefined for this row, e.g. fidelity when every label equals
     a minimum ≥ 1; JSON has no NaN, so the service and the emulator write null), with label and verdict kept.
+    A finite score outside ``spec``'s range (``range_error``) is ``JUDGE_SCORE_OUT_OF_RANGE``: no score, no verdict.
     """
     label = props.get(metric + "_result")
     label = label if isinstance(label, str) else None
@@ -294,7 +315,9 @@ def read_metric(props: Mapping[str, Any], metric: str) -> MetricReading:
     score = None if raw is _ABSENT else to_number(raw)
     error = None
     if score is not None and math.isfinite(score):  # the common case, first
-        pass
+        error = range_error(spec, score)
+        if error is not None:
+            score, passed = None, None
     elif raw is _ABSENT:
         error = f"MISSING_SCORE: no {metric} value in the {DOCUMENT_RETRIEVAL.short_name} output"
     elif raw is None or (score is not None and not math.isfinite(score)):

@@ -183,3 +183,35 @@ def test_inputs_are_run_folders_or_run_files_with_qrels(sweep, tmp_path: Path) -
     base_only = compare_run_files(qrels, list(runs.values()), all_pairs=False, n_resamples=RESAMPLES)
     assert base_only.all_pairs is None
     assert base_only.exploratory_tests + base_only.left_out_tests == 3 * 3  # 3 candidates × 3 default measures
+
+
+def test_runs_of_one_file_name_are_told_apart_by_folder_or_by_label(tmp_path: Path) -> None:
+    # issue #34 item 21: two files called run.txt were labelled `0:run` and `1:run`
+    qrels, paths = _constructed(tmp_path / "c")
+    runs = []
+    for system in ("bm25", "dense"):
+        (tmp_path / system).mkdir()
+        runs.append(tmp_path / system / "run.txt")
+        runs[-1].write_bytes(paths[0 if system == "bm25" else 1].read_bytes())
+    comparison = compare_run_files(qrels, runs, metrics=["rr@10"])
+    assert [r.label for r in comparison.runs] == ["bm25/run", "dense/run"]
+    labelled = compare_run_files(qrels, runs, metrics=["rr@10"], labels=["BM25", "dense v2"])
+    assert [r.label for r in labelled.runs] == ["BM25", "dense v2"]
+    code, out = _cli(
+        "--qrels",
+        str(qrels),
+        str(runs[0]),
+        str(runs[1]),
+        "--metric",
+        "rr@10",
+        "--label",
+        "BM25",
+        "--label",
+        "dense v2",
+        "--format",
+        "json",
+    )
+    assert code == 0, out
+    assert [r["label"] for r in json.loads(out)["runs"]] == ["BM25", "dense v2"]
+    code, out = _cli("--qrels", str(qrels), str(runs[0]), str(runs[1]), "--label", "only one")
+    assert code == 2 and "1 label(s), 2 runs" in out

@@ -119,6 +119,20 @@ def test_a_missing_score_is_an_error_never_a_zero_and_missing_criteria_are_rows(
     )
 
 
+@pytest.mark.parametrize("wild", [99, -7, "99"])
+def test_a_judge_score_outside_its_catalog_range_is_an_errored_row(wild: object) -> None:
+    # issue #34 item 5: the cloud (and the emulator, through the same client) rows read the catalog's 1-5 range
+    relevance = CriterionPlan(name="relevance", evaluator="builtin.relevance")
+    result = {"name": "relevance", "metric": "relevance", "score": wild, "label": "pass", "passed": True}
+    (row,) = normalize_item({"id": "1", "results": [result]}, offset=0, criteria=[relevance], query_ids=["a"])
+    assert row.score is None and row.passed is None
+    assert row.error is not None and row.error.startswith("JUDGE_SCORE_OUT_OF_RANGE: the relevance score")
+    inside = normalize_item(
+        {"id": "1", "results": [{**result, "score": 5}]}, offset=0, criteria=[relevance], query_ids=["a"]
+    )
+    assert (inside[0].score, inside[0].error) == (5.0, None)
+
+
 # document retrieval, shape (b) of the reference, values from the docs' sample output
 SINGLE = {
     "type": "azure_ai_evaluator",

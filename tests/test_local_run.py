@@ -165,3 +165,26 @@ def test_a_plan_the_backend_cannot_run_leaves_no_folder(tmp_path: Path) -> None:
     with pytest.raises(runner.UsageError, match="--judge-endpoint"):
         runner.run_evaluation(benefits_plan(limit=2), tmp_path / "run", backend)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("wild", [99, -7])
+def test_an_out_of_range_judge_score_is_an_errored_row_never_averaged(
+    fresh_judge: FakeJudgeServer, tmp_path: Path, wild: int
+) -> None:
+    # issue #34 item 5: a judge answering 99 (or -7) on its 1-5 scale for one query; every other answer is 4
+    from foundry_bridge.local.fake_judge import score_answer
+
+    fresh_judge.rule = lambda r: score_answer(wild if r.kind == "relevance" and _first_query in r.data else 4, "x")
+    backend = LocalBackend(judge_endpoint=fresh_judge.base_url, judge_model="wild", cache_dir=tmp_path / "c")
+    runner.run_evaluation(benefits_plan(limit=4), tmp_path / "run", backend)
+    rows = {(r["query_id"], r["criterion"]): r for r in _results(tmp_path / "run")}
+    wild_row = rows[("q01", "relevance")]
+    assert wild_row["score"] is None and wild_row["passed"] is None
+    assert wild_row["error"].startswith("JUDGE_SCORE_OUT_OF_RANGE:") and "1–5" in wild_row["error"]
+    relevance = report_mod.build_report(tmp_path / "run").positive.metrics["relevance"]
+    assert relevance.errored == 1 and relevance.scored == 3
+    assert relevance.mean == 4.0 and relevance.max == 4.0 and relevance.min == 4.0
+    assert relevance.pass_rate == 1.0
+
+
+_first_query = json.loads(BENEFITS.read_text().splitlines()[0])["query"]

@@ -74,12 +74,12 @@ def test_aliases_are_equal_and_key_the_same_dict_entry() -> None:
     assert Measure.of("ndcg")(gain="exp") @ 3 == parse_measure("ndcg(gain=exp)@3")
 
 
-def test_aggregate_names_are_the_summary_names() -> None:
-    assert [(m @ 10).aggregate_key for m in COLUMNS] == [
-        "mrr@10",
+def test_column_keys_in_output_order() -> None:
+    assert [(m @ 10).key for m in COLUMNS] == [
+        "rr@10",
         "recall@10",
         "precision@10",
-        "hit_rate@10",
+        "hit@10",
         "distracting@10",
         "ndcg@10",
         "ndcg_exp@10",
@@ -148,7 +148,7 @@ def test_unsafe_or_malformed_input_is_rejected_without_running_it(
 def test_report_keys_are_measure_columns() -> None:
     assert column_names() == ("rr", "recall", "precision", "hit", "distracting", "ndcg", "ndcg_exp")
     assert measure_for_key("ndcg_exp@3") == parse_measure("ndcg(gain=exp)@3")
-    assert measure_for_key("mrr@10") is None  # a summary name, not a column key
+    assert measure_for_key("mrr@10") is None  # an alias (the old summary name), not a column key
     assert measure_for_key("groundedness") is None
     assert measure_for_key("document_retrieval/ndcg@3") is None
     assert is_measure_name("MRR@10") and is_measure_name("ndcg(gain=exp)")
@@ -176,12 +176,12 @@ def test_kernel_columns_follow_the_registry() -> None:
     assert set(result.columns) == {"n_rel"} | {(m @ k).key for m in COLUMNS for k in (2, 5)}  # compute()'s output
     assert result.metric_keys == [(m @ k).key for k in (2, 5) for m in COLUMNS]
     assert result.per_query[0]["rr@2"] == 0.5  # first relevant at rank 2
-    assert result.summary["positive"]["mrr@2"] == 0.5
+    assert result.summary["positive"]["rr@2"] == 0.5
     assert [k for k in result.summary["positive"] if k.endswith("@2")] == [
-        "mrr@2",
+        "rr@2",
         "recall@2",
         "precision@2",
-        "hit_rate@2",
+        "hit@2",
         "ndcg@2",
         "ndcg_exp@2",
         "distracting@2",
@@ -203,15 +203,25 @@ def _metrics(tmp_path: Path, *args: str) -> dict:
     return json.loads(result.output)
 
 
+def test_metrics_prints_the_report_s_names_and_reads_the_old_ones(tmp_path: Path) -> None:
+    # issue #34 item 19: `metrics` printed mrr@3 and hit_rate@3 where the report says rr@3 and hit@3
+    qrels, run = _trec(tmp_path)
+    args = ["metrics", "--qrels", str(qrels), "--run", str(run), "--k", "3", "--format", "text"]
+    text = CliRunner().invoke(cli, args).output
+    assert "rr@3" in text and "hit@3" in text and "mrr@" not in text and "hit_rate@" not in text
+    old = _metrics(tmp_path, "--measure", "mrr@3", "--measure", "hit_rate@3", "--measure", "map@3")
+    assert [k for k in old["summary"]["all"] if "@" in k] == ["rr@3", "hit@3", "ap@3"]
+
+
 def test_metrics_measure_selects_what_is_output(tmp_path: Path) -> None:
     doc = _metrics(tmp_path, "--measure", "MRR@2", "--measure", "ndcg(gain=exp)@2")
     assert list(doc["per_query"][0]) == ["query_id", "kind", "kind_source", "n_rel", "rr@2", "ndcg_exp@2"]
     # q1: b (0), a (1), c (2) → rr 1/2; ndcg_exp@2 = (1/log2 3) / (3 + 1/log2 3). q2: rank 1 → 1, 1.
     q1 = 1 / math.log2(3) / (3 + 1 / math.log2(3))
     summary = doc["summary"]["positive"]
-    assert summary["mrr@2"] == pytest.approx(0.75)
+    assert summary["rr@2"] == pytest.approx(0.75)
     assert summary["ndcg_exp@2"] == pytest.approx((q1 + 1) / 2)
-    assert [k for k in summary if "@" in k] == ["mrr@2", "ndcg_exp@2"]
+    assert [k for k in summary if "@" in k] == ["rr@2", "ndcg_exp@2"]
     assert doc["params"]["ks"] == [2]
 
 

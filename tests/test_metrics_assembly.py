@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
+from click.testing import CliRunner
 
+from foundry_bridge.cli import cli
 from foundry_bridge.dataset import read_records
 from foundry_bridge.dataset.records import GroundTruthLabel, QueryRecord, RetrievedDocument
 from foundry_bridge.mapping import load_mapping
@@ -65,3 +68,21 @@ def test_checked_flags_and_thresholds() -> None:
     assert row["relevant_top_k"] == ["b", "c"] and row["dropped_relevant"] == []
     no_ctx = assembly_check([_rec(None, {"a": DOC}, {"a": 1})], k=10, relevance_threshold=1)[0]
     assert no_ctx["checked"] is False and no_ctx["dropped_relevant"] == []
+
+
+def test_trec_input_without_document_text_is_not_an_all_clear() -> None:
+    # issue #34 item 20: the TREC sample has contexts but no document text: "4 checked, 0 dropped" read as an
+    # all-clear although 10 queries' relevant documents could not be looked up at all
+    sample = Path(__file__).resolve().parent.parent / "samples" / "trec"
+    mapping = sample.parent.parent / "mappings" / "trec.yaml"
+    result = CliRunner().invoke(cli, ["metrics", str(sample), "--mapping", str(mapping), "--format", "text", "-q"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("context assembly"))
+    assert line.endswith("; 10 not checked: no document text")
+    assert "not checked (no document text): q01, q02" in result.output
+    doc = orjson.loads(CliRunner().invoke(cli, ["metrics", str(sample), "--mapping", str(mapping), "-q"]).output)
+    assert doc["assembly"]["no_document_text"] == 10
+    benefits = CliRunner().invoke(
+        cli, ["metrics", str(sample.parent / "benefits" / "rag_eval.jsonl"), "--format", "text"]
+    )
+    assert "context assembly (top 10): 14 checked, 1 dropped a relevant retrieved document\n" in benefits.output

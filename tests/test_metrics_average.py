@@ -84,7 +84,7 @@ def test_field_measures_equal_pytrec_eval_per_query_and_in_the_trec_eval_mean(
             got = rows[qid][key]
             assert (0.0 if got is None else got) == pytest.approx(values[name], abs=1e-12), (name, qid, got)
         mean = sum(v[name] for v in expected.values()) / len(expected)
-        agg = parse_measure(key).aggregate_key  # map@1000, mrr@1000, ap_cond@10...
+        agg = parse_measure(key).key  # ap@1000, rr@1000, ap_cond@10: the per-query key names the mean too
         assert summary[agg] == pytest.approx(mean, abs=1e-12), (name, summary[agg], mean)
 
 
@@ -122,10 +122,10 @@ def test_average_trec_eval_counts_all_zero_topics_as_zero_and_leaves_unjudged_to
     )
     assert result.exit_code == 0, result.output
     summary = orjson.loads(result.stdout_bytes)["summary"]
-    assert summary["all"]["mrr@10"] == trec_eval
+    assert summary["all"]["rr@10"] == trec_eval
     for policy, other in (("drop", 0.75), ("zerofill", 1.5 / 4)):  # positives a, b, d, e; c is negative
         doc = compute_metrics(qrels=q, run=r, measures=("rr@10",), nan_policy=policy)
-        assert doc["summary"]["positive"]["mrr@10"] == other != trec_eval
+        assert doc["summary"]["positive"]["rr@10"] == other != trec_eval
 
 
 def test_average_is_one_function_for_every_mode() -> None:
@@ -154,9 +154,9 @@ def test_docs_worked_example_of_each_average_and_the_ir_measures_tie_rule(tmp_pa
         line.split("|")[1].strip(): line.split("|")[3].strip() for line in section.splitlines() if line.count("|") == 4
     }
     ours = compute_metrics(qrels=q, run=r, measures=("rr@10",), average="trec_eval")["summary"]
-    assert table["`--average trec_eval` (`all`)"] == f"{ours['all']['mrr@10']:.4f}" == "0.5000"
+    assert table["`--average trec_eval` (`all`)"] == f"{ours['all']['rr@10']:.4f}" == "0.5000"
     for policy in ("propagate", "drop", "zerofill"):
-        mean = compute_metrics(qrels=q, run=r, measures=("rr@10",), nan_policy=policy)["summary"]["positive"]["mrr@10"]
+        mean = compute_metrics(qrels=q, run=r, measures=("rr@10",), nan_policy=policy)["summary"]["positive"]["rr@10"]
         assert table[f"positive, `--nan-policy {policy}`"] == ("—" if mean is None else f"{mean:.4f}")
     # ir_measures' RR@10 (MS MARCO evaluator): ties by document id ascending, judged queries, missing ones as 0
     qrels: dict[str, dict[str, int]] = {}

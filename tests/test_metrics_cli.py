@@ -35,9 +35,9 @@ def test_metrics_json_on_sample(benefits_jsonl: Path) -> None:
         assert key in q09
     pos, neg = doc["summary"]["positive"], doc["summary"]["negative"]
     assert pos["queries"] == 11 and neg["queries"] == 3 and neg["undefined"] == 3
-    assert neg["mrr@10"] is None  # propagate: every negative query is undefined
+    assert neg["rr@10"] is None  # propagate: every negative query is undefined
     # MRR@10 of the 11 positive queries, from the sample's README and data: q07 misses, q09 at 4, q11 at 2
-    assert pos["mrr@10"] == pytest.approx((8 * 1.0 + 0 + 0.25 + 0.5) / 11)
+    assert pos["rr@10"] == pytest.approx((8 * 1.0 + 0 + 0.25 + 0.5) / 11)
     assembly = {row["query_id"]: row for row in doc["assembly"]["per_query"]}
     assert assembly["q06"]["dropped_relevant"] == ["pol-parttime-01"]
     assert doc["assembly"]["with_dropped_relevant"] == 1
@@ -72,7 +72,7 @@ def test_metrics_options_override_mapping(benefits_jsonl: Path, tmp_path: Path) 
 def test_metrics_text(benefits_jsonl: Path) -> None:
     code, out, _ = invoke(["metrics", str(benefits_jsonl), "--format", "text"])
     assert code == 0
-    assert "mrr@10" in out and "q06: dropped pol-parttime-01" in out and "ROC AUC" in out
+    assert "rr@10" in out and "mrr@10" not in out and "q06: dropped pol-parttime-01" in out and "ROC AUC" in out
 
 
 @pytest.mark.parametrize(
@@ -106,6 +106,25 @@ def test_bad_row_reports_file_and_line(tmp_path: Path, capsys) -> None:
     assert exc.value.code == 1
     err = capsys.readouterr().err
     assert f"{path}:2" in err and "label" in err
+
+
+def test_duplicate_query_ids_are_refused_naming_their_lines_as_validate_does(tmp_path: Path, capsys) -> None:
+    # issue #34 item 6: 1 real query plus 9 copies of another was "queries: 10, MRR 0.1" with no warning
+    path = tmp_path / "d.jsonl"
+    found = {"query_id": "a", "retrieved_documents": [{"document_id": "x"}], "retrieval_ground_truth": []}
+    found["retrieval_ground_truth"] = [{"document_id": "x", "query_relevance_label": 1}]
+    missed = {**found, "query_id": "b", "retrieved_documents": [{"document_id": "y"}]}
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in [found] + [missed] * 9))
+    with pytest.raises(SystemExit) as exc:
+        main(["metrics", str(path), "--format", "text"])
+    assert exc.value.code == 1
+    captured = capsys.readouterr()
+    assert "queries:" not in captured.out
+    assert f"{path}:3" in captured.err and f"{path}:10" in captured.err  # the repeated lines, each named
+    assert "'b' is already used on line 2" in captured.err  # validate's own words
+    with pytest.raises(SystemExit) as validated:
+        main(["validate", str(path)])
+    assert validated.value.code == 1 and "'b' is already used on line 2" in capsys.readouterr().out
 
 
 # -- the fast reader gives exactly what the records path gives -----------------------------------------------------
@@ -434,8 +453,8 @@ def test_trec_folder_and_qrels_run_agree_when_a_query_is_only_judged(tmp_path: P
         assert {k: by_folder[qid][k] for k in keys} == {k: by_files[qid][k] for k in keys}, qid
     assert by_folder["3"]["rr@10"] == 0.0 and by_folder["1"]["rr@10"] == 0.5  # by hand: b at rank 2
     mrr = (0.5 + 1.0 + 0.0) / 3
-    assert folder["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
-    assert files["summary"]["positive"]["mrr@10"] == pytest.approx(mrr)
+    assert folder["summary"]["positive"]["rr@10"] == pytest.approx(mrr)
+    assert files["summary"]["positive"]["rr@10"] == pytest.approx(mrr)
 
 
 def test_trec_one_parser_ties_kinds_and_repeats_on_both_paths(tmp_path: Path) -> None:

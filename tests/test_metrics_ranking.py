@@ -38,9 +38,9 @@ def test_worked_example_mrr() -> None:
     ]
     result = ranking_metrics(base, ks=(10,))
     assert [row["rr@10"] for row in result.per_query] == [1.0, 0.25, 0.0]
-    assert result.summary["positive"]["mrr@10"] == pytest.approx(0.4167, abs=5e-5)
+    assert result.summary["positive"]["rr@10"] == pytest.approx(0.4167, abs=5e-5)
     moved = [base[0], rec("b", ["x", "r", "y", "z"], {"r": 1}), base[2]]
-    assert ranking_metrics(moved, ks=(10,)).summary["positive"]["mrr@10"] == pytest.approx(0.5)
+    assert ranking_metrics(moved, ks=(10,)).summary["positive"]["rr@10"] == pytest.approx(0.5)
 
 
 def test_hand_computed_values() -> None:
@@ -79,7 +79,7 @@ def test_undefined_and_nan_policies() -> None:
     ]
     for policy, expected in (("propagate", None), ("drop", 0.75), ("zerofill", 0.5)):
         result = ranking_metrics(records, ks=(10,), nan_policy=policy)
-        assert result.summary["positive"]["mrr@10"] == (pytest.approx(expected) if expected is not None else None)
+        assert result.summary["positive"]["rr@10"] == (pytest.approx(expected) if expected is not None else None)
         assert result.summary["positive"]["undefined"] == 1
         assert result.summary["positive"]["queries"] == 3
         assert result.params["nan_policy"] == policy
@@ -97,8 +97,8 @@ def test_a_summary_mean_adds_the_queries_left_to_right_as_the_report_does() -> N
     records = [rec(f"q{r}", [f"n{i}" for i in range(r - 1)] + ["r"], {"r": 1}) for r in range(3, 11)]
     result = ranking_metrics(records, ks=(10,))
     rr = [row["rr@10"] for row in result.per_query]
-    assert result.summary["positive"]["mrr@10"] == sum(rr) / len(rr)
-    assert result.summary["positive"]["mrr@10"] == aggregate_local(result.columns["rr@10"], "propagate").mean
+    assert result.summary["positive"]["rr@10"] == sum(rr) / len(rr)
+    assert result.summary["positive"]["rr@10"] == aggregate_local(result.columns["rr@10"], "propagate").mean
 
 
 def test_nan_mean_under_each_policy() -> None:
@@ -114,14 +114,14 @@ def test_positive_and_negative_never_mixed() -> None:
     records = [rec("p", ["a"], {"a": 1}), rec("n", ["a"], {"a": 1}, kind="negative")]
     records[1] = rec("n", ["x", "a"], {"a": 1}, kind="negative")  # a labelling contradiction, still negative
     s = ranking_metrics(records, ks=(2,)).summary
-    assert s["positive"]["queries"] == 1 and s["positive"]["mrr@2"] == 1.0
-    assert s["negative"]["queries"] == 1 and s["negative"]["mrr@2"] == 0.5
+    assert s["positive"]["queries"] == 1 and s["positive"]["rr@2"] == 1.0
+    assert s["negative"]["queries"] == 1 and s["negative"]["rr@2"] == 0.5
 
 
 def test_empty_inputs() -> None:
     result = ranking_metrics([], ks=(5,))
     assert result.per_query == [] and result.summary["positive"]["queries"] == 0
-    assert result.summary["positive"]["mrr@5"] is None
+    assert result.summary["positive"]["rr@5"] is None
     row = ranking_metrics([rec("q", [], {"a": 2})], ks=(5,)).per_query[0]
     assert row["rr@5"] == 0.0 and row["recall@5"] == 0.0 and row["ndcg@5"] == 0.0 and row["distracting@5"] == 0.0
 

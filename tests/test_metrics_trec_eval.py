@@ -124,7 +124,7 @@ def test_an_empty_run_scores_every_qrels_query_0_in_metrics_and_through_a_trec_f
     assert [(i["query_id"], i["retrieved_documents"]) for i in items] == [("q1", []), ("q2", [])]
 
 
-# trec_eval name → our measure (at a k beyond the run's depth for the uncut ones), and the cut ones at their k
+# trec_eval name → our measure (uncut without @k, as trec_eval's), and the cut ones at their k
 _FIELD = re.compile(r"^(map|Rprec|bpref|map_cut_(\d+)|unj_(\d+))$")
 
 
@@ -141,8 +141,8 @@ def test_field_measures_reproduce_trec_eval_per_topic_and_in_the_mean(qrels: str
             values[(parts[0], parts[1])] = float(parts[2])
     names = sorted({name for name, _ in values})
     assert len(names) == 3 + 9 + 3  # map, Rprec, bpref, map_cut at 9 cutoffs, unj at 3
-    args = ["metrics", "--qrels", str(TREC / qrels), "--run", str(TREC / "results.test"), "--k", "100000"]
-    args += ["--relevance-threshold", str(threshold)]
+    args = ["metrics", "--qrels", str(TREC / qrels), "--run", str(TREC / "results.test")]
+    args += ["--relevance-threshold", str(threshold)]  # no --k: map, Rprec and bpref are uncut (issue #34 item 7)
     for name in names:
         args += ["--measure", f"judged@{name[4:]}" if name.startswith("unj_") else name]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
@@ -155,12 +155,33 @@ def test_field_measures_reproduce_trec_eval_per_topic_and_in_the_mean(qrels: str
         m = _FIELD.match(name)
         assert m is not None
         if m.group(2):
-            key, agg = f"ap@{m.group(2)}", f"map@{m.group(2)}"
+            key = agg = f"ap@{m.group(2)}"
         elif m.group(3):
             key = agg = f"judged@{m.group(3)}"
             value = round(1 - value, 4)
         else:
-            key = f"{ {'map': 'ap', 'Rprec': 'rprec', 'bpref': 'bpref'}[name] }@100000"
-            agg = key.replace("ap@", "map@")
+            key = agg = {"map": "ap", "Rprec": "rprec", "bpref": "bpref"}[name]
         ours = summary[agg] if topic == "all" else rows[topic][key]
         assert round(ours, 4) == pytest.approx(value, abs=1e-9), (name, topic, ours, value)
+
+
+def test_map_and_bpref_without_a_cutoff_are_pytrec_eval_s_over_the_whole_ranking() -> None:
+    # issue #34 item 7: --measure map and --measure bpref were cut at the default k (map@10, bpref@10)
+    import pytrec_eval
+    from trec_sweep_helpers import read_trec_qrels, read_trec_run
+
+    qrels, run = TREC / "qrels.test", TREC / "results.test"
+    want = pytrec_eval.RelevanceEvaluator(read_trec_qrels(qrels), {"map", "bpref", "map_cut_10"})
+    want = want.evaluate(read_trec_run(run))
+    args = ["metrics", "--qrels", str(qrels), "--run", str(run), "--measure", "map", "--measure", "bpref"]
+    result = CliRunner().invoke(cli, [*args, "--measure", "map@10"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.stdout_bytes)
+    rows = {row["query_id"]: row for row in doc["per_query"]}
+    assert set(doc["per_query"][0]) >= {"ap", "bpref", "ap@10"} and "bpref@10" not in doc["per_query"][0]
+    for topic, values in want.items():
+        for ours, theirs in (("ap", "map"), ("bpref", "bpref"), ("ap@10", "map_cut_10")):
+            assert (rows[topic][ours] or 0.0) == pytest.approx(values[theirs], abs=1e-12), (topic, ours)
+    means = doc["summary"]["all"]
+    assert means["ap"] == pytest.approx(sum(v["map"] for v in want.values()) / len(want), abs=1e-12)
+    assert means["ap"] != pytest.approx(means["ap@10"], abs=1e-6)  # the run is deeper than 10: they differ

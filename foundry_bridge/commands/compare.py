@@ -193,6 +193,14 @@ __all__ = ["command"]
     help="Output format: Markdown (fits a pull-request comment), the comparison as JSON, or one HTML page that "
     "draws the deltas with their intervals (inline SVG, no script).",
 )
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="NAME",
+    help="A run's name in the outputs: one per RUN, in order (default: its file or folder name, with its parent "
+    "folders when two names clash).",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
 @quiet_option
 def command(
@@ -219,6 +227,7 @@ def command(
     resamples: int,
     foundry: bool,
     fmt: str,
+    labels: tuple[str, ...],
     out: Path | None,
     quiet: bool,
 ) -> None:
@@ -259,6 +268,7 @@ def command(
         "allow_empty_gate": allow_empty_gate,
         "min_paired": min_paired,
         "power_delta": power_delta,
+        "labels": list(labels) or None,
     }
     if qrels is not None:
         comparison = compare_run_files(

@@ -63,7 +63,7 @@ class _Settings:
     def read_depth(self) -> int:
         """The documents read per query: the whole list when a condensed measure is asked for (its top k are the
         first k judged documents, wherever they are), else ``depth``."""
-        whole = any(m.column.endswith("_cond") for m in self.measures or ())
+        whole = any(m.column.endswith("_cond") or m.cutoff is None for m in self.measures or ())
         return _WHOLE_LIST if whole else self.depth
 
 
@@ -108,7 +108,28 @@ def _load(
     source = {"data": str(data), "mapping": mapping_path or "(packaged default)"}
     depth = s.read_depth
     loaded = load_dataset(data, mapping, depth=depth, relevance_threshold=s.threshold, abstention_phrases=s.phrases)
+    ids = loaded[0].query_ids
+    if len(set(ids)) < len(ids):
+        _refuse_duplicate_ids(data, mapping_path)
     return loaded, source
+
+
+def _refuse_duplicate_ids(data: str, mapping_path: str | None) -> None:
+    """A ``DatasetError`` listing ``validate``'s duplicate-query-id errors (each line named): a query counted once
+    per copy would move every mean, so ``metrics`` refuses the file as ``validate`` (and ``plan``, ``run``) do."""
+    from ..errors import DatasetError
+    from ..validate import validate
+
+    report = validate(data, mapping=mapping_path)
+    duplicates = [p for p in report.problems if p.code == "duplicate_query_id"]
+    more = report.omitted.get("duplicate_query_id", 0)
+    listed = [str(p) for p in duplicates] + ([f"... and {more} more not listed"] if more else [])
+    head = f"{len(duplicates) + more} row(s) repeat a query id, each would be counted as one more query:"
+    raise DatasetError(
+        "\n".join([head, *listed]),
+        file=str(data),
+        hint="give every query a unique id; `foundry-bridge validate` lists the same lines",
+    )
 
 
 def _assembly_summary(assembly: list[dict[str, Any]], s: _Settings) -> dict[str, Any]:
@@ -118,6 +139,7 @@ def _assembly_summary(assembly: list[dict[str, Any]], s: _Settings) -> dict[str,
         "queries_with_context": len(assembly),
         "checked": sum(1 for row in assembly if row["checked"]),
         "with_dropped_relevant": sum(1 for row in assembly if row["dropped_relevant"]),
+        "no_document_text": sum(1 for row in assembly if row["no_content"]),
         "per_query": assembly,
     }
 
@@ -215,6 +237,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+_LISTED = 10  # query ids listed per line of the text summary
+
+
 def render_text(doc: dict[str, Any]) -> str:
     """A short human-readable summary of ``compute_metrics``' output."""
     p = doc["params"]
@@ -224,7 +249,7 @@ def render_text(doc: dict[str, Any]) -> str:
         "",
     ]
     summary = doc["summary"]
-    keys = [key for key in summary["positive"] if "@" in key]
+    keys = [key for key in summary["positive"] if key not in ("queries", "undefined", "undefined_ndcg")]
     every = summary.get("all")  # --average trec_eval: judged queries, both kinds, undefined = 0
     head = f"{'metric':<18}" + (f"{'judged (' + every['average'] + ')':>22}" if every else "")
     lines.append(head + f"{'positive':>12}{'negative':>12}")
@@ -254,14 +279,23 @@ def render_text(doc: dict[str, Any]) -> str:
             f"positives lost {_fmt(row['positives_lost'])}"
         )
     asm = doc["assembly"]
+    head = f"context assembly (top {asm['k']}): "
+    if not asm["queries_with_context"]:
+        lines += ["", head + "not checked: no query has a context"]
+        return "\n".join(lines) + "\n"
+    no_text = [row["query_id"] for row in asm["per_query"] if row["no_content"]]
     lines += [
         "",
-        f"context assembly (top {asm['k']}): {asm['checked']} checked, {asm['with_dropped_relevant']} "
-        "dropped a relevant retrieved document",
+        head
+        + f"{asm['checked']} checked, {asm['with_dropped_relevant']} dropped a relevant retrieved document"
+        + (f"; {len(no_text)} not checked: no document text" if no_text else ""),
     ]
     for row in asm["per_query"]:
         if row["dropped_relevant"]:
             lines.append(f"  {row['query_id']}: dropped {', '.join(row['dropped_relevant'])}")
+    if no_text:
+        more = f" and {len(no_text) - _LISTED} more" if len(no_text) > _LISTED else ""
+        lines.append(f"  not checked (no document text): {', '.join(no_text[:_LISTED])}{more}")
     return "\n".join(lines) + "\n"
 
 
@@ -281,7 +315,8 @@ def render_text(doc: dict[str, Any]) -> str:
     "measures",
     multiple=True,
     metavar="MEASURE",
-    help="Output only this measure (repeatable), e.g. rr@10, MRR@10, ndcg(gain=exp)@3; without @k at every --k. "
+    help="Output only this measure (repeatable), e.g. rr@10, MRR@10, ndcg(gain=exp)@3; without @k at every --k, "
+    "except map (ap), rprec and bpref: without @k the whole ranking, as trec_eval's map, Rprec and bpref. "
     f"Measures: {MEASURES_HELP}.",
 )
 @click.option(

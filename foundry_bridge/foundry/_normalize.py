@@ -22,10 +22,19 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..catalog import CATALOG, EvaluatorSpec
+from ..catalog import CATALOG, EvaluatorSpec, MetricSpec
 from ..mapping.plan import CriterionPlan
 from ..results import ResultRow
-from ..wire import MetricReading, canonical_key, classify_service_error, finite_number, read_metric, to_bool, to_number
+from ..wire import (
+    MetricReading,
+    canonical_key,
+    classify_service_error,
+    finite_number,
+    range_error,
+    read_metric,
+    to_bool,
+    to_number,
+)
 from ._models import OutputItem, OutputResult, sample_error_text
 
 logger = logging.getLogger("foundry_bridge.foundry")
@@ -66,16 +75,23 @@ def _expand_properties(
     names = [m.name for m in spec.metrics if m.name in props]
     names += [k for k in props if k not in names and not k.endswith(_META_SUFFIXES) and to_number(props[k]) is not None]
     reason = _str(res.get("reason"))
-    return [_reading_row(base, read_metric(props, name), reason, error) for name in names]
+    return [_reading_row(base, read_metric(props, name, _metric(spec, name)), reason, error) for name in names]
 
 
-def _per_metric(res: dict[str, Any], base: dict[str, Any], metric: str, error: str | None) -> ResultRow:
+def _metric(spec: EvaluatorSpec | None, name: str) -> MetricSpec | None:
+    """The catalog's declaration of a row metric (its range), None when the evaluator or metric is not catalogued."""
+    return next((m for m in spec.metrics if m.name == name), None) if spec is not None else None
+
+
+def _per_metric(
+    spec: EvaluatorSpec | None, res: dict[str, Any], base: dict[str, Any], metric: str, error: str | None
+) -> ResultRow:
     """The v2 shape: one entry per row metric, read by the same rule as the properties shape."""
     keyed = {f"{metric}{suffix}": res.get(key) for suffix, key in (("_result", "label"), ("_passed", "passed"))}
     keyed[f"{metric}_threshold"] = res.get("threshold")
     if "score" in res:
         keyed[metric] = res["score"]
-    return _reading_row(base, read_metric(keyed, metric), _str(res.get("reason")), error)
+    return _reading_row(base, read_metric(keyed, metric, _metric(spec, metric)), _str(res.get("reason")), error)
 
 
 def _expand_output(
@@ -94,7 +110,7 @@ def _expand_output(
             _row(**base, metric=m.name, score=None, label=None, passed=None, threshold=None, reason=reason, error=error)
             for m in spec.metrics
         ]
-    return [_per_metric(res, base, same_as, error)]
+    return [_per_metric(spec, res, base, same_as, error)]
 
 
 def expand_result(
@@ -114,9 +130,13 @@ def expand_result(
             return _expand_output(spec, res, base, output.same_as, error)
         metric = canonical_key(metric)
         if error is None:
-            return [_per_metric(res, base, metric, error)]
+            return [_per_metric(spec, res, base, metric, error)]
     metric = canonical_key(metric)
     score = _score(spec, metric, res.get("score"))
+    passed = to_bool(res.get("passed"))
+    out_of_range = range_error(_metric(spec, metric), score)
+    if error is None and out_of_range is not None:
+        score, passed, error = None, None, out_of_range
     if error is None and score is None:
         status = f" (status {res['status']})" if res.get("status") else ""
         error = f"MISSING_SCORE: the service returned no score{status}"
@@ -127,7 +147,7 @@ def expand_result(
             metric=metric,
             score=score,
             label=_str(res.get("label")),
-            passed=to_bool(res.get("passed")),
+            passed=passed,
             threshold=finite_number(res.get("threshold")),
             reason=_str(res.get("reason")),
             error=error,

@@ -71,5 +71,5 @@ def docret_rows(
     props = _properties(spec, output)  # the library's spelling is the catalog's: no service aliases to map
     return [
         ResultRow(**base, metric=m, score=score, label=label, passed=passed, threshold=threshold, error=err)
-        for m, score, label, passed, threshold, err in (read_metric(props, m.name) for m in spec.metrics)
+        for m, score, label, passed, threshold, err in (read_metric(props, m.name, m) for m in spec.metrics)
     ]

@@ -338,7 +338,10 @@ def judge_rows(
         if failure is not None:
             rows.append(ResultRow(**base, reason=reason, error=failure))
             continue
-        r = read_metric(output, m)  # the same reading as document retrieval's and the cloud's
+        r = read_metric(output, m, metric)  # the same reading (and range) as document retrieval's and the cloud's
+        if r.error is not None:
+            rows.append(ResultRow(**base, reason=reason, error=r.error))
+            continue
         props = output.get(f"{m}_properties")
         properties = dict(props) if isinstance(props, dict) else {}
         properties["status"] = output.get(f"{m}_status", "completed")

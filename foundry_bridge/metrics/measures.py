@@ -1,11 +1,12 @@
 """The local measures, each declared once, and measures as values: ``parse_measure("ndcg(gain=exp)@3")``.
 
-A ``MeasureDef`` is the declaration (name, aliases, parameters, definition, direction, NaN rule, aggregate name);
+A ``MeasureDef`` is the declaration (name, aliases, parameters, definition, direction, NaN rule);
 a ``Measure`` is a value: a registered name, its non-default parameters and an optional cutoff. ``str()`` is
 canonical (``rr@10``, ``ndcg(gain=exp)@3``: parameters at their default are left out), round-trips through
 ``parse_measure``, and drives ``==`` and ``hash``, so measures key dicts. Every measure the ranking kernels compute
-has a column name (``Measure.key``: ``rr@10``, ``ndcg_exp@3``) and a summary name (``Measure.aggregate_key``:
-``mrr@10``, ``hit_rate@10``): the names the ``metrics`` and ``report`` outputs have always used.
+has one name (``Measure.key``: ``rr@10``, ``ndcg_exp@3``), the same in the per-query columns, the ``metrics``
+summary, the report and ``compare``; the names of the means (``mrr``, ``hit_rate``, ``map``) are accepted as aliases
+on input.
 
 Spellings: the name or an alias, case-insensitive (``MRR@10`` = ``mrr@10`` = ``rr@10``; ``P@5`` = ``precision@5``;
 ``nDCG@10`` = ``ndcg@10``; ``ndcg_exp@3`` = ``ndcg(gain=exp)@3``; trec_eval's names: ``P_5``, ``recall_100``,
@@ -83,17 +84,15 @@ class MeasureDef:
     """One local measure, declared once.
 
     ``definition`` is the one-line text of the report; ``nan_rule`` says when a query's value is undefined (NaN,
-    ``null`` in JSON); ``aggregate`` is the name of the mean over queries in the ``metrics`` summary; ``label`` the
-    name in help texts; ``mean_label`` the name of the mean beside the report's column (``MRR``); ``bounds`` the
-    range of a value (``None``: unbounded); ``variants`` name the non-default parameter settings the kernels
-    compute.
+    ``null`` in JSON); ``label`` the name in help texts; ``mean_label`` the name of the mean beside the report's
+    column (``MRR``); ``bounds`` the range of a value (``None``: unbounded); ``variants`` name the non-default
+    parameter settings the kernels compute.
     """
 
     name: str
     definition: str
     higher_is_better: bool = True
     nan_rule: str = _NO_RELEVANT
-    aggregate: str = ""  # default: the name
     label: str = ""  # default: "{name}@k"
     aliases: tuple[str, ...] = ()
     params: Mapping[str, Param] = field(default_factory=dict)
@@ -102,9 +101,9 @@ class MeasureDef:
     mean_label: str | None = None
     default: bool = True
     trec_eval: str = ""
+    uncut: bool = False  # without @k: the whole ranking (trec_eval's map, Rprec, bpref), not every k
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "aggregate", self.aggregate or self.name)
         object.__setattr__(self, "label", self.label or f"{self.name}@k")
 
 
@@ -127,7 +126,6 @@ MEASURES: dict[str, MeasureDef] = {
         MeasureDef(
             "rr",
             "1/rank of the first relevant document within the top k, else 0 (mean = MRR)",
-            aggregate="mrr",
             label="MRR",
             aliases=("mrr", "recip_rank"),  # recip_rank: trec_eval's (uncut: give a k ≥ the run's depth)
             mean_label="MRR",
@@ -152,7 +150,6 @@ MEASURES: dict[str, MeasureDef] = {
         MeasureDef(
             "hit",
             "1 if any relevant document is in the top k (mean = hit rate)",
-            aggregate="hit_rate",
             aliases=("hit_rate",),
             trec_eval="success",
         ),
@@ -178,32 +175,34 @@ MEASURES: dict[str, MeasureDef] = {
         MeasureDef(
             "ap",
             "Σ over relevant documents at rank r ≤ k of (relevant in the top r ÷ r), ÷ n_rel (mean = MAP; trec_eval "
-            "map_cut_k, and map for k ≥ the run's depth)",
-            aggregate="map",
+            "map_cut_k; without @k the whole ranking: trec_eval map)",
             label="MAP@k",
-            aliases=("map",),  # trec_eval's map (uncut: give a k ≥ the run's depth)
+            aliases=("map",),  # trec_eval's map: without @k, uncut
             mean_label="MAP",
             params={"condensed": _CONDENSED},
             variants=(_condensed("ap", "ap"),),
             default=False,
             trec_eval="map_cut",
+            uncut=True,
         ),
         MeasureDef(
             "rprec",
-            "relevant documents in the top R ÷ R, R = n_rel, on the ranking cut at k (trec_eval Rprec for k ≥ the "
-            "run's depth)",
+            "relevant documents in the top R ÷ R, R = n_rel, on the ranking cut at k (without @k the whole ranking: "
+            "trec_eval Rprec)",
             label="R-precision",
             aliases=("r_precision",),
             params={"condensed": _CONDENSED},
             variants=(_condensed("rprec", "rprec"),),
             default=False,
+            uncut=True,
         ),
         MeasureDef(
             "bpref",
             "Σ over relevant documents in the top k of 1 − min(judged non-relevant above it, R) ÷ min(R, N), ÷ R "
             "(R = n_rel, N = judged non-relevant qrels documents; 1 when N = 0; unjudged documents are ignored; "
-            "trec_eval bpref for k ≥ the run's depth)",
+            "without @k the whole ranking: trec_eval bpref)",
             default=False,
+            uncut=True,
         ),
         MeasureDef(
             "judged",
@@ -331,12 +330,6 @@ class Measure:
         return self.column + (f"@{self.cutoff}" if self.cutoff is not None else "")
 
     @property
-    def aggregate_key(self) -> str:
-        """The name of the mean over queries in the ``metrics`` summary: ``mrr@10``, ``hit_rate@10``."""
-        name = self.spec.aggregate if not self.params else self.column
-        return name + (f"@{self.cutoff}" if self.cutoff is not None else "")
-
-    @property
     def definition(self) -> str:
         variant = self._variant() if self.params else None
         return variant.definition if variant is not None else self.spec.definition
@@ -415,11 +408,13 @@ def parse_measure(spec: str | Measure) -> Measure:
 
 
 def expand(measures: Sequence[Measure], ks: Sequence[int]) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
-    """Each measure at its own cutoff, or at every k of ``ks`` when it has none (distinct, in the given order), and
-    the sorted cutoffs they need. A parameter setting the kernels do not compute is a ``UsageError``."""
+    """Each measure at its own cutoff, or at every k of ``ks`` when it has none — except a measure declared
+    ``uncut`` (``ap``/``map``, ``rprec``, ``bpref``), which without a cutoff stays uncut: the whole ranking, as
+    trec_eval computes it — (distinct, in the given order), and the sorted cutoffs they need. A parameter setting
+    the kernels do not compute is a ``UsageError``."""
     out: dict[Measure, None] = {}
     for m in measures:
-        for at_k in [m] if m.cutoff is not None else [m @ k for k in ks]:
+        for at_k in [m] if m.cutoff is not None or m.spec.uncut else [m @ k for k in ks]:
             _ = at_k.column  # computable?
             out[at_k] = None
     if not out:

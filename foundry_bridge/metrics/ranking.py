@@ -98,7 +98,8 @@ def compute(arrays: QueryArrays, ks: Sequence[int], extra: Iterable[Measure] = (
     condensed = [m for m in wanted if m.column.endswith("_cond")]
     if condensed:
         short = _condense(arrays)
-        base_columns = _default_columns(short, sorted({int(m.cutoff or 0) for m in condensed}))
+        cut = sorted({m.cutoff for m in condensed if m.cutoff is not None})
+        base_columns = _default_columns(short, cut) if cut else {}
         for m in condensed:
             base = Measure.of(m.name, None, m.cutoff)
             out[m.key] = base_columns[base.key] if base.key in base_columns else _column(short, base)
@@ -126,9 +127,12 @@ def _judged(arrays: QueryArrays) -> np.ndarray:
 
 
 def _column(arrays: QueryArrays, m: Measure) -> np.ndarray:
-    """One measure computed only when asked for (``ap``, ``rprec``, ``bpref``, ``judged``) at its cutoff."""
+    """One measure computed only when asked for (``ap``, ``rprec``, ``bpref``, ``judged``) at its cutoff, or on
+    the whole ranking the arrays hold when it has none (an ``uncut`` measure: trec_eval's ``map``, ``bpref``)."""
     k = m.cutoff
-    if k is None or arrays.depth < k:
+    if k is None and m.spec.uncut:
+        k = arrays.labels.shape[1]
+    elif k is None or arrays.depth < k:
         raise ValueError(f"{m}: needs a cutoff within the arrays' depth {arrays.depth}")
     labels, judged = arrays.labels[:, :k], _judged(arrays)[:, :k]
     rel = labels >= arrays.relevance_threshold
@@ -257,7 +261,7 @@ def _summary_measures(ks: Sequence[int], selected: frozenset[str] | None) -> lis
     every = [measure @ k for k in ks for measure in _SUMMARY_ORDER]
     if selected is None:
         return [m for m in every if Measure.of(m.name, dict(m.params)) in _DEFAULT]
-    return [m for m in every if m.key in selected]
+    return [m for m in [*every, *_SUMMARY_ORDER] if m.key in selected]  # then the uncut ones (``ap``)
 
 
 def summarize(
@@ -272,11 +276,12 @@ def summarize(
     """Per-kind means: ``{"positive": {...}, "negative": {...}}`` — the two are never averaged together.
 
     Each holds ``queries``, ``undefined`` (queries with n_rel = 0: rr/recall/precision/hit undefined),
-    ``undefined_ndcg`` (ideal DCG = 0), and ``mrr@k``, ``recall@k``, ``precision@k``, ``hit_rate@k``, ``ndcg@k``,
-    ``ndcg_exp@k``, ``distracting@k`` averaged under ``nan_policy`` (NaN → ``None``): each measure's
-    ``aggregate_key``. ``selected``: only these column keys (``rr@10``, ``ap@10``) are summarized (default: the
-    default columns). ``average_mode="trec_eval"`` adds ``"all"``: every kind together, averaged by ``average``
-    over the ``judged`` queries (``average``, ``queries`` counted, ``left_out`` = unjudged, and the means).
+    ``undefined_ndcg`` (ideal DCG = 0), and ``rr@k``, ``recall@k``, ``precision@k``, ``hit@k``, ``ndcg@k``,
+    ``ndcg_exp@k``, ``distracting@k`` averaged under ``nan_policy`` (NaN → ``None``): each under its column key,
+    the report's name (``rr@10``'s mean is MRR@10). ``selected``: only these column keys (``rr@10``, ``ap@10``)
+    are summarized (default: the default columns). ``average_mode="trec_eval"`` adds ``"all"``: every kind
+    together, averaged by ``average`` over the ``judged`` queries (``average``, ``queries`` counted, ``left_out`` =
+    unjudged, and the means).
     """
     if nan_policy not in NAN_POLICIES:
         raise ValueError(f"nan_policy must be one of {', '.join(NAN_POLICIES)}, got {nan_policy!r}")
@@ -292,13 +297,13 @@ def summarize(
             "undefined_ndcg": int(np.isnan(columns[f"ndcg@{ks[0]}"][mask]).sum()),
         }
         for at_k in measures:
-            block[at_k.aggregate_key] = nan_mean(columns[at_k.key][mask], nan_policy)
+            block[at_k.key] = nan_mean(columns[at_k.key][mask], nan_policy)
         out[kind] = block
     if average_mode == "trec_eval":
         if judged is None:
             raise ValueError("average 'trec_eval' needs the judged mask")
         head: dict[str, Any] = {"average": average_mode, "queries": int(judged.sum()), "left_out": int((~judged).sum())}
-        out["all"] = head | {m.aggregate_key: average(columns[m.key], judged, average_mode) for m in measures}
+        out["all"] = head | {m.key: average(columns[m.key], judged, average_mode) for m in measures}
     return out
 
 
@@ -324,7 +329,8 @@ class RankingResult:
         """Per-query metric keys in output order: for each k, the registry's columns (the selected ones)."""
         if self.selected is None:
             return [f"{m}@{k}" for k in self.params["ks"] for m in METRIC_NAMES]
-        return [key for k in self.params["ks"] for m in _EVERY_NAME if (key := f"{m}@{k}") in self.selected]
+        cut = [key for k in self.params["ks"] for m in _EVERY_NAME if (key := f"{m}@{k}") in self.selected]
+        return cut + [m for m in _EVERY_NAME if m in self.selected]  # the uncut measures (``ap``: the whole list)
 
     def column_lists(self) -> tuple[list[str], list[list[Any]]]:
         """The per-query keys and one value list per key, metrics as floats (NaN kept)."""

@@ -351,11 +351,39 @@ class _Run:
         return np.where((cells["status"] == SCORED) & (passed >= 0), passed, np.nan).astype(np.float64)
 
 
-def _labels(paths: Sequence[str]) -> list[str]:
-    base = [Path(p).name or str(p) for p in paths]
-    if len(set(base)) == len(base):
-        return base
-    return [f"{i}:{b}" for i, b in enumerate(base)]
+def run_names(
+    paths: Sequence[str | os.PathLike[str]], labels: Sequence[str] | None = None, *, stem: bool = False
+) -> list[str]:
+    """The runs' names in every output: ``labels`` when given (one per run, distinct, not blank: else a
+    ``UsageError``), else each path's name (``stem``: without its suffix, for run files) with as many parent
+    folders as tell it apart from the others (``a/run``, ``b/run``), the position first only when two paths are one."""
+    if labels:
+        names = [str(label).strip() for label in labels]
+        if len(names) != len(paths):
+            raise UsageError(f"--label: {len(names)} label(s), {len(paths)} runs: give one --label per RUN, in order")
+        if not all(names) or len(set(names)) < len(names):
+            given = ", ".join(map(repr, labels))
+            raise UsageError(f"--label: the labels must be distinct and not blank, got {given}")
+        return names
+    chains = [list(Path(os.path.abspath(p)).parts[1:]) for p in paths]  # without the root
+    for chain in chains:
+        if chain and stem:
+            chain[-1] = Path(chain[-1]).stem
+    depth = [1] * len(chains)
+
+    def name(i: int) -> str:
+        return "/".join(chains[i][-depth[i] :]) or str(paths[i])
+
+    while True:
+        names = [name(i) for i in range(len(chains))]
+        clash = [i for i, n in enumerate(names) if names.count(n) > 1 and depth[i] < len(chains[i])]
+        if not clash:
+            break
+        for i in clash:
+            depth[i] += 1
+    if len(set(names)) == len(names):
+        return names
+    return [f"{i}:{n}" for i, n in enumerate(names)]
 
 
 def _canonical(metric: str) -> str:
@@ -1158,7 +1186,7 @@ def compare_runs(
         raise UsageError(_TWO_RUNS)
     answer = foundry(runs) if foundry is not None else None
     reports = _reports(runs, progress)
-    names = list(labels) if labels else _labels([r.provenance.run_dir for r in reports])
+    names = run_names([r.provenance.run_dir for r in reports], labels)
 
     def describe(chosen: list[str]) -> tuple[list[str], list[RunSummaryRow]]:
         rows = [_summary_row(rep, name, chosen) for rep, name in zip(reports, names, strict=True)]

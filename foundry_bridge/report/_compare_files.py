@@ -32,10 +32,10 @@ from ._compare import (
     CompareOptions,
     Comparison,
     RunSummaryRow,
-    _labels,
     _Run,
     compare_sources,
     parse_fail_on,
+    run_names,
 )
 from ._model import MetricInfo
 
@@ -158,7 +158,7 @@ def score_run_files(
         from ..mapping import load_mapping
 
         mapping = load_mapping(mapping_path)
-    names = list(labels) if labels else _labels([Path(r).stem for r in runs])
+    names = run_names(runs, labels, stem=True)
     out = ScoredRuns(topics, names, [], [])
     for path, name in zip(runs, names, strict=True):
         rankings = read_ranking_file(path, mapping)
