@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import dumps, loads, write_json
+from ._io import dumps, held, loads, remove_stale, write_json
 from .mapping.plan import Plan
 from .runfolder import RunFolder, RunFolderError
 
@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 COLUMNS_DIR = "columns"
+_WORK = f".{COLUMNS_DIR}.*"  # the temporary folder ``seal`` fills beside ``columns/``
 FORMAT = 5  # the layout of columns/: a folder sealed with another is sealed again
 BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
 MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "128MB")
@@ -420,38 +421,40 @@ def seal(
     plan = plan or folder.read_plan(items=False, records=False)
     params = params or FactParams.for_plan(plan)
     final = target or folder.path / COLUMNS_DIR
+    remove_stale(final.parent, _WORK)  # the work folders of a seal that was killed
     work = Path(tempfile.mkdtemp(prefix=f".{COLUMNS_DIR}.", dir=final.parent))
     spill = _spill_dir()
     con = connect(spill)
     try:
-        sources = _sources(folder)
-        if facts is not None and facts.done and facts.params == params and facts.n:
-            for part in sorted(facts.folder.glob("*.parquet")):
-                shutil.copyfile(part, work / part.name)
-        else:
-            facts = QueryFacts(params, work)
-            for rec in folder.iter_records(plan):
-                facts.add(rec)
-            facts.finish()
-        if not facts.n:
-            raise RunFolderError(
-                "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
-            )
-        _seal_results(con, folder, work)
-        _views(con, work)
-        con.execute(f"COPY ({QUEUE_DOCS}) TO '{_sql_path(work / 'queue.parquet')}'")
-        meta = {
-            "format": FORMAT,
-            "params": params.key(),
-            "sources": sources,
-            **facts.meta,
-            "local_keys": params.local_keys,
-            "results": _result_counts(con, facts.n),
-        }
-        write_json(work / "meta.json", meta)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(work, final)
+        with held(work):  # a later seal removes it only once this process is gone
+            sources = _sources(folder)
+            if facts is not None and facts.done and facts.params == params and facts.n:
+                for part in sorted(facts.folder.glob("*.parquet")):
+                    shutil.copyfile(part, work / part.name)
+            else:
+                facts = QueryFacts(params, work)
+                for rec in folder.iter_records(plan):
+                    facts.add(rec)
+                facts.finish()
+            if not facts.n:
+                raise RunFolderError(
+                    "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
+                )
+            _seal_results(con, folder, work)
+            _views(con, work)
+            con.execute(f"COPY ({QUEUE_DOCS}) TO '{_sql_path(work / 'queue.parquet')}'")
+            meta = {
+                "format": FORMAT,
+                "params": params.key(),
+                "sources": sources,
+                **facts.meta,
+                "local_keys": params.local_keys,
+                "results": _result_counts(con, facts.n),
+            }
+            write_json(work / "meta.json", meta)
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(work, final)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -521,6 +524,7 @@ class RunColumns:
         plan = plan or folder.read_plan(items=False, records=False)
         params = FactParams.for_plan(plan, stage_k)
         path = folder.path / COLUMNS_DIR
+        remove_stale(folder.path, _WORK)  # what a killed report's seal left, whether or not this one seals
         meta = _read_meta(path)
         temporary = None
         if not _fresh(meta, folder, params):
