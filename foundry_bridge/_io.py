@@ -13,7 +13,17 @@ from typing import IO, Any
 
 import orjson
 
-__all__ = ["atomic_open", "dumps", "gc_paused", "loads", "sha256_file", "write_json", "write_jsonl"]
+__all__ = [
+    "atomic_open",
+    "dumps",
+    "gc_paused",
+    "held",
+    "loads",
+    "remove_stale",
+    "sha256_file",
+    "write_json",
+    "write_jsonl",
+]
 
 
 def dumps(obj: Any, *, indent: bool = False) -> bytes:
@@ -52,7 +62,7 @@ def _new_file_mode() -> int:
 
 @contextlib.contextmanager
 def atomic_open(
-    path: str | os.PathLike[str], mode: str = "wb", *, durable: bool = True, private: bool = False
+    path: str | os.PathLike[str], mode: str = "wb", *, durable: bool = True, private: bool = False, sweep: bool = False
 ) -> Iterator[IO[Any]]:
     """Write to a temporary file beside ``path`` and rename it into place only if the block succeeds.
 
@@ -60,6 +70,8 @@ def atomic_open(
     file or the whole new one (off for caches, where a lost entry is only a miss). The file keeps the mode of the
     file it replaces, else gets the usual mode for a new file; ``private`` keeps it 0600. An ``OSError`` (full
     disk, no permission) propagates with ``filename`` set to ``path``, and no temporary file is left behind.
+    The temporary file is ``held`` while it is written; ``sweep`` first removes the stale temporaries of ``path``
+    that a killed writer left (``remove_stale``).
     """
     target = Path(path)
     try:
@@ -68,8 +80,11 @@ def atomic_open(
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(target.parent)) from None
     import tempfile  # imported where used (with hashlib below): start-up stays cheap for commands that write nothing
 
+    if sweep:
+        remove_stale(target.parent, f".{target.name}.*.tmp")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        _hold(fd)
         with os.fdopen(fd, mode) as fh:
             yield fh
             if durable:
@@ -90,6 +105,79 @@ def atomic_open(
         if isinstance(exc, OSError) and exc.filename in (None, tmp):
             exc.filename, exc.filename2 = str(target), None  # name the file the user asked for, not the temp
         raise
+
+
+STALE_SECONDS = 2.0  # a temporary untouched this long and held by no process is a killed writer's
+
+
+def _hold(fd: int) -> None:
+    """Mark the file or folder open as ``fd`` as being written until ``fd`` is closed: an OS-level lock (``flock``,
+    released by the operating system when the process dies). Where there is none (Windows), an open file cannot
+    be removed by another process anyway."""
+    with contextlib.suppress(ImportError, OSError):
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)  # only ``remove_stale``'s check can hold it, for an instant
+
+
+@contextlib.contextmanager
+def held(folder: Path) -> Iterator[None]:
+    """``folder`` (a temporary folder being filled) marked as being written for the block (``_hold``)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # a folder cannot be opened on this platform: ``remove_stale`` leaves such folders alone
+        yield
+        return
+    try:
+        _hold(fd)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _is_held(path: Path) -> bool:
+    """Whether a live process holds ``path`` (``_hold``); True when that cannot be told (a folder on Windows)."""
+    try:
+        import fcntl
+    except ImportError:
+        return path.is_dir()
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # and our lock with it
+    return False
+
+
+def remove_stale(folder: Path, pattern: str) -> int:
+    """Remove the temporaries (files or folders) in ``folder`` named like ``pattern`` that no live process holds
+    (``_hold``) and that are older than ``STALE_SECONDS``: what a killed writer left. Returns how many."""
+    import shutil
+    import time
+
+    n = 0
+    with contextlib.suppress(OSError):
+        for path in folder.glob(pattern):
+            try:
+                age = time.time() - path.lstat().st_mtime
+            except OSError:
+                continue
+            if age < STALE_SECONDS or path.is_symlink() or _is_held(path):
+                continue
+            try:
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            except OSError:  # in use after all (Windows), or removed by another process meanwhile
+                continue
+            n += 1
+    return n
 
 
 def _fsync_dir(folder: Path) -> None:

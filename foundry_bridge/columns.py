@@ -14,7 +14,9 @@ while its plan read the records (``prepare_facts``, ``QueryFacts``); a folder wr
 
 Every group-by, join and ranking over these files is a query of an embedded DuckDB (``connect``: a memory limit,
 spilling to ``TMPDIR``); the statistics stay numpy on columns fetched one at a time (``RunColumns.column``).
-DuckDB is imported here only, when a run is read or sealed: never on the ``--help`` or ``validate`` paths.
+DuckDB is imported here only, when a run is read or sealed: never on the ``--help`` or ``validate`` paths. The
+per-query facts are written by Arrow (``_write_parquet``), each column of its declared type (``_FACT_TYPES``), never
+inferred from the values, and outside the engine's memory limit (one row may hold a long text).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import dumps, loads, write_json
+from ._io import dumps, held, loads, remove_stale, write_json
 from .mapping.plan import Plan
 from .runfolder import RunFolder, RunFolderError
 
@@ -51,6 +53,7 @@ __all__ = [
 ]
 
 COLUMNS_DIR = "columns"
+_WORK = f".{COLUMNS_DIR}.*"  # the temporary folder ``seal`` fills beside ``columns/``
 FORMAT = 5  # the layout of columns/: a folder sealed with another is sealed again
 BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
 MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "128MB")
@@ -182,13 +185,6 @@ def record_response_id(rec: Any, field: str | None) -> str | None:
     return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
-def _objects(values: Sequence[Any]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    for i, v in enumerate(values):
-        out[i] = v
-    return out
-
-
 class QueryFacts:
     """The per-query facts of a run's records, computed as the records are handed over one at a time (``add``;
     ``tap`` passes an iterator through) and written a block of ``BLOCK`` records at a time into ``folder``:
@@ -208,8 +204,6 @@ class QueryFacts:
         self.n = self.n_holes = self._index = 0
         self.done = False
         self._case_of, self._assembly, self._holds = CanaryCase.from_record, assembly_check, context_holds_relevant
-        self._spill: Path | None = None
-        self._con: duckdb.DuckDBPyConnection | None = None
         self._start()
 
     def _start(self) -> None:
@@ -261,27 +255,16 @@ class QueryFacts:
             self._flush()
 
     def finish(self) -> None:
-        """Write the last block and close the engine."""
+        """Write the last block."""
         if self.done:
             return
         if self._facts["row"]:
             self._flush()
         self.done = True
-        self.close()
 
     def remove(self) -> None:
-        """Close the engine and delete ``folder`` (facts prepared under ``TMPDIR``, once sealed)."""
-        self.close()
+        """Delete ``folder`` (facts prepared under ``TMPDIR``, once sealed)."""
         shutil.rmtree(self.folder, ignore_errors=True)
-
-    def close(self) -> None:
-        if self._con is not None:
-            with contextlib.suppress(Exception):
-                self._con.close()
-            self._con = None
-        if self._spill is not None:
-            shutil.rmtree(self._spill, ignore_errors=True)
-            self._spill = None
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -299,12 +282,6 @@ class QueryFacts:
             },
         }
 
-    def _engine(self) -> duckdb.DuckDBPyConnection:
-        if self._con is None:
-            self._spill = _spill_dir()
-            self._con = connect(self._spill)
-        return self._con
-
     def _flush(self) -> None:
         """The block's arrays (local metrics, the negative-query parts, top grades) and facts, as Parquet."""
         from .metrics.ranking import compute, top_grades
@@ -313,54 +290,39 @@ class QueryFacts:
         arrays = self._builder.build()
         local = compute(arrays, p.ks)
         self.parts.add(arrays)
-        f = self._facts
-        block: dict[str, np.ndarray] = {
-            "row": np.asarray(f["row"], np.int64),
-            "query_id": _objects(list(arrays.query_ids)),
-            "kind": _objects(list(arrays.kinds)),
-            "kind_source": _objects(list(arrays.kind_sources)),
+        block: dict[str, Any] = {
+            **self._facts,
+            "query_id": list(arrays.query_ids),
+            "kind": list(arrays.kinds),
+            "kind_source": list(arrays.kind_sources),
             "abstains": np.asarray(arrays.abstains, np.int8),
             "contradiction": self.parts._contradiction[-1],
             **top_grades(arrays, p.stage_k),
         }
-        for name, values in f.items():
-            if name == "row":
-                continue
-            block[name] = np.asarray(values, np.float64) if name == "holds_relevant" else _objects(values)
-            if name == "checked":
-                block[name] = np.asarray(values, bool)
-        for key in [*p.local_keys, "n_rel"]:
-            block[key] = np.asarray(local[key], np.float64)
-        casts = [f"{_quote(k)}::{t} AS {_quote(k)}" for k, t in _FACT_TYPES.items()]
-        casts += [f"{_quote(k)}::DOUBLE AS {_quote(k)}" for k in [*p.local_keys, "n_rel"]]
-        con = self._engine()
-        path = self.folder / f"queries-{self._index:05d}.parquet"
-        con.register("block_", block)  # DuckDB scans a dict of numpy arrays
-        try:
-            con.execute(f"COPY (SELECT {', '.join(casts)} FROM block_) TO '{_sql_path(path)}' (FORMAT PARQUET)")
-        finally:
-            con.unregister("block_")
-        self._write_holes(con)
+        block.update({key: np.asarray(local[key], np.float64) for key in [*p.local_keys, "n_rel"]})
+        doubles = dict.fromkeys([*p.local_keys, "n_rel"], "DOUBLE")
+        _write_parquet(self.folder / f"queries-{self._index:05d}.parquet", {**_FACT_TYPES, **doubles}, block)
+        h = self._holes
+        path = self.folder / f"holes-{self._index:05d}.parquet"
+        _write_parquet(path, {"row": "BIGINT", "rank": "BIGINT", "document_id": "VARCHAR"}, h)
+        self.n_holes += len(h["row"])
         self.n += arrays.n_queries
         self._index += 1
         self._start()
 
-    def _write_holes(self, con: duckdb.DuckDBPyConnection) -> None:
-        """This block's holes as one Parquet file (row, rank, document id)."""
-        h = self._holes
-        table = {
-            "row": np.asarray(h["row"], np.int64),
-            "rank": np.asarray(h["rank"], np.int64),
-            "document_id": _objects(h["document_id"]),
-        }
-        self.n_holes += len(h["row"])
-        con.register("holes_", table)
-        try:
-            sql = "SELECT row::BIGINT AS row, rank::BIGINT AS rank, document_id::VARCHAR AS document_id FROM holes_"
-            path = self.folder / f"holes-{self._index:05d}.parquet"
-            con.execute(f"COPY ({sql}) TO '{_sql_path(path)}' (FORMAT PARQUET)")
-        finally:
-            con.unregister("holes_")
+
+def _write_parquet(path: Path, types: dict[str, str], columns: dict[str, Any]) -> None:
+    """``columns`` (lists or numpy arrays; NaN in a float column is NULL) as one Parquet file whose column types are
+    ``types`` (their SQL names), in that order: declared, never inferred from the values (a column that is empty or
+    NULL in most rows keeps its type), and written by Arrow alone (a long text needs no engine memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = {"BIGINT": pa.int64(), "TINYINT": pa.int8(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
+    arrow |= {"VARCHAR": pa.string(), "VARCHAR[]": pa.list_(pa.string())}
+    schema = pa.schema([(name, arrow[t]) for name, t in types.items()])
+    data = [pa.array(columns[f.name], f.type, from_pandas=True) for f in schema]
+    pq.write_table(pa.Table.from_arrays(data, schema=schema), path)
 
 
 def prepare_facts(records: Iterable[Any], plan_mapping: Any) -> tuple[Iterator[Any], QueryFacts]:
@@ -459,41 +421,40 @@ def seal(
     plan = plan or folder.read_plan(items=False, records=False)
     params = params or FactParams.for_plan(plan)
     final = target or folder.path / COLUMNS_DIR
+    remove_stale(final.parent, _WORK)  # the work folders of a seal that was killed
     work = Path(tempfile.mkdtemp(prefix=f".{COLUMNS_DIR}.", dir=final.parent))
     spill = _spill_dir()
     con = connect(spill)
     try:
-        sources = _sources(folder)
-        if facts is not None and facts.done and facts.params == params and facts.n:
-            for part in sorted(facts.folder.glob("*.parquet")):
-                shutil.copyfile(part, work / part.name)
-        else:
-            facts = QueryFacts(params, work)
-            try:
+        with held(work):  # a later seal removes it only once this process is gone
+            sources = _sources(folder)
+            if facts is not None and facts.done and facts.params == params and facts.n:
+                for part in sorted(facts.folder.glob("*.parquet")):
+                    shutil.copyfile(part, work / part.name)
+            else:
+                facts = QueryFacts(params, work)
                 for rec in folder.iter_records(plan):
                     facts.add(rec)
                 facts.finish()
-            finally:
-                facts.close()
-        if not facts.n:
-            raise RunFolderError(
-                "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
-            )
-        _seal_results(con, folder, work)
-        _views(con, work)
-        con.execute(f"COPY ({QUEUE_DOCS}) TO '{_sql_path(work / 'queue.parquet')}'")
-        meta = {
-            "format": FORMAT,
-            "params": params.key(),
-            "sources": sources,
-            **facts.meta,
-            "local_keys": params.local_keys,
-            "results": _result_counts(con, facts.n),
-        }
-        write_json(work / "meta.json", meta)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(work, final)
+            if not facts.n:
+                raise RunFolderError(
+                    "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
+                )
+            _seal_results(con, folder, work)
+            _views(con, work)
+            con.execute(f"COPY ({QUEUE_DOCS}) TO '{_sql_path(work / 'queue.parquet')}'")
+            meta = {
+                "format": FORMAT,
+                "params": params.key(),
+                "sources": sources,
+                **facts.meta,
+                "local_keys": params.local_keys,
+                "results": _result_counts(con, facts.n),
+            }
+            write_json(work / "meta.json", meta)
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(work, final)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -563,6 +524,7 @@ class RunColumns:
         plan = plan or folder.read_plan(items=False, records=False)
         params = FactParams.for_plan(plan, stage_k)
         path = folder.path / COLUMNS_DIR
+        remove_stale(folder.path, _WORK)  # what a killed report's seal left, whether or not this one seals
         meta = _read_meta(path)
         temporary = None
         if not _fresh(meta, folder, params):

@@ -150,7 +150,7 @@ def command(
     if out is None:
         click.echo(text, nl=False)
     else:
-        with atomic_open(out) as fh:
+        with atomic_open(out, sweep=True) as fh:  # sweep: the temporaries of a report that was killed
             fh.write(text.encode("utf-8"))
         click.echo(f"wrote {out} ({fmt})", err=True)
     if queue is not None:

@@ -385,7 +385,7 @@ def write_verdict_queue(rows: Iterable[QueueRow], path: str | os.PathLike[str]) 
     """Write the queue as human-verdict JSONL (``score``/``passed``/``rater`` null, to fill in); returns the count.
     ``read_verdicts`` reads the file back, counting the lines not yet filled in as ``unfilled``."""
     n = 0
-    with atomic_open(Path(path)) as fh:
+    with atomic_open(Path(path), sweep=True) as fh:
         for row in rows:
             line: dict[str, Any] = {"query_id": row.query_id, "evaluator": row.evaluator, "score": None, "passed": None}
             line |= {"rater": None, "priority": row.priority, "reason": row.reason}

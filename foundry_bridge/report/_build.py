@@ -461,7 +461,7 @@ def build_report(
     step("report", 1, 4)
     n_rows = b.run.n_queries
     keep = n_rows <= table_rows
-    with atomic_open(queries_out) if queries_out is not None else contextlib.nullcontext() as fh:
+    with atomic_open(queries_out, sweep=True) if queries_out is not None else contextlib.nullcontext() as fh:
         rows = _rows(b, specs, fh, worst, keep)
     step("report", 2, 4)
     report = _assemble(

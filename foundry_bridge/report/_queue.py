@@ -208,7 +208,7 @@ def write_labelling_queue(report: Report, path: str | os.PathLike[str], *, fmt: 
     if kind != "jsonl":
         _check_qrels_ids(report, target)
     n = 0
-    with atomic_open(target) as fh:
+    with atomic_open(target, sweep=True) as fh:
         for doc, qid, rank, priority, query in _pairs(report):
             if kind == "jsonl":
                 row = {
