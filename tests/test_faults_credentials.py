@@ -72,6 +72,28 @@ def test_an_at_sign_in_the_path_is_not_userinfo(tmp_path: Path) -> None:
     assert backend.judge_endpoint == "http://127.0.0.1:9/v1/@team"
 
 
+# a query string may hold any secret (api-key=, code=, sig=...): refused on every endpoint, and never echoed
+QUERY_SECRET = "C0DE-s3cret-value"
+QUERY_URLS = [f"?api-key=A&code={QUERY_SECRET}", f"?code={QUERY_SECRET}", f"#{QUERY_SECRET}", "?"]
+
+
+@pytest.mark.parametrize("tail", QUERY_URLS)
+def test_judge_endpoint_with_a_query_string_is_refused_and_not_echoed(tail: str, tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        LocalBackend(judge_endpoint="http://127.0.0.1:9/v1" + tail, judge_model="m", cache_dir=tmp_path)
+    message = str(err.value)
+    assert "judge endpoint" in message and "query string" in message
+    assert QUERY_SECRET not in message and "api-key" not in message and "http://127.0.0.1:9/v1" in message
+
+
+@pytest.mark.parametrize("tail", QUERY_URLS)
+def test_project_endpoint_refusals_never_echo_the_query_string(tail: str) -> None:
+    for name, url in (("cloud", _cloud("https://{host}")), ("cloud", "http://example.com/api/projects/p")):
+        with pytest.raises(UsageError) as err:
+            get_backend(name, endpoint=url + tail, credential=object())
+        assert QUERY_SECRET not in str(err.value) and "api-key" not in str(err.value)
+
+
 @pytest.fixture
 def judge() -> Iterator[FakeJudgeServer]:
     with FakeJudgeServer() as server:
@@ -121,6 +143,27 @@ def test_cli_local_refuses_a_judge_endpoint_with_userinfo_and_sends_nothing(
     assert judge.calls == 0  # no request, so no Authorization: Basic either
     assert not (out / "state.json").exists()
     _nothing_holds_the_secret(out)
+
+
+def test_cli_local_refuses_a_judge_endpoint_with_a_query_string_and_stores_nothing(
+    judge: FakeJudgeServer, tmp_path: Path
+) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"query_id": "q1", "query": "q?", "response": "a."}) + "\n")
+    (tmp_path / "m.yaml").write_text(MAPPING)
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    url = f"{judge.base_url}?api-key=A&code={QUERY_SECRET}"
+    proc = _cli(
+        "run", data, "--mapping", tmp_path / "m.yaml", "--backend", "local", "--judge-endpoint", url,
+        "--out", out, "--cache-dir", cache,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert QUERY_SECRET not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+    assert "query string" in proc.stderr and "--judge-endpoint" not in proc.stdout
+    assert judge.calls == 0 and not (out / "state.json").exists()
+    for folder in (out, cache):
+        for path in folder.rglob("*") if folder.exists() else ():
+            assert not path.is_file() or QUERY_SECRET not in path.read_text(errors="replace"), path
 
 
 # -- the report's Content-Security-Policy ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from azure.core.exceptions import DecodeError, HttpResponseError
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
-from .._text import userinfo_problem
+from .._text import endpoint_problem, shown_url
 from ..errors import UsageError, redact
 from ._auth import FOUNDRY_SCOPE, TokenCredential, TokenProvider
 from ._exceptions import http_error, request_error
@@ -89,7 +89,7 @@ def validate_endpoint(endpoint: str | None) -> str:
             f"no Foundry project endpoint: pass --endpoint or set {ENDPOINT_ENV} "
             "(https://<account>.services.ai.azure.com/api/projects/<project>)"
         )
-    problem = userinfo_problem(endpoint, "the project endpoint")
+    problem = endpoint_problem(endpoint, "the project endpoint")
     if problem:
         raise UsageError(problem)
     parts = urlsplit(endpoint.strip())
@@ -97,10 +97,9 @@ def validate_endpoint(endpoint: str | None) -> str:
     secure = parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(host))
     if not (host and secure):
         raise UsageError(
-            f"the project endpoint must be an https URL (plain http only on 127.0.0.1/localhost): {redact(endpoint)!r}"
+            "the project endpoint must be an https URL (plain http only on 127.0.0.1/localhost): "
+            f"{redact(shown_url(endpoint))!r}"
         )
-    if parts.query or parts.fragment:
-        raise UsageError(f"the project endpoint must not carry a query string or fragment: {redact(endpoint)!r}")
     return endpoint.strip().rstrip("/")
 
 

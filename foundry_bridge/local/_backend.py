@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._text import userinfo_problem
+from .._text import endpoint_problem
 from ..catalog import CATALOG, EvaluatorSpec
 from ..errors import UsageError, redact
 from ..mapping.plan import CriterionPlan, Plan, iter_rows
@@ -126,7 +126,7 @@ class LocalBackend:
             raise UsageError(f"judge retries must be between 0 and {MAX_JUDGE_RETRIES}")
         if give_up_after is not None and give_up_after < 1:
             raise UsageError("give_up_after must be at least 1 (or None: never give up)")
-        problem = userinfo_problem(judge_endpoint, "the judge endpoint") if judge_endpoint else None
+        problem = endpoint_problem(judge_endpoint, "the judge endpoint") if judge_endpoint else None
         if problem:
             raise UsageError(problem)
         if isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEATS:
