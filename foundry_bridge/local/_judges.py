@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..catalog import EvaluatorSpec
-from ..errors import redact
+from ..errors import redact, remember_secret
 from ..results import ResultRow
 from ..wire import finite_number, is_present, read_metric, to_number
 from ._cache import CACHE_FORMAT
@@ -74,6 +74,7 @@ class JudgeConfig:
     def model_config(self) -> dict[str, Any]:
         """A fresh model-config dict (the library mutates the one it is given)."""
         key = os.environ.get(self.api_key_env) or None
+        remember_secret(key)  # a judge that echoes the key back (HTTP 401) must not put it in an error text
         if self.azure:
             config: dict[str, Any] = {
                 "type": "azure_openai",
