@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,45 @@ class HangingServer:
         self.sock.close()
         for conn in self.accepted:
             conn.close()
+
+
+class TricklingServer(HangingServer):
+    """Reads each request, answers ``200`` with a 10 MB ``Content-Length`` and then sends one byte every 0.5 s:
+    every read gets something, so a per-read timeout never fires."""
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _trickle(conn: socket.socket) -> None:
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536) or b"\r\n\r\n"
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next((int(v) for k, _, v in (h.partition(b":") for h in head.split(b"\r\n")) if k.strip().lower()
+                           == b"content-length"), 0)  # fmt: skip
+            while len(body) < length:
+                body += conn.recv(65536) or b" " * length
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{")
+            for _ in range(2400):  # 20 minutes at most, whatever happens to the client
+                time.sleep(0.5)
+                conn.sendall(b" ")
+        except OSError:
+            return
+
+
+@pytest.fixture
+def trickling() -> Iterator[TricklingServer]:
+    server = TricklingServer()
+    yield server
+    server.close()
 
 
 @pytest.fixture
@@ -197,6 +237,23 @@ def test_cli_against_a_silent_judge_finishes_with_errored_rows_and_progress_line
     assert progress[0].startswith("judging 0/3")
     assert progress[-1].startswith("judging 3/3, 3 errored")
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_cuts_off_a_judge_that_trickles_its_answer(trickling: TricklingServer, tmp_path: Path):
+    """``--judge-timeout`` is a total deadline for a request (connect, send, every read), not httpx's per-read
+    timeout: a judge answering one byte every 0.5 s is cut off and the row errors with the cause. (Before, the run
+    went on for as long as the judge kept trickling: the subprocess bound below fails it.)"""
+    data, mapping = _dataset(tmp_path, 1)
+    out = tmp_path / "run"
+    args = ["run", data, "--mapping", mapping, "--backend", "local", "--out", out, "--no-cache"]
+    args += ["--judge-endpoint", trickling.base_url, "--judge-timeout", "2", "--judge-retries", "0"]
+    proc = subprocess.run(_cli(*args), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in (out / RUN_FILES["results"]).read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["error"].startswith("JUDGE_TIMEOUT: the request timed out")
+    assert "within 2 s" in rows[0]["error"]
+    assert len(trickling.accepted) == 1  # --judge-retries 0: one request
+    assert "1 errored" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize(

@@ -53,6 +53,9 @@ MAX_JUDGE_TIMEOUT = 3600.0  # seconds per request
 MAX_JUDGE_RETRIES = 20
 MAX_REPEATS = 100  # run --repeats K: judgements of each row
 _HEARTBEAT = 1.0  # seconds between progress reports while judge calls are in flight
+# timeout=None: a call is cut off this long after the worst case of its request limits (which end it by then
+# anyway): a backstop that lets a request's own deadline report its cause first
+_CALL_SLACK = 5.0
 _TRANSIENT = ("JUDGE_TIMEOUT", "JUDGE_UNREACHABLE", "JUDGE_HTTP_ERROR: HTTP 408", "JUDGE_HTTP_ERROR: HTTP 429")
 
 
@@ -469,7 +472,7 @@ class _JudgeRun:
         written never fails the run); every failure becomes the group's error with its cause. After
         ``give_up_after`` transient failures in a row (no success between), no more calls are made."""
         first, backend = group[0], self.backend
-        timeout = backend.timeout
+        timeout = backend.timeout if backend.timeout is not None else backend.limits.worst_case + _CALL_SLACK
         output: dict[str, Any] | None = None
         error = self.given_up()
         if error is None:
@@ -478,7 +481,7 @@ class _JudgeRun:
                     raise evaluator
                 output = clean_output(call_evaluator(evaluator, first.inputs, timeout, backend.limits))
             except Exception as exc:
-                error = describe_exception(exc, timeout=timeout)
+                error = describe_exception(exc, timeout=timeout, request_timeout=backend.limits.timeout)
             self.note_outcome(error)
         stored = False
         if output is not None and self.cache is not None and output_failure(self.spec(first.criterion), output) is None:
