@@ -260,7 +260,7 @@ def prepare_run(
     same = state is not None and state.same_run(plan, backend.name, identity)
     if resume:
         if state is None:
-            raise UsageError(f"nothing to resume in {folder.path}: no {RUN_FILES['state']}")
+            _nothing_to_resume(folder)
         if not same and not force:
             raise UsageError(
                 f"{folder.path} holds a run of another plan, dataset or backend ({state.backend}); "
@@ -273,6 +273,18 @@ def prepare_run(
     if resume and not force:
         return RunDecision("resume", folder, state, resume)
     return RunDecision("new", folder, None, resume)
+
+
+def _nothing_to_resume(folder: RunFolder, *, missing_only: bool = False) -> None:
+    """``UsageError`` with the way to start over when ``folder`` holds no run to resume: it does not exist (a run
+    stopped before it wrote anything) or (unless ``missing_only``) it has no ``state.json``."""
+    if missing_only and folder.path.is_dir():
+        return
+    why = "" if folder.path.is_dir() else " (the folder does not exist: the run stopped before it wrote anything)"
+    raise UsageError(
+        f"nothing to resume in {folder.path}: no {RUN_FILES['state']}{why}; run again with "
+        f"{_start_over(folder.path)} to start over"
+    )
 
 
 def _read_state(folder: RunFolder, *, force: bool) -> RunState | None:
@@ -412,6 +424,7 @@ def run_evaluation(
         if resume:
             if out is None:
                 raise UsageError(f"{option('resume')} continues the run in a folder: give its {_OUT}")
+            _nothing_to_resume(RunFolder(out), missing_only=True)  # before the lock, which creates the folder
             owned.enter_context(RunFolder(out).lock())
             backend, backend_options = _resumed_backend(RunFolder(out), backend, backend_options, force=force)
         plan, facts = _plan_of(data, out, mapping, resume=resume, skip_validation=skip_validation)
@@ -509,14 +522,20 @@ def _resumed_eval_id(folder: RunFolder, given: str | None, state: RunState | Non
 def _refuse_resume_elsewhere(folder: RunFolder, plan: Plan, backend: Backend) -> None:
     """A run whose service state lived in the memory of another process (the emulator) cannot be resumed here: say
     so, rather than call it a run of another plan when only the emulator's setup (its faults) differs. (With the
-    same setup the resume is tried, and the service's 404 is explained.)"""
+    same setup the resume is tried: an emulator handed in may hold the run; one that does not answers 404, which
+    ``_execute`` words as this same refusal.)"""
     state = folder.read_state()
     if backend.capabilities.resume_elsewhere or state is None or state.status == "completed":
         return
     if state.backend != backend.name or state.same_run(plan, backend.name, backend_identity(backend)):
         return
-    raise UsageError(
-        f"{folder.path} holds an unfinished {backend.name} run (status {state.status!r}): the emulator's evals and "
+    raise _cannot_resume_here(folder, backend, state.status)
+
+
+def _cannot_resume_here(folder: RunFolder, backend: Backend, status: str | None) -> UsageError:
+    """The refusal to resume an emulator run whose evals and runs died with the process that started it."""
+    return UsageError(
+        f"{folder.path} holds an unfinished {backend.name} run (status {status!r}): the emulator's evals and "
         "runs lived in the memory of the process that started it, which has ended, so no other process can resume "
         f"it; run again with {_start_over(folder.path)} to start over"
     )
@@ -556,16 +575,22 @@ def _execute(
             run=exc.run,
         ) from exc
     except AzureError as exc:
-        hint = ""
-        if decision.resume and not backend.capabilities.resume_elsewhere:
-            hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
-        raise BackendError(f"{exc}{hint}; {_how_to_continue(decision.folder, backend)}") from exc
+        if decision.resume and not backend.capabilities.resume_elsewhere and _status(exc) == 404:
+            # an emulator that never held this run (its state died with the process that started it)
+            state = decision.state
+            raise _cannot_resume_here(decision.folder, backend, state.status if state else None) from None
+        raise BackendError(f"{exc}; {_how_to_continue(decision.folder, backend)}") from exc
     except OSError as exc:  # a full disk or a permission failure once the service holds the run
         if not _saved_ids(decision.folder):
             raise
         raise BackendError(f"{describe_os_error(exc)}; {_how_to_continue(decision.folder, backend)}") from exc
     except KeyboardInterrupt as exc:
         raise RunInterrupted(_after_interrupt(backend, run_dir)) from exc
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
 
 
 def _template(exc: BaseException) -> str:
@@ -721,8 +746,11 @@ def _ids_into(summary: RunSummary, state: RunState | None) -> None:
 
 
 def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool = False) -> tuple[str, RunState | None]:
-    """The backend that ran ``folder`` (``requested`` must agree unless ``force``) and its state."""
-    state = folder.read_state()
+    """The backend that ran ``folder`` (``requested`` must agree unless ``force``) and its state; ``UsageError``
+    with the way to start over when the folder holds nothing to resume."""
+    state = folder.read_state() if folder.path.is_dir() else None
+    if state is None:
+        _nothing_to_resume(folder)
     recorded = state.backend if state is not None else None
     if requested is not None and recorded and requested != recorded and not force:
         raise UsageError(f"{folder.path} was run with {option('backend', recorded)}, not {requested}")

@@ -313,3 +313,20 @@ def test_ctrl_c_on_mock_says_resume_cannot_work(tmp_path: Path):
     assert proc.returncode != 0
     assert "Nothing is lost" not in stderr
     assert "cannot be resumed" in stderr and f"--force --out {out}" in stderr
+    # --resume anyway (with the same emulator setup): the same located refusal and fix, no raw 404
+    again = _cli("run", "--resume", out, "--mock-fault", "slow_seconds=60")
+    resumed = subprocess.run(again, capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert resumed.returncode == 2, resumed.stderr
+    assert "HTTP 404" not in resumed.stderr and "GET " not in resumed.stderr and "Traceback" not in resumed.stderr
+    assert f"{out} holds an unfinished mock run" in resumed.stderr and f"--force --out {out}" in resumed.stderr
+
+
+def test_resume_of_a_run_that_left_no_folder_says_how_to_start_over(tmp_path: Path):
+    """Ctrl-C before the run folder was made: ``--resume`` names the folder and gives the fix, not click's
+    'Directory ... does not exist', and creates nothing."""
+    out = tmp_path / "never-written"
+    proc = subprocess.run(_cli("run", "--resume", out), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert proc.returncode == 2, proc.stderr
+    assert "Invalid value" not in proc.stderr and "Traceback" not in proc.stderr
+    assert f"nothing to resume in {out}" in proc.stderr and f"--force --out {out}" in proc.stderr
+    assert not out.exists()

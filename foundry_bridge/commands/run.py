@@ -62,7 +62,7 @@ _SECTIONS = {
 @click.option(
     "--resume",
     "resume_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),  # a missing folder: the runner says how to start over
     default=None,
     help="Continue the run in this folder (poll and collect; never submits again).",
 )
