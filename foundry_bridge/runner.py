@@ -79,12 +79,15 @@ class RunSummary:
     run_ids: list[str] = field(default_factory=list)
     report_url: str | None = None
     reused: bool = False
+    retried: int = 0  # errored judgements of the finished run asked again (the others kept)
     warnings: list[str] = field(default_factory=list)
     repeat_dirs: list[Path] = field(default_factory=list)  # OUT.repeat2 … OUT.repeatK of ``repeats=K``
 
     def text(self) -> str:
         """A few human lines."""
         reused = " (reused: same dataset and plan already finished)" if self.reused else ""
+        if self.retried:
+            reused = f" (finished before: {self.retried} errored judgement(s) asked again, the others kept)"
         lines = [
             f"run folder: {self.run_dir}{reused}",
             f"backend: {self.backend}; rows: {self.rows}; criteria: {', '.join(self.criteria)}",
@@ -256,11 +259,13 @@ def prepare_run(
             if not resume:
                 raise
             return RunDecision("resume", folder, state, resume)  # collected again from the service
+        if backend.capabilities.judges_here and _errored_judgements(folder):
+            return RunDecision("resume", folder, state, resume)  # the errored judgements are asked again
         return RunDecision("reuse", folder, state, resume)
     same = state is not None and state.same_run(plan, backend.name, identity)
     if resume:
         if state is None:
-            _nothing_to_resume(folder)
+            raise _nothing_to_resume(folder)
         if not same and not force:
             raise UsageError(
                 f"{folder.path} holds a run of another plan, dataset or backend ({state.backend}); "
@@ -275,16 +280,23 @@ def prepare_run(
     return RunDecision("new", folder, None, resume)
 
 
-def _nothing_to_resume(folder: RunFolder, *, missing_only: bool = False) -> None:
-    """``UsageError`` with the way to start over when ``folder`` holds no run to resume: it does not exist (a run
-    stopped before it wrote anything) or (unless ``missing_only``) it has no ``state.json``."""
-    if missing_only and folder.path.is_dir():
-        return
+def _nothing_to_resume(folder: RunFolder) -> UsageError:
+    """The refusal to resume ``folder``, with the way to start over: it has no ``state.json``, or does not exist at
+    all (a run stopped before it wrote anything)."""
     why = "" if folder.path.is_dir() else " (the folder does not exist: the run stopped before it wrote anything)"
-    raise UsageError(
+    return UsageError(
         f"nothing to resume in {folder.path}: no {RUN_FILES['state']}{why}; run again with "
         f"{_start_over(folder.path)} to start over"
     )
+
+
+def _errored_judgements(folder: RunFolder) -> int:
+    """How many results of the finished run in ``folder`` are judge calls that errored (a timeout, an outage, an
+    unreadable answer: the local backend's ``local.judge_errors``), which running again asks the judge for."""
+    manifest = folder.read_manifest()
+    local = (manifest.model_extra or {}).get("local") if manifest is not None else None
+    errors = local.get("judge_errors") if isinstance(local, dict) else None
+    return errors if isinstance(errors, int) and not isinstance(errors, bool) else 0
 
 
 def _read_state(folder: RunFolder, *, force: bool) -> RunState | None:
@@ -424,7 +436,8 @@ def run_evaluation(
         if resume:
             if out is None:
                 raise UsageError(f"{option('resume')} continues the run in a folder: give its {_OUT}")
-            _nothing_to_resume(RunFolder(out), missing_only=True)  # before the lock, which creates the folder
+            if not RunFolder(out).path.is_dir():  # said before the lock, which would create the folder
+                raise _nothing_to_resume(RunFolder(out))
             owned.enter_context(RunFolder(out).lock())
             backend, backend_options = _resumed_backend(RunFolder(out), backend, backend_options, force=force)
         plan, facts = _plan_of(data, out, mapping, resume=resume, skip_validation=skip_validation)
@@ -668,6 +681,8 @@ def execute_run(
         folder.write_plan(plan)
     ctx = RunContext(plan, folder.path, state, {"timings": {"started_at": utc_now()}}, progress or no_progress)
     ctx.resume = decision.action == "resume"
+    if ctx.resume and folder.file("results").is_file():  # read while the new one is written beside it
+        ctx.earlier = folder.iter_results()
     if notify is not None:
         ctx.notify = notify
     ctx.save_state()
@@ -679,6 +694,7 @@ def execute_run(
     summary = counter.summary(plan, folder.path, backend.name)
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
+    summary.retried = int(ctx.manifest.get("retried") or 0)
     folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))
     if len(plan.records):  # a plan made by hand of items alone has no per-query facts: its report says so
         seal(folder, plan=plan, facts=facts)  # the results and per-query facts as columns: what reports read
@@ -750,7 +766,7 @@ def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool 
     with the way to start over when the folder holds nothing to resume."""
     state = folder.read_state() if folder.path.is_dir() else None
     if state is None:
-        _nothing_to_resume(folder)
+        raise _nothing_to_resume(folder)
     recorded = state.backend if state is not None else None
     if requested is not None and recorded and requested != recorded and not force:
         raise UsageError(f"{folder.path} was run with {option('backend', recorded)}, not {requested}")

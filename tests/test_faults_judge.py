@@ -267,6 +267,49 @@ def test_cli_refuses_absurd_judge_limits(option: str, value: str, tmp_path: Path
     assert proc.returncode == 2 and option in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("again", ["same command", "--resume"])
+def test_after_a_judge_outage_running_again_asks_only_for_the_errored_rows(
+    again: str, judge: FakeJudgeServer, tmp_path: Path
+):
+    """Two of five rows error (the judge answers 503 for them); once the judge is back, the same command (or
+    ``--resume``) asks the judge for those two only, keeps the other three as they were (``--no-cache``: they come
+    from the run folder, not from the cache) and says how many were asked again."""
+    down = threading.Event()
+    down.set()
+
+    def rule(req: JudgeRequest) -> FakeAnswer:
+        failing = down.is_set() and ("question 1?" in req.data or "question 3?" in req.data)
+        return FakeAnswer(content="overloaded", status=503) if failing else score_answer(4)
+
+    judge.rule = rule
+    data, mapping = _dataset(tmp_path, 5)
+    out = tmp_path / "run"
+    args = ["run", data, "--mapping", mapping, "--backend", "local", "--out", out, "--no-cache"]
+    args += ["--judge-endpoint", judge.base_url, "--judge-retries", "0"]
+    first = subprocess.run(_cli(*args), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert first.returncode == 0, first.stderr
+    rows = [json.loads(line) for line in (out / RUN_FILES["results"]).read_text().splitlines()]
+    assert [r["error"] is not None for r in rows] == [False, True, False, True, False]
+    assert judge.calls == 5
+    down.clear()
+    judge.reset()
+    cmd = (
+        args if again == "same command" else ["run", "--resume", out, "--judge-endpoint", judge.base_url, "--no-cache"]
+    )
+    second = subprocess.run(_cli(*cmd), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert second.returncode == 0, second.stderr
+    assert judge.calls == 2 and all(("question 1?" in r.data) != ("question 3?" in r.data) for r in judge.requests)
+    rows = [json.loads(line) for line in (out / RUN_FILES["results"]).read_text().splitlines()]
+    assert [r["error"] for r in rows] == [None] * 5 and [r["score"] for r in rows] == [4.0] * 5
+    assert "2 errored judgement(s) asked again" in second.stderr and "reused" not in second.stderr
+    assert "0 errored" in second.stderr
+    manifest = json.loads((out / RUN_FILES["manifest"]).read_text())
+    assert manifest["errored"] == 0 and manifest["local"]["judge_calls"] == 2 and manifest["retried"] == 2
+    # a third time, nothing errored: reused, no call
+    third = subprocess.run(_cli(*args), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert third.returncode == 0 and "reused" in third.stderr and judge.calls == 2
+
+
 def _interrupt_when(proc: subprocess.Popen[str], marker: str) -> str:
     """Read stderr until ``marker`` shows, send SIGINT, return all of stderr."""
     assert proc.stderr is not None
