@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-__all__ = ["did_you_mean", "userinfo_problem"]
+__all__ = ["did_you_mean", "endpoint_problem", "shown_url", "userinfo_problem"]
 
 
 def did_you_mean(
@@ -37,18 +37,40 @@ def did_you_mean(
     return None
 
 
+def shown_url(url: str) -> str:
+    """``url`` as a message may show it: user-info replaced by ``***``, no query string, no fragment (where a key,
+    a signature or a password would travel)."""
+    parts = urlsplit(url.strip())
+    netloc = parts.netloc if "@" not in parts.netloc else "***@" + parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=netloc, query="", fragment="").geturl()
+
+
 def userinfo_problem(url: str, what: str) -> str | None:
     """Why ``url`` must be refused when it carries user-info (``https://user:password@host/...``), or None.
 
     httpx turns user-info into an ``Authorization: Basic`` header that replaces the bearer token or API key, and
     the URL itself would be stored in ``state.json``; so every endpoint the project accepts refuses it, and the
     message shows the URL with the user-info replaced by ``***`` (the password is never echoed)."""
-    parts = urlsplit(url.strip())
-    if "@" not in parts.netloc:
+    if "@" not in urlsplit(url.strip()).netloc:
         return None
-    host = parts.netloc.rpartition("@")[2]
-    shown = parts._replace(netloc=f"***@{host}", query="", fragment="").geturl()
     return (
-        f"{what} {shown!r} carries a user name or password before '@': it would be stored in the run folder and "
-        "sent as HTTP Basic auth in place of the token; remove it (keys go in an environment variable)"
+        f"{what} {shown_url(url)!r} carries a user name or password before '@': it would be stored in the run folder "
+        "and sent as HTTP Basic auth in place of the token; remove it (keys go in an environment variable)"
     )
+
+
+def endpoint_problem(url: str, what: str) -> str | None:
+    """Why an endpoint URL the project stores and sends to must be refused, or None: user-info
+    (``userinfo_problem``), or a query string or fragment (``?api-key=…&code=…`` would be stored in the run
+    folder, the manifest and every cache key, and breaks the request URLs built on the endpoint). The message
+    never shows the query string."""
+    problem = userinfo_problem(url, what)
+    if problem:
+        return problem
+    parts = urlsplit(url.strip())
+    if parts.query or parts.fragment or url.strip().endswith(("?", "#")):
+        return (
+            f"{what} {shown_url(url)!r} carries a query string or fragment (not shown): it would be stored in the run "
+            "folder and break the request URLs; give the URL without '?…' (keys go in an environment variable)"
+        )
+    return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 
 __all__ = [
     "BackendError",
@@ -35,6 +36,7 @@ __all__ = [
     "located",
     "option",
     "redact",
+    "remember_secret",
     "spelled",
 ]
 
@@ -197,13 +199,36 @@ _SECRET_PATTERNS = [
         r"[^\s'\"&,;}]+"
     ),
     re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(?=@)"),  # password in https://user:pass@host
+    re.compile(r"()\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]+"),  # a bare JWT (an Entra access token) echoed back
 ]
+
+# The secret values this process holds (a key read from the environment, a bearer token fetched): ``redact``
+# removes each one wherever it appears, whatever the text around it. A tuple, longest first, replaced whole under
+# the lock, so a reader never sees it change under it.
+_KNOWN_SECRETS: tuple[str, ...] = ()
+_KNOWN_LOCK = threading.Lock()
+_MIN_SECRET_CHARS = 8  # a shorter value would hide ordinary words; no real key or token is that short
+
+
+def remember_secret(value: str | None) -> None:
+    """Make ``redact`` remove ``value`` itself from every text it cleans in this process from now on: what a
+    server echoes back (``Incorrect API key provided: sk-…``) is caught by value, not only by its shape. Values
+    shorter than 8 characters are ignored."""
+    global _KNOWN_SECRETS
+    if not value or len(value) < _MIN_SECRET_CHARS or value in _KNOWN_SECRETS:
+        return
+    with _KNOWN_LOCK:
+        _KNOWN_SECRETS = tuple(sorted({*_KNOWN_SECRETS, value}, key=len, reverse=True))
 
 
 def redact(text: str) -> str:
-    """Replace credentials in ``text`` by ``***``: every ``Authorization`` scheme's credentials (Bearer, Basic,
-    Digest...), bare ``Bearer``/``Basic`` tokens, ``*key=``/``token``/``secret``/``password``/``sig`` values,
-    connection-string keys and the password of ``scheme://user:password@host``."""
+    """Replace credentials in ``text`` by ``***``: every secret value this process holds (``remember_secret``),
+    every ``Authorization`` scheme's credentials (Bearer, Basic, Digest...), bare ``Bearer``/``Basic`` tokens and
+    JWTs, ``*key=``/``token``/``secret``/``password``/``sig`` values, connection-string keys and the password of
+    ``scheme://user:password@host``."""
+    for value in _KNOWN_SECRETS:
+        if value in text:
+            text = text.replace(value, "***")
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + "***", text)
     return text

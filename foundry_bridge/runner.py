@@ -79,12 +79,15 @@ class RunSummary:
     run_ids: list[str] = field(default_factory=list)
     report_url: str | None = None
     reused: bool = False
+    retried: int = 0  # errored judgements of the finished run asked again (the others kept)
     warnings: list[str] = field(default_factory=list)
     repeat_dirs: list[Path] = field(default_factory=list)  # OUT.repeat2 … OUT.repeatK of ``repeats=K``
 
     def text(self) -> str:
         """A few human lines."""
         reused = " (reused: same dataset and plan already finished)" if self.reused else ""
+        if self.retried:
+            reused = f" (finished before: {self.retried} errored judgement(s) asked again, the others kept)"
         lines = [
             f"run folder: {self.run_dir}{reused}",
             f"backend: {self.backend}; rows: {self.rows}; criteria: {', '.join(self.criteria)}",
@@ -256,11 +259,13 @@ def prepare_run(
             if not resume:
                 raise
             return RunDecision("resume", folder, state, resume)  # collected again from the service
+        if backend.capabilities.judges_here and _errored_judgements(folder):
+            return RunDecision("resume", folder, state, resume)  # the errored judgements are asked again
         return RunDecision("reuse", folder, state, resume)
     same = state is not None and state.same_run(plan, backend.name, identity)
     if resume:
         if state is None:
-            raise UsageError(f"nothing to resume in {folder.path}: no {RUN_FILES['state']}")
+            raise _nothing_to_resume(folder)
         if not same and not force:
             raise UsageError(
                 f"{folder.path} holds a run of another plan, dataset or backend ({state.backend}); "
@@ -273,6 +278,25 @@ def prepare_run(
     if resume and not force:
         return RunDecision("resume", folder, state, resume)
     return RunDecision("new", folder, None, resume)
+
+
+def _nothing_to_resume(folder: RunFolder) -> UsageError:
+    """The refusal to resume ``folder``, with the way to start over: it has no ``state.json``, or does not exist at
+    all (a run stopped before it wrote anything)."""
+    why = "" if folder.path.is_dir() else " (the folder does not exist: the run stopped before it wrote anything)"
+    return UsageError(
+        f"nothing to resume in {folder.path}: no {RUN_FILES['state']}{why}; run again with "
+        f"{_start_over(folder.path)} to start over"
+    )
+
+
+def _errored_judgements(folder: RunFolder) -> int:
+    """How many results of the finished run in ``folder`` are judge calls that errored (a timeout, an outage, an
+    unreadable answer: the local backend's ``local.judge_errors``), which running again asks the judge for."""
+    manifest = folder.read_manifest()
+    local = (manifest.model_extra or {}).get("local") if manifest is not None else None
+    errors = local.get("judge_errors") if isinstance(local, dict) else None
+    return errors if isinstance(errors, int) and not isinstance(errors, bool) else 0
 
 
 def _read_state(folder: RunFolder, *, force: bool) -> RunState | None:
@@ -412,6 +436,8 @@ def run_evaluation(
         if resume:
             if out is None:
                 raise UsageError(f"{option('resume')} continues the run in a folder: give its {_OUT}")
+            if not RunFolder(out).path.is_dir():  # said before the lock, which would create the folder
+                raise _nothing_to_resume(RunFolder(out))
             owned.enter_context(RunFolder(out).lock())
             backend, backend_options = _resumed_backend(RunFolder(out), backend, backend_options, force=force)
         plan, facts = _plan_of(data, out, mapping, resume=resume, skip_validation=skip_validation)
@@ -509,14 +535,20 @@ def _resumed_eval_id(folder: RunFolder, given: str | None, state: RunState | Non
 def _refuse_resume_elsewhere(folder: RunFolder, plan: Plan, backend: Backend) -> None:
     """A run whose service state lived in the memory of another process (the emulator) cannot be resumed here: say
     so, rather than call it a run of another plan when only the emulator's setup (its faults) differs. (With the
-    same setup the resume is tried, and the service's 404 is explained.)"""
+    same setup the resume is tried: an emulator handed in may hold the run; one that does not answers 404, which
+    ``_execute`` words as this same refusal.)"""
     state = folder.read_state()
     if backend.capabilities.resume_elsewhere or state is None or state.status == "completed":
         return
     if state.backend != backend.name or state.same_run(plan, backend.name, backend_identity(backend)):
         return
-    raise UsageError(
-        f"{folder.path} holds an unfinished {backend.name} run (status {state.status!r}): the emulator's evals and "
+    raise _cannot_resume_here(folder, backend, state.status)
+
+
+def _cannot_resume_here(folder: RunFolder, backend: Backend, status: str | None) -> UsageError:
+    """The refusal to resume an emulator run whose evals and runs died with the process that started it."""
+    return UsageError(
+        f"{folder.path} holds an unfinished {backend.name} run (status {status!r}): the emulator's evals and "
         "runs lived in the memory of the process that started it, which has ended, so no other process can resume "
         f"it; run again with {_start_over(folder.path)} to start over"
     )
@@ -556,16 +588,22 @@ def _execute(
             run=exc.run,
         ) from exc
     except AzureError as exc:
-        hint = ""
-        if decision.resume and not backend.capabilities.resume_elsewhere:
-            hint = " (the emulator keeps its state in memory: a mock run cannot be resumed in another process)"
-        raise BackendError(f"{exc}{hint}; {_how_to_continue(decision.folder, backend)}") from exc
+        if decision.resume and not backend.capabilities.resume_elsewhere and _status(exc) == 404:
+            # an emulator that never held this run (its state died with the process that started it)
+            state = decision.state
+            raise _cannot_resume_here(decision.folder, backend, state.status if state else None) from None
+        raise BackendError(f"{exc}; {_how_to_continue(decision.folder, backend)}") from exc
     except OSError as exc:  # a full disk or a permission failure once the service holds the run
         if not _saved_ids(decision.folder):
             raise
         raise BackendError(f"{describe_os_error(exc)}; {_how_to_continue(decision.folder, backend)}") from exc
     except KeyboardInterrupt as exc:
         raise RunInterrupted(_after_interrupt(backend, run_dir)) from exc
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
 
 
 def _template(exc: BaseException) -> str:
@@ -643,6 +681,8 @@ def execute_run(
         folder.write_plan(plan)
     ctx = RunContext(plan, folder.path, state, {"timings": {"started_at": utc_now()}}, progress or no_progress)
     ctx.resume = decision.action == "resume"
+    if ctx.resume and folder.file("results").is_file():  # read while the new one is written beside it
+        ctx.earlier = folder.iter_results()
     if notify is not None:
         ctx.notify = notify
     ctx.save_state()
@@ -654,6 +694,7 @@ def execute_run(
     summary = counter.summary(plan, folder.path, backend.name)
     _ids_into(summary, state)
     summary.report_url = ctx.manifest.get("report_url")
+    summary.retried = int(ctx.manifest.get("retried") or 0)
     folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))
     if len(plan.records):  # a plan made by hand of items alone has no per-query facts: its report says so
         seal(folder, plan=plan, facts=facts)  # the results and per-query facts as columns: what reports read
@@ -721,8 +762,11 @@ def _ids_into(summary: RunSummary, state: RunState | None) -> None:
 
 
 def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool = False) -> tuple[str, RunState | None]:
-    """The backend that ran ``folder`` (``requested`` must agree unless ``force``) and its state."""
-    state = folder.read_state()
+    """The backend that ran ``folder`` (``requested`` must agree unless ``force``) and its state; ``UsageError``
+    with the way to start over when the folder holds nothing to resume."""
+    state = folder.read_state() if folder.path.is_dir() else None
+    if state is None:
+        raise _nothing_to_resume(folder)
     recorded = state.backend if state is not None else None
     if requested is not None and recorded and requested != recorded and not force:
         raise UsageError(f"{folder.path} was run with {option('backend', recorded)}, not {requested}")

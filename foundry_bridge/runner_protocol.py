@@ -13,7 +13,7 @@ written once service ids exist is a ``ServiceIdsNotSavedError`` listing them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +69,9 @@ class RunContext:
     progress: ProgressCallback = no_progress
     resume: bool = False
     notify: Callable[[str], None] = no_notice  # one line per service id created (the CLI: stderr)
+    # on resume of a run that finished: its result rows, in row order (a backend that judges here keeps the ones
+    # that did not error and asks again for the others)
+    earlier: Iterator[ResultRow] | None = None
     folder: RunFolder = field(init=False)
 
     def __post_init__(self) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
 from .catalog import DOCUMENT_RETRIEVAL, EvaluatorSpec, MetricSpec
+from .errors import redact
 
 __all__ = [
     "ABSTENTION_IS_CORRECT",
@@ -343,7 +344,10 @@ def classify_service_error(error: str | None) -> str | None:
     (or an empty ground-truth list) gets the code the local backend gives the same row, ``MISSING_INPUT``
     (``MISSING_FIELD``), followed by the service's text."""
     prefix = "FAILED_EXECUTION: "
-    if error is None or not error.startswith(prefix):
+    if error is None:
+        return None
+    error = redact(error)  # the service's text may echo a key or token: never stored in clear
+    if not error.startswith(prefix):
         return error
     for text, code in _SERVICE_INPUT_ERRORS.items():
         if text in error:

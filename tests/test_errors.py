@@ -31,3 +31,15 @@ def test_a_located_error_names_file_line_field_and_fix() -> None:
 )
 def test_redact_removes_secrets_and_keeps_the_rest(text: str, expected: str) -> None:
     assert redact(text) == expected
+
+
+def test_redact_removes_a_remembered_secret_by_value_whatever_surrounds_it() -> None:
+    from foundry_bridge.errors import remember_secret
+
+    value = "zq-remembered-7f3a9c1e55"
+    assert redact(f"Incorrect API key provided: {value}.") == f"Incorrect API key provided: {value}."
+    remember_secret(value)
+    remember_secret("short")  # too short to be a secret: ordinary words stay
+    assert redact(f"Incorrect API key provided: {value}. short") == "Incorrect API key provided: ***. short"
+    jwt = "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJodHRwczovL2FpLmF6dXJlLmNvbSJ9.c2lnbmF0dXJlLWJ5dGVz"
+    assert redact(f"token {jwt} was rejected") == "token *** was rejected"

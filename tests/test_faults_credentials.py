@@ -72,6 +72,28 @@ def test_an_at_sign_in_the_path_is_not_userinfo(tmp_path: Path) -> None:
     assert backend.judge_endpoint == "http://127.0.0.1:9/v1/@team"
 
 
+# a query string may hold any secret (api-key=, code=, sig=...): refused on every endpoint, and never echoed
+QUERY_SECRET = "C0DE-s3cret-value"
+QUERY_URLS = [f"?api-key=A&code={QUERY_SECRET}", f"?code={QUERY_SECRET}", f"#{QUERY_SECRET}", "?"]
+
+
+@pytest.mark.parametrize("tail", QUERY_URLS)
+def test_judge_endpoint_with_a_query_string_is_refused_and_not_echoed(tail: str, tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        LocalBackend(judge_endpoint="http://127.0.0.1:9/v1" + tail, judge_model="m", cache_dir=tmp_path)
+    message = str(err.value)
+    assert "judge endpoint" in message and "query string" in message
+    assert QUERY_SECRET not in message and "api-key" not in message and "http://127.0.0.1:9/v1" in message
+
+
+@pytest.mark.parametrize("tail", QUERY_URLS)
+def test_project_endpoint_refusals_never_echo_the_query_string(tail: str) -> None:
+    for name, url in (("cloud", _cloud("https://{host}")), ("cloud", "http://example.com/api/projects/p")):
+        with pytest.raises(UsageError) as err:
+            get_backend(name, endpoint=url + tail, credential=object())
+        assert QUERY_SECRET not in str(err.value) and "api-key" not in str(err.value)
+
+
 @pytest.fixture
 def judge() -> Iterator[FakeJudgeServer]:
     with FakeJudgeServer() as server:
@@ -123,6 +145,27 @@ def test_cli_local_refuses_a_judge_endpoint_with_userinfo_and_sends_nothing(
     _nothing_holds_the_secret(out)
 
 
+def test_cli_local_refuses_a_judge_endpoint_with_a_query_string_and_stores_nothing(
+    judge: FakeJudgeServer, tmp_path: Path
+) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"query_id": "q1", "query": "q?", "response": "a."}) + "\n")
+    (tmp_path / "m.yaml").write_text(MAPPING)
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    url = f"{judge.base_url}?api-key=A&code={QUERY_SECRET}"
+    proc = _cli(
+        "run", data, "--mapping", tmp_path / "m.yaml", "--backend", "local", "--judge-endpoint", url,
+        "--out", out, "--cache-dir", cache,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert QUERY_SECRET not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+    assert "query string" in proc.stderr and "--judge-endpoint" not in proc.stdout
+    assert judge.calls == 0 and not (out / "state.json").exists()
+    for folder in (out, cache):
+        for path in folder.rglob("*") if folder.exists() else ():
+            assert not path.is_file() or QUERY_SECRET not in path.read_text(errors="replace"), path
+
+
 # -- the report's Content-Security-Policy ---------------------------------------------------------------------------
 def _page_script(page: str) -> str:
     scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
@@ -154,3 +197,55 @@ def test_in_chromium_the_page_script_runs_and_an_injected_one_does_not(tmp_path:
     assert 'data-report-ready="1"' in tag  # the page's own, hashed script ran
     assert 'data-probe="done"' in tag and 'data-first-desc="q11"' in tag  # sorting by a header click works
     assert "data-pwned" not in tag  # neither the inline script nor the onerror attribute
+
+
+# -- a key echoed back by the judge -----------------------------------------------------------------------------------
+ECHOED_KEY = "sk-proj-Ech0ed-K3y-0123456789abcdef"
+
+
+def _all_text(folder: Path) -> str:
+    """Every file under ``folder`` as text, Parquet tables read back as values (compressed pages hide strings)."""
+    import pyarrow.parquet as pq
+
+    parts = []
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        if path.suffix == ".parquet":
+            parts.append(str(pq.read_table(path).to_pylist()))
+        else:
+            parts.append(path.read_text(errors="replace"))
+    return "\n".join(parts)
+
+
+def test_a_key_echoed_by_the_judge_is_stored_nowhere(judge: FakeJudgeServer, tmp_path: Path) -> None:
+    """A judge answering 401 ``Incorrect API key provided: <key>`` (no ``key=`` shape for a pattern to catch):
+    the errored rows say HTTP 401, and the key is in no file of the run folder, its tables, the reports or the
+    per-query file."""
+    from foundry_bridge.local.fake_judge import FakeAnswer
+
+    judge.rule = lambda r: FakeAnswer(content=f"Incorrect API key provided: {ECHOED_KEY}.", status=401)
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"query_id": f"q{i}", "query": "q?", "response": "a."}) + "\n" for i in (1, 2)))
+    (tmp_path / "m.yaml").write_text(MAPPING)
+    out, reports = tmp_path / "run", tmp_path / "reports"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": ECHOED_KEY}
+    cmd = [sys.executable, "-m", "foundry_bridge"]
+    run = [*cmd, "run", str(data), "--mapping", str(tmp_path / "m.yaml"), "--backend", "local", "--no-cache"]
+    run += ["--judge-endpoint", judge.base_url, "--judge-retries", "0", "--out", str(out)]
+    proc = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert judge.requests[0].headers["authorization"] == f"Bearer {ECHOED_KEY}"  # the key was sent, and echoed
+    outputs = [proc.stdout + proc.stderr]
+    for fmt in ("json", "html", "md"):
+        target = reports / f"r.{fmt}"
+        done = subprocess.run([*cmd, "report", str(out), "--out", str(target)], capture_output=True, text=True,
+                              timeout=120, env=env)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout + done.stderr)
+    assert (reports / "r.html.queries.jsonl").is_file()
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["error"].split(" (")[0] for r in rows] == ["JUDGE_HTTP_ERROR: HTTP 401 from the judge"] * 2
+    assert "Incorrect API key provided: ***" in rows[0]["error"]
+    for text in (_all_text(out), _all_text(reports), *outputs):
+        assert ECHOED_KEY not in text

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,45 @@ class HangingServer:
         self.sock.close()
         for conn in self.accepted:
             conn.close()
+
+
+class TricklingServer(HangingServer):
+    """Reads each request, answers ``200`` with a 10 MB ``Content-Length`` and then sends one byte every 0.5 s:
+    every read gets something, so a per-read timeout never fires."""
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _trickle(conn: socket.socket) -> None:
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536) or b"\r\n\r\n"
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next((int(v) for k, _, v in (h.partition(b":") for h in head.split(b"\r\n")) if k.strip().lower()
+                           == b"content-length"), 0)  # fmt: skip
+            while len(body) < length:
+                body += conn.recv(65536) or b" " * length
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{")
+            for _ in range(2400):  # 20 minutes at most, whatever happens to the client
+                time.sleep(0.5)
+                conn.sendall(b" ")
+        except OSError:
+            return
+
+
+@pytest.fixture
+def trickling() -> Iterator[TricklingServer]:
+    server = TricklingServer()
+    yield server
+    server.close()
 
 
 @pytest.fixture
@@ -199,6 +239,23 @@ def test_cli_against_a_silent_judge_finishes_with_errored_rows_and_progress_line
     assert "Traceback" not in proc.stderr
 
 
+def test_cli_cuts_off_a_judge_that_trickles_its_answer(trickling: TricklingServer, tmp_path: Path):
+    """``--judge-timeout`` is a total deadline for a request (connect, send, every read), not httpx's per-read
+    timeout: a judge answering one byte every 0.5 s is cut off and the row errors with the cause. (Before, the run
+    went on for as long as the judge kept trickling: the subprocess bound below fails it.)"""
+    data, mapping = _dataset(tmp_path, 1)
+    out = tmp_path / "run"
+    args = ["run", data, "--mapping", mapping, "--backend", "local", "--out", out, "--no-cache"]
+    args += ["--judge-endpoint", trickling.base_url, "--judge-timeout", "2", "--judge-retries", "0"]
+    proc = subprocess.run(_cli(*args), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in (out / RUN_FILES["results"]).read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["error"].startswith("JUDGE_TIMEOUT: the request timed out")
+    assert "within 2 s" in rows[0]["error"]
+    assert len(trickling.accepted) == 1  # --judge-retries 0: one request
+    assert "1 errored" in proc.stderr and "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [("--judge-timeout", "0"), ("--judge-timeout", "1e20"), ("--judge-timeout", "nan"), ("--judge-retries", "-1")],
@@ -208,6 +265,49 @@ def test_cli_refuses_absurd_judge_limits(option: str, value: str, tmp_path: Path
     args = ["run", data, "--mapping", mapping, "--backend", "local", "--judge-endpoint", "http://127.0.0.1:9/v1"]
     proc = subprocess.run(_cli(*args, option, value), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
     assert proc.returncode == 2 and option in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("again", ["same command", "--resume"])
+def test_after_a_judge_outage_running_again_asks_only_for_the_errored_rows(
+    again: str, judge: FakeJudgeServer, tmp_path: Path
+):
+    """Two of five rows error (the judge answers 503 for them); once the judge is back, the same command (or
+    ``--resume``) asks the judge for those two only, keeps the other three as they were (``--no-cache``: they come
+    from the run folder, not from the cache) and says how many were asked again."""
+    down = threading.Event()
+    down.set()
+
+    def rule(req: JudgeRequest) -> FakeAnswer:
+        failing = down.is_set() and ("question 1?" in req.data or "question 3?" in req.data)
+        return FakeAnswer(content="overloaded", status=503) if failing else score_answer(4)
+
+    judge.rule = rule
+    data, mapping = _dataset(tmp_path, 5)
+    out = tmp_path / "run"
+    args = ["run", data, "--mapping", mapping, "--backend", "local", "--out", out, "--no-cache"]
+    args += ["--judge-endpoint", judge.base_url, "--judge-retries", "0"]
+    first = subprocess.run(_cli(*args), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert first.returncode == 0, first.stderr
+    rows = [json.loads(line) for line in (out / RUN_FILES["results"]).read_text().splitlines()]
+    assert [r["error"] is not None for r in rows] == [False, True, False, True, False]
+    assert judge.calls == 5
+    down.clear()
+    judge.reset()
+    cmd = (
+        args if again == "same command" else ["run", "--resume", out, "--judge-endpoint", judge.base_url, "--no-cache"]
+    )
+    second = subprocess.run(_cli(*cmd), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert second.returncode == 0, second.stderr
+    assert judge.calls == 2 and all(("question 1?" in r.data) != ("question 3?" in r.data) for r in judge.requests)
+    rows = [json.loads(line) for line in (out / RUN_FILES["results"]).read_text().splitlines()]
+    assert [r["error"] for r in rows] == [None] * 5 and [r["score"] for r in rows] == [4.0] * 5
+    assert "2 errored judgement(s) asked again" in second.stderr and "reused" not in second.stderr
+    assert "0 errored" in second.stderr
+    manifest = json.loads((out / RUN_FILES["manifest"]).read_text())
+    assert manifest["errored"] == 0 and manifest["local"]["judge_calls"] == 2 and manifest["retried"] == 2
+    # a third time, nothing errored: reused, no call
+    third = subprocess.run(_cli(*args), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert third.returncode == 0 and "reused" in third.stderr and judge.calls == 2
 
 
 def _interrupt_when(proc: subprocess.Popen[str], marker: str) -> str:
@@ -256,3 +356,20 @@ def test_ctrl_c_on_mock_says_resume_cannot_work(tmp_path: Path):
     assert proc.returncode != 0
     assert "Nothing is lost" not in stderr
     assert "cannot be resumed" in stderr and f"--force --out {out}" in stderr
+    # --resume anyway (with the same emulator setup): the same located refusal and fix, no raw 404
+    again = _cli("run", "--resume", out, "--mock-fault", "slow_seconds=60")
+    resumed = subprocess.run(again, capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert resumed.returncode == 2, resumed.stderr
+    assert "HTTP 404" not in resumed.stderr and "GET " not in resumed.stderr and "Traceback" not in resumed.stderr
+    assert f"{out} holds an unfinished mock run" in resumed.stderr and f"--force --out {out}" in resumed.stderr
+
+
+def test_resume_of_a_run_that_left_no_folder_says_how_to_start_over(tmp_path: Path):
+    """Ctrl-C before the run folder was made: ``--resume`` names the folder and gives the fix, not click's
+    'Directory ... does not exist', and creates nothing."""
+    out = tmp_path / "never-written"
+    proc = subprocess.run(_cli("run", "--resume", out), capture_output=True, text=True, timeout=CLI_BOUND, env=_env())
+    assert proc.returncode == 2, proc.stderr
+    assert "Invalid value" not in proc.stderr and "Traceback" not in proc.stderr
+    assert f"nothing to resume in {out}" in proc.stderr and f"--force --out {out}" in proc.stderr
+    assert not out.exists()

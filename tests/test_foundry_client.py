@@ -384,3 +384,37 @@ def test_the_recorded_in_progress_counts_without_errored_and_skipped_are_read() 
     assert first.result_counts.model_dump(exclude_none=True) == {"total": 0, "passed": 0, "failed": 0}
     done = client.run_poller(gets[0]["eval_id"], gets[0]["id"]).result()
     assert done.status == "completed" and done.result_counts is not None and done.result_counts.errored is not None
+
+
+def test_an_answer_that_trickles_is_cut_off_at_the_request_deadline() -> None:
+    """A server on 127.0.0.1 answering 200 with a 10 MB Content-Length, one byte every 0.5 s: each read gets a byte,
+    so httpx's per-read timeout never fires; the client's total deadline ends the request, retries included, with
+    a located error (before, a poll held the run for as long as the server trickled)."""
+    import threading
+
+    from test_faults_judge import TricklingServer
+
+    from foundry_bridge.foundry import StaticTokenCredential
+
+    server = TricklingServer()
+    outcome: list[BaseException] = []
+    try:
+        endpoint = f"http://127.0.0.1:{server.sock.getsockname()[1]}/api/projects/p"
+        client = FoundryClient(endpoint, StaticTokenCredential(), max_retries=1, sleep=lambda s: None,
+                               request_deadline=1.5)  # fmt: skip
+
+        def poll() -> None:
+            try:
+                client.get_run("eval_1", "run_1")
+            except BaseException as exc:  # handed to the test thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=poll, daemon=True)
+        worker.start()
+        worker.join(60)  # a generous bound: the deadline ends it after a few seconds
+        assert not worker.is_alive(), "the poll is still waiting for the trickling answer"
+    finally:
+        server.close()
+    assert len(outcome) == 1 and isinstance(outcome[0], ServiceRequestError)
+    assert "GET http://127.0.0.1" in str(outcome[0]) and "ReadTimeout" in str(outcome[0])
+    assert len(server.accepted) == 2  # the first try and one retry

@@ -88,8 +88,9 @@ def test_resuming_a_mock_run_in_another_process_explains_why_not(benefits_jsonl:
     state["status"] = "submitted"  # pretend the process died while polling
     (out_dir / "state.json").write_bytes(json.dumps(state).encode())
     code, _, err = run_cli(["--resume", str(out_dir)], capsys)
-    assert code == 1
-    assert "HTTP 404" in err and "cannot be resumed in another process" in err
+    assert code == 2  # said before any request: no raw 404 from an empty emulator
+    assert "HTTP 404" not in err and "GET " not in err
+    assert "no other process can resume it" in err and f"--force --out {out_dir}" in err
 
 
 @pytest.mark.parametrize(

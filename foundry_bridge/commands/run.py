@@ -62,7 +62,7 @@ _SECTIONS = {
 @click.option(
     "--resume",
     "resume_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),  # a missing folder: the runner says how to start over
     default=None,
     help="Continue the run in this folder (poll and collect; never submits again).",
 )
@@ -129,7 +129,8 @@ def command(
     output_items.jsonl (raw service output), results.jsonl (one normalized row per row × criterion × metric)
     and manifest.json (provenance). Ctrl-C loses nothing: `foundry-bridge run --resume DIR` continues polling and
     collecting without submitting again. Running the same dataset with the same plan again reuses the finished
-    run unless --force. Errored results are kept as errors and reported loudly; a failed or canceled run exits
+    run unless --force (a local run with errored judge calls asks the judge again for those rows only).
+    Errored results are kept as errors and reported loudly; a failed or canceled run exits
     non-zero with the service's message.
     """
     from ..errors import UsageError

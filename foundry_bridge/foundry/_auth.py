@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Protocol
 
 from azure.core.exceptions import ClientAuthenticationError
 
+from ..errors import remember_secret
 from ._exceptions import credential_error
 
 __all__ = [
@@ -86,6 +87,7 @@ class TokenProvider:
                 except ClientAuthenticationError as exc:  # the chain has no signed-in identity
                     raise credential_error(exc, self._scope) from exc
                 self._token = str(result.token)
+                remember_secret(self._token)  # echoed back by a service, it is redacted by value
                 self._expires_on = float(result.expires_on)
             return self._token
 

@@ -25,7 +25,7 @@ from azure.core.exceptions import DecodeError, HttpResponseError
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
-from .._text import userinfo_problem
+from .._text import endpoint_problem, shown_url
 from ..errors import UsageError, redact
 from ._auth import FOUNDRY_SCOPE, TokenCredential, TokenProvider
 from ._exceptions import http_error, request_error
@@ -44,6 +44,7 @@ logger.addHandler(logging.NullHandler())  # a library: the application decides w
 ENDPOINT_ENV = "AZURE_AI_PROJECT_ENDPOINT"
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
+DEFAULT_REQUEST_DEADLINE = 300.0  # seconds: one request's answer, however it trickles (each read: DEFAULT_TIMEOUT)
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
@@ -89,7 +90,7 @@ def validate_endpoint(endpoint: str | None) -> str:
             f"no Foundry project endpoint: pass --endpoint or set {ENDPOINT_ENV} "
             "(https://<account>.services.ai.azure.com/api/projects/<project>)"
         )
-    problem = userinfo_problem(endpoint, "the project endpoint")
+    problem = endpoint_problem(endpoint, "the project endpoint")
     if problem:
         raise UsageError(problem)
     parts = urlsplit(endpoint.strip())
@@ -97,10 +98,9 @@ def validate_endpoint(endpoint: str | None) -> str:
     secure = parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(host))
     if not (host and secure):
         raise UsageError(
-            f"the project endpoint must be an https URL (plain http only on 127.0.0.1/localhost): {redact(endpoint)!r}"
+            "the project endpoint must be an https URL (plain http only on 127.0.0.1/localhost): "
+            f"{redact(shown_url(endpoint))!r}"
         )
-    if parts.query or parts.fragment:
-        raise UsageError(f"the project endpoint must not carry a query string or fragment: {redact(endpoint)!r}")
     return endpoint.strip().rstrip("/")
 
 
@@ -113,6 +113,9 @@ class FoundryClient:
     :param api_version: ``None`` for the ``/openai/v1`` routes, or an ``api-version`` for the older form
     :param max_retries: retries per request for 408/409/429/5xx and connection errors
     :param sleep: called for every wait (retries and polling); tests pass a no-op
+    :param request_deadline: seconds from sending a request to the last byte of its answer: an answer still
+        arriving past it (a server trickling bytes, which each read's ``timeout`` never cuts off) fails the
+        attempt as a ``ReadTimeout`` (retried like one)
     """
 
     def __init__(
@@ -130,8 +133,10 @@ class FoundryClient:
         max_poll_interval: float = 30.0,
         datasets_api_version: str = "v1",
         scope: str = FOUNDRY_SCOPE,
+        request_deadline: float = DEFAULT_REQUEST_DEADLINE,
     ) -> None:
         self.endpoint = validate_endpoint(endpoint)
+        self.request_deadline = request_deadline
         _guard_httpx_logger()
         self.api_version = api_version
         self.datasets_api_version = datasets_api_version
@@ -199,7 +204,7 @@ class FoundryClient:
             request = self._http.build_request(method, url, content=body, params=params, headers=hdrs)
             started = time.monotonic()
             try:
-                response = self._http.send(request)
+                response = self._read_within(self._http.send(request, stream=True), started + self.request_deadline)
             except httpx.TransportError as exc:
                 if attempt >= self.retry.max_retries:
                     raise request_error(request, exc, attempts=attempt + 1) from exc
@@ -219,6 +224,34 @@ class FoundryClient:
                 continue
             self._pause(f"{method} {shown} -> {status}", attempt, self._retry_delay(response, attempt, retry_conflict))
             attempt += 1
+
+    @staticmethod
+    def _read_within(response: httpx.Response, deadline: float) -> httpx.Response:
+        """``response`` (sent with ``stream=True``) read whole, or ``httpx.ReadTimeout`` when bytes still arrive
+        after ``deadline`` (``time.monotonic``): a total bound on the answer, where httpx bounds each read alone.
+        An answer that has nothing more to send is never cut off (a large upload's empty 201)."""
+        try:
+            response.content  # noqa: B018 - read already (an in-process transport): nothing can trickle
+            return response
+        except httpx.ResponseNotRead:
+            pass
+        chunks = []
+        try:
+            for chunk in response.iter_raw():
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(
+                        "the answer was still arriving at the request's deadline", request=response.request
+                    )
+                chunks.append(chunk)
+        finally:
+            response.close()
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            content=b"".join(chunks),
+            request=response.request,
+            extensions=response.extensions,
+        )
 
     def _retry_delay(self, response: httpx.Response, attempt: int, retry_conflict: bool) -> float:
         """How long to wait before retrying a refused request (its ``Retry-After``, else the backoff); raises the

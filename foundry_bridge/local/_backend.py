@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._text import userinfo_problem
+from .._text import endpoint_problem
 from ..catalog import CATALOG, EvaluatorSpec
 from ..errors import UsageError, redact
 from ..mapping.plan import CriterionPlan, Plan, iter_rows
@@ -53,6 +53,9 @@ MAX_JUDGE_TIMEOUT = 3600.0  # seconds per request
 MAX_JUDGE_RETRIES = 20
 MAX_REPEATS = 100  # run --repeats K: judgements of each row
 _HEARTBEAT = 1.0  # seconds between progress reports while judge calls are in flight
+# timeout=None: a call is cut off this long after the worst case of its request limits (which end it by then
+# anyway): a backstop that lets a request's own deadline report its cause first
+_CALL_SLACK = 5.0
 _TRANSIENT = ("JUDGE_TIMEOUT", "JUDGE_UNREACHABLE", "JUDGE_HTTP_ERROR: HTTP 408", "JUDGE_HTTP_ERROR: HTTP 429")
 
 
@@ -126,7 +129,7 @@ class LocalBackend:
             raise UsageError(f"judge retries must be between 0 and {MAX_JUDGE_RETRIES}")
         if give_up_after is not None and give_up_after < 1:
             raise UsageError("give_up_after must be at least 1 (or None: never give up)")
-        problem = userinfo_problem(judge_endpoint, "the judge endpoint") if judge_endpoint else None
+        problem = endpoint_problem(judge_endpoint, "the judge endpoint") if judge_endpoint else None
         if problem:
             raise UsageError(problem)
         if isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEATS:
@@ -249,6 +252,7 @@ class LocalBackend:
         criteria = ctx.plan.criteria
         library = f"azure-ai-evaluation {evaluation_library_version()}"
         ctx.manifest["errored"] = errored
+        ctx.manifest["retried"] = judge_stats["judge_retried"]
         ctx.manifest["evaluators"] = [
             {
                 "name": c.name,
@@ -336,7 +340,32 @@ def _zero_stats() -> dict[str, int]:
         "cache_stored": 0,
         "judge_errors": 0,
         "judge_not_called": 0,
+        "judge_kept": 0,
+        "judge_retried": 0,
     }
+
+
+class _Earlier:
+    """The result rows of the run a resumed run continues (``RunContext.earlier``), read along with the batches
+    (both in row order, so memory holds one batch): a judgement that did not error is kept as it was, an errored
+    one (a timeout, an outage) is asked again."""
+
+    def __init__(self, rows: Iterator[ResultRow]) -> None:
+        self._rows = rows
+        self._next: ResultRow | None = None
+
+    def pairs(self, start: int, stop: int) -> dict[tuple[int, str], list[ResultRow]]:
+        """The earlier rows of dataset rows ``start`` to ``stop`` (excluded), by (row, criterion)."""
+        out: dict[tuple[int, str], list[ResultRow]] = {}
+        while True:
+            row, self._next = (self._next if self._next is not None else next(self._rows, None)), None
+            if row is None:
+                return out
+            if row.row >= stop:
+                self._next = row
+                return out
+            if row.row >= start:
+                out.setdefault((row.row, row.criterion), []).append(row)
 
 
 class _JudgeRun:
@@ -355,6 +384,7 @@ class _JudgeRun:
         self.lock = threading.Lock()
         self.failures_in_a_row = 0
         self.last_failure: str | None = None
+        self.earlier = _Earlier(ctx.earlier) if ctx.earlier is not None else None
 
     def spec(self, ci: int) -> EvaluatorSpec:
         return CATALOG[self.criteria[ci].evaluator]
@@ -363,7 +393,8 @@ class _JudgeRun:
         """Every judge criterion on every row of ``batch``: tasks, cache look-ups, one call per distinct key, result
         rows. Progress counts tasks over the run (the total: tasks so far plus one per judge for each row left)."""
         self.batch = batch
-        tasks = [task for ci in self.judges for task in self.tasks_of(ci, batch.items)]
+        earlier = self.earlier.pairs(batch.start, batch.start + len(batch.items)) if self.earlier else {}
+        tasks = [task for ci in self.judges for task in self.tasks_of(ci, batch.items, earlier)]
         self.rows_left -= len(batch.items)
         self.stats["judge_tasks"] += len(tasks)
         total = self.stats["judge_tasks"] + self.rows_left * len(self.judges)
@@ -388,8 +419,11 @@ class _JudgeRun:
             error=error,
         )
 
-    def tasks_of(self, ci: int, items: list[dict[str, Any]]) -> list[_JudgeTask]:
-        """The judge calls criterion ``ci`` needs; rows it cannot judge get their error rows now."""
+    def tasks_of(
+        self, ci: int, items: list[dict[str, Any]], earlier: dict[tuple[int, str], list[ResultRow]]
+    ) -> list[_JudgeTask]:
+        """The judge calls criterion ``ci`` needs; rows it cannot judge get their error rows now, rows the run this
+        one continues judged without error (``earlier``) keep those rows."""
         spec, crit = self.spec(ci), self.criteria[ci]
         try:
             prompt = prompt_fingerprint(spec)
@@ -404,6 +438,12 @@ class _JudgeRun:
             if missing:
                 self.batch.cells[r][ci] = self.rows(ci, r, None, missing)
                 continue
+            before = earlier.get((self.batch.start + r, crit.name))
+            if before and not any(row.error is not None for row in before):
+                self.batch.cells[r][ci] = before
+                self.stats["judge_kept"] += 1
+                continue
+            self.stats["judge_retried"] += int(bool(before))
             inputs, with_query = call_inputs(spec, inputs)
             task = _JudgeTask(row=r, criterion=ci, inputs=inputs, with_query=with_query)
             task.key_parts = judge_key_parts(
@@ -469,7 +509,7 @@ class _JudgeRun:
         written never fails the run); every failure becomes the group's error with its cause. After
         ``give_up_after`` transient failures in a row (no success between), no more calls are made."""
         first, backend = group[0], self.backend
-        timeout = backend.timeout
+        timeout = backend.timeout if backend.timeout is not None else backend.limits.worst_case + _CALL_SLACK
         output: dict[str, Any] | None = None
         error = self.given_up()
         if error is None:
@@ -478,7 +518,7 @@ class _JudgeRun:
                     raise evaluator
                 output = clean_output(call_evaluator(evaluator, first.inputs, timeout, backend.limits))
             except Exception as exc:
-                error = describe_exception(exc, timeout=timeout)
+                error = describe_exception(exc, timeout=timeout, request_timeout=backend.limits.timeout)
             self.note_outcome(error)
         stored = False
         if output is not None and self.cache is not None and output_failure(self.spec(first.criterion), output) is None:

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..catalog import EvaluatorSpec
-from ..errors import redact
+from ..errors import redact, remember_secret
 from ..results import ResultRow
 from ..wire import finite_number, is_present, read_metric, to_number
 from ._cache import CACHE_FORMAT
@@ -74,6 +74,7 @@ class JudgeConfig:
     def model_config(self) -> dict[str, Any]:
         """A fresh model-config dict (the library mutates the one it is given)."""
         key = os.environ.get(self.api_key_env) or None
+        remember_secret(key)  # a judge that echoes the key back (HTTP 401) must not put it in an error text
         if self.azure:
             config: dict[str, Any] = {
                 "type": "azure_openai",
@@ -210,9 +211,10 @@ class RequestLimits:
         send = getattr(flow, "_send_with_retries", None)
         if flow is None or not callable(send) or getattr(send, "_bounded_by", None) == self:
             return
-        retries = self.retries
+        retries, seconds = self.retries, self.timeout
 
         async def send_with_client_retries(api_client: Any, params: Any, timeout: Any, **_: Any) -> Any:
+            _total_deadline(getattr(api_client, "_client", None), seconds)  # the client built for this call
             return await send(api_client.with_options(max_retries=retries), params, timeout, max_retries=0)
 
         send_with_client_retries._bounded_by = self  # type: ignore[attr-defined]
@@ -220,6 +222,26 @@ class RequestLimits:
 
 
 _MAX_RETRY_AFTER = 120.0  # openai's MAX_RETRY_AFTER_DELAY: a longer Retry-After is not waited for
+
+
+def _total_deadline(http: Any, seconds: float) -> None:
+    """Make every request of ``http`` (the OpenAI client's ``httpx.AsyncClient``) end within ``seconds`` in all:
+    connect, send and every read of the answer. httpx's timeouts bound each read alone, so a judge sending one
+    byte every half second would hold a call forever. Past the deadline the request fails with
+    ``httpx.ReadTimeout``, which the OpenAI client retries and reports (``APITimeoutError``) like any timeout."""
+    send = getattr(http, "send", None)
+    if send is None or getattr(send, "_deadline", None) == seconds:
+        return
+    import httpx
+
+    async def send_by_deadline(request: Any, **kwargs: Any) -> Any:
+        try:
+            return await asyncio.wait_for(send(request, **kwargs), seconds)
+        except TimeoutError:
+            raise httpx.ReadTimeout(f"no complete answer within {seconds:g} s", request=request) from None
+
+    send_by_deadline._deadline = seconds  # type: ignore[attr-defined]
+    http.send = send_by_deadline
 
 
 async def _call_async(evaluator: Any, inputs: dict[str, Any], timeout: float | None) -> dict[str, Any]:
@@ -251,8 +273,11 @@ def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"
 
 
-def describe_exception(exc: BaseException, *, timeout: float | None = None) -> str:
-    """``CODE: cause`` for an exception raised by one judge call (see docs/local.md for the codes)."""
+def describe_exception(
+    exc: BaseException, *, timeout: float | None = None, request_timeout: float | None = None
+) -> str:
+    """``CODE: cause`` for an exception raised by one judge call (see docs/local.md for the codes); ``timeout``
+    bounds the whole call, ``request_timeout`` each request."""
     if isinstance(exc, TimeoutError | asyncio.TimeoutError | JudgeTimeout):
         limit = f" within {timeout:g} s" if timeout is not None else ""
         return f"JUDGE_TIMEOUT: no answer from the judge{limit} (retries included)"
@@ -267,7 +292,8 @@ def describe_exception(exc: BaseException, *, timeout: float | None = None) -> s
         if isinstance(status, int):
             return f"JUDGE_HTTP_ERROR: HTTP {status} from the judge ({name}: {_shorten(str(cause))})"
         if name == "APITimeoutError":
-            return f"JUDGE_TIMEOUT: the request timed out ({_shorten(str(cause))})"
+            limit = f": no complete answer within {request_timeout:g} s" if request_timeout is not None else ""
+            return f"JUDGE_TIMEOUT: the request timed out{limit} ({_shorten(str(cause))})"
         if name == "APIConnectionError" or isinstance(cause, ConnectionError):
             detail = f"{name}: {_shorten(str(cause))}"
             if cause.__cause__ is not None:
