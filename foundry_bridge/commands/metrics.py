@@ -12,7 +12,7 @@ import click
 
 from ..errors import UsageError
 from ..metrics.measures import measures_help, measures_labels
-from ._options import Finite, deprecated_alias, quiet_option
+from ._options import Finite, deprecated_alias, quiet_option, refuse_overwrite
 
 MEASURES_HELP = measures_help()
 MEASURES_LABELS = measures_labels()
@@ -323,6 +323,7 @@ def command(data: str | None, fmt: str, out: str | None, quiet: bool, **options:
     from .._io import atomic_open
     from ._progress import command_progress
 
+    refuse_overwrite({"--out": out}, [data, options.get("mapping_path"), options.get("qrels"), options.get("run")])
     progress, done = command_progress(quiet)
     doc, result = _compute(data, progress=progress, **options)
     done()
