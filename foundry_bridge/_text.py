@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-__all__ = ["did_you_mean", "userinfo_problem"]
+__all__ = ["did_you_mean", "printable", "userinfo_problem"]
+
+# C0 and C1 control characters and DEL, but tab and newline (the structure of tables and lines)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character from data (C0, DEL, C1: ESC, BEL, CR, CSI...) shown as ``\\xNN``, so
+    a query id can neither clear a terminal, retitle its window nor forge a link; tab and newline are kept. The one
+    guard of every human-facing output: the Markdown and HTML renderers, the step summary, the CLI's messages."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def did_you_mean(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .._text import printable
 from ..errors import UsageError
 from ..metrics.measures import measures_help, measures_labels
 from ._options import Finite, deprecated_alias, quiet_option, refuse_overwrite
@@ -262,7 +263,7 @@ def render_text(doc: dict[str, Any]) -> str:
     for row in asm["per_query"]:
         if row["dropped_relevant"]:
             lines.append(f"  {row['query_id']}: dropped {', '.join(row['dropped_relevant'])}")
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n")
 
 
 @click.command(

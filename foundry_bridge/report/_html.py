@@ -12,6 +12,7 @@ import hashlib
 import html
 from collections.abc import Sequence
 
+from .._text import printable
 from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
 from ._markdown import (
@@ -487,4 +488,4 @@ def render_html(report: Report) -> str:
     parts.extend(_per_query(report))
     parts.extend(_holes(report))
     parts.append(f"</main><script>{_JS}</script></body></html>")
-    return "\n".join(parts) + "\n"
+    return printable("\n".join(parts) + "\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from .._text import printable
 from ..metrics.measures import measure_for_key
 from ._aggregate import summary_infos
 from ._format import fmt_num, fmt_pct, md_escape
@@ -421,4 +422,4 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
         *_worst(report, max_queries),
         *_label_next(report, max_holes),
     ]
-    return "\n".join(out).rstrip() + "\n"
+    return printable("\n".join(out).rstrip() + "\n")
