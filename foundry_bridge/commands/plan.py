@@ -56,8 +56,8 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
     from .validate import skipping_validation
 
     if out is not None:
-        written = ("evals/azure.eval.yaml",) if out_format == "azd" else ("eval.json", "items.jsonl")
-        refuse_overwrite({f"--out ({file})": out / file for file in written}, [data, mapping_path])
+        names = ("evals/azure.eval.yaml",) if out_format == "azd" else ("eval.json", "items.jsonl")
+        refuse_overwrite({f"--out ({name_})": out / name_ for name_ in names}, [data, mapping_path])
 
     plan = plan_evaluation(data, mapping_path, name=name, skip_validation=skipping_validation())
     if show_estimate(plan, out) and out is None:

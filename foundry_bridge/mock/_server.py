@@ -53,8 +53,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
-        self.timeout = self.server.read_timeout  # every read and write of the connection (StreamRequestHandler)
         super().setup()
+        self.connection.settimeout(self.server.read_timeout)  # every read and write of the connection
 
     def _handle(self) -> None:
         try:
