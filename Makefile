@@ -2,22 +2,34 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+SOURCES := $(shell find foundry_bridge -type f -not -name '*.pyc')
 
-.PHONY: demo test lint setup clean
+.PHONY: demo test lint setup setup-runtime clean
 
-# editable_mode=compat: a plain path entry in site-packages, which type checkers follow (setuptools' default
-# editable install is an import hook that mypy cannot see: `mypy --strict` on a user's script found no types)
-$(BIN)/foundry-bridge: pyproject.toml Makefile
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+# The demo's venv: the package and its runtime dependencies only (a plain install: no test tools, no editable
+# hook); built again when a source changes.
+$(VENV)/.runtime: $(BIN)/python pyproject.toml Makefile $(SOURCES)
+	$(BIN)/pip install --quiet .
+	@touch $@
+
+# The test tools on top, the package installed editable. editable_mode=compat: a plain path entry in site-packages,
+# which type checkers follow (setuptools' default editable install is an import hook that mypy cannot see: `mypy
+# --strict` on a user's script found no types). Built again after the runtime install replaced it.
+$(VENV)/.test: $(VENV)/.runtime pyproject.toml Makefile
 	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	@touch $@
 
-setup: $(BIN)/foundry-bridge
+setup-runtime: $(VENV)/.runtime
+
+setup: $(VENV)/.test
 
 ## Validate the bundled sample, run it on the offline Foundry emulator, and print the merged report (with the
 ## judge-trust section read against the sample's human verdicts).
-demo: setup
+demo: setup-runtime
 	$(BIN)/foundry-bridge validate samples/benefits/rag_eval.jsonl
 	$(BIN)/foundry-bridge run samples/benefits/rag_eval.jsonl --backend mock --out runs/demo --force --quiet
 	$(BIN)/foundry-bridge report runs/demo --format md --human-verdicts samples/benefits/human_verdicts.jsonl

@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-__all__ = ["did_you_mean", "endpoint_problem", "shown_url", "userinfo_problem"]
+__all__ = ["did_you_mean", "endpoint_problem", "printable", "shown_url", "userinfo_problem"]
+
+# C0 and C1 control characters and DEL, but tab and newline (the structure of tables and lines); a lone surrogate
+# (a file name's undecodable byte) and U+FFFE/U+FFFF, which UTF-8 and XML cannot hold
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character from data (C0, DEL, C1: ESC, BEL, CR, CSI...) shown as ``\\xNN``, so
+    a query id can neither clear a terminal, retitle its window nor forge a link, and a file name's undecodable
+    byte as ``\\udcNN``; tab and newline are kept. The one guard of every human-facing output: the Markdown and
+    HTML renderers, the step summary, JUnit XML, the CLI's messages."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def did_you_mean(

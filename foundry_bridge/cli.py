@@ -76,10 +76,17 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
+def _shown(message: str) -> str:
+    """A message as printed: secrets redacted, control characters from data made inert."""
+    from ._text import printable  # imported where used: start-up stays cheap
+
+    return printable(redact(message))
+
+
 def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
     """The library's warnings as a red ``WARNING:`` line on stderr, in their command-line spelling."""
     if isinstance(message, FoundryBridgeWarning):
-        click.secho(f"WARNING: {redact(cli_text(message))}", fg="red", bold=True, err=True)
+        click.secho(f"WARNING: {_shown(cli_text(message))}", fg="red", bold=True, err=True)
         return
     _python_showwarning(message, category, *args, **kwargs)  # type: ignore[arg-type]
 
@@ -111,11 +118,11 @@ def _main(argv: list[str] | None, debug: bool) -> None:
     except FoundryBridgeError as exc:
         if debug:  # through redact: a chained exception's message may hold a token or a SAS URL
             click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
-        click.echo(f"Error: {redact(cli_text(exc))}", err=True)
+        click.echo(f"Error: {_shown(cli_text(exc))}", err=True)
         sys.exit(exc.exit_code)
     except OSError as exc:  # a disk, permission or path failure: the path and the OS reason, never a traceback
         if debug:
             click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
-        click.echo(f"Error: {redact(describe_os_error(exc))}", err=True)
+        click.echo(f"Error: {_shown(describe_os_error(exc))}", err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

@@ -100,6 +100,8 @@ class RunSummary:
             lines.append(f"eval: {self.eval_id}; runs: {', '.join(self.run_ids)}")
         if self.report_url:
             lines.append(f"report: {self.report_url}")
+        elif self.backend == "mock":
+            lines.append(f"report: an emulator run has no Foundry portal page; `foundry-bridge report {self.run_dir}`")
         return "\n".join(lines)
 
 

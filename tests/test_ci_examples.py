@@ -167,3 +167,28 @@ def test_both_files_run_the_same_commands() -> None:
 
     assert commands(_github_steps()[1], "run") == commands(_azure_steps()[1], "script")
     assert _github_steps()[0] == _azure_steps()[0]
+
+
+def _make_plan(target: str, venv: Path) -> list[str]:
+    """The commands ``make TARGET`` would run in a fresh clone (``make -n``: printed, never run)."""
+    import shutil
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), f"VENV={venv}", target], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.splitlines()
+
+
+def test_make_demo_installs_the_runtime_only_and_make_test_adds_the_test_extra(tmp_path: Path) -> None:
+    """``make demo`` installed the whole test extra (mypy, ruff, polars, datasets...: 2 min, 1.5 GB) editable, with
+    setuptools' "compat editable mode will be removed" banner. The demo installs the package and its runtime
+    dependencies only, no editable hook; ``make test`` adds the extra, editable (compat: mypy follows it)."""
+    demo = _make_plan("demo", tmp_path / "venv")
+    installs = [line for line in demo if " install " in line and "--upgrade pip" not in line]
+    assert installs and all("[test]" not in line and "-e " not in line and "editable" not in line for line in installs)
+    assert any(line.endswith("foundry-bridge report runs/demo --format md --human-verdicts "
+                              "samples/benefits/human_verdicts.jsonl") for line in demo)  # fmt: skip
+    test = _make_plan("test", tmp_path / "venv")
+    assert any("-e '.[test]'" in line and "editable_mode=compat" in line for line in test)

@@ -453,3 +453,48 @@ def test_report_on_a_run_that_never_finished_says_so(tmp_path: Path, capsys: Cap
         f"{run_dir / 'results.jsonl'}: not written yet: the run has not finished (state.json says 'submitted')" in err
     )
     assert f"--resume {run_dir}" in err
+
+
+def _snapshot(paths: list[Path]) -> dict[Path, bytes]:
+    """The bytes of each of ``paths`` (a file, or every file of a folder)."""
+    return {f: f.read_bytes() for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*"))) if f.is_file()}
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["report-results", "report-queries", "report-columns", "compare-state", "compare-junit", "metrics", "canaries"],
+)
+def test_an_output_that_is_an_input_or_a_file_of_a_run_folder_read_is_refused(
+    case: str, tmp_path: Path, capsys: Capture
+) -> None:
+    """``report RUN --out RUN/results.jsonl`` (then ``report RUN`` failed), ``metrics DATA --out DATA``,
+    ``canaries DATA --out DATA``, ``compare RUN RUN --out RUN/state.json``: each used to exit 0 having overwritten
+    its own input. Each is refused (exit 2, naming the option and the input), and the input is left as it was."""
+    run_dir = finished_run(tmp_path / "run", capsys)
+    data = tmp_path / "data.jsonl"
+    shutil.copy(SAMPLE, data)
+    args, flag = {
+        "report-results": (["report", str(run_dir), "--out", str(run_dir / "results.jsonl")], "--out"),
+        "report-queries": (["report", str(run_dir), "--queries", str(run_dir / "records.jsonl")], "--queries"),
+        "report-columns": (["report", str(run_dir), "--out", str(run_dir / "columns" / "x.json")], "--out"),
+        "compare-state": (["compare", str(run_dir), str(run_dir), "--out", str(run_dir / "state.json")], "--out"),
+        "compare-junit": (["compare", str(run_dir), str(run_dir), "--junit", str(run_dir / "plan.json")], "--junit"),
+        "metrics": (["metrics", str(data), "--out", str(data)], "--out"),
+        "canaries": (["canaries", str(data), "--out", str(tmp_path / "." / "data.jsonl")], "--out"),
+    }[case]
+    before = _snapshot([run_dir, data])
+    code, _, err = cli(args, capsys)
+    assert code == 2, err
+    no_traceback(err)
+    assert flag in err and "reads" in err and "another path" in err
+    assert _snapshot([run_dir, data]) == before
+    assert cli(["report", str(run_dir), "--format", "json"], capsys)[0] == 0
+
+
+def test_a_report_beside_the_run_files_is_still_written(tmp_path: Path, capsys: Capture) -> None:
+    """The documented ``report RUN --out RUN/report.html`` writes a new file of the report's own, twice."""
+    run_dir = finished_run(tmp_path / "run", capsys)
+    for _ in range(2):
+        code, _, err = cli(["report", str(run_dir), "--out", str(run_dir / "report.html")], capsys)
+        assert code == 0, err
+    assert (run_dir / "report.html").stat().st_size > 0

@@ -168,3 +168,66 @@ def test_the_cut_note_says_where_the_full_report_is(runs, tmp_path: Path) -> Non
     assert printed.exit_code == 0 and printed.output.startswith("## foundry-bridge report")
     note = summary.read_text()[len(earlier) :].rsplit("\n\n> ", 1)[1]
     assert "standard output" in note and str(out) not in note
+
+
+# What the junit-10 XSD (jenkinsci/xunit-plugin, model/xsd/junit-10.xsd; not vendored) allows: per element, its
+# attributes (required ones first in the tuple's first set) and its child elements
+_JUNIT10: dict[str, tuple[set[str], set[str], set[str]]] = {
+    "testsuites": (set(), {"name", "time", "tests", "failures", "errors"}, {"testsuite"}),
+    "testsuite": (
+        {"name", "tests", "failures", "errors"},
+        {"group", "time", "skipped", "timestamp", "hostname", "id", "package", "file", "log", "url"},
+        {"testsuite", "properties", "testcase", "system-out", "system-err"},
+    ),
+    "testcase": (
+        {"name"},
+        {"time", "classname", "group"},
+        {"skipped", "error", "failure", "system-out", "system-err"},
+    ),
+    "failure": (set(), {"type", "message"}, set()),
+    "error": (set(), {"type", "message"}, set()),
+    "skipped": (set(), {"type", "message"}, set()),
+    "system-out": (set(), set(), set()),
+}
+_SUREFIRE_TIME = r"(([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\.[0-9]*)?"
+
+
+def _check_junit10(element, problems: list[str]) -> None:
+    import re
+
+    required, optional, children = _JUNIT10[element.tag]
+    attrs = set(element.attrib)
+    problems += [f"<{element.tag}> lacks {a}" for a in required - attrs]
+    problems += [f"<{element.tag}> may not carry {a}" for a in attrs - required - optional]
+    time = element.get("time") if element.tag in ("testsuites", "testsuite") else None
+    if time is not None and not re.fullmatch(_SUREFIRE_TIME, time):
+        problems.append(f"<{element.tag}> time {element.get('time')!r}")
+    for child in element:
+        if child.tag not in children:
+            problems.append(f"<{child.tag}> inside <{element.tag}>")
+        else:
+            _check_junit10(child, problems)
+
+
+def test_the_junit_file_is_valid_junit10_xml_whatever_the_run_folders_name(runs, tmp_path: Path) -> None:
+    """A candidate folder named with control characters made the XML unparseable, and
+    ``<testsuites>`` carried ``skipped``, which the junit-10 XSD allows only on ``<testsuite>``. Every case kind
+    (failed, passed, skipped) is checked: the file parses and every element has only the XSD's attributes."""
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    cand = tmp_path / "cand\x1b]0;title\x07\x01\x9b"
+    shutil.copytree(runs["cand"], cand)
+    out = tmp_path / "junit.xml"
+    gates = ["--fail-on", "relevance", "--fail-on", "negative:rr@10", "--allow-empty-gate", "--coverage-drop", "0"]
+    code, output = _compare(str(runs["base"]), str(cand), *gates, "--min-paired", "5", "--junit", str(out))
+    assert code == 3, output
+    root = ET.parse(out).getroot()  # expat: a control character is not well-formed XML 1.0
+    problems: list[str] = []
+    _check_junit10(root, problems)
+    assert problems == []
+    kinds = {type(r).__name__ for case in _cases(out).values() for r in case.result}
+    assert kinds >= {"Failure", "Skipped"}
+    (suite,) = root
+    assert "cand\\x1b]0;title\\x07\\x01\\x9b" in suite.get("name")  # the folder still named, escaped
+    assert suite.get("skipped") == "1" and root.get("tests") == suite.get("tests")

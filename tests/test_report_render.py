@@ -176,3 +176,36 @@ def test_qrels_queue_refuses_ids_with_whitespace(report, tmp_path: Path) -> None
     # the unchanged report writes qrels lines of exactly 4 columns
     write_labelling_queue(report, queue)
     assert all(len(line.split()) == 4 for line in queue.read_text().splitlines())
+
+
+# a query id that clears the screen, retitles the window, forges a hyperlink, rings the bell, and a C1 CSI
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\\x9b31m\r"
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
+
+
+def _hostile_ids(records):
+    return [r.model_copy(update={"query_id": r.query_id + HOSTILE}) for r in records]
+
+
+def test_control_characters_from_data_never_reach_a_terminal_or_the_step_summary(tmp_path: Path) -> None:
+    """Query ids (and a run folder's name) holding ESC/OSC/BEL/CSI reached the terminal through report and
+    compare, and $GITHUB_STEP_SUMMARY. Each is shown as an inert ``\\x1b`` escape; newlines stay lines."""
+    worse = {"relevance": {f"q0{i}{HOSTILE}": 2 for i in range(1, 8)}}  # the candidate's worse queries
+    base = write_run(tmp_path / "base", edit_records=_hostile_ids, scores={})
+    cand = write_run(tmp_path / "cand\x1b\x07\x9b", edit_records=_hostile_ids, scores=worse)
+    summary = tmp_path / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    outputs = {}
+    for fmt in ("md", "html"):
+        result = CliRunner().invoke(cli, ["report", str(cand), "--format", fmt], env=env)
+        assert result.exit_code == 0, result.output
+        outputs[f"report {fmt}"] = result.stdout
+        args = ["compare", str(base), str(cand), "--format", fmt, "--resamples", "1000"]
+        result = CliRunner().invoke(cli, args, env=env)
+        assert result.exit_code == 0, result.output
+        outputs[f"compare {fmt}"] = result.stdout
+    outputs["step summary"] = summary.read_text()
+    for where, text in outputs.items():
+        assert not CONTROL.search(text), (where, CONTROL.findall(text))
+        assert "\\x1b" in text and "\n" in text, where  # the id is still there, shown; lines are lines
+    assert "q07\\x1b\\[2J\\x1b\\]0;pwned\\x07" in outputs["report md"]  # the worst query, named

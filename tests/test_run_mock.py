@@ -54,7 +54,7 @@ def test_sample_runs_to_completion_with_every_criterion_on_every_row(plan: Plan,
     assert len(emu.store.evals) == 1 and len(emu.store.runs) == 1
     assert summary.passed + summary.failed == 14 * 4 and summary.errored == 0
     manifest = loads((tmp_path / "run" / "manifest.json").read_bytes())
-    assert manifest["report_url"] and manifest["backend"] == "mock"
+    assert manifest["backend"] == "mock"
     assert {e["evaluator_name"] for e in manifest["evaluators"]} == {c.evaluator for c in plan.criteria}
 
 
@@ -199,3 +199,19 @@ def test_cloud_backend_over_a_real_loopback_socket(
     assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in calls if r.method != "PUT")
     assert [r for r in calls if r.method == "PUT" and "authorization" in r.headers] == []
     assert any(r.name.startswith("httpcore") for r in caplog.records) and TOKEN not in caplog.text
+
+
+def test_an_emulator_run_shows_no_portal_link_and_says_why(plan: Plan, tmp_path: Path) -> None:
+    """The emulator's run printed ``report: https://ai.azure.com/...mock...``, a link that looks real and leads
+    nowhere. The summary, the manifest, the state and the report say it is an emulator run with no portal page."""
+    from foundry_bridge.report import build_report, render_html, render_markdown
+
+    summary = run_evaluation(plan, tmp_path / "run", mock(FoundryEmulator()))
+    text = summary.text()
+    assert "https://ai.azure.com" not in text
+    assert f"report: an emulator run has no Foundry portal page; `foundry-bridge report {tmp_path / 'run'}`" in text
+    for name in ("manifest.json", "state.json"):
+        assert "https://ai.azure.com" not in (tmp_path / "run" / name).read_text(), name
+    report = build_report(tmp_path / "run")
+    for page in (render_markdown(report), render_html(report)):
+        assert "https://ai.azure.com" not in page and "(emulator: no Foundry portal page)" in page

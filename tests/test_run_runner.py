@@ -32,7 +32,8 @@ def backend_for(fake: FakeFoundry, **kw: object) -> FoundryBackend:
     client = FoundryClient(
         ENDPOINT, StaticTokenCredential(TOKEN), transport=fake.transport(), sleep=RecordingSleep(), poll_interval=0
     )
-    return FoundryBackend(client, name="mock", judges_deployed=False, **kw)  # type: ignore[arg-type]
+    # a fake service behind the cloud backend: its portal link is kept (the emulator's is not: test_run_mock)
+    return FoundryBackend(client, name="cloud", judges_deployed=False, **kw)  # type: ignore[arg-type]
 
 
 def _lines(path: Path) -> list[dict]:

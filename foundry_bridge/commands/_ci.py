@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..integrations.otel import Source
     from ..report import Comparison, Report
 
-__all__ = ["compare_ci_options", "publish_comparison", "publish_report", "report_ci_options"]
+__all__ = ["compare_ci_options", "junit_path", "publish_comparison", "publish_report", "report_ci_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _KEY = "foundry_bridge.ci."
@@ -111,9 +111,14 @@ def publish_report(report: Report, out: Path | None) -> None:
     publish(report, otel=otel, otel_endpoint=endpoint, otel_sources=sources, otel_parent=parent, out=out, echo=_echo)
 
 
+def junit_path() -> Path | None:
+    """``--junit``'s file, or None."""
+    junit = _get("junit")
+    return Path(junit) if junit else None
+
+
 def publish_comparison(comparison: Comparison, fail_on: tuple[str, ...], out: Path | None) -> None:
     """``out``: the file the command wrote (``--out``), else None: it printed the comparison."""
     from ..integrations.summary import publish_comparison as publish
 
-    junit = _get("junit")
-    publish(comparison, fail_on=fail_on, junit=Path(junit) if junit else None, out=out, echo=_echo)
+    publish(comparison, fail_on=fail_on, junit=junit_path(), out=out, echo=_echo)

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,8 +20,11 @@ __all__ = [
     "deprecated_alias",
     "estimate_options",
     "quiet_option",
+    "refuse_overwrite",
     "run_estimate_option",
 ]
+
+_PathArg = str | os.PathLike[str] | None
 
 
 class Finite(click.FloatRange):
@@ -178,3 +182,47 @@ def deprecated_alias(*opts: str, new: str, dest: str) -> Callable[[_F], _F]:
 def quiet_option(f: _F) -> _F:
     """``--quiet/-q``: no progress on stderr (the one meaning of ``--quiet`` in every command that shows any)."""
     return click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")(f)
+
+
+def _run_owned(folder: Path) -> frozenset[str]:
+    """The names a run folder owns (its files, its columns, its lock), or nothing when ``folder`` is no run
+    folder. A report or a comparison written beside them (``RUN/report.html``) is fine."""
+    from ..results import RUN_FILES
+    from ..runfolder import HOLDER_FILE, LOCK_FILE
+
+    if not (folder / RUN_FILES["state"]).is_file() and not (folder / RUN_FILES["plan"]).is_file():
+        return frozenset()
+    return frozenset({*RUN_FILES.values(), "columns", LOCK_FILE, HOLDER_FILE})
+
+
+def _overwrites(target: Path, source: Path) -> bool:
+    """Would writing ``target`` replace ``source`` or a file the command reads from the folder ``source``?"""
+    if target == source or (target.exists() and source.exists() and os.path.samefile(target, source)):
+        return True
+    if not source.is_dir() or source not in target.parents:
+        return False
+    owned = _run_owned(source)
+    if owned:
+        return target.relative_to(source).parts[0] in owned
+    return target.exists()  # a file of a dataset folder (BEIR, TREC): the reader may read it
+
+
+def refuse_overwrite(outputs: Mapping[str, _PathArg], inputs: Iterable[_PathArg]) -> None:
+    """Refuse (``UsageError``) an output that is one of the command's inputs, or a file of a folder it reads (a run
+    folder's own files: results.jsonl, state.json, columns/...): nothing the command reads is ever overwritten.
+    ``outputs`` maps each option (``"--out"``) to its path (None: not given); ``inputs``: files and folders read.
+    The one check of every command that writes a file."""
+    from ..errors import UsageError
+
+    sources = [(Path(p), Path(p).resolve()) for p in inputs if p is not None]
+    for flag, out in outputs.items():
+        if out is None:
+            continue
+        target = Path(out).resolve()
+        for given, source in sources:
+            if _overwrites(target, source):
+                what = "is a file of" if source.is_dir() else "is"
+                raise UsageError(
+                    f"{flag} {os.fspath(out)!r} {what} {os.fspath(given)!r}, which this command reads: writing it "
+                    f"would overwrite its own input; write to another path"
+                )

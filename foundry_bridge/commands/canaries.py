@@ -40,7 +40,9 @@ def command(
     from ..dataset.reader import read_records
     from ..errors import UsageError
     from ..mapping import load_mapping
+    from ._options import refuse_overwrite
 
+    refuse_overwrite({"--out": out}, [data, mapping_path])
     unknown = [t for t in types if t not in CANARY_TYPES]
     if unknown:
         raise UsageError(f"unknown canary type(s) {', '.join(unknown)}; the types are {', '.join(CANARY_TYPES)}")

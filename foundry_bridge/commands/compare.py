@@ -9,8 +9,8 @@ import click
 
 from .._io import atomic_open
 from ..metrics.measures import measures_help
-from ._ci import compare_ci_options, publish_comparison
-from ._options import Finite, quiet_option
+from ._ci import compare_ci_options, junit_path, publish_comparison
+from ._options import Finite, quiet_option, refuse_overwrite
 
 __all__ = ["command"]
 
@@ -254,6 +254,9 @@ def command(
     if anchor and qrels:
         raise UsageError("--anchor compares run folders' judge scores: it does not go with --qrels")
     _check_inputs(runs, qrels, repeats=bool(repeats), foundry=foundry, mapping=mapping_path)
+    refuse_overwrite(
+        {"--out": out, "--junit": junit_path()}, [*runs, qrels, mapping_path, human_verdicts, *(anchor or ()), *repeats]
+    )
     from ._progress import command_progress
 
     progress, done = command_progress(quiet)

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .._text import printable
 from ..errors import UsageError
 from ..metrics.measures import measures_help, measures_labels
-from ._options import Finite, deprecated_alias, quiet_option
+from ._options import Finite, deprecated_alias, quiet_option, refuse_overwrite
 
 MEASURES_HELP = measures_help()
 MEASURES_LABELS = measures_labels()
@@ -296,7 +297,7 @@ def render_text(doc: dict[str, Any]) -> str:
     if no_text:
         more = f" and {len(no_text) - _LISTED} more" if len(no_text) > _LISTED else ""
         lines.append(f"  not checked (no document text): {', '.join(no_text[:_LISTED])}{more}")
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n")
 
 
 @click.command(
@@ -358,6 +359,7 @@ def command(data: str | None, fmt: str, out: str | None, quiet: bool, **options:
     from .._io import atomic_open
     from ._progress import command_progress
 
+    refuse_overwrite({"--out": out}, [data, options.get("mapping_path"), options.get("qrels"), options.get("run")])
     progress, done = command_progress(quiet)
     doc, result = _compute(data, progress=progress, **options)
     done()

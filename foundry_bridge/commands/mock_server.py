@@ -81,6 +81,13 @@ def _is_loopback(host: str) -> bool:
     default=None,
     help="Folder of the certificate files (default: ~/.cache/foundry-bridge/mock-tls; reused while valid).",
 )
+@click.option(
+    "--max-body-mib",
+    type=click.IntRange(1, 1 << 20),
+    default=100,
+    show_default=True,
+    help="Largest request body (a dataset upload), in MiB: a larger one is answered 413 without being read.",
+)
 @click.option("--rate-limit-rate", type=Finite(0, 1), default=0.0, help="Fraction of requests answered 429.")
 @click.option(
     "--rate-limit-every", type=click.IntRange(0, 10**9), default=0, help="Answer every N-th request with 429."
@@ -113,6 +120,7 @@ def command(
     strict_evaluators: bool,
     tls: bool,
     tls_dir: Path | None,
+    max_body_mib: int,
     **fault_options: Any,
 ) -> None:
     """Serve the Foundry evaluation API emulator over HTTP until Ctrl-C.
@@ -140,7 +148,7 @@ def command(
         )
         certificate = loopback_certificate(folder)
     try:
-        server = MockServer(emulator, host, port, project=project, tls=certificate)
+        server = MockServer(emulator, host, port, project=project, tls=certificate, max_body=max_body_mib << 20)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     if not _is_loopback(host):

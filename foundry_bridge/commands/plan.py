@@ -52,7 +52,12 @@ def command(data: Path, mapping_path: Path | None, out: Path | None, name: str |
     from ..mapping.plan import write_rows
     from ..runner import plan_evaluation
     from ._estimate import show_estimate
+    from ._options import refuse_overwrite
     from .validate import skipping_validation
+
+    if out is not None:
+        names = ("evals/azure.eval.yaml",) if out_format == "azd" else ("eval.json", "items.jsonl")
+        refuse_overwrite({f"--out ({name_})": out / name_ for name_ in names}, [data, mapping_path])
 
     plan = plan_evaluation(data, mapping_path, name=name, skip_validation=skipping_validation())
     if show_estimate(plan, out) and out is None:

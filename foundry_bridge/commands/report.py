@@ -10,7 +10,7 @@ from .._io import atomic_open
 from ..metrics.measures import measures_labels
 from ..metrics.ppi import QUEUE_SEED
 from ._ci import publish_report, report_ci_options
-from ._options import quiet_option
+from ._options import quiet_option, refuse_overwrite
 
 __all__ = ["command"]
 
@@ -136,6 +136,10 @@ def command(
         fmt = {".json": "json", ".html": "html", ".htm": "html"}.get(suffix, "md")
     if queries_out is None and out is not None:
         queries_out = queries_path(out)
+    refuse_overwrite(
+        {"--out": out, "--queries": queries_out, "--labelling-queue": queue, "--verdict-queue": verdict_queue},
+        [run_dir, human_verdicts, *repeats],
+    )
     from ._progress import command_progress
 
     progress, done = command_progress(quiet)

@@ -20,13 +20,15 @@ _SKIP = "foundry_bridge.skip_validation"  # where --skip-validation is kept in t
 
 def render_text(report: ValidationReport) -> str:
     """Readable report: one problem per line, the notes, then the counts."""
+    from .._text import printable
+
     lines = [f"{p.severity}: {p}" for p in report.problems]
     for code, n in sorted(report.omitted.items()):
         lines.append(f"... and {n} more {code!r} problem(s) not listed")
     lines += [f"note: {n}" for n in report.notes]
     verdict = "OK" if report.ok else "FAILED"
     lines.append(f"{verdict}: {report.errors} error(s), {report.warnings} warning(s) in {report.rows} row(s)")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 @click.command(name="validate")

@@ -89,6 +89,11 @@ class FoundryBackend:
     def __repr__(self) -> str:
         return f"FoundryBackend(name={self.name!r}, endpoint={self.client.endpoint!r})"
 
+    def _portal(self, url: str | None) -> str | None:
+        """A run's portal page, as the service gave it; none for the emulator, whose ai.azure.com link is made
+        up (it would look real in the summary, the manifest, the report and the telemetry)."""
+        return None if self.name == "mock" else url
+
     @property
     def identity(self) -> dict[str, Any]:
         """The project the run goes to, and the transport's ``setup`` (the emulator's faults and shapes): part of
@@ -148,8 +153,8 @@ class FoundryBackend:
                 "api_version": self.client.api_version,
                 "eval_id": eval_id,
                 "run_ids": [p.run_id for p in parts],
-                "report_url": finished[0].report_url if len(finished) == 1 else None,
-                "report_urls": [r.report_url for r in finished],
+                "report_url": self._portal(finished[0].report_url) if len(finished) == 1 else None,
+                "report_urls": [self._portal(r.report_url) for r in finished],
                 "evaluators": state.evaluators or [],
                 "data_sources": [p.source or "file_content" for p in parts],
                 "result_counts": [p.result_counts for p in parts],
@@ -272,7 +277,7 @@ class FoundryBackend:
         except TimeoutError as exc:
             raise BackendError(f"{exc}; the run is still going: resume later with --resume {ctx.run_dir}") from exc
         part.status = run.status
-        part.report_url = run.report_url
+        part.report_url = self._portal(run.report_url)
         part.result_counts = run.result_counts.model_dump(exclude_none=True) if run.result_counts else None
         ctx.save_state()
         return run

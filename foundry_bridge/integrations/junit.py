@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_open
+from .._text import printable
 
 if TYPE_CHECKING:
     from ..report import Comparison, MetricComparison
@@ -131,8 +132,7 @@ def render_junit(comparison: Comparison, *, fail_on: Sequence[str] = ()) -> str:
 
 def _xml(comparison: Comparison, cases: list[GateCase]) -> str:
     root = ET.Element("testsuites", name="foundry-bridge compare", tests=str(len(cases)))
-    root.set("failures", str(sum(c.failed for c in cases)))
-    root.set("skipped", str(sum(c.skipped for c in cases)))
+    root.set("failures", str(sum(c.failed for c in cases)))  # no "skipped" here: the junit-10 XSD has it per suite
     root.set("errors", str(sum(c.inconclusive for c in cases)))
     for candidate in dict.fromkeys(c.candidate for c in cases):
         mine = [c for c in cases if c.candidate == candidate]
@@ -152,7 +152,8 @@ def _xml(comparison: Comparison, cases: list[GateCase]) -> str:
             elif c.details:
                 ET.SubElement(case, "system-out").text = c.details
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    # a control character (a run folder's name, a query id) is no XML 1.0 character: shown as \xNN, the file parses
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + printable(ET.tostring(root, encoding="unicode")) + "\n"
 
 
 def write_junit(comparison: Comparison, path: str | Path, *, fail_on: Sequence[str] = ()) -> tuple[int, int]:

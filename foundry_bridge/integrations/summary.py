@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from .._text import printable
+
 if TYPE_CHECKING:
     from ..report import Comparison, Report
     from .otel import Exporter, Source
@@ -71,7 +73,7 @@ def append_step_summary(
     path = Path(target)
     used = path.stat().st_size if path.exists() else 0
     with path.open("ab") as fh:
-        fh.write(_fit("\n" + markdown.rstrip("\n") + "\n\n", STEP_SUMMARY_LIMIT - used, full_text))
+        fh.write(_fit("\n" + printable(markdown).rstrip("\n") + "\n\n", STEP_SUMMARY_LIMIT - used, full_text))
     return path
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from .._io import dumps
 from ..errors import redact
 from ._emulator import FoundryEmulator
 
@@ -34,18 +35,33 @@ __all__ = ["LoopbackCertificate", "MockServer", "loopback_certificate", "serve",
 
 log = logging.getLogger("foundry_bridge.mock")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
+MAX_BODY = 100 << 20  # bytes of one request body (a dataset upload); a larger one is refused (413) unread
+READ_TIMEOUT = 30.0  # seconds a connection may stay silent (mid-request or idle between requests)
+_INT64 = 2**63 - 1
+
+
+class _BadRequest(Exception):
+    """A request refused before its body is read: ``status`` (400, 413) and why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs expect
     server: _HTTPServer
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.read_timeout)  # every read and write of the connection
+
     def _handle(self) -> None:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            body = self._read_chunked()
-        else:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
+        try:
+            body = self._body()
+        except _BadRequest as exc:
+            self._refuse(exc.status, str(exc))
+            return
         address = self.server.server_address
         host = self.headers.get("Host") or f"{address[0]!s}:{address[1]!s}"
         request = httpx.Request(
@@ -69,16 +85,57 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD" and content:
             self.wfile.write(content)
 
+    def _body(self) -> bytes:
+        """The request's body, read only once its announced size is known to be a size and within the limit."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
+        values = set(self.headers.get_all("Content-Length") or ())
+        if not values:
+            return b""
+        value = values.pop().strip()
+        if values or not value.isascii() or not value.isdigit() or int(value) > _INT64:
+            raise _BadRequest(400, "Content-Length must be one whole number of bytes (0 or more)")
+        length = int(value)
+        self._within_limit(length)
+        return self.rfile.read(length) if length else b""
+
+    def _within_limit(self, size: int) -> None:
+        if size > self.server.max_body:
+            raise _BadRequest(413, f"request body of {size} bytes is above this server's limit of "
+                              f"{self.server.max_body} bytes")  # fmt: skip
+
     def _read_chunked(self) -> bytes:
         parts: list[bytes] = []
+        total = 0
         while True:
-            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+            head = self.rfile.readline(1024).split(b";", 1)[0].strip() or b"0"
+            try:
+                size = int(head, 16)
+            except ValueError:
+                raise _BadRequest(400, "bad chunk size in a chunked request body") from None
+            if size < 0:
+                raise _BadRequest(400, "bad chunk size in a chunked request body")
+            total += size
+            self._within_limit(total)
             if size == 0:
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):  # trailers
                     pass
                 return b"".join(parts)
             parts.append(self.rfile.read(size))
-            self.rfile.readline()
+            self.rfile.readline(1024)
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer ``status`` with the service's JSON error shape and close the connection (its unread body would
+        otherwise be taken for the next request)."""
+        content = dumps({"error": {"code": "BadRequest" if status == 400 else "RequestEntityTooLarge",
+                                   "message": message}})  # fmt: skip
+        self.close_connection = True
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(content)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(content)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 
@@ -88,13 +145,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the listen backlog: parallel SDK clients and pytest-xdist workers connect at once
     emulator: FoundryEmulator
     scheme = "http"
     tls_context: ssl.SSLContext | None = None
+    max_body = MAX_BODY
+    read_timeout = READ_TIMEOUT
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """With TLS, the handshake happens here, in the connection's own thread (a client that stalls it, or
-        speaks plain http, holds up only itself)."""
+        speaks plain http, holds up only itself, for at most the read timeout)."""
+        request.settimeout(self.read_timeout)
         if self.tls_context is not None:
             request = self.tls_context.wrap_socket(request, server_side=True)
         super().finish_request(request, client_address)
@@ -227,7 +288,11 @@ def trust_instructions(files: LoopbackCertificate) -> list[str]:
 
 class MockServer:
     """A running loopback server: ``.url`` (``http://host:port``, ``https://`` with ``tls``), ``.endpoint``
-    (project endpoint), ``.openai_base_url``; ``shutdown()`` stops it; usable as a context manager."""
+    (project endpoint), ``.openai_base_url``; ``shutdown()`` stops it; usable as a context manager.
+
+    ``max_body``: the largest request body in bytes (a larger one is answered 413 without being read; a
+    Content-Length that is no size, 400); ``read_timeout``: the seconds a connection may stay silent, mid-request
+    or idle between requests, before it is closed (a client that connects and sends nothing holds no thread)."""
 
     def __init__(
         self,
@@ -237,11 +302,14 @@ class MockServer:
         project: str = "mock-project",
         *,
         tls: LoopbackCertificate | None = None,
+        max_body: int = MAX_BODY,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         self.emulator = emulator
         self.tls = tls
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.emulator = emulator
+        self._httpd.max_body, self._httpd.read_timeout = max_body, read_timeout
         if tls is not None:
             self._httpd.tls_context = tls.context()
             self._httpd.scheme = "https"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._text import printable
 from ..metrics.significance import CORRECTION_NAME
 from ._compare import Comparison, MeasureRanking, MetricComparison, PairComparison
 from ._drift import judges_note
@@ -338,7 +339,7 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
     out += _drift(comparison)
     if comparison.foundry_comparison is not None:
         out.append(render_foundry_markdown(comparison.foundry_comparison))
-    return "\n".join(out).rstrip() + "\n"
+    return printable("\n".join(out).rstrip() + "\n")
 
 
 # -- the deltas as a picture ---------------------------------------------------------------------------------------
@@ -399,7 +400,7 @@ def render_comparison_html(comparison: Comparison) -> str:
         if svg:
             pictures.append(f"<h2>Δ vs baseline, {section} queries ({comparison.confidence:.0%} intervals)</h2>{svg}")
     csp = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-    return (
+    return printable(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>foundry-bridge compare</title>'
         "<style>body{font:14px/1.45 system-ui,sans-serif;max-width:1400px;margin:0 auto;padding:12px 20px}"

@@ -12,11 +12,13 @@ import hashlib
 import html
 from collections.abc import Sequence
 
+from .._text import printable
 from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
 from ._markdown import (
     PARTIAL_LABEL,
     canary_note,
+    emulator_note,
     negative_rows,
     per_query_note,
     stage_basis,
@@ -288,7 +290,7 @@ def _negative_table(report: Report) -> str:
 def _meta(report: Report) -> str:
     p, prov = report.params, report.provenance
     meta = [
-        f"backend <code>{_e(prov.backend or 'unknown')}</code>",
+        f"backend <code>{_e(prov.backend or 'unknown')}</code>{emulator_note(prov)}",
         f"k = {_e(', '.join(map(str, p.k)))} (stages at k = {p.stage_k})",
         f"relevant ⇔ label ≥ {p.relevance_threshold}",
         f"labels {p.label_min}–{p.label_max}",
@@ -487,4 +489,4 @@ def render_html(report: Report) -> str:
     parts.extend(_per_query(report))
     parts.extend(_holes(report))
     parts.append(f"</main><script>{_JS}</script></body></html>")
-    return "\n".join(parts) + "\n"
+    return printable("\n".join(parts) + "\n")

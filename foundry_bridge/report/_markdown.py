@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from .._text import printable
 from ..metrics.measures import measure_for_key
 from ._aggregate import summary_infos
 from ._format import fmt_num, fmt_pct, md_escape
-from ._model import STAGES, MetricInfo, QueryRow, Report, Section
+from ._model import STAGES, MetricInfo, Provenance, QueryRow, Report, Section
 from ._trust import render_trust_markdown, trust_headline
 
 __all__ = [
@@ -173,6 +174,11 @@ def _negative_table(report: Report, limit: int) -> list[str]:
     return lines
 
 
+def emulator_note(prov: Provenance) -> str:
+    """Beside the backend: an emulator run has no portal page (its made-up link is never stored)."""
+    return " (emulator: no Foundry portal page)" if prov.backend == "mock" else ""
+
+
 def _code(text: object) -> str:
     return "`" + str(text).replace("`", "'") + "`"
 
@@ -211,7 +217,7 @@ def _header(report: Report) -> list[str]:
     """Title, the parameters line, Foundry coverage and the warnings."""
     p, prov = report.params, report.provenance
     meta = [
-        f"backend {_code(prov.backend or 'unknown')}",
+        f"backend {_code(prov.backend or 'unknown')}{emulator_note(prov)}",
         f"queries {report.coverage.get('queries', len(report.queries))} "
         f"({report.positive.queries} positive, {report.negative.queries} negative)",
         f"k = {', '.join(map(str, p.k))} (stages at k = {p.stage_k})",
@@ -421,4 +427,4 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
         *_worst(report, max_queries),
         *_label_next(report, max_holes),
     ]
-    return "\n".join(out).rstrip() + "\n"
+    return printable("\n".join(out).rstrip() + "\n")
