@@ -193,14 +193,14 @@ class FakeFoundry:
                 )
             elif c["evaluator_name"] == DOCUMENT_RETRIEVAL.name and self.docret_shape == "per_metric":
                 for k, metric in enumerate(DOCUMENT_RETRIEVAL.metrics):
-                    out.append({**base, "metric": metric.name, "score": 0.5 + k, "label": "pass", "passed": True})
+                    out.append({**base, "metric": metric.name, "score": 0.5 + k / 20, "label": "pass", "passed": True})
             elif c["evaluator_name"] == DOCUMENT_RETRIEVAL.name:
                 props: dict[str, Any] = {}
                 for k, metric in enumerate(DOCUMENT_RETRIEVAL.metrics):
                     name = (
                         "total_groundtruth_documents" if metric.name == "total_ground_truth_documents" else metric.name
                     )
-                    props[name] = 0.5 + k
+                    props[name] = 0.5 + k / 20  # within every metric's documented range
                     props[f"{name}_result"] = "pass"
                     props[f"{name}_passed"] = True
                     props[f"{name}_threshold"] = 0.25
