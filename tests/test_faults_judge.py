@@ -55,6 +55,10 @@ class HangingServer:
             except OSError:
                 return
             self.accepted.append(conn)
+            self._serve(conn)
+
+    def _serve(self, conn: socket.socket) -> None:
+        """What happens to an accepted connection: nothing (it hangs)."""
 
     def close(self) -> None:
         self.sock.close()
@@ -66,14 +70,8 @@ class TricklingServer(HangingServer):
     """Reads each request, answers ``200`` with a 10 MB ``Content-Length`` and then sends one byte every 0.5 s:
     every read gets something, so a per-read timeout never fires."""
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.append(conn)
-            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+    def _serve(self, conn: socket.socket) -> None:
+        threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
 
     @staticmethod
     def _trickle(conn: socket.socket) -> None:
