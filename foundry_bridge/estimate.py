@@ -256,7 +256,10 @@ class _Encoder:
         try:
             import tiktoken
         except ImportError:
-            raise UsageError("the cost preflight counts tokens with tiktoken: pip install tiktoken") from None
+            raise UsageError(
+                "the cost preflight counts tokens with tiktoken, which is not installed: "
+                "pip install 'foundry-bridge[estimate]'"
+            ) from None
         self.stands_in_for: str | None = None
         for candidate in (name,) if name else (DEFAULT_ENCODING, OFFLINE_ENCODING):
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +291,13 @@ def test_run_estimate_prints_the_preflight_and_what_the_cache_answers(
         assert (
             "cache holds 14: a re-run sends 0" in second.output and "cache holds 13: a re-run sends 1" in second.output
         )
+
+
+def test_plan_estimate_without_tiktoken_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # as if it were not installed: importing it fails
+    with pytest.raises(SystemExit) as info:
+        main(["plan", str(BENEFITS), "--estimate"])
+    assert info.value.code == 2
+    assert "pip install 'foundry-bridge[estimate]'" in capsys.readouterr().err
