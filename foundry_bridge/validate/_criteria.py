@@ -17,7 +17,7 @@ from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset._json import JsonLimitError, decode_document, duplicate_keys
 from ..errors import InputError, MappingError
 from ..mapping.loader import ParamTypeError, expand_param, param_type_problem
-from ..mapping.model import EvaluatorEntry, Mapping
+from ..mapping.model import EvaluatorEntry, Mapping, available_fields
 from ..wire import LONE_TEMPLATE as _TEMPLATE
 from ._report import ValidationReport
 from ._rules import Context
@@ -203,8 +203,6 @@ def criteria_from_mapping(
     mapping: Mapping, file: str | None, report: ValidationReport, environ: dict[str, str] | None
 ) -> list[Criterion]:
     """The mapping's ``evaluators`` resolved and checked; problems go into ``report``."""
-    from ..mapping.builder import available_fields
-
     ctx = Context(report, file, _line_finder(file))
     produced = set(available_fields(mapping))
     if "labels" in mapping.model_fields_set:
