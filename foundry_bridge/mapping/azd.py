@@ -37,7 +37,7 @@ from typing import Any
 from .._text import did_you_mean
 from ..catalog import CATALOG
 from ..errors import MappingError
-from .loader import LineOf, _line_of
+from ._lines import LineOf, dotted, key_line
 
 __all__ = [
     "AZD_KEYS",
@@ -163,8 +163,7 @@ def mapping_data_from_azd(
     file (``azd_line_finder``). ``MappingError`` (file, line, field) for what cannot be read offline."""
 
     def fail(message: str, loc: tuple[Any, ...], hint: str | None = None) -> MappingError:
-        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-        return MappingError(message, file=file, line=_line_of(node, loc), field=field or None, hint=hint)
+        return MappingError(message, file=file, line=key_line(node, loc), field=dotted(loc) or None, hint=hint)
 
     _check_keys(data, "", (), fail)
     evals = data["evals"]
@@ -223,11 +222,11 @@ def azd_line_finder(node: Any, text: str, *, file: str | None, index: int = 0) -
         if loc[:1] and loc[0] in _SETTINGS_KEYS and settings_line is not None:
             return settings_line
         if loc[:1] != ("evaluators",):
-            return _line_of(node, ("evals", index))
+            return key_line(node, ("evals", index))
         ref = list(loc[1:])
         if len(ref) >= 2:
             ref[1] = _AZD_KEY_OF.get(str(ref[1]), ref[1])
-        return _line_of(node, ("evals", index, "evaluators", *ref))
+        return key_line(node, ("evals", index, "evaluators", *ref))
 
     return line_of
 

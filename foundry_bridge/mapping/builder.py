@@ -22,34 +22,10 @@ from ..catalog import INPUT_TYPE_SCHEMAS, get_evaluator
 from ..errors import MappingError
 from ..wire import item_template, parse_template
 from .loader import defaults_taken, expand_param, param_type_problem
-from .model import Mapping
+from .model import Mapping, available_fields
 from .plan import CriterionPlan, EnvDefault, Plan, RowSpool
 
-__all__ = ["available_fields", "build_criteria", "build_eval_body", "build_plan", "item_fields", "item_schema"]
-
-_CANONICAL = ("query", "kind", "context", "response", "ground_truth", "retrieved_documents", "retrieval_ground_truth")
-
-
-def available_fields(mapping: Mapping) -> list[str]:
-    """Item fields the mapping can produce (besides ``query_id``), in canonical order, then extras."""
-    f = mapping.dataset.fields
-    if mapping.dataset.format == "trec":
-        t = mapping.dataset.trec
-        have = {"kind", "retrieved_documents"}
-        if t.qrels:
-            have.add("retrieval_ground_truth")
-        if t.queries:
-            have.add("query")
-        if t.responses:
-            have |= {n for n in ("query", "context", "response", "ground_truth") if getattr(f, n)}
-    else:
-        have = {n for n in _CANONICAL if getattr(f, n) is not None}
-        if mapping.context.source == "rebuilt_from_documents" and f.retrieved_documents is not None:
-            have.add("context")
-    out = [n for n in _CANONICAL if n in have]
-    if mapping.dataset.format != "trec" or mapping.dataset.trec.responses:
-        out += [n for n in f.extra if n not in out]
-    return out
+__all__ = ["build_criteria", "build_eval_body", "build_plan", "item_fields", "item_schema"]
 
 
 def _criterion_name(entry_name: str | None, default: str, taken: set[str], index: int) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, MutableMapping
 from collections.abc import Mapping as TMapping
+from collections.abc import MutableMapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ from pydantic import ValidationError
 
 from .._text import did_you_mean
 from ..errors import MappingError
-from .model import Mapping
+from ._lines import LineOf, dotted, key_line
+from .model import Mapping, available_fields
 
 __all__ = [
     "MAPPINGS_PACKAGE_DIR",
@@ -78,9 +79,6 @@ def load_mapping(path: str | os.PathLike[str] | None = None) -> Mapping:
     return mapping_from_dict(data, file=str(file), node=node)
 
 
-LineOf = Callable[[tuple[Any, ...]], "int | None"]
-
-
 def mapping_line_finder(file: str | None) -> LineOf | None:
     """A function key path of the mapping → line in ``file`` (a YAML mapping, an azd eval file, or JSON criteria,
     which is YAML too); None without a file or when it cannot be read again."""
@@ -96,7 +94,7 @@ def mapping_line_finder(file: str | None) -> LineOf | None:
         return None
     if is_azd_node(node):
         return azd_line_finder(node, text, file=file)
-    return lambda loc: _line_of(node, loc)
+    return lambda loc: key_line(node, loc)
 
 
 def mapping_from_dict(
@@ -111,8 +109,8 @@ def mapping_from_dict(
         loc = tuple(err["loc"])
         if err["type"] == "init_alias":  # EvaluatorEntry names the key
             loc = (*loc, err["ctx"]["key"])
-        field = _dotted(loc)
-        line = line_of(loc) if line_of is not None else _line_of(node, loc)
+        field = dotted(loc)
+        line = line_of(loc) if line_of is not None else key_line(node, loc)
         if err["type"] == "extra_forbidden":
             key = str(loc[-1])
             known = _known_keys(loc[:-1])
@@ -127,13 +125,11 @@ def mapping_from_dict(
 
 
 def _check_response_id(mapping: Mapping, file: str | None, node: Any) -> None:
-    """``response_id`` names an extra item field the mapping reads (``builder.available_fields``: for TREC input,
+    """``response_id`` names an extra item field the mapping reads (``model.available_fields``: for TREC input,
     extras come only with ``trec.responses``)."""
     name = mapping.response_id
     if name is None:
         return
-    from .builder import available_fields  # only when the mapping names one: the metrics path never loads it
-
     extras = [f for f in available_fields(mapping) if f in mapping.dataset.fields.extra]
     if name in extras:
         return
@@ -147,17 +143,10 @@ def _check_response_id(mapping: Mapping, file: str | None, node: Any) -> None:
     raise MappingError(
         f"{name!r} is not an extra item field of this mapping",
         file=file,
-        line=_line_of(node, ("response_id",)),
+        line=key_line(node, ("response_id",)),
         field="response_id",
         hint=hint,
     )
-
-
-def _dotted(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
@@ -190,32 +179,6 @@ def _model_in(ann: Any) -> Any:
         if found is not None:
             return found
     return None
-
-
-def _line_of(node: Any, loc: tuple[Any, ...]) -> int | None:
-    """1-based line of the YAML key at ``loc`` (or of its closest existing parent). An init parameter the mapping
-    stores under its name (``deployment_name``) is found under the alias the file wrote (``model``)."""
-    import yaml
-
-    from ..catalog import PARAM_ALIASES
-
-    line = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            spellings = (str(part), *PARAM_ALIASES.get(str(part), ()))
-            for key_node, value_node in node.value:
-                if key_node.value in spellings:
-                    line = key_node.start_mark.line + 1
-                    node = value_node
-                    break
-            else:
-                return line if line is not None else (node.start_mark.line + 1)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")

@@ -34,6 +34,7 @@ __all__ = [
     "LocalMetricsSpec",
     "Mapping",
     "TrecFiles",
+    "available_fields",
 ]
 
 
@@ -91,3 +92,28 @@ class Mapping(_Strict):
         description="item field under `dataset.fields.extra` that holds the id of the model response a row scored "
         "(e.g. a chat completion id): `report --otel` sends it as `gen_ai.response.id`",
     )
+
+
+_CANONICAL = ("query", "kind", "context", "response", "ground_truth", "retrieved_documents", "retrieval_ground_truth")
+
+
+def available_fields(mapping: Mapping) -> list[str]:
+    """Item fields the mapping can produce (besides ``query_id``), in canonical order, then extras."""
+    f = mapping.dataset.fields
+    if mapping.dataset.format == "trec":
+        t = mapping.dataset.trec
+        have = {"kind", "retrieved_documents"}
+        if t.qrels:
+            have.add("retrieval_ground_truth")
+        if t.queries:
+            have.add("query")
+        if t.responses:
+            have |= {n for n in ("query", "context", "response", "ground_truth") if getattr(f, n)}
+    else:
+        have = {n for n in _CANONICAL if getattr(f, n) is not None}
+        if mapping.context.source == "rebuilt_from_documents" and f.retrieved_documents is not None:
+            have.add("context")
+    out = [n for n in _CANONICAL if n in have]
+    if mapping.dataset.format != "trec" or mapping.dataset.trec.responses:
+        out += [n for n in f.extra if n not in out]
+    return out

@@ -16,8 +16,8 @@ from .._text import did_you_mean
 from ..catalog import CATALOG, EvaluatorSpec
 from ..dataset._json import JsonLimitError, decode_document, duplicate_keys
 from ..errors import InputError, MappingError
-from ..mapping.loader import ParamTypeError, expand_param, param_type_problem
-from ..mapping.model import EvaluatorEntry, Mapping
+from ..mapping.loader import ParamTypeError, expand_param, mapping_line_finder, param_type_problem
+from ..mapping.model import EvaluatorEntry, Mapping, available_fields
 from ..wire import LONE_TEMPLATE as _TEMPLATE
 from ._report import ValidationReport
 from ._rules import Context
@@ -44,14 +44,6 @@ class Criterion:
     def field_of_type(self, input_type: str) -> str | None:
         """The item field bound to this criterion's first input of ``input_type`` (labels, documents)."""
         return next((f for inp, f in self.fields.items() if self.spec.input(inp).type == input_type), None)
-
-
-def _line_finder(file: str | None) -> Any:
-    """A function field-path-tuple → line for a YAML mapping, an azd eval file or a JSON criteria file (JSON is
-    YAML), or None (``mapping.loader.mapping_line_finder``)."""
-    from ..mapping.loader import mapping_line_finder
-
-    return mapping_line_finder(file)
 
 
 def _suggestion(guess: str | None, label: str, known: Any) -> str:
@@ -203,9 +195,7 @@ def criteria_from_mapping(
     mapping: Mapping, file: str | None, report: ValidationReport, environ: dict[str, str] | None
 ) -> list[Criterion]:
     """The mapping's ``evaluators`` resolved and checked; problems go into ``report``."""
-    from ..mapping.builder import available_fields
-
-    ctx = Context(report, file, _line_finder(file))
+    ctx = Context(report, file, mapping_line_finder(file))
     produced = set(available_fields(mapping))
     if "labels" in mapping.model_fields_set:
         origin = "from the mapping's `labels`" + (f" ({file})" if file else "")
@@ -312,7 +302,7 @@ def _duplicate_key_lines(text: str, ctx: Context) -> None:
 
 def criteria_from_wire(criteria: Any, file: str | None, report: ValidationReport) -> list[Criterion]:
     """Hand-written ``testing_criteria`` (a list, or a whole eval-create body)."""
-    ctx = Context(report, file, _line_finder(file))
+    ctx = Context(report, file, mapping_line_finder(file))
     prefix: tuple[Any, ...] = ()
     if isinstance(criteria, dict) and "testing_criteria" in criteria:
         criteria, prefix = criteria["testing_criteria"], ("testing_criteria",)
