@@ -11,7 +11,8 @@ Two paths, each measured as whole fresh processes on generated data (``benchmark
 - **mock**: ``run DATA --backend mock`` (the packaged mapping: document_retrieval + the three judges, scored by the
   in-process emulator), then ``report RUN`` as json, md and html, then ``compare RUN RUN_B`` (json and md) against
   a second run of a variant dataset (same queries and labels, other rankings). Skipped above ``--mock-max``
-  queries (default 100,000): the emulator holds every run in memory, which is what it emulates.
+  queries (default 100,000): the emulator spools its blobs and rows to temporary files, but it scores every row
+  in this process, which takes long at 1M.
 - **local**: the same steps with ``run DATA --backend local`` and a mapping holding only
   ``builtin.document_retrieval`` (computed locally: no judge, no network) — the path a search team sweeps.
 

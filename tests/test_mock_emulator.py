@@ -524,3 +524,41 @@ def test_model_target_run_exposes_sample_output_text(client: httpx.Client) -> No
     item = all_items(client, ev["id"], run["id"])[0]
     assert "capital of France" in item["datasource_item"]["sample.output_text"]
     assert item["results"][0]["score"] == 5  # the mock output echoes the query
+
+
+def test_a_large_uploaded_run_pages_from_its_spool_resumes_and_close_removes_the_files() -> None:
+    """2,500 uploaded rows (about 2 MB: several of the spool's 1 MiB read blocks, 25 pages of 100): every output item
+    carries its own row in order, paging resumes from a continuation token half-way, and ``close`` removes the
+    files the blobs and rows were spooled to."""
+    from foundry_bridge.foundry import FoundryClient, StaticTokenCredential
+
+    base = sample_rows()
+    rows = [
+        {**base[i % len(base)], "query_id": f"q{i:05d}", "context": f"row {i} " + "policy text " * 60}
+        for i in range(2_500)
+    ]
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+    assert len(data) > 2 << 20
+    emu = FoundryEmulator(polls_to_complete=0)
+    client = FoundryClient(
+        PROJECT_ENDPOINT, StaticTokenCredential("t"), transport=emu.transport(), sleep=lambda _s: None
+    )
+    ev = client.create_eval(eval_body())
+    dataset = client.upload_dataset("big", "1", data)
+    run = client.create_run(ev.id, {"type": "jsonl", "source": {"type": "file_id", "id": dataset.id}})
+    counts = client.run_poller(ev.id, run.id).result().result_counts
+    assert counts is not None and counts.total == 2_500
+    pages = client.list_output_items_raw(ev.id, run.id, page_size=100).by_page()
+    first = [item for _ in range(12) for item in next(pages)]
+    token = pages.continuation_token
+    rest = [item for page in client.list_output_items_raw(ev.id, run.id).by_page(token) for item in page]
+    items = first + rest
+    assert [it["id"] for it in items] == [str(i + 1) for i in range(2_500)]
+    assert all(it["datasource_item"] == row for it, row in zip(items, rows, strict=True))
+    (key,) = emu.store.blobs
+    spooled = emu.store.blobs.path(key).parent
+    assert spooled.is_dir() and emu.store.blobs[key] == data
+    emu.close()
+    assert not spooled.exists()
+    assert dataset.data_uri is not None
+    assert httpx.Client(transport=emu.transport()).get(dataset.data_uri).status_code == 404

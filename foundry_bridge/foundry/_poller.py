@@ -11,16 +11,25 @@ import binascii
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import BackendError
 from ._exceptions import RunFailedError
 from ._models import EvalRun
 
-if TYPE_CHECKING:
-    from ._client import FoundryClient
+__all__ = ["MIN_POLL_INTERVAL", "RunPoller", "RunSource", "decode_token", "encode_token"]
 
-__all__ = ["MIN_POLL_INTERVAL", "RunPoller", "decode_token", "encode_token"]
+
+class RunSource(Protocol):
+    """What a poller needs of a client (``FoundryClient`` is one): the project it talks to, its sleep, and a GET
+    of a run. The poller depends on this, not on the client, which builds pollers (``run_poller``)."""
+
+    endpoint: str
+    api_version: str | None
+    sleep: Callable[[float], None]
+
+    def get_run(self, eval_id: str, run_id: str) -> EvalRun: ...
+
 
 _TOKEN_VERSION = 1
 
@@ -49,7 +58,7 @@ class RunPoller:
 
     def __init__(
         self,
-        client: FoundryClient,
+        client: RunSource,
         eval_id: str,
         run_id: str,
         *,
@@ -91,7 +100,7 @@ class RunPoller:
         )
 
     @classmethod
-    def from_continuation_token(cls, client: FoundryClient, token: str, **kwargs: Any) -> RunPoller:
+    def from_continuation_token(cls, client: RunSource, token: str, **kwargs: Any) -> RunPoller:
         """A poller for the run named in ``token``; the client must point at the same project endpoint."""
         data = decode_token(token)
         if data.get("endpoint") and data["endpoint"].rstrip("/") != client.endpoint.rstrip("/"):

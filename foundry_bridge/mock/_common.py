@@ -1,22 +1,26 @@
 """What every resource of the emulator shares: the store, errors as Azure envelopes, JSON responses, paging.
 
-``EmulatorBase`` holds the configuration and the in-memory ``Store``; the resource mixins (``_evals``,
-``_runs``, ``_items``, ``_datasets``) add the handlers and ``_emulator.FoundryEmulator`` routes requests to them.
+``EmulatorBase`` holds the configuration and the ``Store`` (blobs and each run's rows are spooled to files:
+memory holds their offsets, not their bytes); the resource mixins (``_evals``, ``_runs``, ``_items``,
+``_datasets``) add the handlers and ``_emulator.FoundryEmulator`` routes requests to them.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from .._io import dumps, loads
+from ..mapping.plan import JsonlRows
 from ._faults import FaultConfig, FaultInjector
 from ._output import RunOutput
 from ._scoring import DocretShape
@@ -56,8 +60,8 @@ class _RunState:
 
     eval_id: str
     index: int
-    rows: list[str]  # each row's JSON (text: orjson's bytes keep a several-times larger buffer)
-    samples: list[str | None]  # each row's sample (inline, or a target's output) as JSON
+    rows: JsonlRows  # each row, spooled to a file (read back a block at a time)
+    samples: Sequence[dict[str, Any] | None]  # each row's sample (inline, or a target's output), spooled when any
     created: float
     legacy: bool
     will_fail: bool
@@ -68,16 +72,63 @@ class _RunState:
     polls: int = 0
 
 
+class BlobFiles(MutableMapping[str, bytes]):
+    """Uploaded blobs by ``"container/path"``, each a file of a temporary directory made on first use (removed by
+    ``close``, or at exit): memory holds their names, not their bytes."""
+
+    def __init__(self) -> None:
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._paths: dict[str, Path] = {}
+
+    def path(self, key: str) -> Path:
+        """The file holding blob ``key`` (``KeyError`` when there is none)."""
+        return self._paths[key]
+
+    def __getitem__(self, key: str) -> bytes:
+        return self._paths[key].read_bytes()
+
+    def __setitem__(self, key: str, data: bytes) -> None:
+        if self._dir is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="foundry-bridge-emulator-")
+        path = self._paths.get(key) or Path(self._dir.name) / f"{len(self._paths) + 1}.blob"
+        path.write_bytes(data)
+        self._paths[key] = path
+
+    def __delitem__(self, key: str) -> None:
+        self._paths.pop(key).unlink(missing_ok=True)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def close(self) -> None:
+        self._paths.clear()
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+
 @dataclass
 class Store:
-    """Everything the emulator holds; inspect it in tests (all values are the wire objects as served)."""
+    """Everything the emulator holds; inspect it in tests (the evals, runs and datasets are the wire objects as
+    served, except that an inline run's ``data_source`` rows are read back from its spool when it is served).
+    Nothing grows with the rows in memory: uploaded blobs are files (``BlobFiles``), each run's rows and samples
+    an anonymous spool file (``RowSpool``, gone once the run is forgotten) and its output compact arrays."""
 
     evals: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     output_items: dict[str, RunOutput] = field(default_factory=dict)  # run id → compact output, once completed
     datasets: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (name, version) → version
-    blobs: dict[str, bytes] = field(default_factory=dict)  # "container/path" → bytes
+    blobs: BlobFiles = field(default_factory=BlobFiles)  # "container/path" → bytes, kept in files
     run_state: dict[str, _RunState] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """Remove the spooled files (the store keeps its evals, runs and datasets, without their rows)."""
+        self.blobs.close()
+        self.run_state.clear()
+        self.output_items.clear()
 
 
 def _json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
@@ -233,5 +284,5 @@ class EmulatorBase:
 
     def _forget_run(self, run_id: str) -> None:
         self.store.runs.pop(run_id, None)
-        self.store.run_state.pop(run_id, None)
+        self.store.run_state.pop(run_id, None)  # its spooled rows are closed (and gone) with it
         self.store.output_items.pop(run_id, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import codecs
 import hashlib
 import re
 import time
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 
 from .._io import loads
+from ..mapping.plan import RowSpool
 from ._common import (
     _BLOB_PATH,
     MOCK_USER,
@@ -169,8 +171,9 @@ class DatasetRoutes(EmulatorBase):
         )
 
 
-def rows_from_dataset(store: Store, dataset_id: str) -> list[dict[str, Any]]:
-    """The rows of an uploaded dataset version (one JSON object a line; ``{"item": ...}`` lines unwrapped)."""
+def rows_from_dataset(store: Store, dataset_id: str, spool: RowSpool) -> None:
+    """The rows of an uploaded dataset version (one JSON object a line; ``{"item": ...}`` lines unwrapped), read a
+    line at a time from its blobs and appended to ``spool``."""
     m = _DATASET_ID.search(dataset_id)
     version = store.datasets.get((m.group("name"), m.group("version"))) if m else None
     if version is None:
@@ -182,23 +185,24 @@ def rows_from_dataset(store: Store, dataset_id: str) -> list[dict[str, Any]]:
     key = _blob_key(version["dataUri"])
     if version.get("type") == "uri_folder" and key is not None:
         prefix = key.rstrip("/") + "/"
-        blobs = [store.blobs[k] for k in sorted(store.blobs) if k.startswith(prefix)]
+        blobs = [store.blobs.path(k) for k in sorted(store.blobs) if k.startswith(prefix)]
     else:
-        blobs = [store.blobs[key]] if key in store.blobs else []
+        blobs = [store.blobs.path(key)] if key is not None and key in store.blobs else []
     if not blobs:
         raise _bad(f"data_source.source.id: dataset '{dataset_id}' has no uploaded data at {version['dataUri']}.")
-    rows: list[dict[str, Any]] = []
     for blob in blobs:
-        for lineno, line in enumerate(blob.decode("utf-8-sig").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = loads(line)
-            except ValueError:
-                raise _bad(f"dataset '{dataset_id}' line {lineno} is not valid JSON.") from None
-            if not isinstance(row, dict):
-                raise _bad(f"dataset '{dataset_id}' line {lineno} is not a JSON object.")
-            if isinstance(row.get("item"), dict) and set(row) <= {"item", "sample"}:
-                row = row["item"]
-            rows.append(row)
-    return rows
+        with open(blob, "rb") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if lineno == 1:
+                    line = line.removeprefix(codecs.BOM_UTF8)
+                if not line.strip():
+                    continue
+                try:
+                    row = loads(line)
+                except ValueError:
+                    raise _bad(f"dataset '{dataset_id}' line {lineno} is not valid JSON.") from None
+                if not isinstance(row, dict):
+                    raise _bad(f"dataset '{dataset_id}' line {lineno} is not a JSON object.")
+                if isinstance(row.get("item"), dict) and set(row) <= {"item", "sample"}:
+                    row = row["item"]
+                spool.append(row)

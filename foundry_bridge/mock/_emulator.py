@@ -1,4 +1,5 @@
-"""A stateful emulation of Foundry's evaluation API: plain request → response handlers over an in-memory store.
+"""A stateful emulation of Foundry's evaluation API: plain request → response handlers over a store whose rows are
+spooled to temporary files (``close`` removes them).
 
 Routes are matched on the path after ``/api/projects/<project>`` on any host, under both ``/openai/v1/...`` and
 the older ``/openai/...?api-version=...``; the dataset upload flow (``startPendingUpload``, blob PUT, PATCH
@@ -186,6 +187,18 @@ class FoundryEmulator(EvalRoutes, RunRoutes, ItemRoutes, DatasetRoutes, CatalogR
 
     def _no_route(self, request: httpx.Request, **_: Any) -> httpx.Response:
         raise _HttpError(404, "NotFound", f"No such route in the Foundry emulator: {request.method} {request.url.path}")
+
+    def close(self) -> None:
+        """Remove the files the emulator spooled its blobs and runs' rows to (also done at exit); its evals, runs
+        and datasets stay, without their rows."""
+        with self._lock:
+            self.store.close()
+
+    def __enter__(self) -> FoundryEmulator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def run_status(self, run_id: str) -> Literal["queued", "in_progress", "completed", "canceled", "failed"]:
         """The status a run has now, without counting a poll."""

@@ -1,10 +1,9 @@
 """A finished run's output items, kept compactly: per criterion one verdict byte per row, the error detail of
 errored rows and, for evaluators computed by azure-ai-evaluation, their numbers in flat arrays. The JSON of an
 item is built when a page asks for it: mock judges, stand-ins and document retrieval are deterministic and cheap,
-so their results are recomputed from the row (which the run keeps once, for ``data_source`` too); computed
-evaluators are read back from their arrays. The rows are kept once, as JSON text (the run's ``data_source`` view
-writes the same text). 100,000 rows × 4 criteria cost a few hundred kilobytes beside the rows, not copies of every
-result, reason and judge sample.
+so their results are recomputed from the row (read back from the run's spool file, as its ``data_source`` view
+is); computed evaluators are read back from their arrays. 100,000 rows × 4 criteria cost a few hundred kilobytes
+of memory, not copies of every row, result, reason and judge sample.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._io import loads
 from ._nlp import NlpResult
 from ._scoring import Outcome, Scored, StoredCriterion, batch_message, errored_results, nlp_results, score
 
@@ -125,8 +123,8 @@ class RunOutput:
     run_id: str
     eval_id: str
     created_at: int
-    rows: Sequence[str]  # each row's JSON, shared with the run's data_source view
-    samples: Sequence[str | None]
+    rows: Sequence[dict[str, Any]]  # the run's spooled rows (read back when a page asks)
+    samples: Sequence[dict[str, Any] | None]
     target: str | None  # "azure_ai_model" / "azure_ai_agent" for target runs: their outputs join the item
     criteria: list[CriterionOutput]
     row_passed: bytearray = field(default_factory=bytearray)
@@ -136,8 +134,7 @@ class RunOutput:
 
     def item(self, i: int) -> dict[str, Any]:
         """Output item ``i`` (0-based; its id is ``str(i + 1)``), built now."""
-        row, packed = loads(self.rows[i]), self.samples[i]
-        sample = None if packed is None else loads(packed)
+        row, sample = self.rows[i], self.samples[i]
         datasource_item = (
             row if self.target is None or sample is None else {**row, **target_fields(sample, self.target)}
         )

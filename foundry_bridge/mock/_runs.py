@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import orjson
 
-from .._io import dumps, loads
+from .._io import dumps
+from ..mapping.plan import JsonlRows, RowSpool
 from ._common import MOCK_USER, EmulatorBase, _account, _bad, _HttpError, _json_response, _RunState
 from ._datasets import rows_from_dataset
 from ._evaluators import served
@@ -29,13 +31,13 @@ _IN_PROGRESS_COUNTS = {"total": 0, "passed": 0, "failed": 0}  # recorded: errore
 class RunRoutes(EmulatorBase):
     """The run handlers: a run finishes on the poll after ``polls_to_complete``, and is scored then."""
 
-    def _target_samples(self, ds: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Deterministic stand-in outputs for a model/agent target (no model is called)."""
+    def _target_samples(self, ds: dict[str, Any], rows: JsonlRows) -> JsonlRows:
+        """Deterministic stand-in outputs for a model/agent target (no model is called), spooled."""
         target = ds.get("target")
         if not isinstance(target, dict) or target.get("type") not in ("azure_ai_model", "azure_ai_agent"):
             raise _bad("data_source.target must be {type: azure_ai_model|azure_ai_agent, ...}.", "data_source.target")
         template = (ds.get("input_messages") or {}).get("template") or []
-        samples = []
+        samples = RowSpool()
         for row in rows:
             texts = []
             for message in template if isinstance(template, list) else []:
@@ -55,7 +57,7 @@ class RunRoutes(EmulatorBase):
                     ],
                 }
             )
-        return samples
+        return samples.rows()
 
     def _create_run(self, request: httpx.Request, eval_id: str, v1: str | None = None, **_: Any) -> httpx.Response:
         legacy = self._check_api_version(request, v1)
@@ -66,7 +68,7 @@ class RunRoutes(EmulatorBase):
         _check_required(ev, rows)
         target = None
         if ds["type"] == "azure_ai_target_completions":
-            samples = list[dict[str, Any] | None](self._target_samples(ds, rows))
+            samples = self._target_samples(ds, rows)
             target = ds["target"]["type"]
             if target == "azure_ai_agent":
                 ds = {**ds, "target": {**ds["target"], "tool_descriptions": ds["target"].get("tool_descriptions", [])}}
@@ -80,8 +82,8 @@ class RunRoutes(EmulatorBase):
         state = _RunState(
             eval_id=eval_id,
             index=index,
-            rows=[dumps(r).decode() for r in rows],  # kept as JSON text: a third of the parsed objects' memory
-            samples=[None if x is None else dumps(x).decode() for x in samples],
+            rows=rows,
+            samples=samples,
             created=self._clock(),
             legacy=legacy,
             will_fail=self._injector.run_fails(index),
@@ -92,19 +94,20 @@ class RunRoutes(EmulatorBase):
         )
         run = _new_run(run_id, eval_id, ds, metadata, body.get("name"), now)
         created = _json_response(201, run)  # serialized before _serve turns it into the later view: no copy
-        self._serve(request, run, ds, state.rows, metadata, now)
+        self._serve(request, run, ds, metadata, now)
         self.store.runs[run_id] = run
         self.store.run_state[run_id] = state
         return created
 
-    def _rows_and_samples(self, source: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None]]:
-        """The rows of ``data_source.source`` (inline ``file_content`` or an uploaded ``file_id``) and the
-        sample each inline row carries (None elsewhere)."""
+    def _rows_and_samples(self, source: dict[str, Any]) -> tuple[JsonlRows, Sequence[dict[str, Any] | None]]:
+        """The rows of ``data_source.source`` (inline ``file_content`` or an uploaded ``file_id``), spooled to a
+        file, and the sample each inline row carries (None elsewhere; spooled only when a row carries one)."""
+        rows = RowSpool()
         if source.get("type") == "file_content":
             content = source.get("content")
             if not isinstance(content, list) or not content:
                 raise _bad("data_source.source.content must be a non-empty array.", "data_source.source.content")
-            rows, samples = [], []
+            samples: list[dict[str, Any] | None] = []
             for i, entry in enumerate(content):
                 if not isinstance(entry, dict) or not isinstance(entry.get("item"), dict):
                     raise _bad(
@@ -113,14 +116,20 @@ class RunRoutes(EmulatorBase):
                     )
                 rows.append(entry["item"])
                 samples.append(entry.get("sample") if isinstance(entry.get("sample"), dict) else None)
-            return rows, samples
+            if not any(x is not None for x in samples):
+                return rows.rows(), _NoSamples(len(samples))
+            spooled = RowSpool()
+            for x in samples:
+                spooled.append(x)
+            return rows.rows(), spooled.rows()
         if source.get("type") == "file_id":
             if not isinstance(source.get("id"), str):
                 raise _bad("data_source.source.id is required (a dataset version id).", "data_source.source.id")
-            rows = rows_from_dataset(self.store, source["id"])
-            if not rows:
+            rows_from_dataset(self.store, source["id"], rows)
+            spooled_rows = rows.rows()
+            if not spooled_rows:
                 raise _bad(f"dataset '{source['id']}' holds no rows.", "data_source.source.id")
-            return rows, [None] * len(rows)
+            return spooled_rows, _NoSamples(len(spooled_rows))
         raise _bad(
             f"data_source.source.type {source.get('type')!r} is not supported (file_content or file_id).",
             "data_source.source.type",
@@ -131,20 +140,20 @@ class RunRoutes(EmulatorBase):
         request: httpx.Request,
         run: dict[str, Any],
         ds: dict[str, Any],
-        rows: list[str],
         metadata: dict[str, Any] | None,
         now: int,
     ) -> None:
         """Turn the created run into what later GETs show: rows unwrapped (or, for targets, turned into a
-        dataset), created_by, trigger_type, the evaluation-run properties."""
-        served_ds = {**ds, "source": dict(ds["source"])}  # the rows are kept once: the state and this view share them
+        dataset), created_by, trigger_type, the evaluation-run properties. The inline rows are not kept here: the
+        run's spool holds them and ``_shown`` writes them into each answer."""
+        served_ds = {**ds, "source": dict(ds["source"])}
         if ds["type"] == "azure_ai_target_completions":
             stamp = time.strftime("%Y-%m-%d_%H%M%S", time.gmtime(now))
             inline_name = f"eval-data-{stamp}_{uuid.uuid4().hex[:5]}_UTC"
             served_ds["source"] = {"type": "file_id", "id": self._dataset_id(request, inline_name, "1")}
             metadata = {"is_inline_dataset": "true", "has_nested_data": "False", **(metadata or {})}
         elif ds["source"].get("type") == "file_content":
-            served_ds["source"]["content"] = [orjson.Fragment(r) for r in rows]  # written as kept, never parsed
+            served_ds["source"]["content"] = []  # filled from the spool when served (``_shown``)
         run["data_source"] = served_ds
         run["created_by"] = MOCK_USER
         run["metadata"] = {**(metadata or {}), "trigger_type": "oneoff"}
@@ -203,8 +212,7 @@ class RunRoutes(EmulatorBase):
         unavailable: dict[str, str] = {}
         usage: dict[str, dict[str, int]] = {}
         row_passed = bytearray()
-        for i, (packed, packed_sample) in enumerate(zip(state.rows, state.samples, strict=True)):
-            row, sample = loads(packed), None if packed_sample is None else loads(packed_sample)
+        for i, (row, sample) in enumerate(zip(state.rows, state.samples, strict=True)):
             ok = True
             for crit, out in zip(criteria, outs, strict=True):
                 if i in state.errored_rows and (not only or crit.name in only):
@@ -219,6 +227,15 @@ class RunRoutes(EmulatorBase):
         output = RunOutput(run_id, state.eval_id, now, state.rows, state.samples, state.target, outs, row_passed)
         return output, usage
 
+    @staticmethod
+    def _shown(run: dict[str, Any], state: _RunState) -> dict[str, Any]:
+        """``run`` as served: an inline run's rows read back from its spool as written (never parsed)."""
+        source = run["data_source"]["source"]
+        if source.get("type") != "file_content":
+            return run
+        content = [orjson.Fragment(line) for line in state.rows.lines(0, len(state.rows))]
+        return {**run, "data_source": {**run["data_source"], "source": {**source, "content": content}}}
+
     def _get_run(
         self, request: httpx.Request, eval_id: str, run_id: str, v1: str | None = None, **_: Any
     ) -> httpx.Response:
@@ -226,7 +243,7 @@ class RunRoutes(EmulatorBase):
         run, state = self._run(eval_id, run_id)
         state.polls += 1
         self._advance(run_id)
-        return _json_response(200, run)
+        return _json_response(200, self._shown(run, state))
 
     def _list_runs(self, request: httpx.Request, eval_id: str, v1: str | None = None, **_: Any) -> httpx.Response:
         self._check_api_version(request, v1)
@@ -242,7 +259,9 @@ class RunRoutes(EmulatorBase):
             run = self.store.runs[run_id]
             if status is None or run["status"] == status:
                 runs.append(run)
-        return _json_response(200, self._page(request, runs))
+        page = self._page(request, runs)
+        page["data"] = [self._shown(run, self.store.run_state[run["id"]]) for run in page["data"]]
+        return _json_response(200, page)
 
     def _cancel_run(
         self, request: httpx.Request, eval_id: str, run_id: str, v1: str | None = None, **_: Any
@@ -254,7 +273,7 @@ class RunRoutes(EmulatorBase):
         if run["status"] != "canceled":
             run["status"] = "canceled"
             run["modified_at"] = self._now()
-        return _json_response(200, run)
+        return _json_response(200, self._shown(run, _state))
 
     def _delete_run(
         self, request: httpx.Request, eval_id: str, run_id: str, v1: str | None = None, **_: Any
@@ -281,7 +300,23 @@ def _data_source(body: dict[str, Any]) -> dict[str, Any]:
     return ds
 
 
-def _check_required(ev: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+class _NoSamples(Sequence[None]):
+    """The samples of a run whose rows carry none: ``n`` Nones, kept as a number."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [None] * len(range(self._n)[index])
+        range(self._n)[index]  # IndexError
+        return None
+
+
+def _check_required(ev: dict[str, Any], rows: Sequence[dict[str, Any]]) -> None:
     """Every row holds the fields the eval's item schema requires."""
     schema = ev["data_source_config"].get("schema", {}).get("item", {})
     required = schema.get("required") if isinstance(schema, dict) else None
