@@ -19,7 +19,9 @@ def _report(run_dir: Path, out: Path, *extra: str) -> str:
 
 
 def _stages(path: Path) -> list[str]:
-    return [json.loads(line)["stage"] for line in path.read_text(encoding="utf-8").splitlines()]
+    import pyarrow.parquet as pq
+
+    return [str(s) for s in pq.read_table(path).column("stage").to_pylist()]
 
 
 def test_reports_in_three_formats_each_keep_their_own_per_query_rows(tmp_path: Path) -> None:
@@ -29,9 +31,9 @@ def test_reports_in_three_formats_each_keep_their_own_per_query_rows(tmp_path: P
     _report(run_dir, js)
     _report(run_dir, html)
 
-    sides = [tmp_path / "report.md.queries.jsonl", tmp_path / "report.json.queries.jsonl"]
-    sides.append(tmp_path / "report.html.queries.jsonl")
-    assert all(p.is_file() for p in sides) and not (tmp_path / "report.queries.jsonl").exists()
+    sides = [tmp_path / "report.md.queries.parquet", tmp_path / "report.json.queries.parquet"]
+    sides.append(tmp_path / "report.html.queries.parquet")
+    assert all(p.is_file() for p in sides) and not (tmp_path / "report.queries.parquet").exists()
     assert f"wrote {sides[0]}" in said
     assert json.loads(js.read_text(encoding="utf-8"))["per_query"]["path"] == str(sides[1])
     assert f"`{sides[0]}`" in md.read_text(encoding="utf-8")
