@@ -359,11 +359,11 @@ def _glob_literal(path: Path) -> str:
     return _sql_path(Path("".join(f"[{c}]" if c in "[*?" else c for c in str(path))))
 
 
-def _views(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _views(con: duckdb.DuckDBPyConnection, path: Path, duplicates: bool = True) -> None:
     """The views over a ``columns/`` folder: ``queries``, ``results`` (with its file order as ``seq``), ``cell``
     (the results with the last row of a duplicated (row, criterion, metric) winning), ``criterion_error`` (each
-    row's first error of a criterion), ``cell_of(criterion, metric)`` (``cell`` of one pair), ``holes`` and, once
-    sealed, ``queue_docs``."""
+    row's first error of a criterion), ``cell_of(criterion, metric)`` (``cell`` of one pair; the result rows
+    themselves when no row is ``duplicates``), ``holes`` and, once sealed, ``queue_docs``."""
     q = _glob_literal(path)
     con.execute(f"CREATE OR REPLACE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
     con.execute(
@@ -374,9 +374,9 @@ def _views(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         "CREATE OR REPLACE VIEW cell AS SELECT * FROM results "
         "QUALIFY row_number() OVER (PARTITION BY row, criterion, metric ORDER BY seq DESC) = 1"
     )
+    last = " QUALIFY row_number() OVER (PARTITION BY row ORDER BY seq DESC) = 1" if duplicates else ""
     con.execute(  # one (criterion, metric)'s cells: chosen before the window, which then holds only them
-        "CREATE OR REPLACE MACRO cell_of(c, m) AS TABLE SELECT * FROM results WHERE criterion = c AND metric = m "
-        "QUALIFY row_number() OVER (PARTITION BY row ORDER BY seq DESC) = 1"
+        f"CREATE OR REPLACE MACRO cell_of(c, m) AS TABLE SELECT * FROM results WHERE criterion = c AND metric = m{last}"
     )
     con.execute(
         "CREATE OR REPLACE VIEW criterion_error AS SELECT row, criterion, arg_min(error, seq) AS error FROM results "
@@ -523,7 +523,7 @@ class RunColumns:
             if self._spill is None:
                 raise RunFolderError("the run's columns were closed", file=str(self.path))
             con = connect(self._spill)
-            _views(con, self.path)
+            _views(con, self.path, duplicates=self.anomalies()[1] > 0)
             for sql in self._defined:
                 con.execute(sql)
             self._con = con

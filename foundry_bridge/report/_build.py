@@ -49,7 +49,7 @@ from ._model import (
     StageSection,
 )
 from ._queue import Queue
-from ._rows import Judge, RowInputs, RowsOut, fetch_rows, rows_sql, stream_rows, write_rows
+from ._rows import Judge, RowInputs, RowsOut, fetch_rows, stream_rows, write_json_lines, write_rows
 from ._stages import STAGE_RULES
 from ._trust import PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH, trust_section
 
@@ -483,12 +483,19 @@ def build_report(
     keep = n_rows <= table_rows
     inp = _row_inputs(b, specs)
     rows = stream_rows(inp, worst=worst)
-    with tempfile.TemporaryDirectory(prefix="foundry-bridge-rows-") as work:
-        sql = rows_sql(inp, Path(work))
-        if queries_out is not None:
-            with atomic_open(queries_out, sweep=True) as fh:
-                write_rows(inp, sql, Path(fh.name), per_query)
-        shown = fetch_rows(inp, sql, None if keep else sorted({r for rs in rows.worst.values() for r in rs}))
+    wanted = None if keep else sorted({r for rs in rows.worst.values() for r in rs})
+    with tempfile.TemporaryDirectory(prefix="foundry-bridge-rows-") as tmp:
+        work = Path(tmp)
+        if queries_out is None:  # only the rows the report shows
+            write_rows(inp, work, work / "rows.parquet", wanted)
+            shown = fetch_rows(inp, work / "rows.parquet", wanted)
+        else:
+            with atomic_open(queries_out, sweep=True) as fh:  # written where fh is, renamed into place
+                made = Path(fh.name) if per_query == "parquet" else work / "rows.parquet"
+                write_rows(inp, work, made)
+                if per_query == "jsonl":
+                    write_json_lines(inp, made, fh)
+                shown = fetch_rows(inp, made, wanted)
     step("report", 2, 4)
     pq = PerQuery(
         path=None if queries_out is None else str(queries_out),

@@ -1,12 +1,12 @@
 """The per-query rows: each query's stage decided in Python (``_stages.attribute_stage``, the one domain rule), the
-rows themselves a query of the engine, written by one ``COPY`` (Parquet by default, JSON lines on request).
+rows themselves made by the engine (Parquet; JSON lines on request, by one ``COPY`` of those rows).
 
-A pass over the stage rule's inputs (the facts, hit@stage_k, the answer judges' status and verdict; streamed in
-batches) decides each query's stage; the stages are handed to the engine as one compact table (``stage_rows``: a
-stage code, a reason code and the partial-search flag per query), and the rows (``rows_sql``: the facts, local
-metrics, each Foundry metric's ``FoundryScore`` from its view, the stage) are written by the engine. The report keeps
-the stage of every query (one byte each), the canaries, the ``worst`` rows of each stage and, when the run has at
-most ``table_rows`` queries, every row (the HTML's per-query table).
+A pass over the stage rule's inputs (the facts and hit@stage_k streamed in batches, the answer judges' status and
+verdict fetched whole) decides each query's stage; the stages are handed to the engine as one compact table
+(``stage_rows``: a stage code, a reason code and the partial-search flag per query), and the rows (``write_rows``:
+the facts, local metrics, each Foundry metric's ``FoundryScore`` from its view, the stage) are written by the engine
+and Arrow. The report keeps the stage of every query (one byte each), the canaries, the ``worst`` rows of each stage
+and, when the run has at most ``table_rows`` queries, every row (the HTML's per-query table).
 
 The worst rows of a stage: most failed answer judges first, then the lowest mean of the answer judges' primary
 scores (each scaled to 0–1 by its catalog range; a query without one counts as 1), then dataset order.
@@ -14,24 +14,21 @@ scores (each scaled to 0–1 by its catalog range; a query without one counts as
 
 from __future__ import annotations
 
-import errno
 import heapq
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any
 
 import numpy as np
 
+from .._io import dumps
 from ..columns import RunColumns, _glob_literal, _quote, _sql_path
 from ._columns import SCORED, STATUSES, ScoreColumn
 from ._model import LIST_CAP, STAGES, CanaryFlag
 from ._stages import JudgeScore, ScoreState, attribute_stage, missed_top_grade
 
-__all__ = ["PER_QUERY_FORMATS", "Judge", "RowInputs", "RowsOut", "fetch_rows", "stream_rows", "write_rows"]
+__all__ = ["Judge", "RowInputs", "RowsOut", "fetch_rows", "stream_rows", "write_json_lines", "write_rows"]
 
-PER_QUERY_FORMATS = ("parquet", "jsonl")
 _BATCH = 8192  # rows of the stage rule's inputs fetched from the engine at once
 
 
@@ -87,16 +84,9 @@ _FACTS = (
 
 
 def _batches(inp: RowInputs) -> Any:
-    """The stage rule's inputs of every query, in row order, as Arrow record batches: the facts, hit@stage_k and
-    each answer judge's status (``s<j>``), verdict (``p<j>``: -1 none) and score (``v<j>``)."""
-    cols, joins = [], []
-    for j, judge in enumerate(inp.judges):
-        if judge.column is not None:
-            cols.append(f", j{j}.status AS s{j}, coalesce(j{j}.passed::TINYINT, -1) AS p{j}, j{j}.score AS v{j}")
-            joins.append(f" LEFT JOIN {judge.column.view} j{j} ON j{j}.row = q.row")
-    sql = (
-        f"SELECT {_FACTS}, q.{_quote(inp.hit_key)} AS hit{''.join(cols)} FROM queries q{''.join(joins)} ORDER BY q.row"
-    )
+    """The facts the stage rule reads and hit@stage_k of every query, as Arrow record batches in row order (the
+    ``queries`` files' order: one scan, no sort)."""
+    sql = f"SELECT {_FACTS}, q.{_quote(inp.hit_key)} AS hit FROM queries q"
     return inp.run.con.sql(sql).to_arrow_reader(_BATCH)
 
 
@@ -166,7 +156,7 @@ class _Stages:
 
 def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
     """Every query's stage (``attribute_stage``), in dataset order, a batch of rows at a time; then the stages handed
-    to the engine (``stage_rows``, ``stage_reasons``) for ``rows_sql``. Kept: the stage codes, the canaries, the
+    to the engine (``stage_rows``, ``stage_reasons``) for ``write_rows``. Kept: the stage codes, the canaries, the
     first query ids of each stage and the ``worst`` rows of each stage."""
     n = inp.run.n_queries
     out = RowsOut(np.zeros(n, np.int8), stage_ids={s: [] for s in STAGES})
@@ -177,22 +167,16 @@ def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
     stage_index: dict[str, int] = {s: k for k, s in enumerate(STAGES)}
     canaries = _Canaries()
     stages = _Stages(inp.judges)
+    whole = [None if j.column is None else j.column.numbers() for j in inp.judges]  # one query each
     lo = 0
     for batch in _batches(inp):
         c = batch.to_pydict()
         m = len(c["row"])
         hi = lo + m
         qids, kinds, canary, found, best = c["query_id"], c["kind"], c["canary"], c["found"], c["best"]
-        judged: list[dict[str, np.ndarray] | None] = [
-            None
-            if j.column is None
-            else {
-                "status": np.asarray(c[f"s{k}"], np.int8),
-                "passed": np.asarray(c[f"p{k}"], np.int8),
-                "score": np.array(c[f"v{k}"], np.float64),
-            }
-            for k, j in enumerate(inp.judges)
-        ]
+        if c["row"] and c["row"][0] != lo:
+            raise RuntimeError("the queries' columns are out of row order")  # never: one scan of files in order
+        judged = [None if w is None else {k: v[lo:hi] for k, v in w.items()} for w in whole]
         codes = [
             [(-1, -1)] * m if f is None else list(zip(f["status"].tolist(), f["passed"].tolist(), strict=True))
             for f in judged
@@ -246,84 +230,90 @@ _ROW_FIELDS = (
 )
 
 
-def rows_sql(inp: RowInputs, work: Path) -> str:
-    """The per-query rows (``_model.QueryRow``'s fields, in its order), in dataset order: the facts and local metrics
-    from ``queries`` (NaN: null), each Foundry metric's ``FoundryScore``, the stage from ``stream_rows``' table.
+def write_rows(inp: RowInputs, work: Path, out: Path, rows: list[int] | None = None) -> None:
+    """The per-query rows (``_model.QueryRow``'s fields, in its order; ``rows``: only these) as Parquet at ``out``, in
+    dataset order: the facts and local metrics from ``queries`` (NaN: null), each Foundry metric's ``FoundryScore``
+    as a struct field of ``foundry``, the stage from ``stream_rows``' table.
 
     The engine writes the queries' part and each Foundry metric's column to ``work``, one file each, in row order
     (one join of the queries with one metric's cells at a time), and Arrow puts them side by side a batch at a time
-    (``_side_by_side``): no query of the engine holds two metrics' reasons at once (one query joining them all ran
-    out of the engine's 128 MB at 100,000 queries, with a judge's reason per query)."""
+    into ``out`` (``_side_by_side``): no query of the engine holds two metrics' reasons at once (one query joining
+    them all ran out of the engine's 128 MB at 100,000 queries, with a judge's reason per query)."""
     local = ", ".join(
         f"{_quote(k)} := CASE WHEN isnan(q.{_quote(k)}) THEN NULL ELSE q.{_quote(k)} END" for k in inp.local_keys
     )
     stages = "[" + ", ".join(f"'{s}'" for s in STAGES) + "]"
+    where = "" if rows is None else f" WHERE q.row IN ({', '.join(str(int(r)) for r in sorted(set(rows))) or '-1'})"
     base = work / "queries.parquet"
     inp.run.sql(
         "COPY (SELECT q.row, q.query_id, q.kind, q.kind_source, q.query, q.response, q.canary, "
         f"struct_pack({local}) AS local, CASE WHEN q.abstains < 0 THEN NULL ELSE q.abstains = 1 END AS abstained, "
         f"q.dropped_relevant, q.holes, {stages}[st.stage + 1] AS stage, "
         "(SELECT list(reason ORDER BY code) FROM stage_reasons)[st.reason + 1] AS stage_reason, "
-        f"st.partial AS search_partial FROM queries q POSITIONAL JOIN stage_rows st) TO '{_sql_path(base)}' {_GROUPS}"
+        f"st.partial AS search_partial FROM queries q POSITIONAL JOIN stage_rows st{where}) "
+        f"TO '{_sql_path(base)}' {_GROUPS}"
     )
     parts = []
     for c, col in enumerate(inp.scores.values()):
         parts.append(work / f"foundry-{c}.parquet")
         inp.run.sql(
-            f"COPY (SELECT {col.fields_sql('s')} AS v FROM {col.view} s ORDER BY s.row) TO '{_sql_path(parts[-1])}' "
-            f"{_GROUPS}"
+            f"COPY (SELECT {col.fields_sql('q')} AS v FROM {col.view} q{where} ORDER BY q.row) "
+            f"TO '{_sql_path(parts[-1])}' {_GROUPS}"
         )
-    rows = work / "rows.parquet"
-    _side_by_side(base, parts, list(inp.scores), rows)
-    foundry = "foundry" if parts else "NULL::JSON"
-    return f"SELECT {_ROW_FIELDS.format(foundry=foundry)} FROM read_parquet('{_glob_literal(rows)}')"
+    _side_by_side(base, parts, list(inp.scores), out)
 
 
 def _side_by_side(base: Path, parts: list[Path], keys: list[str], out: Path) -> None:
-    """``base``'s columns and a ``foundry`` struct of the ``parts``' ``v`` columns (named ``keys``), row by row: the
-    files are read in step, ``_BATCH`` rows at a time (Arrow's batches are of that size in every file)."""
+    """``base``'s columns with, after ``local``, a ``foundry`` struct of the ``parts``' ``v`` columns (named
+    ``keys``), row by row: the files are read in step, ``_BATCH`` rows at a time (Arrow's batches are of that size
+    in every file), and written a row group a batch."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    readers = [pq.ParquetFile(path).iter_batches(_BATCH) for path in [base, *parts]]
+    first = pq.ParquetFile(base)
+    readers = [first.iter_batches(_BATCH), *(pq.ParquetFile(path).iter_batches(_BATCH) for path in parts)]
+    names = list(first.schema_arrow.names)
+    at = names.index("local") + 1
     writer = None
     try:
         for batches in zip(*readers, strict=True):
             head, rest = batches[0], batches[1:]
             if any(len(b) != len(head) for b in rest):
                 raise RuntimeError("the per-query files are out of step")  # never: each holds one row per query
-            columns, names = list(head.columns), list(head.schema.names)
+            columns = list(head.columns)
             if rest:
-                columns.append(pa.StructArray.from_arrays([b.column(0) for b in rest], names=keys))
-                names.append("foundry")
-            batch = pa.RecordBatch.from_arrays(columns, names=names)
+                columns.insert(at, pa.StructArray.from_arrays([b.column(0) for b in rest], names=keys))
+            batch = pa.RecordBatch.from_arrays(columns, names=[*names[:at], "foundry", *names[at:]] if rest else names)
             writer = writer or pq.ParquetWriter(out, batch.schema)
             writer.write_batch(batch)
+        if writer is None:  # no row at all
+            pq.write_table(first.read(), out)
     finally:
         if writer is not None:
             writer.close()
 
 
-def write_rows(inp: RowInputs, sql: str, path: Path, fmt: Literal["parquet", "jsonl"]) -> None:
-    """Every query's row (``rows_sql``) into ``path`` (the caller's temporary file, renamed into place), by one
-    ``COPY``; a failed write is the ``OSError`` the engine met (a full disk: ENOSPC), naming ``path``."""
-    import duckdb
-
-    kind = f"FORMAT parquet, ROW_GROUP_SIZE {_BATCH}" if fmt == "parquet" else "FORMAT json"
-    try:
-        inp.run.sql(f"COPY ({sql}) TO '{_sql_path(path)}' ({kind}, USE_TMP_FILE false)")
-    except duckdb.IOException as exc:
-        code = re.search(r'"errno":"(\d+)"', str(exc))
-        number = int(code.group(1)) if code else errno.EIO
-        raise OSError(number, os.strerror(number), str(path)) from None
+def _select(inp: RowInputs, path: Path) -> str:
+    foundry = "foundry" if inp.scores else "'{}'::JSON"
+    return f"SELECT {_ROW_FIELDS.format(foundry=foundry)} FROM read_parquet('{_glob_literal(path)}')"
 
 
-def fetch_rows(inp: RowInputs, sql: str, rows: list[int] | None) -> list[dict[str, Any]]:
-    """The rows ``rows`` (None: every row) of ``rows_sql`` as dicts, in dataset order."""
+def write_json_lines(inp: RowInputs, rows: Path, out: IO[bytes]) -> None:
+    """The rows of ``rows`` (``write_rows``' file) as JSON lines into ``out``, a row group at a time (the engine's
+    JSON ``COPY`` ran out of its 128 MB on 10,000 emulator rows)."""
+    import pyarrow.parquet as pq
+
+    empty: dict[str, Any] | None = None if inp.scores else {}
+    for batch in pq.ParquetFile(rows).iter_batches(1024):  # 1,024 rows as Python objects at a time
+        out.write(b"".join(dumps(r if empty is None else {**r, "foundry": empty}) + b"\n" for r in batch.to_pylist()))
+
+
+def fetch_rows(inp: RowInputs, path: Path, rows: list[int] | None) -> list[dict[str, Any]]:
+    """The rows ``rows`` (None: every row) of ``write_rows``' file as dicts, in dataset order."""
     if rows is not None and not rows:
         return []
     where = "" if rows is None else f" WHERE row IN ({', '.join(str(int(r)) for r in sorted(set(rows)))})"
-    got = inp.run.arrow(f"{sql}{where} ORDER BY row").to_pylist()
+    got = inp.run.arrow(f"{_select(inp, path)}{where} ORDER BY row").to_pylist()
     if not inp.scores:
         for r in got:
             r["foundry"] = {}
