@@ -8,11 +8,12 @@
 
 Two paths, each measured as whole fresh processes on generated data (``benchmarks/data/scale/``, git-ignored):
 
-- **mock**: ``run DATA --backend mock`` (the packaged mapping: document_retrieval + the three judges, scored by the
-  in-process emulator), then ``report RUN`` as json, md and html, then ``compare RUN RUN_B`` (json and md) against
-  a second run of a variant dataset (same queries and labels, other rankings). Skipped above ``--mock-max``
-  queries (default 100,000): the emulator spools its blobs and rows to temporary files, but it scores every row
-  in this process, which takes long at 1M.
+- **mock**: ``validate DATA``, ``run DATA --backend mock`` (the packaged mapping: document_retrieval + the three
+  judges, scored by the in-process emulator), then ``report RUN`` as json, md and html, then ``compare RUN RUN_B``
+  (json and md) against a second run of a variant dataset (same queries and labels, other rankings); ``--steps
+  validate report compare`` (without ``run``) measures the run folders an earlier call left. Skipped above
+  ``--mock-max`` queries (default 100,000): the emulator spools its blobs and rows to temporary files, but it
+  scores every row in this process, which takes long at 1M.
 - **local**: the same steps with ``run DATA --backend local`` and a mapping holding only
   ``builtin.document_retrieval`` (computed locally: no judge, no network) — the path a search team sweeps.
 
@@ -47,7 +48,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DATA = HERE / "data" / "scale"
-STEPS = ("run", "report", "compare")
+STEPS = ("validate", "run", "report", "compare")
 TARGET_MIB_AT_100K = 500.0
 TARGET_MIB_AT_1M = 500.0  # issue 23: every step at 1M, the engine's memory limit set
 TARGET_GROWTH_100K_1M = 1.5
@@ -211,8 +212,9 @@ def run_path(kind: str, n: int, steps: tuple[str, ...], seed: int, max_mib: int)
 
     fb = [sys.executable, "-m", "foundry_bridge"]
     work = DATA / f"{kind}_{n}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    if "run" in steps:
+        shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
     mapping: list[str] = []
     if kind == "local":
         docret_mapping(work / "docret.yaml")
@@ -228,9 +230,11 @@ def run_path(kind: str, n: int, steps: tuple[str, ...], seed: int, max_mib: int)
         print(f"  {kind:<5} {n:>9,} {name:<14} wall {wall:8.1f} s  CPU {cpu:8.1f} s  peak {rss:7.0f} MiB  {status}")
 
     runs = {"a": work / "run_a", "b": work / "run_b"}
+    if "validate" in steps:
+        step("validate", [*fb, "validate", str(dataset(n, seed, 0)), *mapping], work / "validate.stderr")
     for label, variant in (("a", 0), ("b", 1)):
-        if label == "b" and "compare" not in steps:
-            continue
+        if (label == "b" and "compare" not in steps) or (runs[label].is_dir() and "run" not in steps):
+            continue  # without the run step: the run folders kept from an earlier call are measured
         data = dataset(n, seed, variant)
         cmd = [*fb, "run", str(data), "--backend", kind, *mapping, "--out", str(runs[label]), "-q"]
         name = "run" if label == "a" else "run (variant)"

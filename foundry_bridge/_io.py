@@ -9,7 +9,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 
@@ -86,6 +86,7 @@ def atomic_open(
     try:
         _hold(fd)
         with os.fdopen(fd, mode) as fh:
+            cast(Any, fh).raw.name = tmp  # a writer that writes by path (the engine's COPY) writes there
             yield fh
             if durable:
                 fh.flush()

@@ -353,14 +353,34 @@ QUEUE_DOCS = (
 )
 
 
-def _views(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """The views over a ``columns/`` folder: ``queries``, ``results`` (with its file order as ``seq``), ``holes``
-    and, once sealed, ``queue_docs``."""
-    q = _sql_path(path)
+def _glob_literal(path: Path) -> str:
+    """``path`` for a DuckDB file pattern, its glob characters (``[``, ``*``, ``?``: a run folder may be called
+    ``run[1]``) each matched literally, quoted for SQL."""
+    return _sql_path(Path("".join(f"[{c}]" if c in "[*?" else c for c in str(path))))
+
+
+def _views(con: duckdb.DuckDBPyConnection, path: Path, duplicates: bool = True) -> None:
+    """The views over a ``columns/`` folder: ``queries``, ``results`` (with its file order as ``seq``), ``cell``
+    (the results with the last row of a duplicated (row, criterion, metric) winning), ``criterion_error`` (each
+    row's first error of a criterion), ``cell_of(criterion, metric)`` (``cell`` of one pair; the result rows
+    themselves when no row is ``duplicates``), ``holes`` and, once sealed, ``queue_docs``."""
+    q = _glob_literal(path)
     con.execute(f"CREATE OR REPLACE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
     con.execute(
         f"CREATE OR REPLACE VIEW results AS SELECT *, file_row_number AS seq FROM read_parquet('{q}/results.parquet', "
         "file_row_number = true)"
+    )
+    con.execute(
+        "CREATE OR REPLACE VIEW cell AS SELECT * FROM results "
+        "QUALIFY row_number() OVER (PARTITION BY row, criterion, metric ORDER BY seq DESC) = 1"
+    )
+    last = " QUALIFY row_number() OVER (PARTITION BY row ORDER BY seq DESC) = 1" if duplicates else ""
+    con.execute(  # one (criterion, metric)'s cells: chosen before the window, which then holds only them
+        f"CREATE OR REPLACE MACRO cell_of(c, m) AS TABLE SELECT * FROM results WHERE criterion = c AND metric = m{last}"
+    )
+    con.execute(
+        "CREATE OR REPLACE VIEW criterion_error AS SELECT row, criterion, arg_min(error, seq) AS error FROM results "
+        "WHERE error IS NOT NULL GROUP BY row, criterion"
     )
     con.execute(f"CREATE OR REPLACE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
     if (path / "queue.parquet").exists():
@@ -378,7 +398,7 @@ def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Pat
         list(folder.iter_results())  # says why (an unfinished run, or not a run folder)
     cols = ", ".join(f"{_quote(k)}: '{t}'" for k, t in _RESULT_TYPES.items())
     select = ", ".join(_quote(k) for k in _RESULT_TYPES)
-    source = f"read_json('{_sql_path(path)}', format='newline_delimited', columns={{{cols}}})"
+    source = f"read_json('{_glob_literal(path)}', format='newline_delimited', columns={{{cols}}})"
     if path.stat().st_size == 0:
         source = f"(SELECT {', '.join(f'NULL::{t} AS {_quote(k)}' for k, t in _RESULT_TYPES.items())} LIMIT 0)"
     try:
@@ -494,6 +514,7 @@ class RunColumns:
         self._spill: Path | None = _spill_dir()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._observed: tuple[dict[str, list[str]], dict[str, str]] | None = None
+        self._defined: list[str] = []  # views a reader defined (``define``), made again on a new connection
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -502,9 +523,16 @@ class RunColumns:
             if self._spill is None:
                 raise RunFolderError("the run's columns were closed", file=str(self.path))
             con = connect(self._spill)
-            _views(con, self.path)
+            _views(con, self.path, duplicates=self.anomalies()[1] > 0)
+            for sql in self._defined:
+                con.execute(sql)
             self._con = con
         return self._con
+
+    def define(self, sql: str) -> None:
+        """Run ``sql`` (a ``CREATE OR REPLACE VIEW``) now and on every later connection."""
+        self._defined.append(sql)
+        self.con.execute(sql)
 
     def release(self) -> None:
         """Close the connection (the next query opens another): an engine instance keeps memory its queries used
@@ -666,68 +694,6 @@ class RunColumns:
         counts = self.meta["results"]
         return int(counts["out_of_range"]), int(counts["duplicates"])
 
-    def cells(
-        self, criterion: str, metric: str, lo: int = 0, hi: int | None = None, *, texts: bool = True
-    ) -> dict[str, np.ndarray]:
-        """One (criterion, metric) column on rows ``lo`` to ``hi``, the last row of a duplicate winning: ``present``
-        (bool), ``score`` (NaN none), ``passed`` (-1 none, 0, 1), ``threshold`` (NaN none), and as objects
-        ``label``, ``reason``, ``error`` (None where a row has none). ``texts=False``: ``label`` and ``reason`` are
-        None and ``error`` is ``""`` where a row has one (whether it has one is all a status needs)."""
-        hi = self.n_queries if hi is None else hi
-        fields = _CELL_FIELDS if texts else _CELL_NUMBERS
-        got = self.sql(
-            f"SELECT {fields} FROM results WHERE criterion = ? AND metric = ? AND row >= ? AND row < ? ORDER BY seq",
-            [criterion, metric, lo, hi],
-        ).fetchnumpy()
-        return _cells(got, lo, hi)
-
-    def block_cells(self, lo: int, hi: int) -> dict[tuple[str, str], dict[str, np.ndarray]]:
-        """Every (criterion, metric) column on rows ``lo`` to ``hi``, as ``cells`` gives each, from one query: the
-        engine numbers each row's pair (its place in ``observed``'s order) and numpy groups the rows by that number,
-        in file order within a pair (a sort by the names in the engine costs three times the scan)."""
-        pairs = [(crit, metric) for crit, metrics in self.observed()[0].items() for metric in metrics]
-        got = self.sql(
-            f"SELECT list_position($pairs, {{'c': criterion, 'm': metric}})::INTEGER AS pair, seq, {_CELL_FIELDS} "
-            "FROM results WHERE row >= $lo AND row < $hi",
-            {"pairs": [{"c": c, "m": m} for c, m in pairs], "lo": lo, "hi": hi},
-        ).fetchnumpy()
-        pair, seq = np.ma.filled(got.pop("pair"), 0), np.asarray(got.pop("seq"))
-        order = np.lexsort((seq, pair))
-        pair = pair[order]
-        starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if len(pair) else np.zeros(0, np.int64)
-        ends = np.r_[starts[1:], len(pair)]
-        return {
-            pairs[pair[a] - 1]: _cells({k: v[order[a:b]] for k, v in got.items()}, lo, hi)
-            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
-            if pair[a] > 0
-        }
-
-    def criterion_errors(self, criterion: str) -> dict[int, str]:
-        """The first error of each row of a criterion (any metric)."""
-        rows = self.sql(
-            "SELECT row, arg_min(error, seq) FROM results WHERE criterion = ? AND error IS NOT NULL "
-            "AND row >= 0 AND row < ? GROUP BY row",
-            [criterion, self.n_queries],
-        ).fetchall()
-        return {int(r): str(e) for r, e in rows}
-
-
-_CELL_FIELDS = "row, score, passed, threshold, label, reason, error"
-_CELL_NUMBERS = "row, score, passed, threshold, error IS NOT NULL AS erred"
-
-
-def no_cells(n: int) -> dict[str, np.ndarray]:
-    """``cells`` of ``n`` rows without a result row: none present, every field empty."""
-    return {
-        "present": np.zeros(n, bool),
-        "score": np.full(n, np.nan),
-        "passed": np.full(n, -1, np.int8),
-        "threshold": np.full(n, np.nan),
-        "label": np.full(n, None, object),
-        "reason": np.full(n, None, object),
-        "error": np.full(n, None, object),
-    }
-
 
 def string_spans(chunk: Any) -> tuple[memoryview, np.ndarray]:
     """An Arrow string array's text as it lies in its buffer: the bytes of its values, one after the other, and each
@@ -735,34 +701,6 @@ def string_spans(chunk: Any) -> tuple[memoryview, np.ndarray]:
     n, buffers = len(chunk), chunk.buffers()
     offsets = np.frombuffer(buffers[1], np.int32, n + 1, chunk.offset * 4).astype(np.int64)
     return memoryview(buffers[2])[int(offsets[0]) : int(offsets[-1])], offsets[1:] - offsets[0]
-
-
-def _cells(got: dict[str, Any], lo: int, hi: int) -> dict[str, np.ndarray]:
-    """Fetched result rows of one (criterion, metric), in file order, as columns over rows ``lo`` to ``hi`` (the
-    last row of a duplicate winning; see ``RunColumns.cells``)."""
-    rows = np.asarray(got["row"], np.int64) - lo
-    if len(rows) < 2 or bool((rows[1:] > rows[:-1]).all()):
-        take = np.arange(len(rows))  # each row once, in order (a run's usual file): nothing to choose
-    else:  # the last of each row: the first of the reversed rows
-        _, first_rev = np.unique(rows[::-1], return_index=True)
-        take = len(rows) - 1 - first_rev
-    at = rows[take]
-    out = no_cells(hi - lo)
-    out["present"][at] = True
-    out["score"][at] = _filled(got["score"])[take]
-    passed = got["passed"]
-    mask = np.ma.getmaskarray(passed)
-    codes = np.where(mask, -1, np.ma.filled(passed, False).astype(np.int8))
-    out["passed"][at] = codes[take]
-    out["threshold"][at] = _filled(got["threshold"])[take]
-    for name in ("label", "reason", "error"):
-        if name in got:
-            out[name][at] = _objects_of(got[name])[take]
-    if "erred" in got:  # fetched without the texts (``_CELL_NUMBERS``)
-        erred = np.full(len(take), None, object)
-        erred[np.asarray(got["erred"], bool)[take]] = ""
-        out["error"][at] = erred
-    return out
 
 
 def _filled(values: Any) -> np.ndarray:

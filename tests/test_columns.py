@@ -38,19 +38,84 @@ def old_run(tmp_path: Path) -> Path:
     return run
 
 
+def _close(got: Any, want: Any, where: str = "") -> None:
+    """``got`` equals ``want``: texts exactly, numbers within 1e-9 relative (1e-12 absolute near zero)."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(want), where
+        for k in want:
+            _close(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            _close(g, w, f"{where}[{i}]")
+    elif isinstance(want, float) and not isinstance(got, bool):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12), where
+    else:
+        assert got == want, where
+
+
+def _parquet_rows(path: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
 def test_a_run_folder_of_the_version_before_is_converted_once_and_reported_the_same(
     old_run: Path, tmp_path: Path
 ) -> None:
-    report = build_report(old_run, queries_out=tmp_path / "q.jsonl")
+    report = build_report(old_run, queries_out=tmp_path / "q.jsonl", per_query="jsonl")
     sealed = old_run / COLUMNS_DIR
     assert (sealed / "results.parquet").is_file() and list(sealed.glob("queries-*.parquet"))
     expected = json.loads((DATA / "base-076e843.report.json").read_text(encoding="utf-8"))
-    assert _without_moving(json.loads(render_json(report))) == _without_moving(expected)
-    rows = (tmp_path / "q.jsonl").read_text(encoding="utf-8")
-    assert rows == (DATA / "base-076e843.queries.jsonl").read_text(encoding="utf-8")
+    got = _without_moving(json.loads(render_json(report)))
+    assert got["per_query"].pop("format") == "jsonl"
+    _close(got, _without_moving(expected))
+    rows = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text(encoding="utf-8").splitlines()]
+    base = (DATA / "base-076e843.queries.jsonl").read_text(encoding="utf-8").splitlines()
+    _close(rows, [json.loads(line) for line in base])
     stamp = (sealed / "meta.json").stat().st_mtime_ns
-    build_report(old_run)
+    build_report(old_run, queries_out=tmp_path / "q.parquet")
     assert (sealed / "meta.json").stat().st_mtime_ns == stamp  # read again, not converted again
+    _close(_parquet_rows(tmp_path / "q.parquet"), rows)  # the same rows in either format
+
+
+def test_the_parquet_rows_hold_the_reports_numbers(old_run: Path, tmp_path: Path) -> None:
+    """Every Foundry aggregate of report.json, computed by hand from the per-query Parquet file (read by DuckDB)."""
+    import duckdb
+
+    report = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "q.parquet")))
+    rows = duckdb.sql(f"SELECT * FROM read_parquet('{tmp_path / 'q.parquet'}')").fetchall()
+    names = [c[0] for c in duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{tmp_path / 'q.parquet'}')").fetchall()]
+    rows_d = [dict(zip(names, r, strict=True)) for r in rows]
+    assert [r["row"] for r in rows_d] == list(range(report["per_query"]["rows"]))
+    checked = 0
+    for kind in ("positive", "negative"):
+        mine = [r for r in rows_d if r["kind"] == kind]
+        for key, agg in report[kind]["metrics"].items():
+            if key not in (rows_d[0]["foundry"] or {}):
+                continue
+            cells = [r["foundry"][key] for r in mine]
+            scored = [c for c in cells if c["status"] == "scored"]
+            values = [c["score"] for c in scored if c["score"] is not None]
+            assert agg["queries"] == len(mine) and agg["scored"] == len(scored), (kind, key)
+            assert agg["errored"] == sum(c["status"] == "errored" for c in cells), (kind, key)
+            assert agg["passed"] == sum(c["passed"] is True for c in scored), (kind, key)
+            if values:
+                assert agg["mean"] == pytest.approx(sum(values) / len(values), rel=1e-9), (kind, key)
+                assert agg["max"] == max(values) and agg["min"] == min(values)
+            checked += 1
+    assert checked >= 10
+
+
+def test_a_run_folder_whose_path_holds_glob_characters_is_read_as_it_is(tmp_path: Path) -> None:
+    """``run[1]`` is a folder name, not a pattern: a sibling ``run1`` is never read in its place."""
+    odd = tmp_path / "run[1]"
+    shutil.copytree(BASE, odd)
+    shutil.copytree(BASE, tmp_path / "run1")
+    results = tmp_path / "run1" / "results.jsonl"
+    results.write_text("", encoding="utf-8")  # a different run: no results at all
+    report = json.loads(render_json(build_report(odd)))
+    assert report["coverage"]["result_rows"] > 0 and (odd / COLUMNS_DIR / "results.parquet").is_file()
 
 
 def test_columns_are_sealed_again_when_results_change(old_run: Path) -> None:
@@ -82,25 +147,20 @@ def test_a_read_only_run_folder_is_read_through_temporary_columns(
     assert not path.exists()
 
 
-def test_cells_keep_the_last_of_duplicated_result_rows(old_run: Path) -> None:
+def test_the_last_of_duplicated_result_rows_wins(old_run: Path, tmp_path: Path) -> None:
     results = old_run / "results.jsonl"
     first = json.loads(results.read_text(encoding="utf-8").splitlines()[0])
     again = dict(first, score=0.25, reason="judged again")
     with results.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(again) + "\n")
-    run = RunColumns.open(old_run)
-    cells = run.cells(first["criterion"], first["metric"])
-    assert cells["score"][first["row"]] == 0.25 and cells["reason"][first["row"]] == "judged again"
-    assert run.anomalies() == (0, 1)
-    lo, hi = first["row"], run.n_queries  # the report's blocks read every pair at once: the same cells
-    block = run.block_cells(lo, hi)
-    assert block[first["criterion"], first["metric"]]["score"][0] == 0.25
-    assert block[first["criterion"], first["metric"]]["reason"][0] == "judged again"
-    assert sorted(block) == sorted((c, m) for c, ms in run.observed()[0].items() for m in ms)
-    for (crit, metric), got in block.items():
-        alone = run.cells(crit, metric, lo, hi)
-        for name, values in got.items():
-            assert np.array_equal(values, alone[name], equal_nan=values.dtype.kind == "f"), (crit, metric, name)
+    manifest = json.loads((old_run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["results"] += 1  # as a run that collected the row again records it
+    (old_run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    report = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "q.parquet")))
+    assert "1 duplicated result row(s) (same row, criterion, metric): the last one kept" in report["warnings"]
+    key = first["metric"] if first["metric"] == first["criterion"] else f"{first['criterion']}/{first['metric']}"
+    cell = _parquet_rows(tmp_path / "q.parquet")[first["row"]]["foundry"][key]
+    assert cell["score"] == 0.25 and cell["reason"] == "judged again"
 
 
 def test_result_rows_outside_the_dataset_and_errors_are_counted_once_sealed(old_run: Path) -> None:
@@ -122,13 +182,12 @@ def test_result_rows_outside_the_dataset_and_errors_are_counted_once_sealed(old_
     warnings = json.loads(render_json(build_report(old_run)))["warnings"]
     assert "2 result row(s) point at a dataset row that does not exist: ignored" in warnings
     assert "1 duplicated result row(s) (same row, criterion, metric): the last one kept" in warnings
-    bare = run.cells(lines[1]["criterion"], lines[1]["metric"], texts=False)  # what the aggregates fetch
-    assert bare["error"][lines[1]["row"]] == "" and np.isnan(bare["score"][lines[1]["row"]])
-    full = run.cells(lines[1]["criterion"], lines[1]["metric"])
-    assert full["error"][lines[1]["row"]] == "timeout"
-    for name in ("present", "score", "passed", "threshold"):
-        assert np.array_equal(bare[name], full[name], equal_nan=bare[name].dtype.kind == "f")
-    assert np.array_equal(bare["error"] == None, full["error"] == None)  # noqa: E711 — elementwise
+    report = build_report(old_run, queries_out=old_run.parent / "q.parquet")
+    key = lines[1]["metric"] if lines[1]["metric"] == lines[1]["criterion"] else None
+    key = key or f"{lines[1]['criterion']}/{lines[1]['metric']}"
+    cell = _parquet_rows(old_run.parent / "q.parquet")[lines[1]["row"]]["foundry"][key]
+    assert cell["status"] == "errored" and cell["error"] == "timeout" and cell["score"] is None
+    assert report.coverage["per_metric"][key]["errored"] >= 1
 
 
 def test_a_damaged_results_line_is_named_by_line(old_run: Path) -> None:

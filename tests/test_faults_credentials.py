@@ -243,7 +243,7 @@ def test_a_key_echoed_by_the_judge_is_stored_nowhere(judge: FakeJudgeServer, tmp
                               timeout=120, env=env)  # fmt: skip
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout + done.stderr)
-    assert (reports / "r.html.queries.jsonl").is_file()
+    assert (reports / "r.html.queries.parquet").is_file()
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["error"].split(" (")[0] for r in rows] == ["JUDGE_HTTP_ERROR: HTTP 401 from the judge"] * 2
     assert "Incorrect API key provided: ***" in rows[0]["error"]

@@ -72,8 +72,8 @@ def test_report_onto_a_full_disk_is_a_clear_error(tmp_path: Path, full_disk: Pat
     target = full_disk / "report.html"
     done = _cli("report", str(run_dir), "--format", "html", "--out", str(target))
     # the per-query rows are written first, beside the report (issue 13): the error names that file
-    _assert_clear_os_error(done, full_disk / "report.html.queries.jsonl", "No space left on device [ENOSPC]")
-    assert not target.exists() and not (full_disk / "report.html.queries.jsonl").exists()
+    _assert_clear_os_error(done, full_disk / "report.html.queries.parquet", "No space left on device [ENOSPC]")
+    assert not target.exists() and not (full_disk / "report.html.queries.parquet").exists()
 
 
 def test_run_onto_a_full_disk_is_a_clear_error(full_disk: Path) -> None:

@@ -134,7 +134,7 @@ def test_to_pandas_has_every_query_even_when_the_report_keeps_only_the_worst(tmp
     assert frame.loc[2, "groundedness.passed"] == q.foundry["groundedness"].passed
     assert frame.loc[2, "stage"] == q.stage
     assert frame["ndcg@3"].dtype == "float64"
-    written = build_report(tmp_path / "run", table_rows=5, worst=1, queries_out=tmp_path / "rows.jsonl")
+    written = build_report(tmp_path / "run", table_rows=5, worst=1, queries_out=tmp_path / "rows.parquet")
     assert written.to_pandas().equals(frame)  # read from the per-query file it wrote
 
 
@@ -294,7 +294,9 @@ def test_the_notebook_runs_and_gives_the_command_lines_numbers(tmp_path: Path, m
         str(tmp_path / "c.json"),
     )
     cli_report = json.loads((tmp_path / "r.json").read_text())
-    cli_rows = [json.loads(line) for line in (tmp_path / "r.json.queries.jsonl").read_text().splitlines()]
+    import pyarrow.parquet as pq
+
+    cli_rows = pq.read_table(tmp_path / "r.json.queries.parquet").to_pylist()
     cli_compare = json.loads((tmp_path / "c.json").read_text())
 
     report, rows, stages = ns["report"], ns["rows"], ns["stages"]

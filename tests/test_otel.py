@@ -309,7 +309,7 @@ def test_a_large_report_streams_its_rows_back_from_the_per_query_file(run_dir: P
         pytest.skip("needs the streaming report (per-query JSONL beside it)")
     everything, n = _emit(run_dir)
     queries = tmp_path / "r.queries.jsonl"
-    large = build_report(run_dir, queries_out=queries, table_rows=3)
+    large = build_report(run_dir, queries_out=queries, per_query="jsonl", table_rows=3)
     assert not large.per_query.complete  # type: ignore[attr-defined]
     exporter = InMemoryLogRecordExporter()
     provider = LoggerProvider(resource=Resource.create(resource_attributes(large)))

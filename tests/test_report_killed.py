@@ -24,7 +24,7 @@ _KILLED_REPORT = """
 import os, signal, sys
 from foundry_bridge import columns
 from foundry_bridge.cli import main
-from foundry_bridge.report import _rows
+from foundry_bridge.report import _build
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
@@ -33,11 +33,11 @@ run, at = sys.argv[1], sys.argv[2]
 if at == "seal":
     columns._result_counts = die
 else:
-    write = _rows._write_lines
-    def write_then_die(lines, out):
-        write(lines, out)
+    write = _build.write_rows
+    def write_then_die(*args):
+        write(*args)
         die()
-    _rows._write_lines = write_then_die
+    _build.write_rows = write_then_die
 main(["report", run, "--format", "html", "--out", os.path.join(run, "report.html")])
 """
 
@@ -61,14 +61,14 @@ def test_a_report_killed_twice_leaves_temporaries_the_next_report_removes(tmp_pa
         assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
     left = _temporaries(run)
     assert any(n.startswith(f".{COLUMNS_DIR}.") for n in left), left  # the killed seal's work folder
-    assert any(n.startswith(".report.html.queries.jsonl.") for n in left), left  # the killed writer's rows
+    assert any(n.startswith(".report.html.queries.parquet.") for n in left), left  # the killed writer's rows
     assert not (run / "report.html").exists()
     _age([run / n for n in left])
 
     res = CliRunner().invoke(cli, ["report", str(run), "--out", str(run / "report.html")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert _temporaries(run) == []
-    assert (run / "report.html").is_file() and (run / "report.html.queries.jsonl").is_file()
+    assert (run / "report.html").is_file() and (run / "report.html.queries.parquet").is_file()
     assert (run / COLUMNS_DIR / "meta.json").is_file()
 
 

@@ -41,7 +41,7 @@ def test_a_missed_top_grade_is_a_visible_partial_search_and_other_stages_are_unc
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:
     as_is = build_report(runs[0])
-    report = build_report(runs[1], queries_out=tmp_path / "rows.jsonl")
+    report = build_report(runs[1], queries_out=tmp_path / "rows.jsonl", per_query="jsonl")
     q03 = next(q for q in report.queries if q.query_id == "q03")
     assert q03.local["hit@10"] == 1.0  # the label-1 passage counts as found
     assert q03.stage == "generation" and q03.search_partial is True

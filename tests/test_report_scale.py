@@ -31,7 +31,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def test_report_numbers_are_unchanged(runs: tuple[Path, Path], golden: dict[str, Any], tmp_path: Path) -> None:
-    report = build_report(runs[0], queries_out=tmp_path / "queries.jsonl")
+    report = build_report(runs[0], queries_out=tmp_path / "queries.jsonl", per_query="jsonl")
     rows = [json.loads(line) for line in (tmp_path / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == report.per_query.rows == 3000
     numbers = json.loads(json.dumps(report_numbers(json.loads(render_json(report)), rows), sort_keys=True))
@@ -50,11 +50,11 @@ def test_report_numbers_are_unchanged_when_read_in_small_blocks(
     from foundry_bridge.report import _rows
 
     monkeypatch.setattr(columns, "BLOCK", 700)
-    monkeypatch.setattr(_rows, "_BLOCK", 300)
+    monkeypatch.setattr(_rows, "_BATCH", 300)
     run = tmp_path / "run"
     shutil.copytree(runs[0], run)
     shutil.rmtree(run / columns.COLUMNS_DIR, ignore_errors=True)  # sealed again, in blocks of 700
-    report = build_report(run, queries_out=tmp_path / "queries.jsonl")
+    report = build_report(run, queries_out=tmp_path / "queries.jsonl", per_query="jsonl")
     assert len(list((run / columns.COLUMNS_DIR).glob("queries-*.parquet"))) > 1
     rows = [json.loads(line) for line in (tmp_path / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
     numbers = json.loads(json.dumps(report_numbers(json.loads(render_json(report)), rows), sort_keys=True))
@@ -84,11 +84,14 @@ def test_a_report_without_its_trust_section_is_the_same_report(runs: tuple[Path,
 
 
 def _holds(new: Any, old: Any) -> bool:
-    """``new`` has every value of ``old``, identical (fields added since, e.g. coverage's hole counts, allowed)."""
+    """``new`` has every value of ``old``, identical but numbers to 1e-9 (fields added since, e.g. coverage's hole
+    counts, allowed)."""
     if isinstance(old, dict):
         return isinstance(new, dict) and all(k in new and _holds(new[k], v) for k, v in old.items())
     if isinstance(old, list):
         return isinstance(new, list) and len(new) == len(old) and all(map(_holds, new, old))
+    if isinstance(old, float) and isinstance(new, float):  # numbers to 1e-9 (the engine's sums run in its order)
+        return abs(new - old) <= max(1e-9 * abs(old), 1e-12)
     return bool(new == old and type(new) is type(old))
 
 
@@ -96,7 +99,7 @@ def _holds(new: Any, old: Any) -> bool:
 def large(runs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[dict[str, Any]]]:
     """The 3,000-query report (more queries than the report holds rows for) and its per-query file's rows."""
     path = tmp_path_factory.mktemp("large") / "queries.jsonl"
-    report = build_report(runs[0], queries_out=path, worst=4)
+    report = build_report(runs[0], queries_out=path, per_query="jsonl", worst=4)
     return report, [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
@@ -168,6 +171,7 @@ def test_the_labelling_queue_file_holds_every_hole_when_the_report_lists_the_top
 
 
 def test_report_cli_writes_the_per_query_file_beside_the_report(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
     from click.testing import CliRunner
 
     from foundry_bridge.cli import cli
@@ -175,16 +179,16 @@ def test_report_cli_writes_the_per_query_file_beside_the_report(runs: tuple[Path
     out = tmp_path / "r.md"
     res = CliRunner().invoke(cli, ["report", str(runs[0]), "--out", str(out), "--worst", "2"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    side = tmp_path / "r.md.queries.jsonl"
-    assert len(side.read_text(encoding="utf-8").splitlines()) == 3000
+    side = tmp_path / "r.md.queries.parquet"
+    assert pq.read_metadata(side).num_rows == 3000
     table = out.read_text(encoding="utf-8").split("### Queries to look at")[1].split("###")[0]
     stages = [line.split("|")[3].strip() for line in table.splitlines() if re.match(r"\| q\d", line)]
     assert stages and all(stages.count(s) <= 2 for s in set(stages))
-    assert f"`{side}` (JSON lines, one row per query)" in table
+    assert f"`{side}` (Parquet, one row per query)" in table
     js = tmp_path / "r.json"
     res = CliRunner().invoke(cli, ["report", str(runs[0]), "--out", str(js)], catch_exceptions=False)
     data = json.loads(js.read_text(encoding="utf-8"))
-    assert data["per_query"]["path"] == str(tmp_path / "r.json.queries.jsonl") and "queries" not in data
+    assert data["per_query"]["path"] == str(tmp_path / "r.json.queries.parquet") and "queries" not in data
 
 
 def test_canaries_beyond_the_list_are_counted_and_the_uncaught_come_first() -> None:

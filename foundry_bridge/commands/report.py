@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -20,9 +21,9 @@ __all__ = ["command"]
     help=f"Merge a run folder's Foundry results with the local metrics ({measures_labels()}, negative-query report, "
     "stage attribution) into one report: JSON (the model), Markdown (fits a pull-request comment) or one "
     "self-contained HTML file. Positive and negative queries are reported separately; errored and missing judge "
-    "scores are counted, never averaged as 0. Every query's row is written as JSON lines beside --out "
-    "(FILE.queries.jsonl: r.md -> r.md.queries.jsonl) or to --queries; the report shows the aggregates, the "
-    "distributions and the worst queries of each stage. See docs/report.md.",
+    "scores are counted, never averaged as 0. Every query's row is written as Parquet (or JSON lines: --per-query "
+    "jsonl) beside --out (FILE.queries.parquet: r.md -> r.md.queries.parquet) or to --queries; the report shows "
+    "the aggregates, the distributions and the worst queries of each stage. See docs/report.md.",
 )
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @report_ci_options
@@ -48,8 +49,17 @@ __all__ = ["command"]
     "--queries",
     "queries_out",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write every query's row here as JSON lines (default with --out: FILE.queries.jsonl beside it; "
-    "without --out: not written).",
+    help="Write every query's row here (default with --out: FILE.queries.parquet beside it, FILE.queries.jsonl "
+    "with --per-query jsonl; without --out: not written).",
+)
+@click.option(
+    "--per-query",
+    "per_query",
+    type=click.Choice(["parquet", "jsonl"]),
+    default="parquet",
+    show_default=True,
+    help="The per-query file's format: Parquet (one row per query, nested lists for documents; pandas, polars, "
+    "DuckDB) or JSON lines.",
 )
 @click.option(
     "--worst",
@@ -118,6 +128,7 @@ def command(
     queue: Path | None,
     stage_k: int | None,
     queries_out: Path | None,
+    per_query: Literal["parquet", "jsonl"],
     worst: int,
     human_verdicts: Path | None,
     repeats: tuple[Path, ...],
@@ -135,7 +146,7 @@ def command(
         suffix = out.suffix.lower() if out else ""
         fmt = {".json": "json", ".html": "html", ".htm": "html"}.get(suffix, "md")
     if queries_out is None and out is not None:
-        queries_out = queries_path(out)
+        queries_out = queries_path(out, per_query)
     refuse_overwrite(
         {"--out": out, "--queries": queries_out, "--labelling-queue": queue, "--verdict-queue": verdict_queue},
         [run_dir, human_verdicts, *repeats],
@@ -144,12 +155,14 @@ def command(
 
     progress, done = command_progress(quiet)
     report = build_report(
-        run_dir, stage_k=stage_k, queries_out=queries_out, worst=worst, human_verdicts=human_verdicts,
-        repeats=repeats, label_targets=(target_pass_rate, target_score), progress=progress,
+        run_dir, stage_k=stage_k, queries_out=queries_out, per_query=per_query, worst=worst,
+        human_verdicts=human_verdicts, repeats=repeats, label_targets=(target_pass_rate, target_score),
+        progress=progress,
     )  # fmt: skip
     done()
     if queries_out is not None:
-        click.echo(f"wrote {queries_out} ({report.per_query.rows} queries, JSON lines)", err=True)
+        kind = "Parquet" if per_query == "parquet" else "JSON lines"
+        click.echo(f"wrote {queries_out} ({report.per_query.rows} queries, {kind})", err=True)
     text = render(report, fmt)
     if out is None:
         click.echo(text, nl=False)

@@ -1,14 +1,12 @@
 """Aggregates on columns: every metric per section (positive, negative), coverage counts and score distributions.
 
-The arithmetic is that of the per-object code it replaced, so the numbers do not move: a mean is
-``metrics.ranking.nan_mean`` (the sum left to right, in dataset order, what Python's ``sum`` of the values gave,
-divided by the count; the ``metrics`` summary's too), a median is the middle of the sorted values (the mean of the
-two middle ones for an even count).
+A Foundry metric's counts and statistics are one ``GROUP BY`` of the engine (``report._build``); a local metric's
+mean is ``metrics.ranking.nan_mean`` under the NaN policy, its median the middle of the sorted values (the mean of
+the two middle ones for an even count).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -16,10 +14,9 @@ import numpy as np
 from ..catalog import CATALOG
 from ..metrics.measures import column_names, measure_for_key
 from ..metrics.ranking import nan_mean
-from ._columns import ERRORED, MISSING, SCORED
 from ._model import Distribution, MetricAggregate, MetricInfo
 
-__all__ = ["aggregate_foundry", "aggregate_local", "bins", "coverage_counts", "distribution", "summary_infos"]
+__all__ = ["aggregate_foundry", "aggregate_local", "bins", "distribution", "summary_infos"]
 
 
 def _median(values: np.ndarray) -> float | None:
@@ -36,24 +33,30 @@ def _extremes(values: np.ndarray) -> dict[str, float | None]:
     return {"min": float(values.min()), "max": float(values.max())}
 
 
-def aggregate_foundry(status: np.ndarray, score: np.ndarray, passed: np.ndarray) -> MetricAggregate:
-    """A Foundry metric over some queries (status, score, passed code of each): coverage counts, the scored values'
-    statistics, pass rate."""
-    scored = status == SCORED
-    values = score[scored & ~np.isnan(score)]
-    n_pass = int(np.count_nonzero(scored & (passed == 1)))
-    n_fail = int(np.count_nonzero(scored & (passed == 0)))
-    n = int(status.size)
-    n_scored = int(np.count_nonzero(scored))
+def aggregate_foundry(
+    n: int,
+    scored: int,
+    errored: int,
+    missing: int,
+    mean: float | None,
+    median: float | None,
+    lo: float | None,
+    hi: float | None,
+    n_pass: int,
+    n_fail: int,
+) -> MetricAggregate:
+    """A Foundry metric over some queries, from its counts and the scored values' statistics (one ``GROUP BY`` of
+    the engine: ``report._build``): coverage, pass rate."""
     return MetricAggregate(
         queries=n,
-        scored=n_scored,
-        errored=int(np.count_nonzero(status == ERRORED)),
-        missing=int(np.count_nonzero(status == MISSING)),
-        coverage=n_scored / n if n else None,
-        mean=nan_mean(values, "drop"),
-        median=_median(values),
-        **_extremes(values),
+        scored=scored,
+        errored=errored,
+        missing=missing,
+        coverage=scored / n if n else None,
+        mean=mean,
+        median=median,
+        min=lo,
+        max=hi,
         passed=n_pass,
         failed=n_fail,
         pass_rate=n_pass / (n_pass + n_fail) if n_pass + n_fail else None,
@@ -73,17 +76,6 @@ def aggregate_local(values: np.ndarray, nan_policy: str) -> MetricAggregate:
         median=_median(defined),
         **_extremes(defined),
     )
-
-
-def coverage_counts(status: np.ndarray) -> dict[str, int]:
-    """A Foundry metric's expected / scored / errored / missing counts over every query."""
-    counts = Counter(status.tolist())
-    return {
-        "expected": int(status.size),
-        "scored": counts[SCORED],
-        "errored": counts[ERRORED],
-        "missing": counts[MISSING],
-    }
 
 
 def summary_infos(infos: list[MetricInfo]) -> list[MetricInfo]:

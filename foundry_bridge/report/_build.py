@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import TypeAdapter
@@ -30,8 +31,8 @@ from ..mapping.plan import Plan
 from ..metrics.measures import measure_for_key
 from ..runfolder import RunFolder, RunFolderError
 from ..wire import resolve_threshold
-from ._aggregate import aggregate_foundry, aggregate_local, coverage_counts, defined, distribution, summary_infos
-from ._columns import Columns, Index, LocalColumns, ScoreColumn
+from ._aggregate import aggregate_foundry, aggregate_local, defined, distribution, summary_infos
+from ._columns import Columns, LocalColumns, ScoreColumn
 from ._model import (
     LIST_CAP,
     STAGES,
@@ -48,7 +49,7 @@ from ._model import (
     StageSection,
 )
 from ._queue import Queue
-from ._rows import Judge, RowInputs, RowsOut, stream_rows
+from ._rows import Judge, RowInputs, RowsOut, fetch_rows, stream_rows, write_json_lines, write_rows
 from ._stages import STAGE_RULES
 from ._trust import PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH, trust_section
 
@@ -218,15 +219,14 @@ def _metric_infos(
     ]
 
 
-def _score_columns(
-    expected: list[tuple[str, str]], found: _Found, run: RunColumns, index: Index
-) -> dict[str, ScoreColumn]:
+def _score_columns(expected: list[tuple[str, str]], found: _Found, run: RunColumns) -> dict[str, ScoreColumn]:
     """Every Foundry metric as a ``ScoreColumn`` (a metric no row has reads as missing everywhere)."""
     out: dict[str, ScoreColumn] = {}
     for crit_name, metric in expected:
         evaluator = found.evaluator_of.get(crit_name)
         boolean = _metric_kind(evaluator, metric) == "boolean"
-        out[foundry_key(crit_name, metric)] = ScoreColumn(run, crit_name, metric, evaluator, boolean, index)
+        key = foundry_key(crit_name, metric)
+        out[key] = ScoreColumn(run, key, crit_name, metric, evaluator, boolean)
     return out
 
 
@@ -275,8 +275,28 @@ class _Metrics:
     distributions: list[Any]
 
 
+_FOUNDRY_AGGREGATE = (
+    "SELECT kind = 'negative' AS negative, count(*), count(*) FILTER (status = 0), count(*) FILTER (status = 1), "
+    "count(*) FILTER (status = 2), avg(score) FILTER (ok), median(score) FILTER (ok), min(score) FILTER (ok), "
+    "max(score) FILTER (ok), count(*) FILTER (status = 0 AND passed), count(*) FILTER (status = 0 AND NOT passed) "
+    "FROM (SELECT *, status = 0 AND NOT isnan(score) AS ok FROM {view}) GROUP BY ALL"
+)
+
+
+def _foundry_aggregates(col: ScoreColumn) -> dict[bool, Any]:
+    """A Foundry metric's aggregates per kind (``True``: negative), one ``GROUP BY`` of its view."""
+    out = {}
+    for negative, n, scored, errored, missing, mean, median, lo, hi, n_pass, n_fail in col.run.sql(
+        _FOUNDRY_AGGREGATE.format(view=col.view)
+    ).fetchall():
+        out[bool(negative)] = aggregate_foundry(n, scored, errored, missing, mean, median, lo, hi, n_pass, n_fail)
+    for negative in (False, True):
+        out.setdefault(negative, aggregate_foundry(0, 0, 0, 0, None, None, None, None, 0, 0))
+    return out
+
+
 def _metrics(b: _Built) -> _Metrics:
-    negative = b.index.negative
+    negative = b.negative
     masks = {"positive": ~negative, "negative": negative}
     sections: dict[str, dict[str, Any]] = {k: {} for k in masks}
     per_metric: dict[str, dict[str, int]] = {}
@@ -284,27 +304,32 @@ def _metrics(b: _Built) -> _Metrics:
     shown: dict[str, Any] = {}  # a summary metric's distribution, made while its column is at hand
     for info in b.infos:
         if info.source == "local":
-            column = b.local[info.key]
+            v = b.local[info.key]
             for kind, mask in masks.items():
-                sections[kind][info.key] = aggregate_local(column[mask], b.params.nan_policy)
-            v = column
+                sections[kind][info.key] = aggregate_local(v[mask], b.params.nan_policy)
+            if info.key in summary:
+                shown[info.key] = distribution(info, defined(v[~negative]), defined(v[negative]))
         else:
-            f = b.scores[info.key].numbers()
-            status, score, passed = f["status"], f["score"], f["passed"]
-            for kind, mask in masks.items():
-                sections[kind][info.key] = aggregate_foundry(status[mask], score[mask], passed[mask])
-            per_metric[info.key] = coverage_counts(status)
-            v = np.where(status == 0, score, np.nan)
-        if info.key in summary:
-            shown[info.key] = distribution(info, defined(v[~negative]), defined(v[negative]))
-        del v
+            col = b.scores[info.key]
+            got = _foundry_aggregates(col)
+            sections["positive"][info.key], sections["negative"][info.key] = got[False], got[True]
+            per_metric[info.key] = {
+                "expected": got[False].queries + got[True].queries,
+                **{k: getattr(got[False], k) + getattr(got[True], k) for k in ("scored", "errored", "missing")},
+            }
+            if info.key in summary:
+                got_v = col.run.sql(f"SELECT score, kind = 'negative' AS neg FROM {col.view} WHERE status = 0")
+                fetched = got_v.fetchnumpy()
+                score = np.ma.filled(np.ma.asarray(fetched["score"], np.float64), np.nan)
+                neg = np.asarray(fetched["neg"], bool)
+                shown[info.key] = distribution(info, defined(score[~neg]), defined(score[neg]))
     distributions = [d for d in (shown[m.key] for m in summary_infos(b.infos)) if d is not None]
     return _Metrics(sections, per_metric, distributions)
 
 
 def _section(kind: str, b: _Built, aggregates: dict[str, Any], stage: np.ndarray) -> Section:
     """The aggregates of one query kind: every metric, the kind sources and the stage counts."""
-    mask = b.index.negative if kind == "negative" else ~b.index.negative
+    mask = b.negative if kind == "negative" else ~b.negative
     rows = b.run.sql(
         "SELECT kind_source, count(*) FROM queries WHERE kind = ? GROUP BY kind_source ORDER BY min(row)", [kind]
     ).fetchall()
@@ -313,11 +338,11 @@ def _section(kind: str, b: _Built, aggregates: dict[str, Any], stage: np.ndarray
     return Section(kind=kind, queries=int(mask.sum()), kind_sources=sources, metrics=aggregates, stages=stages)
 
 
-def _stage_section(rows: RowsOut, params: Params) -> StageSection:
+def _stage_section(rows: RowsOut, params: Params, ids: dict[int, str]) -> StageSection:
     return StageSection(
         counts={s: int(np.count_nonzero(rows.stage == k)) for k, s in enumerate(STAGES)},
         queries={s: rows.stage_ids.get(s, []) for s in STAGES},
-        worst={s: [r["query_id"] for r in rows.worst.get(s, [])] for s in STAGES},
+        worst={s: [ids[r] for r in rows.worst.get(s, [])] for s in STAGES},
         rules=STAGE_RULES,
         stage_k=params.stage_k,
         relevance_threshold=params.relevance_threshold,
@@ -384,7 +409,7 @@ class _Built:
     run_in: _RunInput
     params: Params
     run: RunColumns
-    index: Index
+    negative: np.ndarray  # per query: its kind is negative
     found: _Found
     infos: list[MetricInfo]
     scores: dict[str, ScoreColumn]
@@ -409,24 +434,17 @@ def _read(run_dir: str | os.PathLike[str], stage_k: int | None) -> tuple[_Built,
     observed, evaluator_of = run.observed()
     evaluators = {**evaluator_of, **{c.name: c.evaluator for c in run_in.plan.criteria}}
     found = _Found(observed, evaluators, n_results, errored_rows)
-    index = Index(run.column("kind") == "negative", np.asarray(run.column("abstains"), np.int8))
+    negative = np.asarray(run.column("kind") == "negative", bool)
     expected = _expected(run_in.plan, specs, found)
     local = LocalColumns(run, run.local_keys)
     infos = _metric_infos(local.keys_, expected, found, params)
-    scores = _score_columns(expected, found, run, index)
-    return _Built(run_in, params, run, index, found, infos, scores, local, warnings), specs
+    scores = _score_columns(expected, found, run)
+    return _Built(run_in, params, run, negative, found, infos, scores, local, warnings), specs
 
 
-def _rows(b: _Built, specs: dict[str, EvaluatorSpec | None], out: IO[bytes] | None, worst: int, keep: bool) -> RowsOut:
-    inp = RowInputs(
-        b.run,
-        b.index,
-        [*b.local.keys_, "n_rel"],
-        b.scores,
-        _answer_judges(b.params, specs, b.scores),
-        f"hit@{b.params.stage_k}",
-    )
-    return stream_rows(inp, None if out is None else out.write, worst=worst, keep_all=keep)
+def _row_inputs(b: _Built, specs: dict[str, EvaluatorSpec | None]) -> RowInputs:
+    judges = _answer_judges(b.params, specs, b.scores)
+    return RowInputs(b.run, [*b.local.keys_, "n_rel"], b.scores, judges, f"hit@{b.params.stage_k}")
 
 
 @gc_paused()
@@ -435,6 +453,7 @@ def build_report(
     *,
     stage_k: int | None = None,
     queries_out: str | os.PathLike[str] | None = None,
+    per_query: Literal["parquet", "jsonl"] = "parquet",
     worst: int = DEFAULT_WORST,
     table_rows: int = TABLE_ROWS,
     human_verdicts: str | os.PathLike[str] | None = None,
@@ -445,8 +464,9 @@ def build_report(
 ) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
-    ``queries_out``: write every per-query row there (JSONL, one ``QueryRow`` per line, in dataset order) as it is
-    made; the report references it (``per_query.path``). ``worst``: the worst queries kept per stage
+    ``queries_out``: write every per-query row there (one ``QueryRow`` per row, in dataset order; ``per_query``:
+    Parquet, nested lists and structs as such, or JSON lines), by one query of the engine; the report references it
+    (``per_query.path``). ``worst``: the worst queries kept per stage
     (``stages.worst``). Runs of at most ``table_rows`` queries keep every row in ``report.queries``; larger ones
     keep only the worst rows. ``human_verdicts`` (JSONL or CSV) and ``repeats`` (run folders of the same rows
     judged again) feed the "Can the judge be trusted?" section (``report._trust``; it says what is missing without
@@ -461,23 +481,36 @@ def build_report(
     step("report", 1, 4)
     n_rows = b.run.n_queries
     keep = n_rows <= table_rows
-    with atomic_open(queries_out, sweep=True) if queries_out is not None else contextlib.nullcontext() as fh:
-        rows = _rows(b, specs, fh, worst, keep)
+    inp = _row_inputs(b, specs)
+    rows = stream_rows(inp, worst=worst)
+    wanted = None if keep else sorted({r for rs in rows.worst.values() for r in rs})
+    with tempfile.TemporaryDirectory(prefix="foundry-bridge-rows-") as tmp:
+        work = Path(tmp)
+        if queries_out is None:  # only the rows the report shows
+            write_rows(inp, work, work / "rows.parquet", wanted)
+            shown = fetch_rows(inp, work / "rows.parquet", wanted)
+        else:
+            with atomic_open(queries_out, sweep=True) as fh:  # written where fh is, renamed into place
+                made = Path(fh.name) if per_query == "parquet" else work / "rows.parquet"
+                write_rows(inp, work, made)
+                if per_query == "jsonl":
+                    write_json_lines(inp, made, fh)
+                shown = fetch_rows(inp, made, wanted)
     step("report", 2, 4)
-    report = _assemble(
-        b,
-        rows,
-        PerQuery(
-            path=None if queries_out is None else str(queries_out), rows=n_rows, complete=keep, worst_per_stage=worst
-        ),
+    pq = PerQuery(
+        path=None if queries_out is None else str(queries_out),
+        format=per_query,
+        rows=n_rows,
+        complete=keep,
+        worst_per_stage=worst,
     )
+    report = _assemble(b, rows, pq, {r["row"]: r["query_id"] for r in shown})
     step("report", 3, 4)
     targets = label_targets or (PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH)  # the label budget's half-widths
     report.trust = (
         trust_section(run_dir, human_verdicts, repeats=repeats, run=b.run, targets=targets) if trust else None
     )
     step("report", 4, 4)
-    shown = rows.kept if rows.kept is not None else _worst_rows(rows)
     report._queries = _adapter(QueryRow).validate_python(shown)
     report._columns = Columns(b.run, b.local, b.scores)
     return report
@@ -487,12 +520,7 @@ def _no_progress(stage: str, done: int, total: int | None) -> None:
     """The ``progress`` callback when none is given."""
 
 
-def _worst_rows(rows: RowsOut) -> list[dict[str, Any]]:
-    """The worst rows of every stage, in dataset order."""
-    return sorted((r for s in STAGES for r in rows.worst.get(s, [])), key=lambda r: r["row"])
-
-
-def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
+def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery, ids: dict[int, str]) -> Report:
     m = _metrics(b)
     positive = _section("positive", b, m.sections["positive"], rows.stage)
     negative = _section("negative", b, m.sections["negative"], rows.stage)
@@ -520,7 +548,7 @@ def _assemble(b: _Built, rows: RowsOut, per_query: PerQuery) -> Report:
         positive=positive,
         negative=negative,
         negative_queries=_negative_section(b.run),
-        stages=_stage_section(rows, b.params),
+        stages=_stage_section(rows, b.params, ids),
         canaries=rows.canaries,
         canary_counts=rows.canary_counts,
         labelling_queue=_adapter(HoleEntry).validate_python(queue.entries(LIST_CAP)),

@@ -1,5 +1,5 @@
-"""The report's view of a run's columns (``columns.RunColumns``): each Foundry metric's status, score and verdict,
-fetched from the engine one metric (or one block of rows) at a time, never held for the whole run.
+"""The report's view of a run's columns (``columns.RunColumns``): each Foundry metric as a view of the engine, one row
+per query (``score_view``), its status one ``CASE``.
 
 A cell with an error is errored; a cell with a score (or, for a boolean metric, a verdict) is scored; any other
 cell is missing. A query without a cell is errored when its criterion errored on that row, else missing. Verdicts
@@ -10,98 +10,85 @@ is the correct outcome, so it reads as passed and its reason says so.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
 from ..catalog import CATALOG
-from ..columns import RunColumns
+from ..columns import RunColumns, _quote
 from ..metrics._arrays import Codes, Texts
 from ..wire import passed_for_kind
 
-__all__ = ["ERRORED", "MISSING", "SCORED", "STATUSES", "Columns", "Index", "ScoreColumn"]
+__all__ = ["ERRORED", "MISSING", "SCORED", "STATUSES", "Columns", "ScoreColumn"]
 
 STATUSES = ("scored", "errored", "missing")
 SCORED, ERRORED, MISSING = 0, 1, 2
 
 
-@dataclass
-class Index:
-    """What the report keeps of every query in memory: kind (negative or not) and abstention (-1, 0, 1)."""
-
-    negative: np.ndarray
-    abstains: np.ndarray
-
-    @property
-    def n_queries(self) -> int:
-        return len(self.negative)
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 class ScoreColumn:
-    """One Foundry metric on every query, read from the run's columns when asked."""
+    """One Foundry metric on every query: the view ``score:<key>`` of the run's engine, one row per query (``row``,
+    ``kind``, ``status`` 0 scored / 1 errored / 2 missing, ``present``, ``score``, ``passed`` read for the kind,
+    ``label``, ``threshold``, ``reason``, ``error``)."""
 
     def __init__(
-        self, run: RunColumns, criterion: str, metric: str, evaluator: str | None, boolean: bool, index: Index
+        self, run: RunColumns, key: str, criterion: str, metric: str, evaluator: str | None, boolean: bool
     ) -> None:
-        self.run, self.criterion, self.metric, self.boolean, self.index = run, criterion, metric, boolean, index
+        self.run, self.key, self.criterion, self.metric = run, key, criterion, metric
+        self.view = _quote(f"score:{key}")
         spec = CATALOG.get(evaluator or "")
-        self.flip: tuple[bool, str] | None = None
+        flip = "FALSE"  # a fail on a negative query that abstained, read for the kind (wire.passed_for_kind)
+        passed, note = True, ""
         if spec is not None and spec.abstention_correct_on_negative:
-            passed, note = passed_for_kind(spec, False, kind="negative", abstained=True)  # a fail, read for the kind
-            if note is not None and passed is not None:
-                self.flip = (passed, note)
-
-    @cached_property
-    def crit_errors(self) -> dict[int, str]:
-        return self.run.criterion_errors(self.criterion)
-
-    @cached_property
-    def crit_error_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """``crit_errors`` as (rows, errors) arrays."""
-        rows = np.fromiter(self.crit_errors.keys(), np.int64, len(self.crit_errors))
-        return rows, np.array(list(self.crit_errors.values()) or [], object)
-
-    def fields(
-        self, lo: int = 0, hi: int | None = None, cells: dict[str, np.ndarray] | None = None, *, texts: bool = True
-    ) -> dict[str, Any]:
-        """Rows ``lo`` to ``hi``: the cells' fields, ``status`` and the verdicts read for the query's kind
-        (``texts=False``: without the label, reason and error texts — ``RunColumns.cells``)."""
-        hi = self.run.n_queries if hi is None else hi
-        f: dict[str, Any] = (
-            dict(cells) if cells is not None else self.run.cells(self.criterion, self.metric, lo, hi, texts=texts)
+            got, why = passed_for_kind(spec, False, kind="negative", abstained=True)
+            if why is not None and got is not None:
+                flip, passed, note = "q.kind = 'negative' AND q.abstains = 1", got, why
+        has_value = "(c.score IS NOT NULL AND NOT isnan(c.score))" + (" OR c.passed IS NOT NULL" if boolean else "")
+        run.define(
+            f"CREATE OR REPLACE VIEW {self.view} AS "
+            "WITH s AS (SELECT q.row, q.kind, q.abstains, c.row IS NOT NULL AS present, c.score, c.passed, c.label, "
+            "c.threshold, c.reason, CASE WHEN c.row IS NULL THEN e.error ELSE c.error END AS error, "
+            "CASE WHEN c.row IS NULL THEN (CASE WHEN e.error IS NULL THEN 2 ELSE 1 END) WHEN c.error IS NOT NULL "
+            f"THEN 1 WHEN {has_value} THEN 0 ELSE 2 END::TINYINT AS status, "
+            f"({flip}) AND c.passed = false AS flip FROM queries q "
+            f"LEFT JOIN cell_of({_literal(criterion)}, {_literal(metric)}) c "
+            f"ON c.row = q.row LEFT JOIN (SELECT row, error FROM criterion_error WHERE criterion = "
+            f"{_literal(criterion)}) e ON e.row = q.row) "
+            "SELECT row, kind, status, present, score, label, threshold, error, "
+            f"CASE WHEN flip AND status = 0 THEN {passed} ELSE passed END AS passed, "
+            f"CASE WHEN flip AND status = 0 THEN rtrim({_literal(note + '. ')} || coalesce(reason, ''), "
+            "' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13)) ELSE reason END AS reason FROM s"
         )
-        err_rows = self.crit_error_arrays[0]
-        crit_err = np.zeros(hi - lo, bool)
-        crit_err[err_rows[(err_rows >= lo) & (err_rows < hi)] - lo] = True
-        present, score, passed = f["present"], f["score"], f["passed"]
-        err_cell = _given(f["error"])
-        has_value = ~np.isnan(score) | (self.boolean & (passed >= 0))
-        status = np.full(hi - lo, MISSING, np.int8)
-        status[present & ~err_cell & has_value] = SCORED
-        status[(present & err_cell) | (~present & crit_err)] = ERRORED
-        f["status"] = status
-        if self.flip is not None:
-            idx = self.index
-            kinds = idx.negative[lo:hi] & (idx.abstains[lo:hi] == 1)
-            flip = np.flatnonzero(kinds & (status == SCORED) & (passed == 0))
-            if flip.size:
-                passed = f["passed"] = passed.copy()
-                passed[flip] = int(self.flip[0])
-                reason = f["reason"] = f["reason"].copy()
-                for j in flip.tolist():
-                    reason[j] = f"{self.flip[1]}. {reason[j] or ''}".strip()
-        return f
 
-    def numbers(self, block: int = 131_072) -> dict[str, np.ndarray]:
-        """``status``, ``score`` and ``passed`` (as ``fields`` reads them) on every query, made a block of rows at a
-        time: the text fields of a whole run (label, reason, error: a Python object per query) are never held."""
-        n = self.run.n_queries
-        parts = [self.fields(lo, min(n, lo + block), texts=False) for lo in range(0, n, block)] or [
-            self.fields(0, 0, texts=False)
-        ]
-        return {k: np.concatenate([p[k] for p in parts]) for k in ("status", "score", "passed")}
+    def fields_sql(self, alias: str) -> str:
+        """The query's ``FoundryScore`` (``_model.FoundryScore``'s fields, in its order) from this view joined as
+        ``alias``: a scored cell carries its score (NaN: null), verdict, label, threshold and reason; a row without
+        a cell is missing, or errored (with its criterion's first error); any other cell is missing ("null score
+        and no error" unless it has a reason)."""
+        a = alias
+        return (
+            f"struct_pack(status := ['scored', 'errored', 'missing'][{a}.status + 1], "
+            f"score := CASE WHEN {a}.status = 0 AND NOT isnan({a}.score) THEN {a}.score END, "
+            f"passed := CASE WHEN {a}.status = 0 THEN {a}.passed END, "
+            f"label := CASE WHEN {a}.status = 0 THEN {a}.label END, "
+            f"threshold := CASE WHEN {a}.present AND NOT isnan({a}.threshold) THEN {a}.threshold END, "
+            f"reason := CASE WHEN {a}.present AND {a}.status = 2 AND {a}.error IS NULL "
+            f"AND coalesce({a}.reason, '') = '' THEN 'null score and no error' ELSE {a}.reason END, "
+            f"error := {a}.error)"
+        )
+
+    def numbers(self) -> dict[str, np.ndarray]:
+        """``status``, ``score`` (NaN none) and ``passed`` (-1 none, 0, 1: read for the kind) of every query."""
+        got = self.run.sql(f"SELECT status, score, passed::TINYINT AS passed FROM {self.view} ORDER BY row")
+        f = got.fetchnumpy()
+        return {
+            "status": np.asarray(f["status"], np.int8),
+            "score": np.ma.filled(np.ma.asarray(f["score"], np.float64), np.nan),
+            "passed": np.ma.filled(np.ma.asarray(f["passed"], np.int8), -1),
+        }
 
     def status(self) -> np.ndarray:
         return self.numbers()["status"]
@@ -110,41 +97,6 @@ class ScoreColumn:
         """The score where scored, NaN elsewhere (what compare pairs)."""
         f = self.numbers()
         return np.where(f["status"] == SCORED, f["score"], np.nan)
-
-
-def score_fields(col: ScoreColumn, f: dict[str, Any], lo: int) -> dict[str, np.ndarray]:
-    """Each query's ``FoundryScore`` fields (the block ``f`` of rows from ``lo``, as ``ScoreColumn.fields`` gives
-    them) as columns, masked where null, in ``FoundryScore``'s field order: a row without a cell is
-    missing, or errored (with its criterion's error) when its criterion errored on it; a cell with an error is
-    errored; a scored cell carries its score (NaN: null), verdict, label, threshold and reason; any other cell is
-    missing ("null score and no error" unless it has a reason)."""
-    n = len(f["present"])
-    present, status, error, reason, passed = f["present"], f["status"], f["error"], f["reason"], f["passed"]
-    err_cell = present & _given(error)
-    scored = present & ~err_cell & (status == SCORED)
-    crit = np.full(n, None, object)
-    rows, texts = col.crit_error_arrays
-    at = (rows >= lo) & (rows < lo + n)
-    crit[rows[at] - lo] = texts[at]
-    errored = err_cell | (~present & _given(crit))
-    other = present & ~err_cell & ~scored
-    why = np.asarray(np.where(present, reason, None))
-    why[other & (~_given(reason) | (reason == ""))] = "null score and no error"
-    return {
-        "status": np.array(["missing", "errored", "scored"], object)[np.where(scored, 2, np.where(errored, 1, 0))],
-        "score": np.ma.array(f["score"], mask=~scored | np.isnan(f["score"])),
-        "passed": np.ma.array(passed == 1, mask=~scored | (passed < 0)),
-        "label": np.asarray(np.where(scored, f["label"], None)),
-        "threshold": np.ma.array(f["threshold"], mask=~present | np.isnan(f["threshold"])),
-        "reason": why,
-        "error": np.asarray(np.where(present, error, crit)),
-    }
-
-
-def _given(values: np.ndarray) -> np.ndarray:
-    """True where an object column holds a value (not None)."""
-    given: Any = values != None  # noqa: E711 — elementwise on an object column
-    return np.asarray(given, bool)
 
 
 class LocalColumns(Mapping[str, np.ndarray]):

@@ -1,10 +1,11 @@
 """DataFrames out of a report, a comparison (``Report.to_pandas()`` and friends).
 
 pandas and polars are optional: each is imported inside the function that needs it, never by ``import
-foundry_bridge``. The per-query frame is built from the report's per-query rows, a JSON line at a time: the rows
+foundry_bridge``. The per-query frame is built from the report's per-query rows, a row at a time: the rows
 held in memory when the report has them all (``per_query.complete``), else the per-query file written beside it
-(``per_query.path``), else the rows ``build_report`` writes again from the run folder (``provenance.run_dir``) into
-a temporary file: every query, at any size, never only the 2,000-row cap of ``report.queries``.
+(``per_query.path``: Parquet or JSON lines), else the rows ``build_report`` writes again from the run folder
+(``provenance.run_dir``) into a temporary file: every query, at any size, never only the 2,000-row cap of
+``report.queries``.
 
 One row per query; its columns, named as in the per-query rows (``QueryRow``): ``row``, ``query_id``, ``kind``,
 ``kind_source``, ``query``, ``response``, ``canary``, ``stage``, ``stage_reason``, ``search_partial``,
@@ -72,7 +73,7 @@ def _row_lines(report: Report) -> Iterator[dict[str, Any]]:
             yield q.model_dump()
         return
     if report.per_query.path is not None and Path(report.per_query.path).is_file():
-        yield from _read_jsonl(Path(report.per_query.path))
+        yield from _read_rows(Path(report.per_query.path), report.per_query.format)
         return
     run_dir = Path(report.provenance.run_dir)
     if not run_dir.is_dir():
@@ -84,16 +85,23 @@ def _row_lines(report: Report) -> Iterator[dict[str, Any]]:
     from ._build import build_report
 
     with tempfile.TemporaryDirectory(prefix="foundry-bridge-rows-") as tmp:
-        rows = Path(tmp) / "queries.jsonl"
+        rows = Path(tmp) / "queries.parquet"
         build_report(run_dir, stage_k=report.params.stage_k, queries_out=rows, table_rows=0, trust=False)
-        yield from _read_jsonl(rows)
+        yield from _read_rows(rows, "parquet")
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open("rb") as fh:
-        for line in fh:
-            if line.strip():
-                yield loads(line)
+def _read_rows(path: Path, fmt: str) -> Iterator[dict[str, Any]]:
+    """The rows of a per-query file: JSON lines a line at a time, Parquet a row group at a time."""
+    if fmt == "jsonl":
+        with path.open("rb") as fh:
+            for line in fh:
+                if line.strip():
+                    yield loads(line)
+        return
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=8192):
+        yield from batch.to_pylist()
 
 
 def per_query_columns(report: Report) -> dict[str, list[Any]]:

@@ -79,7 +79,8 @@ def per_query_note(report: Report, code: Callable[[str], str] = str) -> str:
     """Where every query's row is (the path through ``code``: Markdown shows it as code)."""
     pq = report.per_query
     if pq.path:
-        return f"every query ({pq.rows}): {code(pq.path)} (JSON lines, one row per query)"
+        kind = "Parquet" if pq.format == "parquet" else "JSON lines"
+        return f"every query ({pq.rows}): {code(pq.path)} ({kind}, one row per query)"
     return f"every query ({pq.rows}): not written ({code('foundry-bridge report --out FILE')} writes them beside FILE)"
 
 

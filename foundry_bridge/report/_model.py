@@ -247,9 +247,10 @@ class Distribution(_Model):
 
 
 class PerQuery(_Model):
-    """Where the per-query rows are: one ``QueryRow`` as JSON per line, in dataset order."""
+    """Where the per-query rows are: one ``QueryRow`` a row (Parquet, or JSON lines), in dataset order."""
 
-    path: str | None = Field(None, description="the JSONL file written beside the report (None: not written)")
+    path: str | None = Field(None, description="the file written beside the report (None: not written)")
+    format: Literal["parquet", "jsonl"] = Field("parquet", description="the file's format: Parquet or JSON lines")
     rows: int
     complete: bool = Field(description="the renderers saw every row (else only the worst per stage)")
     worst_per_stage: int = Field(description="N of stages.worst")

@@ -28,9 +28,10 @@ def render(report: Report, fmt: str) -> str:
         raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}") from None
 
 
-def queries_path(out: str | Path) -> Path:
+def queries_path(out: str | Path, fmt: str = "parquet") -> Path:
     """Where ``report --out FILE`` writes every query's row: beside FILE, FILE's whole name plus
-    ``.queries.jsonl`` (``r.md`` → ``r.md.queries.jsonl``, ``r.json`` → ``r.json.queries.jsonl``), so the reports
-    of one run in several formats, made with other options perhaps, each keep their own rows."""
+    ``.queries.parquet`` (``fmt`` jsonl: ``.queries.jsonl``; ``r.md`` → ``r.md.queries.parquet``, ``r.json`` →
+    ``r.json.queries.parquet``), so the reports of one run in several formats, made with other options perhaps, each
+    keep their own rows."""
     out = Path(out)
-    return out.with_name(out.name + ".queries.jsonl")
+    return out.with_name(f"{out.name}.queries.{fmt}")
