@@ -1,4 +1,4 @@
-"""The document_retrieval core shared by the scalar oracle (``docret``) and the vector engines (``_docret_vector``).
+"""The one implementation of document_retrieval, behind ``docret.document_retrieval`` and ``document_retrieval_batch``.
 
 Configuration (init parameters validated as the evaluator's constructor does, defaults read from the catalog's
 ``DOCUMENT_RETRIEVAL``), the library's messages, the error type, the fidelity weight table, the one-query
