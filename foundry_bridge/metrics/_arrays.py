@@ -334,7 +334,7 @@ class ArraysBuilder:
         self._counts = array("q")  # per query: length, n_ret, number of qrels
         self._flags = array("b")  # per query: abstains, has_labels
         self._labels: list[int] = []
-        self._scores: list[float] = []
+        self._scores = array("d")  # a float each, not a Python object each
         self._qrels_label: list[int] = []
         self.top_ids: dict[int, list[str]] = {}
 
@@ -393,7 +393,8 @@ class ArraysBuilder:
         ql = _int64(self._qrels_label, self._ids, counts[:, 2])
         length = counts[:, 0].copy()
         # every value of ``_labels`` is a qrels label or NO_LABEL: checked above
-        labels, judged, scores = _shape(np.array(self._labels, np.int64), np.array(self._scores, np.float64), length)
+        flat_labels, flat_scores = np.array(self._labels, np.int64), np.frombuffer(self._scores, np.float64)
+        labels, judged, scores = _shape(flat_labels, flat_scores, length)
         qq = np.repeat(np.arange(nq), counts[:, 2])
         keep = ql > 0
         return QueryArrays(
