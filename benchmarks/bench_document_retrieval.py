@@ -11,8 +11,7 @@ Modes:
   loop      the library evaluator called once per in-memory row (rows parsed beforehand, not timed)
   evaluate  azure.ai.evaluation.evaluate() on the JSONL file (its own reading included)
   batch     document_retrieval_batch on the same in-memory rows
-  jsonl        end to end from the file: document_retrieval_jsonl(engine="orjson") (read + orjson per line + batch)
-  jsonl-arrow  the same with engine="arrow" (pyarrow's columnar JSON reader), if pyarrow is installed
+  jsonl     end to end from the file: document_retrieval_jsonl (read + decode per line + batch)
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
-MODES = ("loop", "evaluate", "batch", "jsonl", "jsonl-arrow")
+MODES = ("loop", "evaluate", "batch", "jsonl")
 
 
 def make_data(n: int, seed: int = 20261129) -> Path:
@@ -109,7 +108,6 @@ def child(mode: str, path: Path) -> dict[str, Any]:
         out["digest"] = _digest([row["outputs.docret.document_retrieval_properties"] for row in res["rows"]])
         out["mean_ndcg"] = res["metrics"].get("docret.document_retrieval")
     elif mode == "batch":
-        import foundry_bridge.metrics._docret_vector
         from foundry_bridge._io import gc_paused
         from foundry_bridge.metrics import document_retrieval_batch
 
@@ -119,22 +117,15 @@ def child(mode: str, path: Path) -> dict[str, Any]:
             results = document_retrieval_batch(rows)
         out["seconds"] = time.perf_counter() - t
         out["digest"] = _digest([_props(r) for r in results])
-    elif mode in ("jsonl", "jsonl-arrow"):
-        engine = "arrow" if mode == "jsonl-arrow" else "orjson"
+    elif mode == "jsonl":
         t = time.perf_counter()
         import orjson  # noqa: F401
 
-        import foundry_bridge.metrics._docret_vector  # noqa: F401  (numpy)
         from foundry_bridge.dataset.docret_jsonl import document_retrieval_jsonl
 
-        if engine == "arrow":
-            try:
-                import pyarrow.json  # noqa: F401
-            except ImportError:
-                return {"mode": mode, "skipped": "pyarrow not installed"}
         out["import_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        results = document_retrieval_jsonl(path, engine=engine)
+        results = document_retrieval_jsonl(path)
         out["seconds"] = time.perf_counter() - t
         out["digest"] = _digest([_props(r) for r in results])
         out["mean_ndcg"] = sum(r["document_retrieval"] for r in results) / len(results)
@@ -205,7 +196,6 @@ def main(argv: list[str] | None = None) -> int:
 
         ratio("loop", "batch", 20)
         ratio("evaluate", "jsonl", 15)
-        ratio("evaluate", "jsonl-arrow", 15)
     return 0 if ok else 1
 
 

@@ -8,8 +8,7 @@ Each measurement is a whole fresh process reading the same file (page cache warm
 exit, with its CPU time (user + system) and peak RSS from ``wait4`` (waited-for children included):
 
 - **foundry_bridge**: ``python -m foundry_bridge metrics FILE --k 10 -o OUT`` (rr, recall, precision, hit,
-  distracting, ndcg, ndcg_exp at 10, the negative-query report and the assembly check, per-query JSON written; files
-  over 64 MB are read by 2 processes, so its CPU time can exceed its wall time);
+  distracting, ndcg, ndcg_exp at 10, the negative-query report and the assembly check, per-query JSON written);
 - **pytrec_eval**: parses each line with ``json``, builds qrels and a run cut to each query's top 10 (trec_eval's
   recip_rank has no cutoff; the @10 measures only look at the top 10, so the cut is both correct and the cheapest
   input), evaluates recip_rank, P_10, recall_10, success_10, ndcg_cut_10 and averages;

@@ -308,7 +308,7 @@ def test_jsonl_bad_json_names_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"retrieval_ground_truth": [], "retrieved_documents": []}\n\n{oops\n')
     with pytest.raises(DatasetError) as info:
-        document_retrieval_jsonl(path, engine="orjson")
+        document_retrieval_jsonl(path)
     assert info.value.line == 3 and "bad.jsonl:3" in str(info.value)
     assert "malformed JSON line: unexpected character" in str(info.value)
     assert "each line must be one complete JSON object" in str(info.value)
@@ -322,7 +322,7 @@ def test_jsonl_errors_are_the_row_readers(tmp_path):
     path = tmp_path / "nan.jsonl"
     path.write_text('{"retrieval_ground_truth": [], "retrieved_documents": []}\n{"x": NaN}\n')
     with pytest.raises(DatasetError) as info:
-        document_retrieval_jsonl(path, engine="orjson")
+        document_retrieval_jsonl(path)
     text = str(info.value)
     assert info.value.line == 2 and text.startswith(f"{path}:2: NaN, Infinity or a number beyond a double")
     assert "use allow_nan=False" in text

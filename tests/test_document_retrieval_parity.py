@@ -2,8 +2,7 @@
 
 Every case is run through the library, ``document_retrieval`` and ``document_retrieval_batch`` (whole groups of
 rows per init-parameter set, so good and bad rows mix); results must be equal dicts with exact types and key order
-(floats to 1e-12, NaN == NaN), or all must reject. The batch runs three ways: default, every row through the
-sort engine, and the matrix engine in tiny chunks of rows.
+(floats to 1e-12, NaN == NaN), or all must reject.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 from document_retrieval_helpers import library_outcome, make_cases, same
 
-from foundry_bridge.metrics import DocumentRetrievalError, _docret_vector, document_retrieval_batch
+from foundry_bridge.metrics import DocumentRetrievalError, document_retrieval_batch
 from foundry_bridge.metrics import docret as single_module
 
 pytest.importorskip("azure.ai.evaluation")
@@ -88,13 +87,7 @@ def test_single_matches_library(parity_cases):
     assert not problems, "\n".join(problems[:10])
 
 
-@pytest.mark.parametrize("engine", ["default", "sort-only", "tiny-chunks"])
-def test_batch_matches_library(parity_cases, engine, monkeypatch):
-    if engine == "sort-only":
-        monkeypatch.setattr(_docret_vector, "SHORT_ROW", -1)
-    elif engine == "tiny-chunks":
-        monkeypatch.setattr(_docret_vector, "_MATRIX_CELLS", 1)
-        monkeypatch.setattr(_docret_vector, "CHUNK_ROWS", 7)
+def test_batch_matches_library(parity_cases):
     cases, outcomes = parity_cases
     groups: dict[str, list[int]] = defaultdict(list)
     for i, (params, _, _) in enumerate(cases):
@@ -126,31 +119,19 @@ def _json_safe(case: tuple[dict[str, Any], Any, Any]) -> bool:
     return orjson.loads(text) == {"retrieval_ground_truth": gt, "retrieved_documents": ret} and b"NaN" not in text
 
 
-@pytest.mark.parametrize("engine", ["orjson", "arrow"])
-def test_jsonl_matches_library(tmp_path, engine, evaluators):
+def test_jsonl_matches_library(tmp_path, evaluators):
     """From a JSONL file (default init parameters): every line equal to the library on the parsed row."""
     import orjson
 
     from foundry_bridge.dataset.docret_jsonl import document_retrieval_jsonl
 
-    if engine == "arrow":
-        pytest.importorskip("pyarrow")
     cases = [c for c in make_cases(99, 1500, invalid_rate=0.02) if _json_safe(c)]
-    # string ids only, so pyarrow can type the columns (mixed id types fall back to orjson, tested below)
-    cases = [
-        (p, g, r)
-        for p, g, r in cases
-        if isinstance(g, list)
-        and isinstance(r, list)
-        and all(isinstance(x, dict) and isinstance(x.get("document_id", ""), str) for x in [*g, *r])
-        and all(type(x.get("query_relevance_label", 0)) is int for x in g)
-    ]
     assert len(cases) > 500
     path = tmp_path / "rows.jsonl"
     path.write_bytes(
         b"\n".join(orjson.dumps({"retrieval_ground_truth": g, "retrieved_documents": r}) for _, g, r in cases) + b"\n"
     )
-    results = document_retrieval_jsonl(path, engine=engine)
+    results = document_retrieval_jsonl(path)
     problems = []
     for i, ((_, g, r), ours) in enumerate(zip(cases, results, strict=True)):
         problem = _check(f"line {i + 1}", None, library_outcome(evaluators, {}, g, r), ours)
@@ -160,8 +141,7 @@ def test_jsonl_matches_library(tmp_path, engine, evaluators):
     assert sum(isinstance(x, DocumentRetrievalError) for x in results) > 10
 
 
-def test_jsonl_arrow_falls_back_on_mixed_types(tmp_path, evaluators):
-    pytest.importorskip("pyarrow")
+def test_jsonl_mixed_types_and_items(tmp_path, evaluators):
     import orjson
 
     from foundry_bridge.dataset.docret_jsonl import document_retrieval_jsonl
@@ -174,7 +154,7 @@ def test_jsonl_arrow_falls_back_on_mixed_types(tmp_path, evaluators):
     ]  # fmt: skip
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(b"\n".join(map(orjson.dumps, rows)))
-    results = document_retrieval_jsonl(path, engine="arrow")
+    results = document_retrieval_jsonl(path)
     assert same(results[0], library_outcome(evaluators, {}, rows[0]["retrieval_ground_truth"], [])) is None
     assert isinstance(results[1], DocumentRetrievalError) and "integer" in str(results[1])
     item = rows[2]["item"]

@@ -162,12 +162,8 @@ def _assert_same(a, b) -> None:
     assert a.top_ids == b.top_ids
 
 
-@pytest.mark.parametrize(
-    ("seed", "depth", "threshold", "jobs"), [(1, 10, 1, 1), (2, 3, 2, 1), (3, 25, 1, 1), (4, 10, 1, 2), (5, 5, 2, 3)]
-)
-def test_fast_reader_matches_records(
-    seed: int, depth: int, threshold: int, jobs: int, tmp_path: Path, monkeypatch
-) -> None:
+@pytest.mark.parametrize(("seed", "depth", "threshold"), [(1, 10, 1), (2, 3, 2), (3, 25, 1), (5, 5, 2)])
+def test_fast_reader_matches_records(seed: int, depth: int, threshold: int, tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "d.jsonl"
     _write_generated(path, seed)
     mapping = load_mapping(None)
@@ -179,7 +175,7 @@ def test_fast_reader_matches_records(
         raise AssertionError("the fast reader fell back to read_records")
 
     monkeypatch.setattr(dataset_pkg, "read_records", no_fallback)
-    fast, fast_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=threshold, jobs=jobs)
+    fast, fast_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=threshold)
     _assert_same(fast, slow)
     assert fast_asm == slow_asm and len(fast_asm) > 0
 
@@ -236,8 +232,11 @@ def test_fast_reader_nested_paths(tmp_path: Path, monkeypatch) -> None:
     assert doc["negative_report"]["per_query"][0]["query_id"] == "b"
 
 
-def test_fallback_gives_the_same_numbers(tmp_path: Path, monkeypatch) -> None:
-    """A value the fast reader does not decode (a non-string content, which the records path ignores) → fallback."""
+def test_a_line_the_decoders_refuse_goes_through_the_row_parser(tmp_path: Path, monkeypatch) -> None:
+    """A value the typed decoders refuse (a non-string content, which the records path ignores): that line alone is
+    read by the row parser, in the same pass, with the same numbers."""
+    from foundry_bridge.dataset import reader
+
     path = tmp_path / "d.jsonl"
     _write_generated(path, 5)
     rows = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
@@ -246,16 +245,22 @@ def test_fallback_gives_the_same_numbers(tmp_path: Path, monkeypatch) -> None:
     path.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
     mapping = load_mapping(None)
     slow, slow_asm = arrays_from_records(read_records(path, mapping), depth=10, relevance_threshold=1)
-    calls = []
-    real = dataset_pkg.read_records
+    calls: list[int] = []
+    real = reader.row_parser
 
     def counting(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
+        parse = real(*args, **kwargs)
 
-    monkeypatch.setattr(dataset_pkg, "read_records", counting)
+        def counted(at, row):
+            calls.append(at)
+            return parse(at, row)
+
+        return counted
+
+    monkeypatch.setattr(dataset_pkg, "read_records", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(reader, "row_parser", counting)
     fast, fast_asm = load_dataset(path, mapping, depth=10, relevance_threshold=1)
-    assert calls == [1]
+    assert calls == [rows.index(target) + 1]
     _assert_same(fast, slow)
     assert fast_asm == slow_asm
 
@@ -324,8 +329,8 @@ def _count_raw_lines(monkeypatch) -> list[int]:
     return calls
 
 
-@pytest.mark.parametrize(("seed", "depth", "jobs"), [(6, 10, 1), (7, 3, 1), (8, 25, 2)])
-def test_top_decoder_matches_raw_reader(seed: int, depth: int, jobs: int, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize(("seed", "depth"), [(6, 10), (7, 3), (8, 25)])
+def test_top_decoder_matches_raw_reader(seed: int, depth: int, tmp_path: Path, monkeypatch) -> None:
     from foundry_bridge.dataset import columnar as loader
 
     path = tmp_path / "d.jsonl"
@@ -338,16 +343,15 @@ def test_top_decoder_matches_raw_reader(seed: int, depth: int, jobs: int, tmp_pa
 
     monkeypatch.setattr(dataset_pkg, "read_records", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
     calls = _count_raw_lines(monkeypatch)
-    fast, fast_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=1, jobs=jobs)
+    fast, fast_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=1)
     _assert_same(fast, slow)
     assert fast_asm == slow_asm
-    if jobs == 1:  # (a forked worker counts in its own copy)
-        assert 0 < len(calls) < n_lines // 2  # most lines took the top-k decoder; some needed the raw list
+    assert 0 < len(calls) < n_lines // 2  # most lines took the top-k decoder; some needed the raw list
 
     calls.clear()
     monkeypatch.setattr(loader, "_TOP_K_MAX_DEPTH", 0)  # every line through the raw-list reader
-    raw, raw_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=1, jobs=jobs)
-    assert len(calls) == n_lines or jobs > 1
+    raw, raw_asm = load_dataset(path, mapping, depth=depth, relevance_threshold=1)
+    assert len(calls) == n_lines
     _assert_same(raw, slow)
     assert raw_asm == slow_asm
 

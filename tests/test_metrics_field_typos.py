@@ -93,13 +93,13 @@ def test_metrics_refuses_a_null_ranking_and_keeps_an_explicit_empty_one(
     assert _validate_errors(data) == [expected]
 
 
-def test_the_parallel_fast_reader_locates_a_missing_ranking_at_its_line(tmp_path: Path) -> None:
+def test_the_fast_reader_locates_a_missing_ranking_at_its_line(tmp_path: Path) -> None:
     rows = _rows() * 20
     rows = [{**r, "query_id": f"{r['query_id']}-{i}"} for i, r in enumerate(rows)]
-    rows[250] = _rename(rows[250], "retrieved_documents", "retrieved_docs")  # in the second half: the worker's
+    rows[250] = _rename(rows[250], "retrieved_documents", "retrieved_docs")
     data = _write(tmp_path, rows)
     with pytest.raises(DatasetError) as exc:
-        load_dataset(data, load_mapping(None), depth=10, relevance_threshold=1, jobs=2)
+        load_dataset(data, load_mapping(None), depth=10, relevance_threshold=1)
     assert str(exc.value) == (
         f"{data}:251: retrieved_documents: 'retrieved_documents' is missing: {RANKING_ROLE} (fix: {RENAME_RANKING})"
     )

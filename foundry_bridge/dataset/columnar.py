@@ -1,46 +1,42 @@
-"""Fast columnar readers for the ``metrics`` command: JSONL (through the mapping's field paths) and TREC files, read
-straight into the numeric core's arrays (``foundry_bridge.metrics._arrays``); every other dataset (tables, Hugging
-Face folders, TREC and BEIR folders) goes through ``read_records`` (``load_dataset``, by ``choice.dataset_source``).
+"""The ``metrics`` command's readers: JSONL (through the mapping's field paths) and TREC files, read straight into
+the numeric core's arrays (``foundry_bridge.metrics._arrays``); every other dataset (tables, Hugging Face folders,
+TREC and BEIR folders) goes through ``read_records`` (``load_dataset``, by ``choice.dataset_source``).
 
-The library path (``QueryRecord`` → arrays) builds a pydantic object per document; on millions of queries that is
-most of the time. The JSONL reader here memory-maps the file and decodes each line in place with msgspec into small
-typed structs generated from the mapping's field paths. The retrieved-document list is decoded as an array-like
-struct holding its first ``depth`` documents: msgspec skips the rest of the list without building anything. A line
-whose top documents repeat an id, a negative query whose list may go on (its distinct documents are counted), or a
-value the strict types reject (integer ids, a null score) is decoded again with the whole list kept raw
-(``_line_reader``). Anything neither handles — list-index path segments, a rebuilt context, a value of an unexpected
-type, a label the int64 arrays cannot hold, a row without its ranking (absent or null: the decoders' ``None``) — makes
-it fall back to ``read_records``, which gives the same numbers or the precise ``DatasetError``. Documents past the
-first ``depth`` distinct ones are not validated (``validate`` checks them).
+A JSONL file is read once, here, memory-mapped: each line is decoded in place with msgspec into small typed structs
+generated from the mapping's field paths (a pydantic object per document would be most of the time on millions of
+queries). The retrieved-document list is decoded as an array-like struct holding its first ``depth`` documents:
+msgspec skips the rest of the list without building anything. A line whose top documents repeat an id, a negative
+query whose list may go on (its distinct documents are counted), or a value the strict types reject (integer ids, a
+null score) is decoded again with the whole list kept raw (``_line_reader``). A line neither takes — or every line,
+when the mapping asks for what the typed structs cannot follow (list-index path segments, a rebuilt context, scores
+from rank) — goes through the row parser every reader uses (``reader.row_parser``): the same record, or the
+``DatasetError`` naming the file, line and field. Documents past the first ``depth`` distinct ones are not validated
+(``validate`` checks them). The readers run the context-assembly check and the abstention heuristic while streaming,
+so document texts, contexts and responses are never held for more than one query.
 
-Files over 64 MB are split at line boundaries and read by this process and a forked one (``jobs``); the parts are
-joined in file order (``build_parts``), so the result does not depend on the split. Both readers also run the
-context-assembly check and the abstention heuristic while streaming, so document texts, contexts and responses are
-never held for more than one query.
+(``benchmarks/bench_readers.py`` measured DuckDB's ``read_ndjson_objects`` with the mapping's paths as JSON path
+expressions against this reader: slower and three times the memory; see ``docs/benchmarks.md``.)
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from .._io import gc_paused
 from ..metrics._arrays import (
     AddQuery,
     ArraysBuilder,
-    FlatPart,
-    LabelRangeError,
     QueryArrays,
     RecordLike,
-    build_parts,
     check_threshold,
     from_records,
 )
+from ..metrics._limits import LABEL_MAX, LABEL_MIN
 from ..metrics.abstention import is_abstention
 from ..metrics.assembly import DEFAULT_MIN_PREFIX_CHARS, check_query
 from .choice import JsonlFile, dataset_source
@@ -50,7 +46,6 @@ from .spec import DataSource, KindField
 __all__ = ["LoadResult", "arrays_from_rankings", "arrays_from_records", "load_dataset", "load_trec_files"]
 
 LoadResult = tuple[QueryArrays, list[dict[str, Any]]]
-_PartResult = tuple[FlatPart, list[dict[str, Any]]]
 
 
 class _Fallback(Exception):
@@ -78,16 +73,25 @@ def arrays_from_records(
     assembly: list[dict[str, Any]] = []
 
     def check_assembly(rec: Any, ids: list[str], qrels: dict[str, int] | None) -> None:
-        if rec.context is None:
-            return
-        content: dict[str, str | None] = {}
-        for doc in rec.retrieved_documents:
-            content.setdefault(doc.document_id, doc.content)
-        relevant = [(i, content[i]) for i in ids if qrels and qrels.get(i, 0) >= t]
-        assembly.append(check_query(rec.query_id, rec.context, relevant, min_prefix_chars=min_prefix_chars))
+        row = _record_assembly(rec, ids, qrels, t, min_prefix_chars)
+        if row is not None:
+            assembly.append(row)
 
     arrays = from_records(records, depth, t, abstention_phrases=abstention_phrases, on_record=check_assembly)
     return arrays, assembly
+
+
+def _record_assembly(
+    rec: Any, ids: list[str], qrels: dict[str, int] | None, t: int, min_prefix: int
+) -> dict[str, Any] | None:
+    """The assembly check of a record that has a context (its relevant top documents against it), else None."""
+    if rec.context is None:
+        return None
+    content: dict[str, str | None] = {}
+    for doc in rec.retrieved_documents:
+        content.setdefault(doc.document_id, doc.content)
+    relevant = [(i, content[i]) for i in ids if qrels and qrels.get(i, 0) >= t]
+    return check_query(rec.query_id, rec.context, relevant, min_prefix_chars=min_prefix)
 
 
 # -- JSONL, fast ---------------------------------------------------------------------------------------------
@@ -194,36 +198,15 @@ def load_dataset(
     relevance_threshold: int,
     abstention_phrases: Sequence[str] | None = None,
     min_prefix_chars: int = DEFAULT_MIN_PREFIX_CHARS,
-    jobs: int | None = None,
 ) -> LoadResult:
     """Arrays and assembly rows from any dataset ``read_records`` reads, by the reader ``choice.dataset_source``
-    picks: a JSONL file through ``mapping``'s field paths by the fast reader here (which falls back to
-    ``read_records`` for what it cannot take); a table, a Hugging Face folder, TREC or BEIR (and a path that is no
-    file: ``read_records`` says why) by ``read_records``. A row of a JSONL file or a table without its ranking (the
-    mapping's ``retrieved_documents.path`` absent or null; ``[]`` is an empty ranking) is a ``DatasetError``, worded
-    and located as ``validate`` reports it (``read_records(..., require_ranking=True)``).
-
-    ``jobs``: processes that read parts of a JSONL file in parallel (``None``: 2 for files over 64 MB on a machine
-    with at least 2 cores, else 1). The result does not depend on it.
+    picks: a JSONL file in one pass here (``_scan``); a table, a Hugging Face folder, TREC or BEIR (and a path that
+    is no file: ``read_records`` says why) by ``read_records``. A row of a JSONL file or a table without its ranking
+    (the mapping's ``retrieved_documents.path`` absent or null; ``[]`` is an empty ranking) is a ``DatasetError``,
+    worded and located as ``validate`` reports it (``reader.row_parser(..., require_ranking=True)``).
     """
     t = check_threshold(relevance_threshold)
-    try:
-        if not isinstance(dataset_source(path, mapping.dataset), JsonlFile) or not Path(path).is_file():
-            raise _Fallback("not a JSONL file")
-        source = Path(path)
-        cfg = _FastConfig(mapping, depth=depth, threshold=t, phrases=abstention_phrases, min_prefix=min_prefix_chars)
-        size = source.stat().st_size
-        if jobs is None:
-            jobs = 2 if size > _PARALLEL_MIN_BYTES and (os.cpu_count() or 1) >= 2 else 1
-        ranges = _split_ranges(source, size, max(1, jobs))
-        parts = [_scan(cfg, source, *ranges[0])] if len(ranges) == 1 else _scan_parallel(cfg, source, ranges)
-        arrays = build_parts([p[0] for p in parts], depth, t)
-        if arrays.n_queries == 0:
-            from .reader import empty_dataset
-
-            raise empty_dataset(path)
-        return arrays, [row for p in parts for row in p[1]]
-    except _Fallback:
+    if not isinstance(dataset_source(path, mapping.dataset), JsonlFile) or not Path(path).is_file():
         from . import read_records
 
         return arrays_from_records(
@@ -233,23 +216,54 @@ def load_dataset(
             abstention_phrases=abstention_phrases,
             min_prefix_chars=min_prefix_chars,
         )
+    try:
+        cfg: _FastConfig | None = _FastConfig(
+            mapping, depth=depth, threshold=t, phrases=abstention_phrases, min_prefix=min_prefix_chars
+        )
+    except _Fallback:  # a mapping the typed decoders cannot follow: every line through the row parser
+        cfg = None
+    builder = ArraysBuilder(depth, t)
+    assembly: list[dict[str, Any]] = []
+    row_line = _row_line(mapping, str(path), builder, assembly, abstention_phrases, min_prefix_chars)
+    _scan(cfg, Path(path), builder, assembly, row_line)
+    if len(builder) == 0:
+        from .reader import empty_dataset
+
+        raise empty_dataset(path)
+    return builder.build(), assembly
 
 
-_PARALLEL_MIN_BYTES = 64 << 20
+def _row_line(
+    mapping: DataSource,
+    name: str,
+    builder: ArraysBuilder,
+    assembly: list[dict[str, Any]],
+    phrases: Sequence[str] | None,
+    min_prefix: int,
+) -> Callable[[int, bytes], None]:
+    """``read(line, raw)``: one JSONL line the typed decoders do not take, through the row parser every reader
+    uses (``reader.row_parser``, built on first use), into ``builder``; its first problem raised at its line."""
+    from ..metrics._arrays import record_adder
 
+    add_record = record_adder(builder, phrases)
+    parser: list[Callable[[int, Any], Any]] = []
 
-def _split_ranges(path: Path, size: int, jobs: int) -> list[tuple[int, int]]:
-    """``jobs`` byte ranges covering the file, each starting at the beginning of a line."""
-    cuts = [0]
-    with open(path, "rb") as fh:
-        for i in range(1, jobs):
-            fh.seek(max(cuts[-1], size * i // jobs))
-            fh.readline()
-            pos = fh.tell()
-            if cuts[-1] < pos < size:
-                cuts.append(pos)
-    cuts.append(size)
-    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a] or [(0, size)]
+    def read(line: int, raw: bytes) -> None:
+        if not parser:
+            from ._json import decode
+            from .reader import row_parser
+
+            parse = row_parser(mapping, name, builder.threshold, True)
+            parser.append(lambda at, text: parse(at, decode(text)))
+        parsed = parser[0](line, raw)
+        if parsed.record is None:
+            raise parsed.problems[0].to_error()
+        ids, qrels = add_record(parsed.record)
+        row = _record_assembly(parsed.record, ids, qrels, builder.threshold, min_prefix)
+        if row is not None:
+            assembly.append(row)
+
+    return read
 
 
 def _decoders(
@@ -270,7 +284,9 @@ def _decoders(
         row_leaves[_split(f.kind.field)] = str | int | bool
     lab_attrs: dict[tuple[str, ...], str] = {}
     if g:
-        lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): int}
+        # a label the int64 arrays cannot hold is a validation error here: the row parser then words it
+        label = Annotated[int, msgspec.Meta(ge=LABEL_MIN, le=LABEL_MAX)]
+        lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): label}
         lab_type, lab_attrs = _struct("Label", lab_leaves, required=lab_leaves if top else ())
         row_leaves[_split(g.path)] = list[lab_type]  # type: ignore[valid-type]
     docs_dec: Any = None
@@ -372,34 +388,42 @@ class _FastConfig:
 _TOP_K_MAX_DEPTH = 256
 
 
-def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> _PartResult:
-    """Read the lines in the byte range ``[start, end)`` (``start`` at a line start) into flat columns.
+def _scan(
+    cfg: _FastConfig | None,
+    path: Path,
+    builder: ArraysBuilder,
+    assembly: list[dict[str, Any]],
+    row_line: Callable[[int, bytes], None],
+) -> None:
+    """Read every line of the file into ``builder``, in one pass.
 
     The file is memory-mapped and each line decoded in place, first by ``top_dec`` (strict types, only the first
     ``depth`` documents). A line it rejects, or whose top documents repeat an id or may be followed by more (a
-    negative query, whose distinct documents are counted), goes through the raw-list reader (``_line_reader``).
+    negative query, whose distinct documents are counted), goes through the raw-list reader (``_line_reader``);
+    a line neither takes (or every line, without ``cfg``) through the row parser (``row_line``), which adds it or
+    raises its problem at its line.
     """
     import mmap
 
     import msgspec
 
-    builder = ArraysBuilder(cfg.depth, cfg.threshold)
     add = builder.adder()
-    assembly: list[dict[str, Any]] = []
-    if end <= start:
-        return builder.flat(), assembly
-    line = _line_reader(cfg, add, assembly)
-    top_row = _top_reader(cfg, add, assembly) if cfg.top_dec is not None else None
-    top_dec = cfg.top_dec.decode if cfg.top_dec is not None else None
+    line = _line_reader(cfg, add, assembly) if cfg is not None else None
+    top_row = _top_reader(cfg, add, assembly) if cfg is not None and cfg.top_dec is not None else None
+    top_dec = cfg.top_dec.decode if cfg is not None and cfg.top_dec is not None else None
     validation_error, decode_error = msgspec.ValidationError, msgspec.DecodeError
+    end = path.stat().st_size
+    if end == 0:
+        return
+    lineno = 0
 
     # the GC paused: millions of short-lived containers and no cycles, collections would only rescan them
     with gc_paused(), open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        find, pos = mm.find, start
+        find, pos = mm.find, 0
         # pages already read are dropped from this process's mapping (they stay in the page cache), so the
         # resident size does not grow with the file
         drop = getattr(mmap, "MADV_DONTNEED", None)
-        done_until = start - start % mmap.PAGESIZE
+        done_until = 0
         with memoryview(mm) as view:
             while pos < end:
                 if drop is not None and pos - done_until >= _DROP_EVERY:
@@ -408,22 +432,23 @@ def _scan(cfg: _FastConfig, path: Path, start: int, end: int) -> _PartResult:
                     done_until = cut
                 stop = find(b"\n", pos, end)
                 stop = end if stop < 0 else stop + 1
+                lineno += 1
                 with view[pos:stop] as text:  # released at once: the map closes only when no view is left
                     pos = stop
                     if text[0] in _WHITESPACE and bytes(text).isspace():
                         continue
                     try:
-                        done = top_row is not None and top_row(top_dec(text))  # type: ignore[misc]
-                    except validation_error:
+                        try:
+                            done = top_row is not None and top_row(top_dec(text))  # type: ignore[misc]
+                        except validation_error:
+                            done = False
+                        if not done and line is not None:
+                            line(bytes(text))
+                            done = True
+                    except (_Fallback, decode_error, RecursionError):
                         done = False
-                    except (decode_error, RecursionError) as exc:  # the records path locates it
-                        raise _Fallback(str(exc)) from exc
                     if not done:
-                        line(bytes(text))
-    try:
-        return builder.flat(), assembly
-    except LabelRangeError as exc:  # the records path reports it with its line
-        raise _Fallback(str(exc)) from exc
+                        row_line(lineno, bytes(text))
 
 
 def _top_reader(cfg: _FastConfig, add: AddQuery, assembly: list[dict[str, Any]]) -> Callable[[Any], bool]:
@@ -614,54 +639,6 @@ def _assembly_row(
     t = cfg.threshold
     relevant = [(i, cfg.get_content(x)) for i, x in zip(ids, docs, strict=True) if qrels and qrels.get(i, 0) >= t]
     return check_query(qid, context, relevant, min_prefix_chars=min_prefix)
-
-
-def _scan_part(cfg: _FastConfig, path: Path, byte_range: tuple[int, int], conn: Any) -> None:
-    """In a forked worker: scan one range and send the result (or why the fast reader gave up) to the parent."""
-    try:
-        result: _PartResult | str = _scan(cfg, path, *byte_range)
-    except _Fallback as exc:
-        result = str(exc)
-    except Exception as exc:  # the parent falls back to the records path (same numbers, or the precise error)
-        result = f"worker failed: {exc!r}"
-    conn.send(result)
-    conn.close()
-
-
-def _scan_parallel(cfg: _FastConfig, path: Path, ranges: list[tuple[int, int]]) -> list[_PartResult]:
-    """Scan the first range here and the others in forked processes (they inherit the decoders), each sending its
-    flat columns through a pipe; the parts in file order."""
-    import multiprocessing
-
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:
-        return [_scan(cfg, path, ranges[0][0], ranges[-1][1])]
-    workers = []
-    try:
-        for byte_range in ranges[1:]:
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_scan_part, args=(cfg, path, byte_range, send), daemon=True)
-            proc.start()
-            send.close()
-            workers.append((proc, recv))
-        parts: list[_PartResult | str] = [_scan(cfg, path, *ranges[0])]  # this process reads the first part meanwhile
-        for proc, recv in workers:
-            try:
-                parts.append(recv.recv())
-            except EOFError:
-                parts.append("worker exited without a result")
-            proc.join()
-    finally:
-        for proc, recv in workers:
-            recv.close()
-            if proc.is_alive():
-                proc.terminate()
-                proc.join()
-    done = [part for part in parts if not isinstance(part, str)]
-    if len(done) < len(parts):
-        raise _Fallback(next(part for part in parts if isinstance(part, str)))
-    return done
 
 
 # -- TREC files ------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import DatasetError
@@ -16,7 +16,7 @@ from .records import QueryRecord
 from .rows import JsonLimitError, jsonl_rows
 from .spec import DataSource
 
-__all__ = ["empty_dataset", "iter_jsonl", "read_records"]
+__all__ = ["empty_dataset", "iter_jsonl", "read_records", "row_parser"]
 
 
 def iter_jsonl(
@@ -47,16 +47,29 @@ def _parsed(
     rows: Iterator[tuple[int, Any]], mapping: DataSource, name: str, threshold: int | None, require_ranking: bool
 ) -> Iterator[tuple[int, ParsedRow]]:
     """``(line or row index, ParsedRow)`` of the decoded rows of the file or table ``name``."""
+    parse = row_parser(mapping, name, threshold, require_ranking)
+    for at, row in rows:
+        yield at, parse(at, row)
+
+
+def row_parser(
+    mapping: DataSource, name: str, threshold: int | None, require_ranking: bool
+) -> Callable[[int, Any], ParsedRow]:
+    """``parse(at, row)``: the ``ParsedRow`` of one decoded row (or its ``JsonLimitError``) at line or row index
+    ``at`` of the file or table ``name``: the one way a row becomes a record, for ``read_records`` and for the
+    ``metrics`` reader's lines its typed decoders do not take (``columnar``)."""
     parser = RowParser(mapping, source=name, relevance_threshold=threshold)
     sources = _ranking_sources(mapping, require_ranking)
-    for at, row in rows:
+
+    def parse(at: int, row: Any) -> ParsedRow:
         if isinstance(row, JsonLimitError):
-            yield at, ParsedRow(None, [Problem("error", row.code, row.message, name, at, "", row.hint)])
-            continue
+            return ParsedRow(None, [Problem("error", row.code, row.message, name, at, "", row.hint)])
         parsed = parser.parse(row, at)
         if sources:
             refuse_absent_ranking(parsed, row, sources, file=name, line=at)
-        yield at, parsed
+        return parsed
+
+    return parse
 
 
 def read_records(

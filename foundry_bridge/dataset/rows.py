@@ -4,9 +4,10 @@
 (``bad_json``, ``not_utf8``, ``utf8_bom``, ``too_deep``, ``non_finite_number``: its code, message and fix). Every
 reader of JSONL rows goes through here: ``read_records``/``iter_jsonl`` (plan, run, metrics' fallback, canaries),
 ``validate``'s pass and its second pass over candidate duplicate ids, the human-verdict files (``verdicts``), the
-JSONL files of the TREC and BEIR layouts (``trec.json_lines``: responses, BEIR queries and corpus), so a line is
-decoded and judged by one function whichever command reads it. (The fast readers decode in bulk, ``columnar`` with
-msgspec and ``docret_jsonl``; a line they cannot take goes back through ``_json.decode`` for its error.)
+JSONL files of the TREC and BEIR layouts (``trec.json_lines``: responses, BEIR queries and corpus) and
+``docret_jsonl``, so a line is decoded and judged by one function whichever command reads it. (``metrics``' reader,
+``columnar``, decodes lines with msgspec; a line it cannot take goes through ``_json.decode`` for its record or
+its error.)
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ order (a repeated document id counts at its first position; later repeats are re
 move up), their scores, the number of relevant qrels documents and the ideal (sorted) positive labels. Labels and
 counts are int64 (``_limits``: a label outside ``LABEL_MIN .. LABEL_MAX`` is a ``LabelRangeError``, never a wrapped
 value). Every reader — ``from_records`` here, the fast JSONL and TREC readers of ``foundry_bridge.dataset.columnar``
-— feeds an ``ArraysBuilder`` one query at a time through its one ``adder()``; parts read in parallel are joined
-before the arrays are shaped (``build_parts``). Then every metric is plain numpy on the arrays.
+— feeds an ``ArraysBuilder`` one query at a time through its one ``adder()``, and ``build()`` shapes the arrays.
+Then every metric is plain numpy on the arrays.
 """
 
 from __future__ import annotations
@@ -28,13 +28,11 @@ __all__ = [
     "AddQuery",
     "ArraysBuilder",
     "Codes",
-    "FlatPart",
     "IdIndex",
     "LabelRangeError",
     "QueryArrays",
     "RecordLike",
     "Texts",
-    "build_parts",
     "check_threshold",
     "from_records",
     "record_adder",
@@ -324,23 +322,6 @@ class QueryArrays:
 AddQuery = Callable[[str, str, str, Sequence[str], Sequence[Any], "dict[str, int] | None", int, int], None]
 
 
-@dataclass
-class FlatPart:
-    """A builder's queries as flat columns (made in a reader's worker process, joined in file order): per query its
-    id, kind, kind source and counts; the top documents' labels (int64, NO_LABEL where unlabelled) and scores, and
-    the qrels labels, of every query one after the other."""
-
-    ids: Texts
-    kinds: Codes
-    sources: Codes
-    counts: np.ndarray  # int64 (queries × 3): length, n_ret, number of qrels
-    flags: np.ndarray  # int8 (queries × 2): abstains, has_labels
-    labels: np.ndarray
-    scores: np.ndarray
-    qrels: np.ndarray
-    top_ids: dict[int, list[str]]
-
-
 class ArraysBuilder:
     """Accumulates queries into flat compact columns; ``build()`` turns them into a ``QueryArrays`` in one go."""
 
@@ -353,7 +334,7 @@ class ArraysBuilder:
         self._counts = array("q")  # per query: length, n_ret, number of qrels
         self._flags = array("b")  # per query: abstains, has_labels
         self._labels: list[int] = []
-        self._scores: list[float] = []
+        self._scores = array("d")  # a float each, not a Python object each
         self._qrels_label: list[int] = []
         self.top_ids: dict[int, list[str]] = {}
 
@@ -404,25 +385,36 @@ class ArraysBuilder:
 
         return add
 
-    def flat(self) -> FlatPart:
-        """The queries added so far as flat columns; ``LabelRangeError`` for a label int64 cannot hold."""
+    def build(self) -> QueryArrays:
+        """The arrays of the queries added; ``LabelRangeError`` for a label int64 cannot hold."""
+        t, nq = self.threshold, len(self._ids)
         counts = np.frombuffer(self._counts, np.int64).reshape(-1, 3) if self._counts else np.zeros((0, 3), np.int64)
         flags = np.frombuffer(self._flags, np.int8).reshape(-1, 2) if self._flags else np.zeros((0, 2), np.int8)
-        qrels = _int64(self._qrels_label, self._ids, counts[:, 2])
-        return FlatPart(
-            self._ids,
-            self._kinds,
-            self._sources,
-            counts.copy(),
-            flags.copy(),
-            np.array(self._labels, dtype=np.int64),  # every value is a qrels label or NO_LABEL: checked above
-            np.array(self._scores, dtype=np.float64),
-            qrels,
-            self.top_ids,
+        ql = _int64(self._qrels_label, self._ids, counts[:, 2])
+        length = counts[:, 0].copy()
+        # every value of ``_labels`` is a qrels label or NO_LABEL: checked above
+        flat_labels, flat_scores = np.array(self._labels, np.int64), np.frombuffer(self._scores, np.float64)
+        labels, judged, scores = _shape(flat_labels, flat_scores, length)
+        qq = np.repeat(np.arange(nq), counts[:, 2])
+        keep = ql > 0
+        return QueryArrays(
+            depth=self.depth,
+            relevance_threshold=t,
+            query_ids=self._ids,
+            kinds=self._kinds,
+            kind_sources=self._sources,
+            labels=labels,
+            judged=judged,
+            length=length,
+            n_ret=counts[:, 1].copy(),
+            scores=scores,
+            n_rel=np.bincount(qq[ql >= t], minlength=nq).astype(np.int64),
+            n_judged=np.bincount(qq[ql >= 0], minlength=nq).astype(np.int64),
+            has_labels=flags[:, 1].astype(bool),
+            ideal=_ideal(qq[keep], ql[keep], nq, self.depth),
+            abstains=flags[:, 0].copy(),
+            top_ids=self.top_ids,
         )
-
-    def build(self) -> QueryArrays:
-        return build_parts([self.flat()], self.depth, self.threshold)
 
 
 def _int64(labels: list[int], ids: Texts, n_qrels: np.ndarray) -> np.ndarray:
@@ -445,58 +437,6 @@ def _int64(labels: list[int], ids: Texts, n_qrels: np.ndarray) -> np.ndarray:
                 )
         at += count
     raise LabelRangeError("a label is outside the int64 range")  # unreachable: some value failed above
-
-
-def _join(parts: Sequence[FlatPart]) -> tuple[Texts, Codes, Codes, dict[int, list[str]]]:
-    """The parts' ids, kinds, kind sources and negative queries' top ids, one part after the other."""
-    ids, kinds, sources = parts[0].ids, parts[0].kinds, parts[0].sources
-    top_ids = dict(parts[0].top_ids)
-    offset = len(ids)
-    for p in parts[1:]:
-        top_ids.update({q + offset: v for q, v in p.top_ids.items()})
-        ids.extend(p.ids)
-        kinds.extend(p.kinds)
-        sources.extend(p.sources)
-        offset += len(p.ids)
-        p.ids = Texts()  # its text is in ``ids`` now
-    return ids, kinds, sources, top_ids
-
-
-def build_parts(parts: Sequence[FlatPart], depth: int, relevance_threshold: int) -> QueryArrays:
-    """The arrays of the queries of ``parts``, one part after the other (the first part's columns take the
-    others' in)."""
-    t = check_threshold(relevance_threshold)
-    flat = np.concatenate([p.labels for p in parts])
-    flat_scores = np.concatenate([p.scores for p in parts])
-    ql = np.concatenate([p.qrels for p in parts])
-    counts = np.concatenate([p.counts for p in parts])
-    flags = np.concatenate([p.flags for p in parts])
-    qids, kinds, sources, top_ids = _join(parts)
-    nq = len(qids)
-    length = counts[:, 0].copy()
-    labels, judged, scores = _shape(flat, flat_scores, length)
-    del flat, flat_scores
-    qq = np.repeat(np.arange(nq), counts[:, 2])
-    n_rel = np.bincount(qq[ql >= t], minlength=nq).astype(np.int64)
-    keep = ql > 0
-    return QueryArrays(
-        depth=depth,
-        relevance_threshold=t,
-        query_ids=qids,
-        kinds=kinds,
-        kind_sources=sources,
-        labels=labels,
-        judged=judged,
-        length=length,
-        n_ret=counts[:, 1].copy(),
-        scores=scores,
-        n_rel=n_rel,
-        n_judged=np.bincount(qq[ql >= 0], minlength=nq).astype(np.int64),
-        has_labels=flags[:, 1].astype(bool),
-        ideal=_ideal(qq[keep], ql[keep], nq, depth),
-        abstains=flags[:, 0].copy(),
-        top_ids=top_ids,
-    )
 
 
 def _shape(flat: np.ndarray, flat_scores: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, ...]:

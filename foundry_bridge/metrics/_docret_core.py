@@ -1,4 +1,4 @@
-"""The document_retrieval core shared by the scalar oracle (``docret``) and the vector engines (``_docret_vector``).
+"""The one implementation of document_retrieval, behind ``docret.document_retrieval`` and ``document_retrieval_batch``.
 
 Configuration (init parameters validated as the evaluator's constructor does, defaults read from the catalog's
 ``DOCUMENT_RETRIEVAL``), the library's messages, the error type, the fidelity weight table, the one-query
@@ -291,18 +291,23 @@ def _metrics_one(qrels: list[tuple[Any, Any]], results: list[tuple[Any, Any]], c
     return (ndcg, xdcg, fidelity, found[0], max(found[:3]), holes, holes_ratio, n_ret, n_gt)
 
 
+_VERDICT_KEYS = tuple((f"{m}_result", f"{m}_passed", f"{m}_threshold", f"{m}_higher_is_better") for m in METRICS)
+
+
 def result_dict(values: Sequence[Any], cfg: Config) -> dict[str, Any]:
     """Assemble the 1.18 output dict (envelope + properties) from the nine values: the values, then per metric
     ``_result``, ``_passed`` (``wire.passes``: value >= threshold; lower-is-better metrics: value <= threshold; a
     NaN fidelity fails), ``_threshold`` and ``_higher_is_better``. The envelope's score is ndcg@3, passed at
     ``cfg.primary``."""
     props = dict(zip(METRICS, values, strict=True))
-    for name, value, threshold, higher in zip(METRICS, values, cfg.thresholds, HIGHER_IS_BETTER, strict=True):
+    for (result, passed_key, threshold_key, higher_key), value, threshold, higher in zip(
+        _VERDICT_KEYS, values, cfg.thresholds, HIGHER_IS_BETTER, strict=True
+    ):
         passed = passes(value, threshold, higher)
-        props[f"{name}_result"] = "pass" if passed else "fail"
-        props[f"{name}_passed"] = passed
-        props[f"{name}_threshold"] = threshold
-        props[f"{name}_higher_is_better"] = higher
+        props[result] = "pass" if passed else "fail"
+        props[passed_key] = passed
+        props[threshold_key] = threshold
+        props[higher_key] = higher
     score = float(values[0])
     passed = passes(score, cfg.primary)
     return {

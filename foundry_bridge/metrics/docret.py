@@ -1,8 +1,7 @@
 """Foundry's ``builtin.document_retrieval``, computed locally with the numbers of azure-ai-evaluation 1.18.10.
 
-``document_retrieval`` handles one query in plain Python (the oracle); ``document_retrieval_batch`` handles many with
-numpy (``_docret_vector``) and hands the rare rows numpy cannot reproduce bit for bit back to the one-query path.
-Both share ``_docret_core`` (configuration with the catalog's defaults, messages, arithmetic, output dict) and return
+``document_retrieval`` handles one query, ``document_retrieval_batch`` many: both through the one implementation,
+``_docret_core`` (configuration with the catalog's defaults, messages, arithmetic, output dict), and both return
 exactly what ``DocumentRetrievalEvaluator(**init_params)(...)`` returns (1.18 shape), quirks included; see
 ``docs/document_retrieval.md`` for the definitions and the list of quirks kept on purpose. Reading a JSONL file of
 rows is the dataset layer's (``foundry_bridge.dataset.docret_jsonl``).
@@ -15,11 +14,10 @@ with a message naming the problem and the library's exception (``library_excepti
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import repeat
 from typing import Any
 
 from ..catalog import DOCUMENT_RETRIEVAL
-from ._docret_core import METRICS, DocumentRetrievalError, evaluate_one, make_config, row_inputs
+from ._docret_core import METRICS, DocumentRetrievalError, evaluate_one, evaluate_or_error, make_config, row_inputs
 
 __all__ = [
     "METRICS",
@@ -42,24 +40,14 @@ def document_retrieval(retrieval_ground_truth: Any, retrieved_documents: Any, **
 
 
 def document_retrieval_batch(rows: Iterable[Any], **init_params: Any) -> list[dict[str, Any] | DocumentRetrievalError]:
-    """Evaluate many queries at once (numpy); one entry per row, in order.
+    """Evaluate many queries; one entry per row, in order.
 
     A row is a dict with ``retrieval_ground_truth`` and ``retrieved_documents`` (a plan item ``{"item": {...}}`` and
     a ``QueryRecord`` work too). Each entry is the dict :func:`document_retrieval` returns for that row, or the
     :class:`DocumentRetrievalError` it would raise (returned, not raised). A bad init parameter raises.
     """
-    from . import _docret_vector
-
     cfg = make_config(init_params)
-    rows = rows if isinstance(rows, list) else list(rows)
-    plain = set(map(type, rows)) <= {dict}  # then read with C-level map calls
-    gts = list(map(dict.get, rows, repeat("retrieval_ground_truth"))) if plain else [None] * len(rows)
-    rets = list(map(dict.get, rows, repeat("retrieved_documents"))) if plain else [None] * len(rows)
-    if type(None) in set(map(type, gts)):  # plan items {"item": {...}}, QueryRecords, rows without ground truth
-        for i, g in enumerate(gts):
-            if g is None:
-                gts[i], rets[i] = row_inputs(rows[i])
-    return _docret_vector.evaluate_rows(gts, rets, cfg)
+    return [evaluate_or_error(*row_inputs(row), cfg) for row in rows]
 
 
 def flat_output(result: Mapping[str, Any]) -> dict[str, Any]:
