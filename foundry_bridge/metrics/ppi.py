@@ -35,9 +35,9 @@ Intervals (95 % by default), chosen for the few labels a team has (``metrics.int
   weight vanishes as 1/n: at a few hundred labels the interval is close to ``ppi-python``'s (``interval="normal"``
   gives that one exactly: z and the n divisor).
 - every interval on a scale is clipped to it, and ``Estimate.clipped`` says it was (PPI's θ can itself leave the
-  scale — it subtracts the judge's measured error — and is kept as computed).
-- labels the verdict queue drew with known probabilities: PPI and PPI++ inverse-probability weighted
-  (``ipw_ppi_mean``), the human-only mean Hájek's (``_weighted_single``).
+  scale — it subtracts the judge's measured error — and is then moved to the scale with its interval: ``_on_scale``).
+- labels the verdict queue drew with known probabilities (any prefix of its order: ``prefix_probabilities``): PPI
+  and PPI++ inverse-probability weighted (``ipw_ppi_mean``), the human-only mean Hájek's (``_weighted_single``).
 - fewer than ``MIN_HUMAN_LABELS`` (5) labels: no human-only interval; fewer than ``MIN_LABELS`` (10): no PPI or
   PPI++ interval. The estimate then carries ``need_labels`` (the minimum) and NaN bounds, and the report says
   "too few labels (need N)". From the minima on, the simulation in ``tests/test_trust_coverage.py`` (a known
