@@ -10,6 +10,7 @@ are allowed.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,8 @@ def _holds(new: Any, old: Any) -> bool:
         return isinstance(new, dict) and all(k in new and _holds(new[k], v) for k, v in old.items())
     if isinstance(old, list):
         return isinstance(new, list) and len(new) == len(old) and all(map(_holds, new, old))
-    if isinstance(old, float) and isinstance(new, float):  # numbers to 1e-9 (the engine's sums run in its order)
-        return abs(new - old) <= max(1e-9 * abs(old), 1e-12)
+    if isinstance(old, float) and isinstance(new, float):
+        return math.isclose(new, old, rel_tol=1e-9, abs_tol=1e-12)  # numbers to 1e-9, not bytes
     return bool(new == old and type(new) is type(old))
 
 

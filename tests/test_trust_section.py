@@ -197,10 +197,10 @@ def test_a_human_score_off_the_scale_is_a_located_error(run: Path, tmp_path: Pat
 def test_the_queue_names_real_rows_to_label_in_the_verdict_format(run: Path, tmp_path: Path) -> None:
     section = trust_section(run, VERDICTS)
     queue = tmp_path / "queue.jsonl"
-    written = write_verdict_queue_for(run, section, queue, limit=9)  # a random draw: 9 on average
+    written = write_verdict_queue_for(run, section, queue, limit=9)  # the queue's first 9 (judge, row) pairs
     lines = _lines(queue)
-    assert written == len(lines) > 0
-    assert all(0 < q["inclusion_probability"] <= 1 for q in lines)
+    assert written == len(lines) == 9
+    assert all(q["queue_place"] >= 1 and 0 < q["queue_share"] <= 1 and 0 < q["queue_u"] < 1 for q in lines)
     labelled = {(v["query_id"], "builtin." + v["evaluator"]) for v in _lines(VERDICTS)}
     assert all("~" not in q["query_id"] for q in lines)  # no generated canary: its verdict is known
     assert not {(q["query_id"], q["evaluator"]) for q in lines} & labelled

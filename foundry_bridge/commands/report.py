@@ -84,27 +84,28 @@ __all__ = ["command"]
 @click.option(
     "--verdict-queue",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the judge verdicts to label next (human-verdict JSONL, blanks to fill), most useful first.",
+    help="Write the judge verdicts to label next (human-verdict JSONL, blanks to fill): label from the first line "
+    "on; any number of first lines is a random sample the report weights back.",
 )
 @click.option(
     "--verdict-queue-size",
     type=click.IntRange(1, 1_000_000),
     default=20,
     show_default=True,
-    help="How many verdicts --verdict-queue writes, on average (rows are drawn at random, each with its "
-    "inclusion probability written beside it).",
+    help="How many verdicts --verdict-queue writes (its order is random, favouring rows worth labelling; each "
+    "line keeps the design the report needs).",
 )
 @click.option(
     "--verdict-queue-seed",
     type=int,
     default=QUEUE_SEED,
     show_default=True,
-    help="Seed of --verdict-queue's random draw (the same run and seed give the same queue).",
+    help="Seed of --verdict-queue's random order (the same run and seed give the same queue).",
 )
 @click.option(
     "--verdict-queue-audit",
     is_flag=True,
-    help="Draw --verdict-queue as a uniform random sample (every row equally likely) instead of by priority.",
+    help="Order --verdict-queue as a uniform random sample (every row equally likely) instead of by priority.",
 )
 @click.option(
     "--target-pass-rate",

@@ -11,10 +11,13 @@ JSONL, one verdict a line::
 
 ``score`` (a finite number, e.g. 1–5) and/or ``passed`` (true/false); ``rater`` optional (several raters of one
 row feed Krippendorff's α); ``inclusion_probability`` optional (in (0, 1]: the chance the verdict queue drew the
-row, written by the queue with its ``design``), kept for the weighted PPI — a line without it is a label of no known
-design, treated as part of a uniform sample. A line with neither score nor passed (``null``: a queue line not
-filled in yet) is counted in ``unfilled`` and skipped; anything else wrong is a ``DatasetError`` naming file,
-line and field.
+row under a design of your own), kept for the weighted PPI — a line without it or the verdict queue's fields is a
+label of no known design, treated as part of a uniform sample. The verdict queue writes, on each line, its place in
+the queue's order and the design (``queue_place``, ``queue_u``, ``queue_share``, ``queue_next_key``,
+``queue_seed``, ``design``): labelling its first n lines, for any n, is a probability sample, and
+``inclusion_array`` recomputes each label's probability for the prefix actually labelled. A line with neither
+score nor passed (``null``: a queue line not filled in yet) is counted in ``unfilled`` and skipped; anything else
+wrong is a ``DatasetError`` naming file, line and field.
 
 CSV: the same columns (``query_id, evaluator, score, passed, rater``), or the wide sheet a human-evaluation
 template yields — one row per reviewed response, an id column, a reviewer column and one column per template
@@ -50,6 +53,7 @@ from .rows import JsonLimitError, jsonl_rows
 
 __all__ = [
     "HumanVerdict",
+    "Inclusion",
     "QueueRow",
     "VerdictFile",
     "human_arrays",
@@ -79,6 +83,7 @@ class HumanVerdict:
     line: int
     inclusion_probability: float | None = None
     design: str | None = None
+    queue: tuple[int, float, float] | None = None  # the verdict queue's (place, share, next key; inf: none)
 
 
 @dataclass
@@ -165,7 +170,33 @@ def _verdict(row: Mapping[str, Any], source: str, line: int) -> HumanVerdict | N
     assert query_id is not None and evaluator is not None
     rater = _text(row, "rater", where, required=False)
     design = _text(row, "design", where, required=False)
-    return HumanVerdict(query_id, evaluator, score, passed, rater, line, _probability(row, where), design)
+    queue = _queue_place(row, where)
+    return HumanVerdict(query_id, evaluator, score, passed, rater, line, _probability(row, where), design, queue)
+
+
+def _queue_place(row: Mapping[str, Any], where: tuple[str, int]) -> tuple[int, float, float] | None:
+    """The verdict queue's ``queue_place`` (a whole number ≥ 1), ``queue_share`` (in (0, 1]) and ``queue_next_key``
+    (≥ 0; null: no row after it): absent place → None."""
+    place = _number(row.get("queue_place"))
+    if place is None:
+        return None
+    share, after = _number(row.get("queue_share")), _number(row.get("queue_next_key"))
+    for name, ok in (
+        ("queue_place", math.isfinite(place) and place >= 1 and place.is_integer()),
+        ("queue_share", share is not None and 0 < share <= 1),
+        ("queue_next_key", after is None or after >= 0),
+    ):
+        if not ok:
+            raise DatasetError(
+                f"{name} must be what the verdict queue wrote, got {row.get(name)!r}",
+                file=where[0],
+                line=where[1],
+                field=name,
+                hint="keep the queue's fields as written, or remove every queue_* field (the label then counts as "
+                "uniform)",
+            )
+    assert share is not None
+    return int(place), share, math.inf if after is None else after
 
 
 def _probability(row: Mapping[str, Any], where: tuple[str, int]) -> float | None:
@@ -311,8 +342,12 @@ def _question_columns(
     return out
 
 
+def _bare(evaluator: str) -> str:
+    return evaluator.removeprefix("builtin.")
+
+
 def _same_evaluator(a: str, b: str) -> bool:
-    return a.removeprefix("builtin.") == b.removeprefix("builtin.")
+    return _bare(a) == _bare(b)
 
 
 def human_arrays(
@@ -334,15 +369,59 @@ def human_arrays(
     return out, raters
 
 
-def inclusion_array(verdicts: Iterable[HumanVerdict], evaluator: str, query_ids: Sequence[str]) -> np.ndarray:
-    """Each row's inclusion probability on ``evaluator`` (in the order of ``query_ids``; NaN: no verdict carries
-    one), from the verdicts that carry it — the weights of ``metrics.ppi.ipw_ppi_mean``."""
+@dataclass(frozen=True)
+class Inclusion:
+    """Each row's inclusion probability on one evaluator (NaN: none known), the rows labelled at a queue place after
+    one left unlabelled (``beyond``: not part of the probability sample), and that first unlabelled place."""
+
+    probability: np.ndarray
+    beyond: np.ndarray
+    gap: int | None
+
+
+def inclusion_array(
+    verdicts: Sequence[HumanVerdict], evaluator: str, query_ids: Sequence[str], *, source: str | None = None
+) -> Inclusion:
+    """Each row's inclusion probability on ``evaluator`` (in the order of ``query_ids``), the weights of
+    ``metrics.ppi.ipw_ppi_mean``: a line's own ``inclusion_probability``, or, for the verdict queue's lines, the
+    probability in the prefix of the queue that is labelled — lines 1…n labelled on any evaluator
+    (``metrics.ppi.labelled_prefix``), ``prefix_probabilities`` with the key after line n. Labels on later lines are
+    ``beyond``. Two verdicts at one place on different rows (two queues in one file) are a ``DatasetError``."""
+    from ..metrics.ppi import labelled_prefix, prefix_probabilities
+
     position = {q: i for i, q in enumerate(query_ids)}
     out = np.full(len(query_ids), np.nan)
+    places: dict[int, HumanVerdict] = {}
     for v in verdicts:
-        if v.inclusion_probability is not None and _same_evaluator(v.evaluator, evaluator) and v.query_id in position:
+        mine = _same_evaluator(v.evaluator, evaluator) and v.query_id in position
+        if mine and v.inclusion_probability is not None:
             out[position[v.query_id]] = v.inclusion_probability
-    return out
+        if v.queue is None:
+            continue
+        first = places.setdefault(v.queue[0], v)
+        if (first.query_id, _bare(first.evaluator)) != (v.query_id, _bare(v.evaluator)):
+            raise DatasetError(
+                f"queue place {v.queue[0]} names two verdicts to give: {first.query_id!r} on {first.evaluator!r} "
+                f"(line {first.line}) and {v.query_id!r} on {v.evaluator!r} — the file mixes two verdict queues",
+                file=source,
+                line=v.line,
+                field="queue_place",
+                hint="keep one queue's lines in a file, or remove the queue_* fields of the other's lines",
+            )
+    beyond = np.zeros(len(query_ids), dtype=bool)
+    if not places:
+        return Inclusion(out, beyond, None)
+    n = labelled_prefix(list(places))
+    last = places[n].queue if n else None
+    threshold = last[2] if last is not None else math.inf
+    for place, v in places.items():
+        if not _same_evaluator(v.evaluator, evaluator) or v.query_id not in position or v.queue is None:
+            continue
+        if place <= n:
+            out[position[v.query_id]] = prefix_probabilities(v.queue[1], threshold)
+        else:
+            beyond[position[v.query_id]] = True
+    return Inclusion(out, beyond, n + 1 if beyond.any() else None)
 
 
 @dataclass(frozen=True)
@@ -357,8 +436,8 @@ class QueueRow:
     query: str | None = None
     response: str | None = None
     context: str | None = None
-    inclusion_probability: float | None = None
     design: str | None = None
+    place: dict[str, Any] | None = None  # the verdict queue's queue_place, queue_u, queue_share, ... fields
 
 
 def queue_rows(
@@ -389,8 +468,7 @@ def write_verdict_queue(rows: Iterable[QueueRow], path: str | os.PathLike[str]) 
         for row in rows:
             line: dict[str, Any] = {"query_id": row.query_id, "evaluator": row.evaluator, "score": None, "passed": None}
             line |= {"rater": None, "priority": row.priority, "reason": row.reason}
-            if row.inclusion_probability is not None:
-                line |= {"inclusion_probability": row.inclusion_probability, "design": row.design}
+            line |= ({"design": row.design} if row.design else {}) | (row.place or {})
             line |= {k: v for k, v in (("query", row.query), ("response", row.response), ("context", row.context)) if v}
             fh.write(dumps(line) + b"\n")
             n += 1

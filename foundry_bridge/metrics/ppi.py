@@ -35,9 +35,9 @@ Intervals (95 % by default), chosen for the few labels a team has (``metrics.int
   weight vanishes as 1/n: at a few hundred labels the interval is close to ``ppi-python``'s (``interval="normal"``
   gives that one exactly: z and the n divisor).
 - every interval on a scale is clipped to it, and ``Estimate.clipped`` says it was (PPI's θ can itself leave the
-  scale — it subtracts the judge's measured error — and is kept as computed).
-- labels the verdict queue drew with known probabilities: PPI and PPI++ inverse-probability weighted
-  (``ipw_ppi_mean``), the human-only mean Hájek's (``_weighted_single``).
+  scale — it subtracts the judge's measured error — and is then moved to the scale with its interval: ``_on_scale``).
+- labels the verdict queue drew with known probabilities (any prefix of its order: ``prefix_probabilities``): PPI
+  and PPI++ inverse-probability weighted (``ipw_ppi_mean``), the human-only mean Hájek's (``_weighted_single``).
 - fewer than ``MIN_HUMAN_LABELS`` (5) labels: no human-only interval; fewer than ``MIN_LABELS`` (10): no PPI or
   PPI++ interval. The estimate then carries ``need_labels`` (the minimum) and NaN bounds, and the report says
   "too few labels (need N)". From the minima on, the simulation in ``tests/test_trust_coverage.py`` (a known
@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -97,11 +97,14 @@ __all__ = [
     "crossfit_lambdas",
     "estimate_mean",
     "fold_count",
-    "inclusion_probabilities",
     "ipw_ppi_mean",
+    "labelled_prefix",
     "labelling_priority",
     "labels_for_half_width",
     "ppi_mean",
+    "prefix_probabilities",
+    "queue_merge",
+    "queue_order",
     "queue_priority",
     "queue_sample",
     "rater_mean",
@@ -379,7 +382,7 @@ def _ppi_t(
     df = _with_raters(variance, n - 1, raters)
     low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
     how = f"t, {_df_text(df)} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "") + _raters_note(raters)
-    low, high, cut = _on_scale(low, high, v)
+    mean, low, high, cut = _on_scale(mean, low, high, v)
     return Estimate(method, mean, low, high, n, big_n, confidence, how, cut)
 
 
@@ -388,13 +391,17 @@ def _uniform_point(y: np.ndarray, f: np.ndarray, f_u: np.ndarray, lam_y: np.ndar
     return float((lam_u * f_u).mean() + (y - lam_y * f).mean())
 
 
-def _on_scale(low: float, high: float, v: np.ndarray | None) -> tuple[float, float, bool]:
-    """[low, high] clipped to the scale (each bound kept inside it), and whether it had to be."""
+def _on_scale(mean: float, low: float, high: float, v: np.ndarray | None) -> tuple[float, float, float, bool]:
+    """The estimate and [low, high] on the scale, and whether either had to move: a θ off the scale (PPI's can
+    leave it: it subtracts the judge's measured error) is moved to the scale's nearest end and its interval moves
+    with it, then the interval is cut to the scale. So the interval holds its estimate and keeps a positive width;
+    the truth is on the scale, so the moved θ is no farther from it and an interval that covered it still does."""
     if v is None:
-        return low, high, False
+        return mean, low, high, False
     lo, hi = float(v[0]), float(v[-1])
-    low, high, cut = clip(low, high, lo, hi)
-    return min(low, hi), max(high, lo), cut
+    moved = min(max(mean, lo), hi)
+    low, high, cut = clip(low + moved - mean, high + moved - mean, lo, hi)
+    return moved, low, high, cut or moved != mean
 
 
 def _too_few(
@@ -434,7 +441,7 @@ def _single(
     df = _with_raters(variance, values.size - 1, raters)
     low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
     how = f"t, {_df_text(df)} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "") + _raters_note(raters)
-    low, high, cut = _on_scale(low, high, v)
+    mean, low, high, cut = _on_scale(mean, low, high, v)
     return Estimate(method, mean, low, high, *counts, confidence, how, cut)
 
 
@@ -446,35 +453,39 @@ def _weighted_single(
     v: np.ndarray | None,
     raters: RaterSpread = NO_RATERS,
 ) -> Estimate:
-    """The human-only mean of labels the queue drew with probabilities π (Poisson sampling): Hájek's weighted mean
-    ȳ = Σ(y/π)/Σ(1/π) — on the scale, like any weighted mean — with the linearised variance V = Σ (1 − π_i)/π_i² ·
-    (y_i − ȳ)² / N̂², N̂ = Σ 1/π_i (Särndal, Swensson & Wretman, *Model Assisted Survey Sampling* 1992, §5.7). On a
-    scale V is padded like the unweighted means: ``PSEUDO_ROWS`` pseudo-rows spread over the scale's values, each
-    with the labels' mean (1 − π)/π², so a few agreeing labels do not give a zero-width interval. Plus the raters'
-    variance; a pass rate's interval is Wilson on Korn & Graubard's effective n (n itself when ȳ is 0 or 1), a
-    mean's t₍df₎ clipped to the scale. Fewer than ``MIN_HUMAN_LABELS`` labels: no interval."""
+    """The human-only mean of labels the queue drew with probabilities π: Hájek's weighted mean ȳ = Σ(w·y)/Σw,
+    w = 1/π — on the scale, like any weighted mean — with the with-replacement variance V = n/(n − 1) · Σ w_i² ·
+    (y_i − ȳ)² / N̂², N̂ = Σw (Särndal, Swensson & Wretman, *Model Assisted Survey Sampling* 1992, §2.9 and §5.7:
+    no finite-population factor, so labels drawn with π = 1 still vary — the π-weighted form Σ(1 − π)/π²·… is 0
+    there and gave a zero-width interval). With equal π it is the unweighted s²/n. On a scale V is padded like the
+    unweighted means: ``PSEUDO_ROWS`` pseudo-rows spread over the scale's values, each of the labels' mean weight,
+    so V = n·(Σ w²(y − ȳ)² + 2·w̄²·mean((v − ȳ)²)) / ((n + 1)·N̂²) — equal π give exactly the unweighted padded
+    variance. Plus the raters' variance; a pass rate's interval is Wilson on Korn & Graubard's effective n (n
+    itself when ȳ is 0 or 1), a mean's t₍df₎ clipped to the scale. Fewer than ``MIN_HUMAN_LABELS`` labels: no
+    interval."""
     method = "human only, inverse-probability weighted"
     if y.size == 0:
         return _too_few(method, float("nan"), counts, confidence, None)
     w = 1.0 / pi
     mean = float((w * y).sum() / w.sum())
-    if y.size < MIN_HUMAN_LABELS:
+    n = y.size
+    if n < MIN_HUMAN_LABELS:
         return _too_few(method, mean, counts, confidence, MIN_HUMAN_LABELS)
-    factor = (1 - pi) / pi**2
-    spread = float((factor * (y - mean) ** 2).sum())
+    spread, rows = float((w**2 * (y - mean) ** 2).sum()), float(n)
     if v is not None:
-        spread += float(factor.mean()) * PSEUDO_ROWS * float(((v - mean) ** 2).mean())
-    variance = spread / float(w.sum()) ** 2
-    df = _with_raters(variance, y.size - 1, raters)
+        spread += float(w.mean()) ** 2 * PSEUDO_ROWS * float(((v - mean) ** 2).mean())
+        rows += PSEUDO_ROWS
+    variance = n * spread / ((rows - 1) * float(w.sum()) ** 2)
+    df = _with_raters(variance, n - 1, raters)
     total = variance + raters.variance
     if _is_rate(v):
         t = t_quantile(two_sided(confidence), df)
-        n_star = y.size if not 0 < mean < 1 else min(y.size, mean * (1 - mean) / total * (_z(confidence) / t) ** 2)
+        n_star = n if not 0 < mean < 1 else min(n, mean * (1 - mean) / total * (_z(confidence) / t) ** 2)
         low, high = wilson(mean * n_star, n_star, confidence=confidence)
         return Estimate(method, mean, low, high, *counts, confidence, f"Wilson score, effective n {n_star:.3g}")
     low, high = t_interval(mean, total, df, confidence=confidence)
     how = f"t, {_df_text(df)} df, Hájek" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "")
-    low, high, cut = _on_scale(low, high, v)
+    mean, low, high, cut = _on_scale(mean, low, high, v)
     return Estimate(method, mean, low, high, *counts, confidence, how + _raters_note(raters), cut)
 
 
@@ -557,8 +568,8 @@ def estimate_mean(
     if pi is not None and not np.isnan(pi[labeled]).any():
         pi = np.where(labeled, pi, np.nan)
         human_only = _weighted_single(y, pi[labeled], (n, big_n), confidence, v, raters)
-        plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v)
-        plus = ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v)
+        plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v, raters=raters)
+        plus = ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v, raters=raters)
         lam = _ipw_lambdas(j[scored], labeled[scored], h[scored], pi[scored])[1]
         design = "labels weighted by 1/(the queue's inclusion probability)"
         return MeanEstimates(
@@ -786,50 +797,51 @@ def _strata(scores: np.ndarray) -> np.ndarray:
     return np.searchsorted(edges, scores, side="right")
 
 
-# -- the queue's own design: Poisson sampling with known inclusion probabilities, and the IPW estimator -----------
+# -- the queue's own design: an order whose every prefix is a probability sample, and the IPW estimator ----------
 
-QUEUE_FLOOR = 0.2  # every candidate row's inclusion probability is at least this share of the uniform one
-QUEUE_SEED = 24  # the queue's default seed: the same run and size give the same queue
+QUEUE_FLOOR = 0.2  # every candidate row's size measure is at least this share of the candidates' mean one
+QUEUE_SEED = 24  # the queue's default seed: the same run and seed give the same queue
 UNIFORM_NOTE = "labels with no inclusion probability: treated as a uniform sample"
 
 
 @dataclass(frozen=True)
 class QueueDraw:
-    """One row the queue drew: its index, its inclusion probability π, the design and why it was favoured."""
+    """One row of the queue's order: its index, its place (1 = label first), its uniform draw ``u`` and its share
+    p = size / Σ size of its judge's candidates' size measure (its key is u / p), the key of the row after it in
+    the order (``next_key``; inf: none), its inclusion probability when the queue it was cut from is labelled
+    (``probability``), the design and why it was favoured."""
 
     index: int
+    place: int
+    u: float
+    share: float
+    next_key: float
     probability: float
     design: str
     reason: str
 
+    @property
+    def key(self) -> float:
+        return self.u / self.share
 
-def inclusion_probabilities(priority: Any, size: float, *, floor: float = QUEUE_FLOOR) -> np.ndarray:
-    """π_i = max(floor·size/R, min(1, c·priority_i)) over the R candidate rows (``priority`` NaN: not a candidate,
-    π = 0), c found by bisection so that Σ π = ``size`` (the expected queue length); ``size`` ≥ R gives π = 1.
-    Every candidate row has a chance of at least ``floor`` × the uniform design's, so no row is left out."""
-    p = np.asarray(priority, dtype=np.float64).ravel()
-    live = ~np.isnan(p)
-    rows = int(np.count_nonzero(live))
-    out = np.zeros(p.size)
-    if rows == 0 or size <= 0:
-        return out
-    if size >= rows:
-        out[live] = 1.0
-        return out
-    base = floor * size / rows
-    q = np.maximum(p[live], 0.0)
 
-    def total(c: float) -> float:
-        return float(np.maximum(base, np.minimum(1.0, c * q)).sum())
+def prefix_probabilities(share: Any, threshold: float) -> np.ndarray:
+    """The inclusion probability of each row of a labelled prefix of the queue's order: π_i = min(1, p_i·t), t the
+    key of the first row not labelled (inf: every candidate labelled, π = 1). Priority sampling (Duffield, Lund &
+    Thorup, *J. ACM* 2007; the order is Ohlsson's sequential Poisson sampling, 1998): given every other row's key, a
+    row is in the first n exactly when u_i < p_i·τ_i, τ_i the n-th smallest of the other keys — and then τ_i = t —
+    so Σ y_i/π_i over the prefix is unbiased for Σ y, and the weighted rows are uncorrelated: the Poisson-sampling
+    variance estimator applies to every prefix, whatever its length."""
+    p = np.asarray(share, dtype=np.float64)
+    return np.ones_like(p) if math.isinf(threshold) else np.minimum(1.0, p * threshold)
 
-    low, high = 0.0, 1.0
-    while total(high) < size and high < 1e300:
-        high *= 2
-    for _ in range(200):
-        mid = (low + high) / 2
-        low, high = (mid, high) if total(mid) < size else (low, mid)
-    out[live] = np.maximum(base, np.minimum(1.0, high * q))
-    return out
+
+def labelled_prefix(place: Any) -> int:
+    """n, the length of the longest run 1, 2, …, n in the queue places of the labelled rows (0: place 1 is not
+    labelled): the prefix that is a probability sample. A label at a later place follows a gap."""
+    seen = np.unique(np.asarray(place, dtype=np.int64))
+    run = np.nonzero(seen != np.arange(1, seen.size + 1))[0]
+    return int(run[0]) if run.size else int(seen.size)
 
 
 def queue_priority(judge: Any, human: Any, *, spread: Any = None, prior_variance: float = 0.25) -> np.ndarray:
@@ -846,31 +858,60 @@ def queue_priority(judge: Any, human: Any, *, spread: Any = None, prior_variance
     return out
 
 
+def queue_order(
+    judge: Any, human: Any, *, spread: Any = None, seed: int = QUEUE_SEED, audit: bool = False
+) -> list[QueueDraw]:
+    """The unlabelled scored rows in the queue's order: row i's key is u_i / p_i, u_i uniform on (0, 1)
+    (``numpy.random.default_rng(seed)``, one per row), p_i its share of the size measure — ``queue_priority``
+    floored at ``QUEUE_FLOOR`` × the candidates' mean (``audit``: 1 for every row, a uniform sample) — smallest key
+    first (``probability`` 1: every row). Any prefix is a probability sample (``queue_merge``)."""
+    j = np.asarray(judge, dtype=np.float64).ravel()
+    h = np.asarray(human, dtype=np.float64).ravel()
+    u = np.random.default_rng(seed).random(j.size)
+    x = np.where(~np.isnan(j) & np.isnan(h), 1.0, np.nan) if audit else queue_priority(j, h, spread=spread)
+    live = np.nonzero(~np.isnan(x))[0]
+    if not live.size:
+        return []
+    x = np.maximum(x[live], QUEUE_FLOOR * float(x[live].mean()))
+    share = x / x.sum()
+    order = np.lexsort((live, u[live] / share))
+    keys = np.append((u[live] / share)[order], math.inf)
+    s = np.zeros_like(j) if spread is None else np.nan_to_num(np.asarray(spread, dtype=np.float64).ravel())
+    design = "uniform audit" if audit else "priority (judge-score strata, disagreement)"
+    out = []
+    for place, k in enumerate(order, 1):
+        i = int(live[k])
+        why = (
+            "uniform audit" if audit else f"judges disagree (spread {s[i]:g})" if s[i] > 0 else f"judge score {j[i]:g}"
+        )
+        out.append(QueueDraw(i, place, float(u[i]), float(share[k]), float(keys[place]), 1.0, design, why))
+    return out
+
+
+def queue_merge(orders: Sequence[Sequence[QueueDraw]], size: int) -> list[tuple[int, QueueDraw]]:
+    """The first ``size`` lines of one queue made of several judges' orders (``queue_order``), as (judge's position,
+    draw): merged by key — the keys share one scale (about t rows of each order have a key below t), so the first n
+    lines hold about n / judges of each — each draw's ``place`` its line (1 = first), ``next_key`` the key of the
+    line after it (inf: none), ``probability`` its π when the first ``size`` lines are labelled. A prefix of the
+    merged order is a prefix of the keys of all the rows together, so ``prefix_probabilities`` with the key of the
+    first line not labelled holds for every judge's rows."""
+    merged = sorted(((d.key, k, d.place, d) for k, order in enumerate(orders) for d in order), key=lambda t: t[:3])
+    keys = [t[0] for t in merged] + [math.inf]
+    size = max(0, min(size, len(merged)))
+    out = []
+    for line, (_, k, _, d) in enumerate(merged[:size], 1):
+        pi = float(prefix_probabilities(d.share, keys[size]))
+        out.append((k, replace(d, place=line, next_key=keys[line], probability=pi)))
+    return out
+
+
 def queue_sample(
     judge: Any, human: Any, *, size: float, spread: Any = None, seed: int = QUEUE_SEED, audit: bool = False
 ) -> list[QueueDraw]:
-    """Poisson sampling of the unlabelled scored rows: row i is drawn independently with probability π_i
-    (``inclusion_probabilities`` of ``queue_priority``; ``audit``: π = size/R for every row, a uniform sample), the
-    draw seeded by ``seed``. E[rows drawn] = ``size``; each draw carries its π for ``ipw_ppi_mean``."""
-    j = np.asarray(judge, dtype=np.float64).ravel()
-    h = np.asarray(human, dtype=np.float64).ravel()
-    if audit:
-        candidate = ~np.isnan(j) & np.isnan(h)
-        pi = np.where(candidate, min(1.0, size / max(1, int(np.count_nonzero(candidate)))), 0.0)
-    else:
-        pi = inclusion_probabilities(queue_priority(j, h, spread=spread), size)
-    drawn = np.random.default_rng(seed).random(pi.size) < pi
-    s = np.zeros_like(j) if spread is None else np.nan_to_num(np.asarray(spread, dtype=np.float64).ravel())
-    design = "uniform audit" if audit else "priority (judge-score strata, disagreement)"
-    return [
-        QueueDraw(
-            int(i),
-            float(pi[i]),
-            design,
-            "uniform audit" if audit else f"judges disagree (spread {s[i]:g})" if s[i] > 0 else f"judge score {j[i]:g}",
-        )
-        for i in np.nonzero(drawn)[0]
-    ]
+    """The first ``size`` rows (rounded) of ``queue_order``, each with its π in that prefix: what labelling the
+    first ``size`` lines of a one-judge queue gives."""
+    order = queue_order(judge, human, spread=spread, seed=seed, audit=audit)
+    return [d for _, d in queue_merge([order], round(size))]
 
 
 def _ipw_tuned_lambda(y: np.ndarray, f: np.ndarray, pi: np.ndarray, f_all: np.ndarray) -> float:
@@ -908,12 +949,16 @@ def ipw_ppi_mean(
     lam: float | None = 1.0,
     confidence: float = 0.95,
     scale: Scale | None = None,
+    raters: RaterSpread = NO_RATERS,
 ) -> Estimate:
     """PPI under the queue's own design (active statistical inference, Zrnic & Candès, ICML 2024, arXiv:2403.03208):
     over the N scored rows, θ̂ = λ·mean(f) + (1/N)·Σ_labelled (y_i − λf_i)/π_i — unbiased for the humans' mean for
-    any fixed λ when row i was labelled with probability π_i > 0 independently (Poisson sampling). Variance:
-    λ²·s²(f)/N (the judge's mean) + (1/N²)·Σ_labelled (1 − π_i)/π_i² · (y_i − λf_i)² (Horvitz–Thompson's unbiased
-    estimator under Poisson sampling); t₍n−1₎ interval, clipped to the scale (``clipped`` says so). ``judge``,
+    any fixed λ when row i was labelled with probability π_i > 0 (Poisson sampling, or a prefix of the queue's
+    order: ``prefix_probabilities``). Variance: λ²·s²(f)/N (the judge's mean) + (1/N²)·Σ_labelled (1 − π_i)/π_i² ·
+    (y_i − λf_i)² (Horvitz–Thompson's unbiased estimator under either design; on a scale plus ``PSEUDO_ROWS``
+    pseudo-rows over the scale × scale grid, each of weight mean(1/π)² with no (1 − π): agreeing labels, or labels
+    drawn with π = 1, keep a width) + the ``raters``' variance; t interval
+    (n − 1 df, Satterthwaite's with the raters), clipped to the scale (``clipped`` says so). ``judge``,
     ``human`` (NaN: not labelled), ``probability`` (π of each labelled row) are aligned over all rows; unscored rows
     (NaN judge) are left out. Fewer than ``MIN_LABELS`` labels: the point estimate, no interval.
 
@@ -943,7 +988,13 @@ def ipw_ppi_mean(
     if n < MIN_LABELS:
         return _too_few(method, mean, (n, big_n - n), confidence)
     s2_f = _var1(f_all)
-    variance = _per_fold(lam_all, lambda lam_: lam_**2 * s2_f) / big_n + float(((1 - p) / p**2 * r**2).sum()) / big_n**2
-    low, high = t_interval(mean, variance, n - 1, confidence=confidence)
-    low, high, cut = _on_scale(low, high, v)
-    return Estimate(method, mean, low, high, n, big_n - n, confidence, f"t, {n - 1} df, Horvitz–Thompson", cut)
+    errors = float(((1 - p) / p**2 * r**2).sum())
+    if v is not None:  # the pseudo-rows, each of the labels' mean weight 1/π: agreeing labels or π = 1 keep a width
+        gy, gf, gw = _grid(v)
+        errors += float((1 / p).mean()) ** 2 * _per_fold(lam_y, lambda lam_: float((gw * (gy - lam_ * gf) ** 2).sum()))
+    variance = _per_fold(lam_all, lambda lam_: lam_**2 * s2_f) / big_n + errors / big_n**2
+    df = _with_raters(variance, n - 1, raters)
+    low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
+    mean, low, high, cut = _on_scale(mean, low, high, v)
+    how = f"t, {_df_text(df)} df, Horvitz–Thompson" + _raters_note(raters)
+    return Estimate(method, mean, low, high, n, big_n - n, confidence, how, cut)

@@ -1,14 +1,13 @@
 """The labelling queue: the holes of a run's columns (``columns.RunColumns``' ``holes``), ranked by the engine.
 
 A hole is a retrieved document in a query's top K without any label for that query (repeated ids count once, at
-their first position). Documents are ranked by priority = Σ 1/rank over their appearances (summed left to right in
-dataset order), then by count, best rank, id; a document's queries by (rank, query id).
+their first position). Documents are ranked by priority = Σ 1/rank over their appearances, then by count, best
+rank, id; a document's queries by (rank, query id).
 
 The ranking is one ``GROUP BY`` of the engine, made when the run is sealed (``columns.QUEUE_DOCS``, the view
-``queue_docs``). Its ``sum`` does not add in dataset order, so a document's priority
-there can differ from the left-to-right sum in the last bits: the documents near the cut (within 1e-9 of it) with
-three holes or more (one or two add the same in any order) get their priority summed in order
-(``list_reduce`` over the holes sorted by row), and the ranking is made on those.
+``queue_docs``). Its ``sum`` adds in no set order, so a priority equals the left-to-right sum to 1e-9 relative, not
+to the last bit; the order compares priorities rounded to 1e-9, so two documents whose sums differ only in the last
+bits fall to the tie-breaks (count, best rank, id) whichever order the engine added in.
 """
 
 from __future__ import annotations
@@ -27,18 +26,10 @@ from ._model import LIST_CAP, Report
 __all__ = ["LABEL_PLACEHOLDER", "Queue", "write_labelling_queue"]
 
 LABEL_PLACEHOLDER = "?"
-_EPS = 1e-9  # a bound far above the difference of two orders of summing a document's Σ 1/rank
-_EXACT = """
-WITH cand AS (SELECT * FROM queue_docs WHERE approx >= ?),
-ordered AS (
-  SELECT h.document_id, list_reduce(list(1.0 / h.rank ORDER BY h.row, h.rank), lambda a, b: a + b) AS p
-  FROM holes h SEMI JOIN (SELECT document_id FROM cand WHERE n >= 3) c ON h.document_id = c.document_id
-  GROUP BY h.document_id
+_RANKED = (
+    "SELECT document_id, n, best, rank_sum, approx FROM queue_docs "
+    "ORDER BY round(approx, 9) DESC, n DESC, best, document_id"
 )
-SELECT cand.document_id, n, best, rank_sum, coalesce(ordered.p, approx) AS priority
-FROM cand LEFT JOIN ordered ON cand.document_id = ordered.document_id
-ORDER BY priority DESC, n DESC, best, cand.document_id
-"""
 
 
 @dataclass
@@ -74,15 +65,7 @@ class Queue:
 
     def _ranked(self, limit: int | None) -> list[tuple[str, int, int, float, float]]:
         """(document, count, best, rank sum, priority) of the ``limit`` most urgent documents (all: None)."""
-        n_docs, _ = self._ensure()
-        cut = -1.0
-        if limit is not None and n_docs > limit:
-            row = self.run.one(
-                "SELECT approx FROM queue_docs ORDER BY approx DESC, n DESC, best, document_id LIMIT 1 OFFSET ?",
-                [limit - 1],
-            )
-            cut = float(row[0]) - _EPS if row else -1.0
-        rows = self.run.sql(_EXACT + ("" if limit is None else f" LIMIT {int(limit)}"), [cut]).fetchall()
+        rows = self.run.sql(_RANKED + ("" if limit is None else f" LIMIT {int(limit)}")).fetchall()
         return [(str(d), int(n), int(b), float(s), float(p)) for d, n, b, s, p in rows]
 
     def _holes(self, docs: list[str], limit: int | None) -> dict[str, list[tuple[int, str, int]]]:

@@ -54,7 +54,7 @@ from ..metrics.agreement import (
     noise_band,
     rater_mean,
 )
-from ..metrics.ppi import QUEUE_SEED, QueueDraw, queue_sample
+from ..metrics.ppi import QUEUE_SEED, queue_merge, queue_order
 from ..runfolder import RunFolder
 from ._format import fmt_num, md_escape
 
@@ -368,6 +368,8 @@ def _judge_entry(
     rows, query_ids = (verdicts.verdicts if verdicts is not None else []), cols.query_ids
     hs, _ = human_arrays(rows, judge.evaluator, query_ids)
     hp, _ = human_arrays(rows, judge.evaluator, query_ids, what="passed")
+    drawn = inclusion_array(rows, judge.evaluator, query_ids, source=verdicts.source if verdicts else None)
+    hs[:, drawn.beyond] = hp[:, drawn.beyond] = np.nan  # not part of the sample: left out of every number
     score, passed = cols.real(judge.score), cols.real(judge.passed)
     scale, off_scale = judge.scale, []
     if judge.scale is not None and not np.isin(score[~np.isnan(score)], judge.scale).all():
@@ -378,7 +380,7 @@ def _judge_entry(
         passed,
         hs,
         hp,
-        probability=inclusion_array(rows, judge.evaluator, query_ids),
+        probability=drawn.probability,
         threshold=judge.threshold,
         higher_is_better=judge.higher_is_better,
         categories=scale,
@@ -393,6 +395,12 @@ def _judge_entry(
         missing = [f"no human verdict on {judge.evaluator}: its numbers are uncorrected", *off_scale]
     if not scored.size:
         missing.append(f"{judge.criterion} scored no row")
+    if drawn.gap is not None:
+        missing.append(
+            f"{int(drawn.beyond.sum())} labels on {judge.evaluator} are at verdict-queue places after place "
+            f"{drawn.gap}, left unlabelled, and are left out (a labelled prefix of the queue is a probability "
+            f"sample, labels after a gap are not): label place {drawn.gap} to count them"
+        )
     return JudgeEntry(
         criterion=judge.criterion,
         evaluator=judge.evaluator,
@@ -607,34 +615,37 @@ def write_verdict_queue_for(
     seed: int = QUEUE_SEED,
     audit: bool = False,
 ) -> int:
-    """Write a random sample of (judge, row) pairs to label, about ``limit`` of them, as human-verdict JSONL to fill
-    in (``dataset.verdicts.write_verdict_queue``), each line with its ``inclusion_probability`` and ``design``;
-    returns the lines written. ``questions`` as given to ``trust_section`` (a template sheet's columns →
-    evaluators).
+    """Write the first ``limit`` (judge, row) pairs of the verdict queue's order as human-verdict JSONL to fill in
+    (``dataset.verdicts.write_verdict_queue``); returns the lines written. ``questions`` as given to
+    ``trust_section`` (a template sheet's columns → evaluators).
 
-    Each judge's rows are drawn by ``metrics.ppi.queue_sample`` (Poisson sampling, E[rows] = ``limit`` / judges;
-    π by judge-score stratum and the judges disagreeing on the row, floored; ``audit``: a uniform sample), seeded
-    by ``seed`` + the judge's position, so the report can weight the labels back (``ipw_ppi_mean``). The file lists
-    the draws highest π first."""
+    Each judge's candidate rows are ordered by ``metrics.ppi.queue_order`` (key u/p, p the row's share of the size
+    measure: judge-score stratum and the judges disagreeing on the row, floored; ``audit``: uniform), u seeded by
+    ``seed`` + the judge's position, and the orders merged by key (``queue_merge``: the first n lines hold about
+    n / judges of each), so labelling the file's first n lines, for any n, is a probability sample. Each line keeps
+    its place and the design (``queue_place``, ``queue_u``, ``queue_share``, ``queue_next_key`` — the key of the
+    line after it —, ``queue_seed``) for the report to weight the labels back."""
     run = RunColumns.open(run_dir)
     cols = _collect(run)
     given = section.source.verdicts_path
     verdicts = read_verdicts(given, questions=questions).verdicts if given else []
     spread = _spread(cols)
-    size = limit / max(1, len(cols.judges))
-    drawn: list[tuple[float, int, _Judge, QueueDraw]] = []
-    for k, judge in enumerate(cols.judges.values()):
+    judges = list(cols.judges.values())
+    orders = []
+    for k, judge in enumerate(judges):
         hs, _ = human_arrays(verdicts, judge.evaluator, cols.query_ids)
-        score = cols.real(judge.score)
-        draws = queue_sample(score, rater_mean(hs), size=size, spread=spread, seed=seed + k, audit=audit)
-        drawn.extend((-d.probability, k, judge, d) for d in draws)
-    drawn.sort(key=lambda t: t[:2])
-    texts = _texts(run, {cols.query_ids[d.index] for *_, d in drawn})
+        orders.append(queue_order(cols.real(judge.score), rater_mean(hs), spread=spread, seed=seed + k, audit=audit))
+    drawn = queue_merge(orders, limit)
+    texts = _texts(run, {cols.query_ids[d.index] for _, d in drawn})
     rows = []
-    for rank, (_, _, j, d) in enumerate(drawn, 1):
+    for k, d in drawn:
         text = texts.get(cols.query_ids[d.index], {})
-        row = QueueRow(cols.query_ids[d.index], j.evaluator, rank, d.reason, text.get("query"), text.get("response"))
-        rows.append(replace(row, inclusion_probability=round(d.probability, 6), design=d.design))
+        place: dict[str, Any] = {"queue_place": d.place, "queue_u": d.u, "queue_share": d.share}
+        place |= {"queue_next_key": None if math.isinf(d.next_key) else d.next_key, "queue_seed": seed + k}
+        row = QueueRow(
+            cols.query_ids[d.index], judges[k].evaluator, d.place, d.reason, text.get("query"), text.get("response")
+        )
+        rows.append(replace(row, design=d.design, place=place))
     return write_verdict_queue(rows, Path(path))
 
 
