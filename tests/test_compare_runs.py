@@ -56,32 +56,39 @@ def test_a_candidate_better_on_a_subset_is_significantly_better(runs) -> None:
 
 
 @pytest.mark.parametrize(("correction", "method"), [("holm", "holm"), ("bh", "fdr_bh")])
-def test_the_family_is_corrected_as_statsmodels_does_and_the_gate_decides_apart(runs, correction, method):
+def test_the_two_families_are_corrected_as_statsmodels_does_and_the_gate_is_the_primary_verdict(
+    runs, correction, method
+):
     from statsmodels.stats.multitest import multipletests
 
     cmp = compare_runs([runs["base"], runs["same"], runs["better"]], correction=correction, fail_on=["relevance"])
     ran = [m for m in cmp.metrics if m.p_value is not None and m.n_paired >= 10 and m.n_informative]
     assert [m for m in cmp.metrics if m.in_family] == ran
-    assert len(ran) == cmp.exploratory_tests  # one family: every informative test, gated or not
+    primary = [m for m in ran if m.family == "primary"]
+    secondary = [m for m in ran if m.family == "secondary"]
+    assert [(m.candidate, m.metric) for m in primary] == [("better", "relevance")]  # "same" has no informative pair
+    assert (len(secondary), len(primary)) == (cmp.exploratory_tests, cmp.primary_tests)
     zeros = [m for m in cmp.metrics if m.p_value == 1.0 and m.n_paired >= 10 and not m.n_informative]
     assert len(zeros) == cmp.left_out_tests > 10 and all(m.p_adjusted == 1.0 for m in zeros)  # shown, not counted
-    expected = multipletests([m.p_value for m in ran], alpha=0.05, method=method)
-    assert [m.p_adjusted for m in ran] == pytest.approx(list(expected[1]))
-    assert [m.significant for m in ran] == [bool(r) and m.delta != 0 for r, m in zip(expected[0], ran, strict=True)]
-    # relevance, its pass rate and, for "better", rr/ndcg... : the raw p is under α, the corrected one too here
+    expected = multipletests([m.p_value for m in secondary], alpha=0.05, method=method)
+    assert [m.p_adjusted for m in secondary] == pytest.approx(list(expected[1]))
+    assert [m.significant for m in secondary] == [
+        bool(r) and m.delta != 0 for r, m in zip(expected[0], secondary, strict=True)
+    ]
+    # the gated metric is its own family (Holm over the one gated test): p corrected = p, verdict "better"
     rel = cmp.get("better", "relevance")
-    assert rel.p_value == pytest.approx(2 / 128) and rel.p_adjusted == pytest.approx(
-        multipletests([m.p_value for m in ran], method=method)[1][ran.index(rel)]
-    )
-    # the gate decides each --fail-on at α on its own p: relevance regressed, and so does the exit
+    assert rel.p_value == pytest.approx(2 / 128) == rel.p_adjusted and rel.verdict == "better"
+    assert rel.correction == "Holm over 1"
+    # the gate is the gated row's verdict: worse the other way round, and so is the exit
     back = compare_runs([runs["better"], runs["base"]], correction=correction, fail_on=["relevance"], coverage_drop=1.0)
-    assert back.gate["failed"] and "p = 0.01562 < 0.05; tolerated 0" in back.gate["reasons"][0]
-    # ... or on its p corrected across the gate's tests (2 candidates × relevance) when asked to
+    assert back.get("base", "relevance").verdict == "worse"
+    assert back.gate["failed"] and "p = 0.01562, Holm over 1 < 0.05; tolerated 0" in back.gate["reasons"][0]
+    # the primary family's correction across the gated tests (2 candidates × relevance)
     three = [runs["base"], runs["same"], runs["better"]]
     gated = compare_runs(three, fail_on=["relevance"], gate_correction=correction)
     checks = gated.gate["checks"]
     assert [c["p"] for c in checks] == pytest.approx([1.0, 2 / 128])
-    assert [c["p_gate"] for c in checks] == pytest.approx(list(multipletests([1.0, 2 / 128], method=method)[1]))
+    assert checks[1]["p_gate"] == pytest.approx(2 / 128)  # the candidate "same" has no informative pair: no family
     small = [m for m in cmp.metrics if 0 < m.n_paired < 10]
     assert small and all(m.verdict == "too few paired queries" and m.p_adjusted is None for m in small)
 
@@ -327,4 +334,4 @@ def test_compare_cli_prints_one_table_one_gate_line_and_none_means_none(runs, ca
     assert {m["kind"] for m in rows} == {"continuous", "ordinal", "boolean"}
     assert all(m["p_adjusted"] == m["p_value"] for m in rows)
     code, _, err = _main([*args[:-2], "--gate-correction", "bh", "--correction", "holm"], capsys)
-    assert code == 3 and "Benjamini–Hochberg over 1 gated tests" in err and "Holm" not in err
+    assert code == 3 and "Benjamini–Hochberg over 1 <" in err and "Holm" not in err

@@ -102,7 +102,7 @@ def test_different_judges_are_flagged_beside_their_metrics(runs) -> None:
     same = compare_runs([runs["a"], runs["b_better"]], n_resamples=200).get("b_better", "relevance")
     assert same.judges == ["gpt-4o", "gpt-4o"] and not same.judges_differ
     md = render_comparison_markdown(cmp)
-    assert "**better** †" in md
+    assert "**better †**" in md
     assert "judges differ: gpt-4o → gpt-4.1; a difference here may be the judge, not the system" in md
 
 
@@ -112,6 +112,7 @@ def test_a_judge_that_scores_one_higher_on_the_anchor_explains_the_system_delta(
         anchor=(runs["anchor_old"], runs["anchor_new"]),
         anchor_verdicts=runs["humans"],
         n_resamples=200,
+        correction="holm",
     )
     assert cmp.drift is not None
     assert cmp.drift.judges_old["relevance"] == "gpt-4o" and cmp.drift.judges_new["relevance"] == "gpt-4.1"

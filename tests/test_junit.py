@@ -67,8 +67,9 @@ def test_one_case_per_gated_metric_the_regression_fails_with_delta_ci_and_the_ga
     assert failure.message.startswith("cand: positive relevance regressed by 1.273")  # 14/11
     assert "delta -1.273" in failure.text and "95% CI" in failure.text
     assert "p = 0.01562" in failure.text  # 2 / 2^7, exact
-    assert "gate p = 0.01562" in failure.text  # each gate at its own α (no --gate-correction)
-    assert "2 gated tests, each at its own α = 0.05: false-alarm rate across all gates ≤ 0.1" in failure.text
+    assert "gate p = 0.01562 (primary: Holm over 1)" in failure.text  # rr@10 has no informative pair: no family
+    assert "2 gated tests, Holm-corrected across gates: false-alarm rate across all gates ≤ α = 0.05" in failure.text
+    assert "verdict worse" in failure.text
     assert cases["positive rr@10"].is_passed and all(cases[c].is_passed for c in coverage)
     xml = JUnitXml.fromfile(str(out))
     assert (xml.tests, xml.failures) == (6, 1)
@@ -93,13 +94,14 @@ def test_nothing_gated_is_one_passing_case(runs, tmp_path: Path) -> None:
 
 
 def test_the_gate_correction_is_the_gates_p_in_junit(runs, tmp_path: Path) -> None:
-    """--gate-correction holm: the case shows the Holm p the gate decided on (2 × 2/128), not a p of its own."""
+    """--gate-correction holm: the case shows the p the gate decided on, corrected over the primary family (rr@10
+    does not change on any query: not counted, so Holm over 1)."""
     out = tmp_path / "junit.xml"
     gates = ["--fail-on", "relevance", "--fail-on", "rr@10", "--gate-correction", "holm"]
     code, _ = _compare(str(runs["base"]), str(runs["cand"]), *gates, "--junit", str(out))
     assert code == 3
     (failure,) = _cases(out)["positive relevance"].result
-    assert "p = 0.03125 < 0.05, Holm over 2 gated tests" in failure.message and "gate p = 0.03125" in failure.text
+    assert "p = 0.01562, Holm over 1 < 0.05" in failure.message and "gate p = 0.01562" in failure.text
 
 
 def test_report_and_compare_append_markdown_to_the_step_summary(runs, tmp_path: Path) -> None:

@@ -73,17 +73,17 @@ __all__ = ["command"]
     multiple=True,
     metavar="[negative:]METRIC[:DELTA]",
     help="Exit 3 if METRIC (spelled as for --metric) got significantly worse by more than DELTA (default 0) on "
-    "positive queries (prefix negative: for negative ones). Repeatable; each gate is decided at --alpha on its own "
-    "p (see --gate-correction), and the output states the false-alarm rate across all gates. A gate with no "
-    "comparable pair (or fewer than --min-paired) is an error (exit 2).",
+    "positive queries (prefix negative: for negative ones). Repeatable; the gated metrics are the primary family, "
+    "corrected among themselves (--gate-correction), and their verdict in every output is the gate's. A gate with "
+    "no comparable pair (or fewer than --min-paired) is an error (exit 2).",
 )
 @click.option(
     "--gate-correction",
     type=click.Choice(["none", "holm", "bh"]),
-    default="none",
+    default="holm",
     show_default=True,
-    help="Correct across the --fail-on gates (candidates × gated metrics): Holm (false-alarm rate across all "
-    "gates ≤ alpha) or Benjamini–Hochberg. none: each gate at its own alpha, so adding a gate never weakens another.",
+    help="The primary family's correction, across the --fail-on gates (candidates × gated metrics): Holm "
+    "(false-alarm rate across all gates ≤ alpha), Benjamini–Hochberg, or none (each gate at its own alpha).",
 )
 @click.option(
     "--allow-empty-gate",
@@ -107,12 +107,13 @@ __all__ = ["command"]
 )
 @click.option(
     "--correction",
-    type=click.Choice(["holm", "bh", "none"]),
-    default="holm",
+    type=click.Choice(["westfall-young", "holm", "bh", "none"]),
+    default="westfall-young",
     show_default=True,
-    help="Multiplicity control of the verdicts: Holm, Benjamini–Hochberg, or none (p corrected = p on every row), "
-    "over one family: every metric the runs share × candidates × query kinds (not only those shown; a test whose "
-    "every difference is 0 is shown but not counted). The gate is apart: --gate-correction.",
+    help="The secondary family's correction (every metric not gated, not only those shown; a test whose every "
+    "difference is 0 is shown but not counted): Westfall–Young step-down minP over each pair of runs' joint sign "
+    "flips (correlated metrics, such as one measure at several k, cost nothing), Holm, Benjamini–Hochberg, or "
+    "none (p corrected = p).",
 )
 @click.option(
     "--judge-tests/--no-judge-tests",
@@ -187,11 +188,11 @@ __all__ = ["command"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "md", "html"]),
-    default="md",
-    show_default=True,
-    help="Output format: Markdown (fits a pull-request comment), the comparison as JSON, or one HTML page that "
-    "draws the deltas with their intervals (inline SVG, no script).",
+    type=click.Choice(["text", "json", "md", "html"]),
+    default=None,
+    help="Output format: plain aligned text (the default on a terminal), Markdown (fits a pull-request comment; the "
+    "default otherwise), the comparison as JSON, or one HTML page that draws the deltas with their intervals "
+    "(inline SVG, no script). With -q, text prints the verdict and gate lines only.",
 )
 @click.option(
     "--label",
@@ -226,7 +227,7 @@ def command(
     seed: int,
     resamples: int,
     foundry: bool,
-    fmt: str,
+    fmt: str | None,
     labels: tuple[str, ...],
     out: Path | None,
     quiet: bool,
@@ -242,6 +243,7 @@ def command(
         render_comparison_html,
         render_comparison_json,
         render_comparison_markdown,
+        render_comparison_text,
         trust_section,
     )
 
@@ -301,8 +303,15 @@ def command(
             **common,
         )
     done()
-    renderer = {"json": render_comparison_json, "html": render_comparison_html}.get(fmt, render_comparison_markdown)
-    text = renderer(comparison)
+    if fmt is None:
+        import sys
+
+        fmt = "text" if out is None and sys.stdout.isatty() else "md"
+    if fmt == "text":
+        text = render_comparison_text(comparison, quiet=quiet)
+    else:
+        render = {"json": render_comparison_json, "html": render_comparison_html}.get(fmt, render_comparison_markdown)
+        text = render(comparison)
     if out is None:
         click.echo(text, nl=False)
     else:

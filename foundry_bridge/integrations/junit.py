@@ -52,7 +52,8 @@ def _metric_details(mc: MetricComparison, check: dict[str, Any], confidence: flo
     return (
         f"{mc.section} {mc.metric}: baseline {_fmt(mc.baseline_mean)}, candidate {_fmt(mc.candidate_mean)}, "
         f"delta {_fmt(mc.delta)} ({confidence:.0%} CI {_fmt(mc.ci_low)} to {_fmt(mc.ci_high)}), p = {_fmt(mc.p_value)} "
-        f"({mc.test}), gate p = {_fmt(check.get('p_gate'))}, verdict {mc.verdict}, {mc.n_paired} paired, "
+        f"({mc.test}), gate p = {_fmt(check.get('p_gate'))} ({mc.family}: {mc.correction}), "
+        f"verdict {mc.verdict}, {mc.n_paired} paired, "
         f"{mc.n_excluded} excluded, tolerated drop {check['tolerated']:g}; {false_alarm}"
     )
 

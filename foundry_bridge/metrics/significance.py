@@ -48,6 +48,8 @@ from .intervals import clip, padded_variance, t_interval
 __all__ = [
     "CORRECTION_NAME",
     "DEFAULT_MIN_N",
+    "LEFT_OUT",
+    "WY_NAME",
     "Correction",
     "Effect",
     "FamilyRow",
@@ -59,6 +61,7 @@ __all__ = [
     "adjust_pvalues",
     "apply_family",
     "compare_family",
+    "flip_scores",
     "in_family",
     "mcnemar",
     "paired_effect",
@@ -68,6 +71,7 @@ __all__ = [
     "sign_flip_test",
     "sign_flip_tests",
     "verdict",
+    "westfall_young",
     "wilcoxon_signed_rank",
 ]
 
@@ -610,3 +614,85 @@ def compare_family(
         inside = None if band is None else bool(abs(test.effect.mean_diff) <= band)
         rows.append(FamilyRow(cand, metric, test, verdict(test, higher_is_better=hib, min_n=min_n, band=band), inside))
     return rows
+
+
+# -- Westfall–Young step-down minP over joint sign flips --------------------------------------------------------------
+
+WY_NAME = "Westfall–Young step-down minP over joint sign flips"
+
+
+def flip_scores(a: Any, b: Any, kind: MetricKind) -> np.ndarray:
+    """Per query, the score whose signed sum is the test's statistic under sign flips: B − A (continuous, and
+    pass/fail as 0/1: |Σ d| is McNemar's |b − c|), the signed rank of |B − A| (ordinal: Wilcoxon's W⁺ − W⁻);
+    0 where either side is NaN (a query a metric does not pair adds nothing to its statistic under any flip)."""
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    d = y - x
+    d[np.isnan(d)] = 0.0
+    if kind == "boolean":
+        return np.sign(d)
+    if kind != "ordinal":
+        return d
+    out = np.zeros(d.size)
+    nz = d != 0
+    if nz.any():
+        ranks, _, _ = _signed_ranks(d[nz])
+        out[nz] = np.sign(d[nz]) * ranks
+    return out
+
+
+def _flip_stats(z: np.ndarray, n_resamples: int, rng: Any) -> np.ndarray:
+    """|Σᵢ sᵢ·zᵢⱼ| per flip (rows) and test (columns), row 0 the observed assignment (every sᵢ = +1): every one of
+    the 2^n assignments when 2^n ≤ ``n_resamples`` (exact), else ``n_resamples`` random ones (one Monte Carlo draw
+    for every test), drawn a block of queries at a time (``_WORK_CELLS`` signs held at once)."""
+    n = z.shape[0]
+    if n <= 30 and 2**n <= n_resamples:
+        codes = np.arange(2**n, dtype=np.int64)
+        return np.abs((1.0 - 2.0 * ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1)) @ z)
+    sums = np.zeros((n_resamples, z.shape[1]))
+    step = max(1, _WORK_CELLS // n_resamples)
+    for start in range(0, n, step):
+        block = z[start : start + step]
+        bits = rng.integers(0, 2, size=(n_resamples, block.shape[0]), dtype=np.int8)
+        sums += block.sum(axis=0) - 2.0 * (bits @ block)
+    return np.abs(np.vstack([z.sum(axis=0, keepdims=True), sums]))
+
+
+def _resampled_p(stats: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """Per column, each row's p among the rows: the share of rows whose statistic reaches it."""
+    rows = stats.shape[0]
+    out = np.empty_like(stats)
+    for j in range(stats.shape[1]):
+        ordered = np.sort(stats[:, j])
+        out[:, j] = (rows - np.searchsorted(ordered, stats[:, j] - tol[j], side="left")) / rows
+    return out
+
+
+def westfall_young(scores: Any, *, n_resamples: int = 10_000, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Westfall & Young's step-down minP (1993, Algorithm 4.1) for m two-sided sign-flip tests sharing n queries.
+
+    ``scores`` (n × m, ``flip_scores`` per column): test j's statistic is |Σᵢ sᵢ·scoresᵢⱼ| under one flip vector s
+    for all m tests at once, so correlated tests (copies of one metric at another k) share their flips and cost
+    the family nothing. Only queries with a non-zero score in some test are flipped: exact over all 2^n' of them
+    when 2^n' ≤ ``n_resamples``, else the observed assignment plus ``n_resamples`` random ones from ``rng``.
+    Returns (the raw p of each test under these flips, the adjusted p): with the tests ordered by raw p, p̃₍ᵢ₎ is
+    the share of flips whose smallest p among the tests ranked i..m reaches p₍ᵢ₎, made monotone; strong control of
+    the family-wise error under subset pivotality (each test's null distribution is its sign-flip's alone)."""
+    z = np.asarray(scores, dtype=np.float64)
+    if z.ndim != 2:
+        raise ValueError(f"scores must be a (queries × tests) matrix, got shape {z.shape}")
+    m = z.shape[1]
+    if m == 0:
+        return np.zeros(0), np.zeros(0)
+    z = z[np.any(z != 0, axis=1)]
+    stats = _flip_stats(z, n_resamples, rng if rng is not None else paired_generator(0, ""))
+    tol = 1e-9 * np.maximum(1.0, np.abs(z).sum(axis=0))
+    p_all = _resampled_p(stats, tol)
+    raw = p_all[0]
+    order = np.argsort(raw, kind="stable")
+    # per flip, the smallest p among the tests ranked i..m (successive minima from the least significant)
+    tail_min = np.minimum.accumulate(p_all[:, order][:, ::-1], axis=1)[:, ::-1]
+    adjusted_sorted = np.maximum.accumulate(np.mean(tail_min <= raw[order] + 1e-12, axis=0))
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(adjusted_sorted, 1.0)
+    return raw, adjusted

@@ -22,7 +22,13 @@ from ._compare import (
     parse_fail_on,
 )
 from ._compare_files import compare_run_files
-from ._compare_render import deltas_svg, render_comparison_html, render_comparison_json, render_comparison_markdown
+from ._compare_render import (
+    deltas_svg,
+    render_comparison_html,
+    render_comparison_json,
+    render_comparison_markdown,
+    render_comparison_text,
+)
 from ._gate_trust import judge_trust_by_key
 from ._html import render_html
 from ._markdown import render_markdown
@@ -57,6 +63,7 @@ __all__ = [
     "render_comparison_html",
     "render_comparison_json",
     "render_comparison_markdown",
+    "render_comparison_text",
     "render_html",
     "render_json",
     "render_markdown",

@@ -21,7 +21,7 @@ import gc
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -36,6 +36,8 @@ from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ..metrics.power import POWER, min_detectable_delta, queries_needed
 from ..metrics.significance import (
     CORRECTION_NAME,
+    LEFT_OUT,
+    WY_NAME,
     Correction,
     MetricKind,
     PairedSample,
@@ -43,10 +45,11 @@ from ..metrics.significance import (
     PairedTests,
     Verdict,
     adjust_pvalues,
-    apply_family,
+    flip_scores,
     in_family,
     paired_generator,
     verdict,
+    westfall_young,
 )
 from ._build import build_report, foundry_key
 from ._columns import SCORED
@@ -74,6 +77,8 @@ __all__ = [
 ]
 
 Section_ = Literal["positive", "negative"]
+Family = Literal["primary", "secondary"]
+SecondaryCorrection = Literal["westfall-young", "holm", "bh", "none"]
 PASS = "/pass"  # a judge's pass/fail verdict beside its score: ``<score key>/pass``
 MIN_PAIRED = 10  # fewer paired queries than this: "too few paired queries", no decision
 _SECTIONS: tuple[Section_, ...] = ("positive", "negative")
@@ -143,12 +148,17 @@ class MetricComparison(_Model):
     p_value: float | None
     p_adjusted: float | None = Field(
         None,
-        description="p corrected over the exploratory family: every metric the runs share × candidates × sections "
-        "(whatever --metric shows or --fail-on gates); a test with no informative pair has p = p_adjusted = 1 and "
-        "is not counted in the family",
+        description="p corrected within the row's family (``family``, ``correction``); a test with no informative "
+        "pair has p = p_adjusted = 1 and is not counted in a family",
     )
+    family: Family = Field(
+        "secondary",
+        description="primary: gated (--fail-on), corrected among the gated tests, sets the exit code; secondary: "
+        "every other metric, corrected among themselves",
+    )
+    correction: str = Field("", description="how p_adjusted was corrected, and over how many tests")
     test: str
-    significant: bool = Field(description="p_adjusted < alpha (the exploratory decision; the gate decides on its own)")
+    significant: bool = Field(description="p_adjusted < alpha: the row's one verdict, the gate's too")
     verdict: Verdict
     wins: int
     ties: int
@@ -234,15 +244,18 @@ class Comparison(_Model):
     n_resamples: int
     alpha: float
     confidence: float
-    correction: Correction = Field("holm", description="multiplicity control of the exploratory family (none: raw p)")
-    exploratory_tests: int = Field(
-        0, description="tests in the exploratory family: every metric the runs share × candidates × sections tested"
+    correction: SecondaryCorrection = Field(
+        "westfall-young",
+        description="the secondary family's correction: Westfall–Young step-down minP over each pair of runs' joint "
+        "sign flips (default), Holm, Benjamini–Hochberg, or none (raw p)",
     )
+    exploratory_tests: int = Field(0, description="tests in the secondary family (every metric not gated)")
+    primary_tests: int = Field(0, description="tests in the primary family (the gated metrics × candidates)")
     left_out_tests: int = Field(
-        0, description="tests with every paired difference 0 (p = 1): reported, not counted in the family"
+        0, description="tests with every paired difference 0 (p = 1): reported, not counted in a family"
     )
     gate_correction: Correction = Field(
-        "none", description="correction across the gate's tests (none: each --fail-on at its own alpha)"
+        "holm", description="the primary family's correction across the gated tests (none: each at its own alpha)"
     )
     min_paired: int = MIN_PAIRED
     runs: list[RunSummaryRow]
@@ -684,9 +697,27 @@ class _RowIds(Sequence[str]):
         return self.ids[int(self.rows[i])]
 
 
+def _flip_matrix(ids: Mapping[Any, Sequence[str]], scores: Mapping[Any, list[Any]]) -> Any:
+    """The pair's flip scores (``metrics.significance.flip_scores``) as one (queries × rows) matrix, the rows in the
+    order ``_compare_candidate`` returns them (metric by metric, the sections within), the queries of each section
+    sorted by id: a query's flip is the same whichever run is the baseline and wherever the runs list it."""
+    import numpy as np
+
+    sections = list(scores)
+    orders = {s: np.argsort(np.asarray(list(ids[s]), dtype=object), kind="stable") for s in sections}
+    sizes = [len(orders[s]) for s in sections]
+    offsets = dict(zip(sections, np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
+    columns = len(scores[sections[0]]) if sections else 0
+    out = np.zeros((sum(sizes), columns * len(sections)))
+    for k in range(columns):
+        for j, s in enumerate(sections):
+            out[offsets[s] : offsets[s] + sizes[j], k * len(sections) + j] = scores[s][k][orders[s]]
+    return out
+
+
 def _compare_candidate(
     base: _Run, cand: _Run, names: tuple[str, str], pairing: _Pairing, sel: _Selection, settings: _Settings
-) -> tuple[list[MetricComparison], list[PairedTest]]:
+) -> tuple[list[MetricComparison], list[PairedTest], Any]:
     """Every metric the runs share (``sel.compared``), per section, ``names`` = (baseline, candidate), a metric at a
     time: its values are fetched, its rows and tests made, and only the sign-flips' sorted |d| wait for the
     section's Monte Carlo (``metrics.significance.PairedTests``: one generator per section, keyed by the two names
@@ -703,12 +734,14 @@ def _compare_candidate(
     }
     ids = {s: _RowIds(base.columns.query_ids, b_rows) for s, (b_rows, _) in sections}
     rows: dict[str, list[MetricComparison]] = {s: [] for s, _ in sections}
+    scores: dict[str, list[Any]] = {s: [] for s, _ in sections}
     for key in sel.compared:
         info, kind = sel.infos[key], sel.kinds[key]
         bv, cv = base.values(key, info.source, kind), cand.values(key, info.source, kind)
         for section, (b_rows, c_rows) in sections:
             b_all, c_all = bv[b_rows], cv[c_rows]
             tests[section].add(PairedSample(b_all, c_all, kind))
+            scores[section].append(flip_scores(b_all, c_all, kind))
             rows[section].append(_row(name, section, info, kind, b_all, c_all, ids[section]))
         del bv, cv
     done = {s: t.done() for s, t in tests.items()}
@@ -716,7 +749,7 @@ def _compare_candidate(
         for mc, test in zip(rows[section], done[section], strict=True):
             _tested(mc, test)
     ordered = [(rows[s][k], done[s][k]) for k in range(len(sel.compared)) for s, _ in sections]  # metric by metric
-    return [mc for mc, _ in ordered], [test for _, test in ordered]
+    return [mc for mc, _ in ordered], [test for _, test in ordered], _flip_matrix(ids, scores)
 
 
 @dataclass
@@ -729,6 +762,7 @@ class _Compared:
     owners: list[tuple[int, int]]
     coverage: list[CoverageChange]
     queries: list[CandidateQueries]
+    flips: dict[tuple[int, int], Any]  # each pair's flip scores, one column per row of the pair, in order
 
 
 def _compare_columns(
@@ -743,12 +777,12 @@ def _compare_columns(
     on their columns: pairing, the tests of every metric the runs share and section; for the baseline's pairs also
     the unpaired queries, their warnings and coverage. One pairing is in memory at a time, and none once this
     returns."""
-    out = _Compared([], [], [], [], [])
+    out = _Compared([], [], [], [], [], {})
     base_scored: dict[str, int] = {}
     for i, j in pairs:
         a, b, baseline = runs[i], runs[j], i == 0
         pairing = _pair(a, b, names[j], names[i], warnings if baseline else [])
-        rows, done = _compare_candidate(a, b, (names[i], names[j]), pairing, sel, settings)
+        rows, done, out.flips[i, j] = _compare_candidate(a, b, (names[i], names[j]), pairing, sel, settings)
         out.rows += rows
         out.tests += done
         out.owners += [(i, j)] * len(rows)
@@ -828,15 +862,6 @@ def _cannot_fire(mc: MetricComparison | None, candidate: str, section: str, metr
             f"--min-paired {min_paired}"
         )
     return ""
-
-
-def _regressed(mc: MetricComparison, p: float, alpha: float, tolerated: float, band: float | None) -> bool:
-    """Significantly worse (``p`` < α, by the metric's direction; none known: never), by more than ``tolerated``
-    and, with a judge-noise band, by more than the band."""
-    delta, hib = mc.delta, mc.higher_is_better
-    if p >= alpha or delta is None or delta == 0 or hib is None or (delta > 0) == hib:
-        return False
-    return abs(delta) > tolerated and (band is None or abs(delta) > band)
 
 
 def _false_alarm(tests: int, alpha: float, correction: Correction) -> tuple[float | None, str]:
@@ -962,30 +987,32 @@ def _gate(
 
     One check per candidate × ``--fail-on`` (section, metric). A check whose test did not run (no comparable
     pair, or fewer than ``min_paired``) could never fire: a ``UsageError`` naming it, or with ``allow_empty`` a
-    skipped check. The others' p is the raw paired-test p, each decided at α — adding a gate never changes another
-    gate's decision — or, when asked for (``rule.correction``), corrected across the checks that ran
-    (``metrics.significance.adjust_pvalues``). A check fails when its metric is significantly worse by more than
-    its tolerated delta and than the judge's noise band (``_regressed``). A Foundry metric's coverage dropping by
+    skipped check. The others are the primary family's rows (``_correct``): a check fails when its row's one
+    verdict is "worse" (corrected among the gated tests, outside the judge's noise band) by more than its
+    tolerated delta, so the table, the gate and the exit code say the same. A Foundry metric's coverage dropping by
     more than ``coverage_drop`` fails too. The false-alarm rate across gates is stated by ``_false_alarm``."""
     by = {(mc.candidate, str(mc.section), mc.metric): mc for mc in comparisons}
     checks = _checks(sel, candidates, by, rule)
     if not rule.allow_empty:
         _refuse_empty(checks)
     ran = [c for c in checks if c["p"] is not None]
-    raw = [float(c["p"]) for c in ran]
-    adjusted = adjust_pvalues(raw, rule.correction)
-    how = "" if rule.correction == "none" else f", {CORRECTION_NAME[rule.correction]} over {len(ran)} gated tests"
     reasons: list[str] = []
-    for c, p in zip(ran, adjusted, strict=True):
+    for c in ran:
         mc = by[c["candidate"], c["section"], c["metric"]]
-        c["p_gate"] = p
-        if _regressed(mc, p, rule.alpha, c["tolerated"], rule.noise.get(mc.metric)):
+        c["p_gate"] = p = mc.p_adjusted
+        c["verdict"] = mc.verdict
+        how = f"p = {p:.4g}, {mc.correction}"
+        if mc.verdict == "worse" and abs(mc.delta or 0.0) > c["tolerated"]:
             c["outcome"] = "failed"
             c["reason"] = (
                 f"{mc.candidate}: {mc.section} {mc.metric} regressed by {abs(mc.delta or 0):.4g} "
-                f"(p = {p:.4g} < {rule.alpha}{how}; tolerated {c['tolerated']:g})"
+                f"({how} < {rule.alpha}; tolerated {c['tolerated']:g})"
             )
             reasons.append(c["reason"])
+        else:
+            c["reason"] = f"{mc.candidate}: {mc.section} {mc.metric}: {mc.verdict} ({how})"
+            if mc.verdict == "worse":
+                c["reason"] += f", within the tolerated {c['tolerated']:g}"
     inconclusive = _not_decided(checks, rule, reasons)
     checked = bool(sel.gate_specs) or rule.coverage_drop is not None
     if checked:
@@ -1005,32 +1032,66 @@ def _gate(
     }
 
 
-def _correct(
-    comparisons: list[MetricComparison],
-    tests: list[PairedTest],
-    correction: Correction,
-    alpha: float,
-    min_paired: int,
-    noise: Mapping[str, float],
-) -> tuple[int, int]:
-    """The exploratory decision, in place; returns the family's size and the tests left out of it. One family —
-    every metric the runs share × candidates × sections, fixed by the runs, not by the metrics shown or gated —
-    corrected as asked (``metrics.significance.apply_family``: Holm, Benjamini–Hochberg or none, which is none for
-    every row); a test with every paired difference 0 (p = 1) is shown but left out of the family; fewer than
-    ``min_paired`` paired queries: "too few paired queries", no decision. The verdict is
-    ``metrics.significance.verdict``'s: a significant change no larger than the judge's own noise band (``noise``:
-    metric key → band, from repeat runs of the baseline) is "within judge noise". The gate decides apart
-    (``_gate``)."""
-    decided = apply_family(tests, method=correction, alpha=alpha, min_n=min_paired)
-    for mc, test in zip(comparisons, decided, strict=True):
+def _wy_family(tests: list[PairedTest], scores: Any, n_resamples: int, rng: Any) -> tuple[list[float], str]:
+    """One pair's secondary tests corrected by Westfall–Young minP over the pair's joint sign flips; the adjusted p
+    is never below the test's own p (a Wilcoxon's or McNemar's exact p, a sign-flip's shown p)."""
+    _, adjusted = westfall_young(scores, n_resamples=n_resamples, rng=rng)
+    informative = int(scores.any(axis=1).sum())
+    flips = f"exact over 2^{informative}" if 2**informative <= n_resamples else f"{n_resamples} flips"
+    out = [max(float(q), float(t.p or 0.0)) for q, t in zip(adjusted, tests, strict=True)]
+    return out, f"{WY_NAME} over {len(tests)} ({flips})"
+
+
+def _correct(done: _Compared, sel: _Selection, opts: CompareOptions, names: Sequence[str]) -> tuple[int, int, int]:
+    """The one decision of every row, in place; returns the sizes of the secondary and primary families and the
+    tests left out of both. Primary: the gated (section, metric) of each candidate against the baseline, corrected
+    among themselves (``opts.gate_correction``, Holm by default): they alone set the exit code (``_gate`` reads
+    their verdicts). Secondary: every other row, corrected per pair of runs by Westfall–Young minP over the pair's
+    joint sign flips (``metrics.significance.westfall_young``: copies of one metric cost nothing), or across all
+    of them by Holm / Benjamini–Hochberg / none. A test with every paired difference 0 (p = 1) is shown with
+    p_adjusted = 1, in no family; fewer than ``min_paired`` paired queries: "too few paired queries", no decision.
+    The verdict is ``metrics.significance.verdict``'s: a significant change no larger than the judge's noise band
+    (``opts.noise``) is "within judge noise"."""
+    min_n, alpha, noise = opts.min_paired, opts.alpha, opts.noise or {}
+    gated = {(sec, key) for sec, key, _ in sel.gate_specs}
+    is_primary = [
+        i == 0 and (mc.section, mc.metric) in gated for mc, (i, _) in zip(done.rows, done.owners, strict=True)
+    ]
+    ran = [k for k, t in enumerate(done.tests) if in_family(t, min_n)]
+    primary = [k for k in ran if is_primary[k]]
+    secondary = [k for k in ran if not is_primary[k]]
+    adjusted: dict[int, tuple[float, str]] = {}
+    families: list[tuple[list[int], Correction]] = [(primary, opts.gate_correction)]
+    if opts.correction != "westfall-young":
+        families.append((secondary, opts.correction))
+    for family, method in families:
+        ps = adjust_pvalues([done.tests[k].p or 0.0 for k in family], method)
+        label = "none (raw p)" if method == "none" else f"{CORRECTION_NAME[method]} over {len(family)}"
+        adjusted.update({k: (q, label) for k, q in zip(family, ps, strict=True)})
+    if opts.correction == "westfall-young":
+        for pair, scores in done.flips.items():
+            rows = [k for k in secondary if done.owners[k] == pair]
+            if rows:
+                first = done.owners.index(pair)
+                rng = paired_generator(opts.seed, "|".join(sorted(names[i] for i in pair)) + "|joint")
+                columns = scores[:, [k - first for k in rows]]
+                ps, label = _wy_family([done.tests[k] for k in rows], columns, opts.n_resamples, rng)
+                adjusted.update({k: (q, label) for k, q in zip(rows, ps, strict=True)})
+    left_out = 0
+    for k, (mc, test) in enumerate(zip(done.rows, done.tests, strict=True)):
+        mc.family = "primary" if is_primary[k] else "secondary"
+        if k in adjusted:
+            q, mc.correction = adjusted[k]
+            test = replace(test, p_adjusted=q, significant=q < alpha)
+        elif test.p is not None and test.n >= min_n and test.n_informative == 0:
+            left_out += 1
+            mc.correction = LEFT_OUT
+            test = replace(test, p_adjusted=test.p, significant=False)
         mc.p_adjusted = test.p_adjusted
-        mc.in_family = in_family(test, min_paired)
-        band = noise.get(mc.metric)
-        mc.verdict = verdict(test, higher_is_better=mc.higher_is_better, min_n=min_paired, band=band)
+        mc.in_family = k in adjusted
+        mc.verdict = verdict(test, higher_is_better=mc.higher_is_better, min_n=min_n, band=noise.get(mc.metric))
         mc.significant = mc.verdict in ("better", "worse", "changed")
-    family = sum(mc.in_family for mc in comparisons)
-    left_out = sum(1 for t in decided if t.p is not None and t.n >= min_paired and t.n_informative == 0)
-    return family, left_out
+    return len(secondary), len(primary), left_out
 
 
 def _without_pass_rows(sel: _Selection) -> _Selection:
@@ -1134,8 +1195,8 @@ def compare_runs(
     fail_on: Sequence[str] = (),
     coverage_drop: float | None = None,
     labels: Sequence[str] | None = None,
-    correction: Correction = "holm",
-    gate_correction: Correction = "none",
+    correction: SecondaryCorrection = "westfall-young",
+    gate_correction: Correction = "holm",
     allow_empty_gate: bool = False,
     min_paired: int = MIN_PAIRED,
     noise: Mapping[str, float] | None = None,
@@ -1280,8 +1341,8 @@ class CompareOptions:
     confidence: float = 0.95
     fail_on: Sequence[str] = ()
     coverage_drop: float | None = None
-    correction: Correction = "holm"
-    gate_correction: Correction = "none"
+    correction: SecondaryCorrection = "westfall-young"
+    gate_correction: Correction = "holm"
     allow_empty_gate: bool = False
     min_paired: int = MIN_PAIRED
     noise: Mapping[str, float] | None = None
@@ -1321,7 +1382,7 @@ def compare_sources(
     settings = _Settings(opts.seed, opts.n_resamples, opts.alpha, opts.confidence)
     pairs = _pairs_of(len(runs), opts.all_pairs)
     done = _compare_columns(runs, names, sel, settings, warnings, pairs)
-    family, left_out = _correct(done.rows, done.tests, opts.correction, opts.alpha, opts.min_paired, opts.noise or {})
+    family, primary, left_out = _correct(done, sel, opts, names)
     baseline_rows = [mc for mc, (i, _) in zip(done.rows, done.owners, strict=True) if i == 0]
     rule = _GateRule(
         opts.alpha,
@@ -1347,6 +1408,7 @@ def compare_sources(
         confidence=opts.confidence,
         correction=opts.correction,
         exploratory_tests=family,
+        primary_tests=primary,
         left_out_tests=left_out,
         gate_correction=opts.gate_correction,
         min_paired=opts.min_paired,
