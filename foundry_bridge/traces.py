@@ -121,14 +121,20 @@ def _documents(path: Path, problem: Callable[[str, str, int | None], None]) -> I
     pretty-printed ``.json``: line None)."""
     with _open(path) as fh:
         first = fh.readline()
+        lines: Iterable[bytes] = fh
         try:
             doc = loads(first) if first.strip() else None
-        except ValueError:
-            yield None, loads(first + fh.read())  # one document over several lines
-            return
+        except ValueError as exc:
+            rest = fh.read()
+            try:
+                yield None, loads(first + rest)  # one document over several lines
+                return
+            except ValueError:
+                doc, lines = None, rest.splitlines()
+                problem("unreadable", f"not JSON ({exc})", 1)
         if doc is not None:
             yield 1, doc
-        for n, line in enumerate(fh, 2):
+        for n, line in enumerate(lines, 2):
             if not line.strip():
                 continue
             try:
@@ -167,6 +173,11 @@ def _hex_id(raw: str | None) -> str:
     import base64
 
     return base64.b64decode(raw).hex()
+
+
+def _text(value: Any) -> str:
+    """An attribute value as ``--where`` compares it: booleans as JSON spells them, the rest as ``str``."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _role(attrs: dict[str, Any]) -> str | None:
@@ -469,7 +480,7 @@ class _Rebuild:
         for key in self.keep_keys:
             for source in (attrs, resource):
                 if key in source:
-                    trace["seen"].setdefault(key, []).append(str(source[key]))
+                    trace["seen"].setdefault(key, []).append(_text(source[key]))
         role = _role(attrs)
         if role:
             trace["spans"].append(

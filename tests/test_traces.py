@@ -299,7 +299,14 @@ def _many(path: Path, n: int) -> Path:
     with open(path, "w") as fh:
         for t in range(1, n + 1):
             tier = "gold" if t % 3 == 0 else "free"
-            fh.write(_doc(_retrieval(t), _chat(t), _root(t, **{"app.tier": tier}), service=f"svc{t % 2}"))
+            fh.write(
+                _doc(
+                    _retrieval(t),
+                    _chat(t),
+                    _root(t, **{"app.tier": tier, "app.cached": t % 4 == 0}),
+                    service=f"svc{t % 2}",
+                )
+            )
     return path
 
 
@@ -313,6 +320,7 @@ def test_filters(tmp_path: Path) -> None:
     assert traces(since="2026-11-30T09:03:00Z", until="2026-11-30T09:06:00") == [3, 4, 5]  # [since, until)
     assert traces(services=["svc0"]) == [2, 4, 6, 8, 10, 12]
     assert traces(where=["app.tier=gold"]) == [3, 6, 9, 12]
+    assert traces(where=["app.cached=true"]) == [4, 8, 12]  # a boolean as JSON spells it
     assert traces(where=["app.tier=gold", "gen_ai.request.model=m"], services=["svc1"]) == [3, 9]
 
 
@@ -399,3 +407,10 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["traces", str(bad), "--out", str(tmp_path / "d.jsonl")])
     assert exit_.value.code == 1 and "no spans in the files given" in capsys.readouterr().err
+    bad.write_text("not json\n" + _doc(_retrieval(1), _chat(1), _root(1)) + '{"x": 1}\n')
+    s = rebuild_dataset([bad], tmp_path / "d.jsonl")
+    assert s.written == 1 and s.problems == {"unreadable": 2}
+    assert [(p["line"], p["kind"]) for p in _rows(tmp_path / "d.problems.jsonl")] == [
+        (1, "unreadable"),
+        (3, "unreadable"),
+    ]
