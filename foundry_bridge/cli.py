@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "Merge a run's Foundry results with local metrics into one report."),
     "compare": ("compare", "Compare two or more runs over the same queries."),
     "canaries": ("canaries", "Write judge canaries: deterministic perturbations of real rows, marked."),
+    "traces": ("traces", "Rebuild a dataset from OpenTelemetry GenAI / OpenInference traces (OTLP JSON)."),
     "mock-server": ("mock_server", "Serve the Foundry evaluation API emulator on 127.0.0.1."),
     "schema": ("schema", "Write the JSON Schema of the mapping format."),
     "catalog": ("catalog", "Print the builtin evaluator contracts; `catalog diff` detects drift."),

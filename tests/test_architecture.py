@@ -157,12 +157,13 @@ LAYERS: dict[str, set[str]] = {
     | {"foundry", "mock", "local", "columns"},
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries", "columns"},
     "canaries": BASE | {"dataset", "metrics"},
+    "traces": BASE,
     "estimate": BASE,
     "integrations": BASE | {"report", "runfolder", "columns"},
     "pytest_plugin": BASE | {"report", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns"},
+    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns", "traces"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
     "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report"},

@@ -39,6 +39,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         "--judge-trust-floor or its corrected interval is wider than the gate's delta (need more labels / queries)",
     },
     "canaries": {},
+    "traces": {
+        ERROR: "unreadable files, or no request could be rebuilt (each trace's problem is in the problems file)"
+    },
     "mock-server": {OK: "stopped (Ctrl-C)"},
     "schema": {},
     "catalog": {},
