@@ -158,11 +158,12 @@ LAYERS: dict[str, set[str]] = {
     "report": BASE | {"metrics", "dataset", "mapping", "runfolder", "canaries", "columns"},
     "canaries": BASE | {"dataset", "metrics"},
     "estimate": BASE,
+    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock"},
     "integrations": BASE | {"report", "runfolder", "columns"},
     "pytest_plugin": BASE | {"report", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns"},
+    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns", "judged"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
     "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report"},
