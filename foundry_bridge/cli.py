@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("validate", "Check a dataset and a mapping (or hand-written criteria) offline."),
     "plan": ("plan", "Build the Foundry eval-create body and run items from a dataset."),
     "metrics": ("metrics", "Compute {measures} and the negative-query report."),
+    "judge-docs": ("judge_docs", "Grade every retrieved document 0–3 with a judge: judge-labelled qrels."),
     "run": ("run", "Run the evaluation on Foundry (cloud), the emulator (mock) or locally."),
     "report": ("report", "Merge a run's Foundry results with local metrics into one report."),
     "compare": ("compare", "Compare two or more runs over the same queries."),

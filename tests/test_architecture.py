@@ -159,11 +159,12 @@ LAYERS: dict[str, set[str]] = {
     "canaries": BASE | {"dataset", "metrics"},
     "traces": BASE,
     "estimate": BASE,
+    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock"},
     "integrations": BASE | {"report", "runfolder", "columns"},
     "pytest_plugin": BASE | {"report", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns", "traces"},
+    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns", "traces", "judged"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
     "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report"},

@@ -26,6 +26,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "validate": {ERROR: "the data has at least one error (warnings do not fail)"},
     "plan": {ERROR: "the data or the mapping did not pass validation; nothing was written"},
     "metrics": {},
+    "judge-docs": {},
     "run": {
         ERROR: "the run failed or was canceled, or the service refused a request (its message on stderr); "
         "errored results alone still exit 0, in red on stderr",

@@ -102,6 +102,8 @@ def _load(
     description for ``params``."""
     from ..dataset.columnar import load_dataset, load_trec_files
 
+    if data is not None and mapping is not None and qrels is not None:
+        return _with_qrels(data, mapping, qrels, s), {"data": str(data), "qrels": str(qrels)}
     if data is None or mapping is None:
         assert qrels is not None and run is not None  # checked by _compute
         source = {"qrels": str(qrels), "run": str(run), **({"mapping": mapping_path} if mapping_path else {})}
@@ -113,6 +115,46 @@ def _load(
     if len(set(ids)) < len(ids):
         _refuse_duplicate_ids(data, mapping_path)
     return loaded, source
+
+
+def _with_qrels(data: str, mapping: Mapping, qrels: str, s: _Settings) -> LoadResult:
+    """DATA's rankings labelled by the qrels file alone (kind from those labels, as with --run): DATA's own labels
+    are left out, and a warning says so."""
+    import warnings
+
+    from ..dataset.columnar import arrays_from_rankings, read_qrels_file
+    from ..errors import FoundryBridgeWarning
+    from ..judged import ranked_lists
+
+    rankings, own, _ = ranked_lists(data, mapping)
+    if own:
+        warnings.warn(
+            FoundryBridgeWarning(
+                f"{own} queries of {data} carry labels of their own: left out, --qrels {qrels} labels every query "
+                "(pass human labels as --human-qrels to compare and correct judge labels)"
+            ),
+            stacklevel=2,
+        )
+    labels = read_qrels_file(qrels)
+    order = [*rankings, *(q for q in labels if q not in rankings)]
+    return arrays_from_rankings(rankings, labels, order, depth=s.read_depth, threshold=s.threshold), []
+
+
+def _labels(qrels: str | None, human_qrels: str | None) -> dict[str, Any]:
+    """``params["relevance_labels"]``: who labelled the qrels (``judge-labelled`` with the judge's provenance when
+    judge-docs wrote them, else ``human``); refuses human qrels given as judge labels' correction without them."""
+    from ..judged import JUDGE_LABELLED, read_provenance
+
+    prov = read_provenance(qrels) if qrels else None
+    if human_qrels is not None:
+        if prov is None:
+            raise UsageError("--human-qrels corrects judge-labelled qrels: give --qrels a file judge-docs wrote")
+        if read_provenance(human_qrels) is not None:
+            raise UsageError(f"--human-qrels {human_qrels} is judge-labelled (judge-docs wrote it): give human labels")
+    if prov is None:
+        return {"source": "human" if qrels else "dataset"}
+    keys = ("backend", "judge", "rubric", "k", "date", "counts")
+    return {"source": JUDGE_LABELLED, **{key: prov[key] for key in keys}}
 
 
 def _refuse_duplicate_ids(data: str, mapping_path: str | None) -> None:
@@ -151,6 +193,7 @@ def _compute(
     mapping_path: str | None = None,
     qrels: str | None = None,
     run: str | None = None,
+    human_qrels: str | None = None,
     average: str | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
     **options: Any,
@@ -163,13 +206,14 @@ def _compute(
     from ..metrics.negative import negative_report_from_arrays
     from ..metrics.ranking import ranking_from_arrays
 
-    if data is not None and (qrels or run):
-        raise UsageError("give either DATA or --qrels/--run, not both")
+    if data is not None and run:
+        raise UsageError("give either DATA (with --qrels to label it) or --qrels/--run, not both")
     if data is None and not (qrels and run):
         raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
+    labels = _labels(qrels, human_qrels)
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
-    s = _settings(spec, average=average or ("kind" if data is not None else "trec_eval"), **options)
+    s = _settings(spec, average=average or ("kind" if data is not None and not qrels else "trec_eval"), **options)
     step = progress or (lambda stage, done, total: None)
     step("metrics", 0, 3)
     (arrays, assembly), source = _load(data, mapping, mapping_path, qrels, run, s)
@@ -180,8 +224,29 @@ def _compute(
     step("metrics", 3, 3)
     params = dict(result.params)
     params.update({"surface_threshold": s.surface, "report_k": s.depth, "input": source, "queries": arrays.n_queries})
+    params["relevance_labels"] = labels
     doc = {"params": params, "summary": result.summary, "negative_report": negative}
+    if human_qrels is not None:
+        doc["judged_vs_human"] = _vs_human(data, mapping, run, qrels, human_qrels, s)
     return {**doc, "assembly": _assembly_summary(assembly, s)}, result
+
+
+def _vs_human(
+    data: str | None, mapping: Mapping | None, run: str | None, qrels: Any, human_qrels: str, s: _Settings
+) -> dict[str, Any]:
+    """``judged.compare_with_human`` on the ranked queries of DATA or the run file."""
+    from ..dataset.columnar import read_qrels_file, read_ranking_file
+    from ..judged import compare_with_human, ranked_lists
+
+    negative: set[str] = set()
+    if data is not None and mapping is not None:
+        rankings, _, negative = ranked_lists(data, mapping)
+    else:
+        rankings = read_ranking_file(str(run), mapping)
+    judged, human = read_qrels_file(qrels), read_qrels_file(human_qrels)
+    positive = {q: r for q, r in rankings.items() if q not in negative}
+    out = compare_with_human(positive, judged, human, ks=s.ks, threshold=s.threshold)
+    return {**out, "declared_negative_left_out": len(rankings) - len(positive)}
 
 
 def _measures_and_ks(
@@ -252,17 +317,31 @@ def render_text(doc: dict[str, Any]) -> str:
     summary = doc["summary"]
     keys = [key for key in summary["positive"] if key not in ("queries", "undefined", "undefined_ndcg")]
     every = summary.get("all")  # --average trec_eval: judged queries, both kinds, undefined = 0
-    head = f"{'metric':<18}" + (f"{'judged (' + every['average'] + ')':>22}" if every else "")
+    labels = p.get("relevance_labels", {})
+    judged = labels.get("source") == "judge-labelled"
+    if judged:
+        rubric = labels["rubric"]
+        lines += [
+            f"relevance labels: judge-labelled ({labels['backend']} judge {labels['judge'].get('model')}, rubric "
+            f"{rubric['version']} {rubric['sha256'][:12]}, {labels['date']}; {labels['counts']['unknown']} "
+            "document(s) unknown, left unlabelled)",
+            "",
+        ]
+    width = 34 if judged else 18
+    head = f"{'metric':<{width}}" + (f"{'judged (' + every['average'] + ')':>22}" if every else "")
     lines.append(head + f"{'positive':>12}{'negative':>12}")
     for key in ["queries", "undefined", "undefined_ndcg", *keys]:
         pos, neg = summary["positive"][key], summary["negative"][key]
         all_ = "" if not every else f"{_fmt(every.get(key, '')):>22}"
-        lines.append(f"{key:<18}{all_}{_fmt(pos):>12}{_fmt(neg):>12}")
+        name = f"{key} (judge-labelled)" if judged and key in keys else key
+        lines.append(f"{name:<{width}}{all_}{_fmt(pos):>12}{_fmt(neg):>12}")
     if every:
         lines.append(
             f"judged (trec_eval): the {every['queries']} queries with qrels, both kinds, undefined counted as 0; "
             f"{every['left_out']} without qrels left out"
         )
+    if "judged_vs_human" in doc:
+        lines += _vs_human_text(doc["judged_vs_human"])
     agg = doc["negative_report"]["aggregate"]
     lines += [
         "",
@@ -300,6 +379,42 @@ def render_text(doc: dict[str, Any]) -> str:
     return printable("\n".join(lines) + "\n")
 
 
+def _estimate_text(e: dict[str, Any] | None) -> str:
+    """``mean [low, high]``, or "too few labels (need N)" (the trust section's wording)."""
+    if e is None or e["mean"] is None or math.isnan(e["mean"]):
+        return "–"
+    if e["need_labels"] is not None:
+        return f"too few labels (need {e['need_labels']})"
+    return f"{e['mean']:.3f} [{e['low']:.3f}, {e['high']:.3f}]" + ("†" if e["clipped"] else "")
+
+
+def _vs_human_text(v: dict[str, Any]) -> list[str]:
+    """The judge-vs-human section: κ, the confusion table, the corrected means."""
+    lines = ["", f"judge-labelled vs human labels: {v['human_queries']} of {v['queries']} queries human-labelled"]
+    if v["declared_negative_left_out"]:
+        lines.append(f"  ({v['declared_negative_left_out']} queries declared negative left out: positive queries only)")
+    a = v["agreement"]
+    if a is None:
+        why = "human labels off the 0–3 scale" if v["off_scale_human_labels"] else "no (query, document) pair in both"
+        lines.append(f"  weighted κ: – ({why})")
+    else:
+        ci = a["weighted_kappa_interval"]
+        interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and not math.isnan(ci[0]) else ""
+        lines.append(
+            f"  weighted κ (quadratic): {_fmt(a['weighted_kappa'])}{interval} on {a['pairs']} documents of "
+            f"{a['queries']} queries; exact agreement {_fmt(a['exact_agreement'])}"
+        )
+        lines.append("  judge grade \\ human grade: " + "  ".join(f"{int(g):>4}" for g in a["grades"]))
+        for g, row in zip(a["grades"], a["confusion"], strict=True):
+            lines.append(f"  {int(g):>25}: " + "  ".join(f"{n:>4}" for n in row))
+    lines.append(f"  {'mean over queries':<18}{'judge only':>24}{'human only':>28}{'PPI':>28}{'PPI++':>28}")
+    for key, m in v["corrected"].items():
+        cells = [_estimate_text(m[w]) for w in ("judge_only", "human_only", "ppi", "ppi_plus")]
+        lines.append(f"  {key:<18}" + "".join(f"{c:>{24 if i == 0 else 28}}" for i, c in enumerate(cells)))
+    lines.append("  (95 % intervals; PPI/PPI++ take the human-labelled queries as a uniform random sample; † clipped)")
+    return lines
+
+
 @click.command(
     name="metrics",
     help=f"Compute {MEASURES_LABELS}, the negative-query report and the assembly check.\n\n"
@@ -308,8 +423,17 @@ def render_text(doc: dict[str, Any]) -> str:
 )
 @click.argument("data", required=False, type=click.Path(dir_okay=True))
 @click.option("--mapping", "mapping_path", type=click.Path(exists=True, dir_okay=False), help="Mapping file.")
-@click.option("--qrels", type=click.Path(exists=True, dir_okay=False), help="TREC qrels file (with --run).")
+@click.option(
+    "--qrels",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TREC qrels file: with --run, or labelling DATA's rankings (judge-docs' output: metrics say judge-labelled).",
+)
 @click.option("--run", type=click.Path(exists=True, dir_okay=False), help="TREC run file (with --qrels).")
+@click.option(
+    "--human-qrels",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Human qrels for some queries: κ against the judge-labelled --qrels and PPI-corrected means.",
+)
 @click.option("--k", "ks", type=click.IntRange(1, 1_000_000), multiple=True, help="Cutoff; repeat for several.")
 @click.option(
     "--measure",
@@ -359,7 +483,8 @@ def command(data: str | None, fmt: str, out: str | None, quiet: bool, **options:
     from .._io import atomic_open
     from ._progress import command_progress
 
-    refuse_overwrite({"--out": out}, [data, options.get("mapping_path"), options.get("qrels"), options.get("run")])
+    inputs = [data, *(options.get(k) for k in ("mapping_path", "qrels", "run", "human_qrels"))]
+    refuse_overwrite({"--out": out}, inputs)
     progress, done = command_progress(quiet)
     doc, result = _compute(data, progress=progress, **options)
     done()

@@ -59,6 +59,11 @@ _CALL_SLACK = 5.0
 _TRANSIENT = ("JUDGE_TIMEOUT", "JUDGE_UNREACHABLE", "JUDGE_HTTP_ERROR: HTTP 408", "JUDGE_HTTP_ERROR: HTTP 429")
 
 
+def is_transient(error: str | None) -> bool:
+    """A judge failure that says the judge is (maybe) down: a timeout, unreachable, 408, 429 or 5xx."""
+    return error is not None and (error.startswith(_TRANSIENT) or error.startswith("JUDGE_HTTP_ERROR: HTTP 5"))
+
+
 def _missing_input_error(spec: EvaluatorSpec, inputs: dict[str, Any]) -> str | None:
     """``MISSING_INPUT: ...`` when no input group of the evaluator is complete for this row (``wire.is_present``)."""
     if missing_inputs(spec, inputs) is None:
@@ -547,7 +552,7 @@ class _JudgeRun:
     def note_outcome(self, error: str | None) -> None:
         """Count a call made; a transient failure (timeout, unreachable, 408/429/5xx) extends the run of failures,
         anything else ends it."""
-        transient = error is not None and (error.startswith(_TRANSIENT) or error.startswith("JUDGE_HTTP_ERROR: HTTP 5"))
+        transient = is_transient(error)
         with self.lock:
             self.stats["judge_calls"] += 1
             self.failures_in_a_row = self.failures_in_a_row + 1 if transient else 0

@@ -1,0 +1,91 @@
+"""``foundry-bridge judge-docs``: grade every retrieved document 0–3 with a judge and write judge-labelled qrels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._options import Finite, quiet_option, refuse_overwrite
+
+__all__ = ["command"]
+
+
+@click.command(name="judge-docs")
+@click.argument("data", type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The qrels file to write.")
+@click.option("--mapping", "mapping_path", type=click.Path(exists=True, dir_okay=False), help="Mapping file.")
+@click.option("--backend", type=click.Choice(["local", "mock"]), default="mock", show_default=True, help="Who grades.")
+@click.option("--k", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Grade the top k documents.")
+@click.option("--judge-endpoint", default=None, help="local: OpenAI-compatible judge endpoint.")
+@click.option("--judge-model", default=None, help="local: judge model / deployment name.")
+@click.option("--no-cache", is_flag=True, help="local: do not read or write the judge response cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="local: cache dir.")
+@click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="local: parallel calls.")
+@click.option("--judge-timeout", type=Finite(0, 3600, min_open=True), default=60.0, help="local: s per request [60].")
+@click.option("--judge-retries", type=click.IntRange(0, 20), default=3, help="local: retries of a failed request [3].")
+@click.option("--estimate", is_flag=True, help="Count the judge calls (and those the cache answers); grade nothing.")
+@quiet_option
+def command(
+    data: Path,
+    out: Path,
+    mapping_path: str | None,
+    backend: str,
+    k: int,
+    estimate: bool,
+    quiet: bool,
+    **local: Any,
+) -> None:
+    """Grade every document DATA ranks within --k, and every document of the context as sent, on a 0–3 scale
+    (0 irrelevant, 1 related, 2 partially answers, 3 answers; Deepchecks' Platinum = 3, Gold = 2, Irrelevant = 0
+    or 1) with a short reason, and write them as a TREC qrels file (OUT) plus its provenance (OUT.json: judge,
+    rubric version and hash, scale, date, backend, unknown grades and every reason). A grade the judge could not
+    give is unknown: counted, never written as 0. `metrics DATA --qrels OUT` then reports every ranking metric as
+    judge-labelled; `--human-qrels` corrects them with the human labels you have. The mock backend is a
+    deterministic stand-in (lexical overlap), not a model."""
+    from ..judged import judge_documents, provenance_path
+    from ..mapping import load_mapping
+    from ._progress import command_progress
+
+    refuse_overwrite({"--out": out, "--out (provenance)": provenance_path(out)}, [data, mapping_path])
+    judge = _local_backend(**local) if backend == "local" else None
+    mapping = load_mapping(mapping_path)
+    if estimate:
+        from ..judged import estimate_documents
+
+        counts = estimate_documents(data, k=k, mapping=mapping, local=judge)
+        click.echo(" ".join(f"{key}: {value}" for key, value in counts.items()))
+        return
+    progress, done = command_progress(quiet)
+    prov = judge_documents(data, out, backend=backend, k=k, mapping=mapping, local=judge, progress=progress)
+    done()
+    c = prov["counts"]
+    grades = ", ".join(f"{g}: {n}" for g, n in c["by_grade"].items())
+    click.echo(
+        f"{c['documents']} documents of {c['queries']} queries: {c['labelled']} graded ({grades}), "
+        f"{c['unknown']} unknown; wrote {out} and {provenance_path(out)} (judge-labelled, rubric "
+        f"{prov['rubric']['version']} {prov['rubric']['sha256'][:12]})"
+    )
+
+
+def _local_backend(
+    judge_endpoint: str | None,
+    judge_model: str | None,
+    no_cache: bool,
+    cache_dir: Path | None,
+    concurrency: int,
+    judge_timeout: float,
+    judge_retries: int,
+) -> Any:
+    from ..local import LocalBackend
+
+    return LocalBackend(
+        judge_endpoint,
+        judge_model,
+        use_cache=not no_cache,
+        cache_dir=cache_dir,
+        concurrency=concurrency,
+        judge_timeout=judge_timeout,
+        judge_retries=judge_retries,
+    )

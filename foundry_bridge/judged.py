@@ -1,0 +1,362 @@
+"""Judge-labelled qrels (``judge-docs``): every retrieved document to depth k, and every document of the context as
+sent, graded 0–3 by a judge on our rubric; written as a TREC qrels file with a provenance file beside it; read back
+by ``metrics``, which says "judge-labelled" beside every metric and corrects the means with the human labels a team
+has (``compare_with_human``). docs/metrics.md ("Judge-labelled qrels") states the rules.
+
+- Scale (TREC's, as UMBRELA uses it): 0 irrelevant, 1 related, 2 partially answers, 3 answers. Deepchecks' classes
+  map onto it: Platinum = 3, Gold = 2, Irrelevant = 0 or 1.
+- Backends: ``local`` (any OpenAI-compatible endpoint, the local backend's cache and bounded waits) with ``RUBRIC``
+  as the system message; ``mock``, the emulator's deterministic stand-in (``mock.stand_in_grade``: lexical overlap).
+- A grade that could not be obtained (no document text, an error, an unreadable answer) is **unknown**: counted in
+  the provenance with its cause, never written to the qrels (it is not a 0).
+- ``<qrels>.json`` holds the provenance (backend, judge, rubric version and SHA-256, scale, date, k, counts), the
+  qrels file's own SHA-256 (a qrels file edited or appended to afterwards is refused: judge and human labels never
+  mix silently) and every document's grade and reason.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._io import atomic_open, loads, sha256_file, write_json
+from .errors import DatasetError, UsageError
+
+if TYPE_CHECKING:
+    from .local import LocalBackend
+    from .mapping import Mapping
+
+__all__ = [
+    "DEEPCHECKS",
+    "JUDGE_LABELLED",
+    "RUBRIC",
+    "RUBRIC_SHA256",
+    "RUBRIC_VERSION",
+    "SCALE",
+    "DocumentPair",
+    "compare_with_human",
+    "document_pairs",
+    "estimate_documents",
+    "judge_documents",
+    "parse_grade",
+    "provenance_path",
+    "ranked_lists",
+    "read_provenance",
+]
+
+JUDGE_LABELLED = "judge-labelled"
+FORMAT = "foundry-bridge judged qrels 1"
+SCALE = {0: "irrelevant", 1: "related", 2: "partially answers", 3: "answers"}
+DEEPCHECKS = {"Platinum": [3], "Gold": [2], "Irrelevant": [0, 1]}
+RUBRIC_VERSION = "1"
+RUBRIC = """\
+You grade how well one document answers one search query, on a scale from 0 to 3.
+3 (answers): the document alone holds everything needed to answer the query.
+2 (partially answers): the document holds part of the answer; the rest must come from elsewhere.
+1 (related): the document is about the query's subject but holds nothing that answers it.
+0 (irrelevant): the document has nothing to do with the query.
+Read only the document's text; do not use what you know yourself. Between two grades, give the lower.
+Reply with one JSON object and nothing else: {"grade": 0, 1, 2 or 3, "reason": "one short sentence"}."""
+RUBRIC_SHA256 = hashlib.sha256(RUBRIC.encode()).hexdigest()
+_TASK = f"document_relevance/{RUBRIC_VERSION}"
+_WS = re.compile(r"\s")
+
+
+@dataclass(frozen=True)
+class DocumentPair:
+    """One (query, document) to grade: ``rank`` its 1-based first position in the ranking, ``in_context`` whether
+    its text is in the context as sent (``metrics.assembly.contains_document``), ``text`` title and content."""
+
+    query_id: str
+    document_id: str
+    query: str | None
+    text: str | None
+    rank: int
+    in_context: bool
+
+
+def _text(doc: Any) -> str | None:
+    parts = [p for p in (doc.title, doc.content) if p]
+    return "\n".join(parts) or None
+
+
+def document_pairs(records: Iterable[Any], k: int) -> list[DocumentPair]:
+    """The pairs to grade: each query's distinct documents ranked within ``k``, and those ranked below whose text
+    is in the context as sent."""
+    from .metrics.assembly import contains_document, normalize_ws
+
+    out: list[DocumentPair] = []
+    for rec in records:
+        context = normalize_ws(rec.context) if rec.context else None
+        seen: set[str] = set()
+        for rank, doc in enumerate(rec.retrieved_documents, 1):
+            if doc.document_id in seen:
+                continue
+            seen.add(doc.document_id)
+            sent = bool(context and doc.content and contains_document(context, normalize_ws(doc.content)))
+            if rank <= k or sent:
+                out.append(DocumentPair(rec.query_id, doc.document_id, rec.query, _text(doc), rank, sent))
+    return out
+
+
+def parse_grade(content: str) -> dict[str, Any]:
+    """``{"grade": 0–3, "reason": text}`` from a judge's answer (a JSON object, possibly in a code fence); a
+    ``ValueError`` saying what is wrong otherwise."""
+    text = content.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        answer = loads(text)
+    except ValueError:
+        raise ValueError(f"the judge's answer is not a JSON object: {content[:120]!r}") from None
+    grade = answer.get("grade") if isinstance(answer, dict) else None
+    if isinstance(grade, bool) or grade not in SCALE:
+        raise ValueError(f"the judge's answer has no grade 0, 1, 2 or 3: {content[:120]!r}")
+    return {"grade": int(grade), "reason": str(answer.get("reason") or "")[:500]}
+
+
+def _user_message(pair: DocumentPair) -> str:
+    return f"Query:\n{pair.query}\n\nDocument:\n{pair.text}"
+
+
+def _requests(pairs: Sequence[DocumentPair]) -> tuple[list[int], list[tuple[str, str]]]:
+    """The pairs a judge can be asked about (a query and a document text), and their (system, user) messages."""
+    askable = [i for i, p in enumerate(pairs) if p.query and p.text]
+    return askable, [(RUBRIC, _user_message(pairs[i])) for i in askable]
+
+
+def estimate_documents(
+    data: str | os.PathLike[str], *, k: int = 10, mapping: Mapping | None = None, local: LocalBackend | None = None
+) -> dict[str, int]:
+    """What ``judge_documents`` would do, without grading: ``documents`` to grade, ``judge_calls`` (distinct
+    requests with text), ``no_text`` (unknown at once) and, with a local backend, ``cached`` (answered by its
+    response cache: not sent)."""
+    from .dataset import read_records
+    from .mapping import load_mapping
+
+    pairs = document_pairs(read_records(data, mapping or load_mapping(None), require_ranking=True), k)
+    _, requests = _requests(pairs)
+    counts = {"documents": len(pairs), "judge_calls": len(set(requests)), "no_text": len(pairs) - len(requests)}
+    if local is not None:
+        from .local._ask import cached_answers
+
+        counts["cached"] = cached_answers(local, requests, task=_TASK)
+    return counts
+
+
+def _grades(
+    pairs: Sequence[DocumentPair], backend: str, local: LocalBackend | None, progress: Callable[..., None] | None
+) -> tuple[list[tuple[int | None, str]], dict[str, Any], dict[str, int]]:
+    """Each pair's (grade or None, reason or cause), the judge's identity, the judge's counters."""
+    if backend == "mock":
+        from .mock import stand_in_grade
+        from .mock._relevance import STAND_IN_CUTS
+
+        judge = {"model": "mock stand-in (lexical overlap)", "cuts": [list(c) for c in STAND_IN_CUTS]}
+        return [stand_in_grade(p.query, p.text) for p in pairs], judge, {"judge_calls": 0}
+    if local is None:
+        raise UsageError("judge-docs --backend local needs a LocalBackend (--judge-endpoint, --judge-model)")
+    from .local._ask import ask_judge, judge_config
+
+    judge = judge_config(local).identity()
+    askable, requests = _requests(pairs)
+    step = (lambda done, total: progress("judging", done, total)) if progress else None
+    answers = ask_judge(local, requests, task=_TASK, parse=parse_grade, progress=step)
+    out: list[tuple[int | None, str]] = [(None, "NO_TEXT: no query or document text to judge")] * len(pairs)
+    for i, answer in zip(askable, answers, strict=True):
+        out[i] = (answer["grade"], answer["reason"]) if isinstance(answer, dict) else (None, answer)
+    return out, judge, dict(local.stats)
+
+
+def judge_documents(
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    backend: str = "mock",
+    k: int = 10,
+    mapping: Mapping | None = None,
+    local: LocalBackend | None = None,
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> dict[str, Any]:
+    """Grade DATA's documents (``document_pairs`` to depth ``k``) with ``backend`` (``mock`` or ``local``, the latter
+    through ``local``), write the qrels to ``out`` and the provenance to ``provenance_path(out)``; return the
+    provenance (without its per-document list)."""
+    from .dataset import read_records
+    from .mapping import load_mapping
+
+    if backend not in ("mock", "local"):
+        raise UsageError(f"judge-docs --backend must be mock or local, got {backend!r}")
+    mapping = mapping or load_mapping(None)
+    pairs = document_pairs(read_records(data, mapping, require_ranking=True), k)
+    for p in pairs:
+        if _WS.search(p.query_id) or _WS.search(p.document_id):
+            raise DatasetError(
+                f"query {p.query_id!r}, document {p.document_id!r}: an id with white space cannot be a qrels line",
+                file=str(data),
+                field="query_id" if _WS.search(p.query_id) else "document_id",
+                hint="use ids without spaces, tabs or newlines",
+            )
+    grades, judge, stats = _grades(pairs, backend, local, progress)
+    with atomic_open(out) as fh:
+        for p, (grade, _) in zip(pairs, grades, strict=True):
+            if grade is not None:
+                fh.write(f"{p.query_id} 0 {p.document_id} {grade}\n".encode())
+    known = [g for g, _ in grades if g is not None]
+    counts = {
+        "queries": len({p.query_id for p in pairs}),
+        "documents": len(pairs),
+        "labelled": len(known),
+        "unknown": len(pairs) - len(known),
+        "context_below_k": sum(1 for p in pairs if p.rank > k),
+        "by_grade": {str(g): known.count(g) for g in SCALE},
+    }
+    provenance = {
+        "format": FORMAT,
+        "labels": JUDGE_LABELLED,
+        "backend": backend,
+        "judge": judge,
+        "rubric": {"version": RUBRIC_VERSION, "sha256": RUBRIC_SHA256},
+        "scale": {str(g): name for g, name in SCALE.items()},
+        "deepchecks": DEEPCHECKS,
+        "k": k,
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "dataset": str(data),
+        "qrels_sha256": sha256_file(out),
+        "counts": counts,
+        "judge_stats": stats,
+    }
+    documents = [
+        {"query_id": p.query_id, "document_id": p.document_id, "rank": p.rank, "in_context": p.in_context}
+        | {"grade": g, "reason": why}
+        for p, (g, why) in zip(pairs, grades, strict=True)
+    ]
+    write_json(provenance_path(out), {**provenance, "documents": documents})
+    return provenance
+
+
+def provenance_path(qrels: str | os.PathLike[str]) -> Path:
+    """``judged.qrels`` → ``judged.qrels.json``: where ``judge-docs`` writes a qrels file's provenance."""
+    return Path(f"{os.fspath(qrels)}.json")
+
+
+def read_provenance(qrels: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The provenance beside a qrels file (None: no file there, human labels); a ``DatasetError`` when it is not
+    ours or the qrels file changed since it was written (judge labels mixed with others, or edited)."""
+    path = provenance_path(qrels)
+    if not path.is_file():
+        return None
+    try:
+        doc = loads(path.read_bytes())
+    except ValueError as exc:
+        raise DatasetError(f"not JSON ({exc})", file=str(path), hint="write it again with judge-docs") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise DatasetError(f"not a judge-docs provenance file (format {FORMAT!r})", file=str(path), field="format")
+    if doc.get("qrels_sha256") != sha256_file(qrels):
+        raise DatasetError(
+            f"{os.fspath(qrels)!r} changed since judge-docs wrote it: judge labels must not be mixed with others",
+            file=str(path),
+            field="qrels_sha256",
+            hint="keep human labels in their own file (metrics --human-qrels) or run judge-docs again",
+        )
+    doc.pop("documents", None)
+    return dict(doc)
+
+
+def ranked_lists(
+    data: str | os.PathLike[str], mapping: Mapping
+) -> tuple[dict[str, list[tuple[float | None, str]]], int, set[str]]:
+    """query id → its ``(score, document id)`` ranking as stored (the order ``metrics`` ranks DATA in); how many
+    queries carry relevance labels of their own in DATA; the queries DATA declares negative."""
+    from .dataset import read_records
+
+    rankings, own, negative = {}, 0, set()
+    for rec in read_records(data, mapping, require_ranking=True):
+        rankings[rec.query_id] = [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
+        own += bool(rec.retrieval_ground_truth)
+        if rec.kind == "negative" and rec.kind_source == "declared":
+            negative.add(rec.query_id)
+    return rankings, own, negative
+
+
+# -- judge labels against human labels --------------------------------------------------------------------------
+CORRECTED = ("ndcg", "recall", "rr")
+
+
+def _on_unit_range(estimates: dict[str, Any]) -> dict[str, Any]:
+    """Every interval of ``estimate_mean``'s output cut to [0, 1], the metrics' range (``clipped`` set when cut).
+    No pseudo-row pad (``ppi``'s ``scale``): a per-query metric is continuous, and the pad's spread over [0, 1]
+    made the intervals cover 100 % at 10 and 30 labels in the simulation (tests/test_judged_coverage.py)."""
+    for e in estimates.values():
+        if isinstance(e, dict) and "low" in e and not math.isnan(e["low"]):
+            low, high = max(e["low"], 0.0), min(e["high"], 1.0)
+            e.update(low=low, high=high, clipped=e["clipped"] or (low, high) != (e["low"], e["high"]))
+    return estimates
+
+
+def compare_with_human(
+    rankings: dict[str, list[tuple[float | None, str]]],
+    judged: dict[str, dict[str, int]],
+    human: dict[str, dict[str, int]],
+    *,
+    ks: Sequence[int],
+    threshold: int,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+) -> dict[str, Any]:
+    """Agreement of the judge's grades with the human labels on the (query, document) pairs both labelled
+    (quadratic-weighted κ with a bootstrap interval over queries, the per-grade confusion table) and each ranking
+    metric's mean over the ranked queries corrected by PPI / PPI++ (``metrics.ppi.estimate_mean``), the unit a
+    query: the judge's metric on every query, the human's on the queries the human qrels hold (undefined → 0, as
+    trec_eval averages). ``resamples``: the κ interval's bootstrap resamples (0: no interval)."""
+    import numpy as np
+
+    from .dataset.columnar import arrays_from_rankings
+    from .metrics.agreement import agreement
+    from .metrics.ppi import estimate_mean
+    from .metrics.ranking import compute
+
+    order = list(rankings)
+    q_index = {q: i for i, q in enumerate(order)}
+    shared = [(q, d) for q in human if q in judged for d in human[q] if d in judged[q]]
+    j = np.array([judged[q][d] for q, d in shared], dtype=np.float64)
+    h = np.array([human[q][d] for q, d in shared], dtype=np.float64)
+    off_scale = sorted({int(v) for v in h if v not in SCALE})
+    agree: dict[str, Any] | None = None
+    if shared and not off_scale:
+        rows = np.array([q_index.get(q, -1 - i) for i, (q, _) in enumerate(shared)])
+        a = agreement(j, h, categories=tuple(SCALE), rows=rows, resamples=resamples)
+        agree = {
+            "pairs": a.n,
+            "queries": len({q for q, _ in shared}),
+            "weighted_kappa": a.weighted_kappa,
+            "weighted_kappa_interval": a.weighted_kappa_interval,
+            "exact_agreement": a.observed,
+            "grades": a.categories,
+            "confusion": a.confusion,  # judge grade (rows) × human grade (columns)
+        }
+    depth = max(ks)
+    cols = [
+        compute(arrays_from_rankings(rankings, q, order, depth=depth, threshold=threshold), ks) for q in (judged, human)
+    ]
+    labelled = np.array([q in human for q in order])
+    corrected = {}
+    for name in CORRECTED:
+        for k in ks:
+            key = f"{name}@{k}"
+            f = np.nan_to_num(cols[0][key], nan=0.0)
+            y = np.where(labelled, np.nan_to_num(cols[1][key], nan=0.0), np.nan)
+            corrected[key] = _on_unit_range(asdict(estimate_mean(f, y, confidence=confidence)))
+    return {
+        "labels": JUDGE_LABELLED + ", corrected by human labels",
+        "queries": len(order),
+        "human_queries": int(labelled.sum()),
+        "human_queries_not_ranked": sorted(q for q in human if q not in q_index),
+        "agreement": agree,
+        "off_scale_human_labels": off_scale,
+        "corrected": corrected,
+    }
