@@ -70,14 +70,21 @@ _FIXES = {
     "truncated": _LENGTH_HINT,
     "invalid": "emit the attribute as its JSON schema says (semantic-conventions-genai docs/gen-ai/*.json)",
     "no_query": "record gen_ai.retrieval.query.text on the retrieval span, or the user message",
+    "no_context": "send the retrieved passages to the model (system instructions, a message's text or a tool "
+    "response) with content capture on: the context is what was sent, never rebuilt from the ranking",
+    "document_without_id": "give every retrieved document its id (gen_ai.retrieval.documents[i].id)",
+    "empty_response": "the answer has no text part: check that the output messages carry the answer as text",
     "late_span": "give the files in the order they were written, so a trace's spans come before its root span",
     "no_root": "give every file of the time range: the trace's root span was not in the files read",
     "unreadable": 'each line must be one OTLP JSON document: {"resourceSpans": [...]}',
 }
-NOTES = ("no_root", "split_across_files")  # counted and shown, but the row is built
+NOTES = ("no_root", "split_across_files", "document_without_id", "empty_response")  # counted, shown, row built
 REDACTABLE = ("query", "context", "response", "content")
 _RETRIEVAL_OPS = {"retrieval"}
 _INFERENCE_OPS = {"chat", "text_completion", "generate_content"}
+_SCHEMA_KEYS = {"gen_ai.retrieval.documents", "gen_ai.input.messages", "gen_ai.output.messages",
+                "gen_ai.system_instructions"}  # fmt: skip
+_TEXT_FIELD = {"text": "content", "tool_call_response": "response"}  # message parts that carry text sent
 _OI_KIND = "openinference.span.kind"
 _OI_DOC = re.compile(r"^(retrieval\.documents|reranker\.output_documents)\.(\d+)\.document\.(id|score|content)$")
 _OI_MSG = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(role|content)$")
@@ -97,9 +104,16 @@ class TracesSummary:
 
 
 class _Problem(Exception):
-    def __init__(self, kind: str, message: str, span: dict[str, Any] | None = None, attr: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        span: dict[str, Any] | None = None,
+        attr: str | None = None,
+        errors: list[tuple[str, str]] | None = None,
+    ) -> None:
         super().__init__(message)
-        self.kind, self.message, self.span, self.attr = kind, message, span, attr
+        self.kind, self.message, self.span, self.attr, self.errors = kind, message, span, attr, errors
 
 
 def side_files(out: Path) -> dict[str, Path]:
@@ -192,37 +206,91 @@ def _role(attrs: dict[str, Any]) -> str | None:
 # -- one trace → one row -------------------------------------------------------------------------------------------
 def _json_attr(span: dict[str, Any], key: str) -> Any:
     """A structured attribute, or one recorded as a JSON string (the SDKs' usual form); a string cut off by a
-    length limit is ``truncated``, any other bad JSON ``invalid``."""
+    length limit is ``truncated``, any other bad JSON ``invalid``, a value against its JSON schema ``invalid`` with
+    every error located."""
     value = span["attrs"].get(key)
-    if not isinstance(value, str):
-        return value
-    try:
-        return loads(value)
-    except ValueError as exc:
-        cut = getattr(exc, "pos", 0) >= len(value.rstrip()) - 1
-        kind = "truncated" if cut else "invalid"
-        raise _Problem(kind, f"is not complete JSON ({len(value)} characters)", span, key) from None
+    if isinstance(value, str):
+        try:
+            value = loads(value)
+        except ValueError as exc:
+            cut = getattr(exc, "pos", 0) >= len(value.rstrip()) - 1
+            kind = "truncated" if cut else "invalid"
+            raise _Problem(kind, f"is not complete JSON ({len(value)} characters)", span, key) from None
+    errors = [] if value is None else _schema_errors(key, value)
+    if errors:
+        located = [(f"{key}{path}", message) for path, message in errors]
+        raise _Problem("invalid", "; ".join(f"{f}: {m}" for f, m in located), span, located[0][0], located)
+    return value
 
 
-def _ranking(span: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
-    """``(query text, documents)`` of one retrieval span, in either convention."""
+def _schema_errors(key: str, value: Any) -> list[tuple[str, str]]:
+    """``(path, message)`` for each way ``value`` breaks the JSON schema of the GenAI attribute ``key``
+    (semantic-conventions-genai docs/gen-ai/gen-ai-{retrieval-documents,input-messages,output-messages,
+    system-instructions}.json), limited to what those schemas constrain: the types of the fields that are present
+    and the required ``role``, ``parts`` and part ``type``. ``id`` and ``score`` of a document are optional; a part
+    of an unknown ``type`` is valid (a generic part)."""
+    if key not in _SCHEMA_KEYS:
+        return []
+    if not isinstance(value, list):
+        return [("", "is not an array")]
+    errors: list[tuple[str, str]] = []
+
+    def typed(item: dict[str, Any], at: str, name: str, want: type | tuple[type, ...], what: str) -> None:
+        v = item.get(name)
+        if name in item and (isinstance(v, bool) or not isinstance(v, want)):
+            errors.append((f"{at}.{name}", f"{v!r} is not {what}"))
+
+    def parts(items: Any, at: str) -> None:
+        if not isinstance(items, list):
+            errors.append((at, f"{items!r} is not an array"))
+            return
+        for j, part in enumerate(items):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                errors.append((f"{at}[{j}].type", "a part needs a string 'type'"))
+            else:
+                typed(part, f"{at}[{j}]", "generic_type", str, "a string")
+
+    if key == "gen_ai.system_instructions":  # a list of parts
+        parts(value, "")
+        return errors
+    for i, item in enumerate(value):
+        at = f"[{i}]"
+        if not isinstance(item, dict):
+            errors.append((at, f"{item!r} is not an object"))
+        elif key == "gen_ai.retrieval.documents":
+            typed(item, at, "id", str, "a string")
+            typed(item, at, "score", (int, float), "a number")
+        else:
+            for name in ("role", "parts"):
+                if name not in item:
+                    errors.append((at, f"'{name}' is a required property"))
+            typed(item, at, "role", str, "a string")
+            typed(item, at, "finish_reason", str, "a string")
+            if "parts" in item:
+                parts(item["parts"], f"{at}.parts")
+    return errors
+
+
+def _ranking(span: dict[str, Any], notes: list[_Problem]) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(query text, documents)`` of one retrieval span, in either convention; what is left out goes to
+    ``notes``."""
     attrs = span["attrs"]
     if "gen_ai.retrieval.documents" in attrs or attrs.get("gen_ai.operation.name") in _RETRIEVAL_OPS:
         key = "gen_ai.retrieval.documents"
         raw = _json_attr(span, key)
         if raw is None or raw == []:
             raise _Problem("no_document_ids", "the retrieval span has no documents", span, key)
-        if not isinstance(raw, list):
-            raise _Problem("invalid", "is not a list of {id, score}", span, key)
-        docs = []
-        for i, d in enumerate(raw):
-            doc_id = d.get("id") if isinstance(d, dict) else None
-            if doc_id is None or doc_id == "":
-                raise _Problem("no_document_ids", f"document {i} has no id", span, f"{key}[{i}].id")
-            score = d.get("score")
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise _Problem("invalid", f"document {i} has no numeric score ({score!r})", span, f"{key}[{i}].score")
-            docs.append(_doc(str(doc_id), score, d.get("content")))
+        docs, without = [], []
+        for i, d in enumerate(raw):  # id and score are optional in the schema; a document needs its id here
+            if d.get("id"):
+                docs.append(_doc(d["id"], d.get("score"), d.get("content")))
+            else:
+                without.append(f"{key}[{i}].id")
+        if not docs:
+            raise _Problem("no_document_ids", f"none of the {len(raw)} documents has an id", span, without[0])
+        if without:
+            notes.append(_Problem("document_without_id", f"{len(without)} document(s) without id left out of the "
+                                  "ranking", span, without[0], [(w, "no id") for w in without]))  # fmt: skip
         return attrs.get("gen_ai.retrieval.query.text"), docs
     found: dict[int, dict[str, Any]] = {}
     for k, v in attrs.items():
@@ -254,10 +322,17 @@ def _doc(doc_id: str, score: float | None, content: Any) -> dict[str, Any]:
 
 
 def _texts(parts: Any) -> list[str]:
-    """The text of a message's ``parts`` (GenAI: ``[{type: text, content}]``) or of a plain string content."""
+    """The text of a message's ``parts`` or of a plain string content: GenAI ``text`` parts' ``content`` and
+    ``tool_call_response`` parts' string ``response`` (a retrieval tool's passages, as sent); other parts (tool
+    calls, reasoning, blobs, generic provider blocks) are not text sent as such."""
     if isinstance(parts, str):
         return [parts]
-    return [p["content"] for p in parts or [] if isinstance(p, dict) and p.get("type") == "text" and "content" in p]
+    out = []
+    for p in parts or []:
+        field = _TEXT_FIELD.get(str(p.get("type"))) if isinstance(p, dict) else None
+        if field and isinstance(p.get(field), str):
+            out.append(p[field])
+    return out
 
 
 def _exchange(span: dict[str, Any]) -> tuple[list[tuple[str, list[str]]], str]:
@@ -280,10 +355,7 @@ def _exchange(span: dict[str, Any]) -> tuple[list[tuple[str, list[str]]], str]:
     if key not in attrs:
         raise _Problem("content_capture_off", "absent: message content was not captured", span, key)
     sent = [("system", _texts(_json_attr(span, "gen_ai.system_instructions")))]
-    for i, m in enumerate(_json_attr(span, key) or []):
-        if not isinstance(m, dict) or "role" not in m:
-            raise _Problem("invalid", f"message {i} has no role", span, f"{key}[{i}].role")
-        sent.append((m["role"], _texts(m.get("parts"))))
+    sent += [(m["role"], _texts(m["parts"])) for m in _json_attr(span, key) or []]
     if "gen_ai.output.messages" not in attrs:
         raise _Problem(
             "content_capture_off", "absent: message content was not captured", span, "gen_ai.output.messages"
@@ -296,7 +368,7 @@ def _iso(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _row(trace_id: str, trace: dict[str, Any]) -> dict[str, Any]:
+def _row(trace_id: str, trace: dict[str, Any], notes: list[_Problem]) -> dict[str, Any]:
     spans = sorted(trace["spans"], key=lambda s: (s["start"], s["seq"]))
     for s in spans:
         if s["dropped"]:
@@ -307,7 +379,7 @@ def _row(trace_id: str, trace: dict[str, Any]) -> dict[str, Any]:
         raise _Problem("no_retrieval", "the trace has no retrieval span")
     if not inferences:
         raise _Problem("no_inference", "the trace has no inference span (no model call)")
-    rankings = [_ranking(s) for s in retrievals]
+    rankings = [_ranking(s, notes) for s in retrievals]
     request = inferences[-1]
     sent, response = _exchange(request)
     query = rankings[0][0]
@@ -317,6 +389,10 @@ def _row(trace_id: str, trace: dict[str, Any]) -> dict[str, Any]:
     if not query:
         raise _Problem("no_query", "no query text on the retrieval span nor a user message", retrievals[0])
     parts = [t for _, texts in sent for t in texts if t != query]
+    if not "".join(parts).strip():
+        raise _Problem("no_context", "nothing but the query was sent to the model: no context to judge", request)
+    if not response:
+        notes.append(_Problem("empty_response", "the first output message has no text part", request))
     attrs = request["attrs"]
     return {
         "query_id": f"{trace_id}:{request['span_id']}",
@@ -333,6 +409,36 @@ def _row(trace_id: str, trace: dict[str, Any]) -> dict[str, Any]:
         "trace_id": trace_id,
         "span_id": request["span_id"],
     }
+
+
+def _last_user_text(span: dict[str, Any]) -> str | None:
+    """The last user message's text of an inference span, or None when it cannot be read."""
+    try:
+        sent, _ = _exchange(span)
+    except _Problem:
+        return None
+    users = [texts for role, texts in sent if role == "user" and texts]
+    return "\n".join(users[-1]) if users else None
+
+
+def _turns(spans: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A trace's spans (start order) cut into conversation turns: a new turn starts with a model call whose last
+    user message differs from the turn's; its retrieval spans are those after the previous turn's last model call.
+    Model calls with the same user message (an agent's planning call, the call after a tool) stay in one turn."""
+    spans = sorted(spans, key=lambda s: (s["start"], s["seq"]))
+    turns: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
+    key: str | None = None
+    for s in spans:
+        if s["role"] == "inference":
+            k = _last_user_text(s)
+            if k is not None and key is not None and k != key:
+                last = max(i for i, x in enumerate(current) if x["role"] == "inference")
+                turns.append(current[: last + 1])
+                current = current[last + 1 :]
+            key = k if k is not None else key
+        current.append(s)
+    return [*turns, current]
 
 
 def _clean(row: dict[str, Any], hashed: Sequence[str]) -> dict[str, Any]:
@@ -444,8 +550,10 @@ def _conditions(where: Sequence[str]) -> list[tuple[str, str]]:
 class _Rebuild:
     """The state of one ``rebuild_dataset``: traces in flight, closed trace ids, problems, the sink of rows."""
 
-    def __init__(self, keep_keys: set[str], wanted: Callable[[dict[str, Any]], bool], redact_fields: Sequence[str]):
-        self.summary = TracesSummary()
+    def __init__(
+        self, keep_keys: set[str], wanted: Callable[[dict[str, Any]], bool], redact_fields: Sequence[str], group: str
+    ) -> None:
+        self.summary, self.group = TracesSummary(), group
         self.problems: list[dict[str, Any]] = []
         self.open: dict[str, dict[str, Any]] = {}
         self.closed: set[str] = set()
@@ -494,25 +602,46 @@ class _Rebuild:
         self.closed.add(trace_id)
         return trace
 
-    def row(self, trace: dict[str, Any]) -> dict[str, Any] | None:
-        """The trace's row (secrets redacted, fields hashed), or None: filtered out, or a problem (reported)."""
+    def rows(self, trace: dict[str, Any]) -> list[dict[str, Any]]:
+        """The trace's rows (secrets redacted, fields hashed): one, or one per turn with ``group="turn"``; none
+        when filtered out, or for a problem (reported)."""
         self.summary.traces += 1
         if len(trace["files"]) > 1:
             self.report("split_across_files", f"spans in {len(trace['files'])} files, merged", trace["id"],
                         " + ".join(trace["files"]), None)  # fmt: skip
         if not self.wanted(trace):
-            return None
-        try:
-            row = _row(trace["id"], trace)
-        except _Problem as p:
-            s = p.span or (trace["spans"][0] if trace["spans"] else None)
-            at = {"span_id": s["span_id"], "span": s["name"]} if s else {}
-            file, line = (s["file"], s["line"]) if s else (trace["files"][0], None)
-            message = f"{p.attr}: {p.message}" if p.attr else p.message
-            self.report(p.kind, message, trace["id"], file, line, **({"field": p.attr} if p.attr else {}), **at)
-            return None
-        self.summary.rows += 1
-        return _clean(row, self.redact_fields)
+            return []
+        turns = _turns(trace["spans"]) if self.group == "turn" else [trace["spans"]]
+        rows = []
+        for n, spans in enumerate(turns, 1):
+            part = trace
+            if self.group == "turn":  # the turn's spans; its time is its first span's
+                part = {**trace, "spans": spans, "start": min((s["start"] for s in spans), default=trace["start"])}
+            notes: list[_Problem] = []
+            try:
+                row = _row(trace["id"], part, notes)
+            except _Problem as p:
+                self.located(part, p)
+                continue
+            for note in notes:
+                self.located(part, note)
+            if self.group == "turn":
+                row["turn"] = n
+            self.summary.rows += 1
+            rows.append(_clean(row, self.redact_fields))
+        return rows
+
+    def located(self, trace: dict[str, Any], p: _Problem) -> None:
+        s = p.span or (trace["spans"][0] if trace["spans"] else None)
+        at: dict[str, Any] = {"span_id": s["span_id"], "span": s["name"]} if s else {}
+        file, line = (s["file"], s["line"]) if s else (trace["files"][0], None)
+        if p.attr:
+            at["field"] = p.attr
+        if p.errors:
+            at["errors"] = [{"field": f, "message": m} for f, m in p.errors]
+        located = p.kind == "invalid" and p.errors  # the message already names each field
+        message = f"{p.attr}: {p.message}" if p.attr and not located else p.message
+        self.report(p.kind, message, trace["id"], file, line, **at)
 
 
 def rebuild_dataset(
@@ -527,6 +656,7 @@ def rebuild_dataset(
     seed: int = 0,
     stratify: str | None = None,
     redact_fields: Sequence[str] = (),
+    group: str = "trace",
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> TracesSummary:
     """Rebuild a dataset (JSONL in Foundry's field names: read it with ``mappings/traces.yaml``) from the traces in
@@ -542,6 +672,8 @@ def rebuild_dataset(
         sample, seed: keep ``sample`` rows drawn uniformly without replacement, reproducibly by ``seed``;
             ``stratify``: an attribute whose values are strata (proportional allocation, largest remainder).
         redact_fields: of ``REDACTABLE``: these texts are written as their SHA-256 (``content``: the documents').
+        group: ``"trace"``: one row per trace (its last model call); ``"turn"``: one row per conversation turn
+            of the trace (``_turns``), numbered in ``turn``.
         progress: ``progress("reading spans", spans read, None)`` every 10,000 spans.
 
     Returns:
@@ -550,6 +682,8 @@ def rebuild_dataset(
     unknown = [f for f in redact_fields if f not in REDACTABLE]
     if unknown:
         raise UsageError(f"--redact {unknown[0]!r} is not a text field; choose among {', '.join(REDACTABLE)}")
+    if group not in ("trace", "turn"):
+        raise UsageError(f"--group {group!r}: choose trace or turn")
     if stratify and not sample:
         raise UsageError("--stratify needs --sample N")
     lo, hi = _instant(since, "--since"), _instant(until, "--until")
@@ -562,22 +696,20 @@ def rebuild_dataset(
             return False
         return all(value in trace["seen"].get(key, ()) for key, value in conds)
 
-    state = _Rebuild({k for k, _ in conds} | ({stratify} if stratify else set()), wanted, redact_fields)
+    state = _Rebuild({k for k, _ in conds} | ({stratify} if stratify else set()), wanted, redact_fields, group)
     summary, out = state.summary, Path(out)
     sampler = _Sampler(sample, seed) if sample is not None else None
     targets = side_files(out)
     with atomic_open(out) as fh:
 
         def take(trace: dict[str, Any]) -> None:
-            row = state.row(trace)
-            if row is None:
-                return
-            if sampler is None:
-                fh.write(dumps(row) + b"\n")
-                summary.written += 1
-                return
-            stratum = next(iter(trace["seen"].get(stratify, ())), "(none)") if stratify else "all"
-            sampler.add(stratum, summary.rows, row)
+            for row in state.rows(trace):
+                if sampler is None:
+                    fh.write(dumps(row) + b"\n")
+                    summary.written += 1
+                    continue
+                stratum = next(iter(trace["seen"].get(stratify, ())), "(none)") if stratify else "all"
+                sampler.add(stratum, summary.rows, row)
 
         for file, line, resource, raw in _spans([Path(f) for f in files], state.report):
             summary.spans += 1

@@ -130,8 +130,9 @@ def _run_report(data: Path, run_dir: Path) -> dict[str, Any]:
     return json.loads(build_report(run_dir).model_dump_json())
 
 
-def test_report_on_the_rebuilt_dataset_equals_the_report_on_the_rows(tmp_path: Path) -> None:
-    rebuild_dataset([TRACES / "genai.jsonl"], tmp_path / "d.jsonl")
+@pytest.mark.parametrize("name", ["genai.jsonl", "openinference.json"])
+def test_report_on_the_rebuilt_dataset_equals_the_report_on_the_rows(name: str, tmp_path: Path) -> None:
+    rebuild_dataset([TRACES / name], tmp_path / "d.jsonl")
     rebuilt = _run_report(tmp_path / "d.jsonl", tmp_path / "run_t")
     original = _run_report(ROOT / "samples" / "benefits" / "rag_eval.jsonl", tmp_path / "run_b")
     text = json.dumps(rebuilt)
@@ -169,6 +170,17 @@ def test_the_committed_sample_traces_are_what_the_script_writes(tmp_path: Path) 
     runpy.run_path(str(copy / "traces" / "make_traces.py"), run_name="__main__")
     for name in ("genai.jsonl", "openinference.json"):
         assert (copy / "traces" / name).read_bytes() == (TRACES / name).read_bytes(), "run make_traces.py"
+
+
+def test_the_sample_traces_are_otlp_json(tmp_path: Path) -> None:
+    """Checked: every export of the bundled files parses as OTLP's ExportTraceServiceRequest (unknown fields fail)."""
+    pytest.importorskip("opentelemetry.proto")
+    from google.protobuf.json_format import Parse
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    docs = [*(TRACES / "genai.jsonl").read_text().splitlines(), (TRACES / "openinference.json").read_text()]
+    spans = [len(Parse(d, ExportTraceServiceRequest()).resource_spans[0].scope_spans[0].spans) for d in docs[:1]]  # q01
+    assert spans == [3] and all(Parse(d, ExportTraceServiceRequest()).resource_spans for d in docs)
 
 
 # -- schema-valid variants, and bad traces ---------------------------------------------------------------------------
@@ -212,6 +224,34 @@ def test_schema_valid_variants_are_rebuilt(tmp_path: Path) -> None:
     assert (row["response"], row["response_id"], row["conversation_id"]) == ("ab", "r1", "c1")
 
 
+SEMCONV_CASES = sorted((ROOT / "tests" / "data" / "semconv_cases").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("case", SEMCONV_CASES, ids=[c.stem for c in SEMCONV_CASES])
+def test_semconv_schema_cases_valid_rebuilt_invalid_located(case: Path, tmp_path: Path) -> None:
+    """semantic-conventions-genai's schema test cases (ours, after theirs: tests/data/semconv_cases/): a
+    schema-valid attribute gives a row, an invalid one an ``invalid`` problem locating each field in error."""
+    import yaml
+
+    c = yaml.safe_load(case.read_text())
+    value = json.dumps(c["document"])
+    spans = [_retrieval(1, docs=value), _chat(1)] if c["attribute"] == "gen_ai.retrieval.documents" else None
+    f = tmp_path / "t.jsonl"
+    f.write_text(_doc(*(spans or [_retrieval(1), _chat(1, **{c["attribute"]: value})]), _root(1)))
+    s = rebuild_dataset([f], tmp_path / "d.jsonl")
+    problems = _rows(tmp_path / "d.problems.jsonl")
+    if c["errors"]:
+        assert s.written == 0 and s.problems == {"invalid": 1}
+        (p,) = problems
+        assert [e["field"] for e in p["errors"]] == [c["attribute"] + e for e in c["errors"]]
+        assert (p["trace_id"], p["line"], p["field"]) == (f"{1:032x}", 1, c["attribute"] + c["errors"][0])
+        assert all(e["field"] in p["message"] for e in p["errors"])
+    else:
+        (row,) = _rows(tmp_path / "d.jsonl")
+        assert {k: row[k] for k in c["row"]} == c["row"] and not s.problems
+        assert [p["kind"] for p in problems] == c["notes"] and s.notes == dict.fromkeys(c["notes"], 1)
+
+
 BAD = {
     "no_retrieval": lambda t: [_chat(t), _root(t)],
     "no_inference": lambda t: [_retrieval(t), _root(t)],
@@ -219,6 +259,7 @@ BAD = {
     "invalid": lambda t: [_retrieval(t, docs=json.dumps([{"id": "d1", "score": "high"}])), _chat(t), _root(t)],
     "content_capture_off": lambda t: [_retrieval(t), _chat(t, **{"gen_ai.input.messages": None}), _root(t)],
     "truncated": lambda t: [_retrieval(t, docs=json.dumps(DOCS)[:20]), _chat(t), _root(t)],
+    "no_context": lambda t: [_retrieval(t), _chat(t, **{"gen_ai.system_instructions": None}), _root(t)],
 }
 
 
@@ -294,6 +335,56 @@ def test_openinference_reranker_after_retriever(tmp_path: Path) -> None:
     assert (row["query"], row["context"], row["response"], row["model"]) == ("q", "context\n\nq", "ok", "m2")
 
 
+def _msgs(*turns: tuple[str, str]) -> str:
+    return json.dumps([{"role": r, "parts": [{"type": "text", "content": t}]} for r, t in turns])
+
+
+def test_group_by_turn_splits_a_conversation_trace(tmp_path: Path) -> None:
+    """One trace holding a conversation: turn 1 (retrieval, answer), turn 2 (a planning call, a retrieval, the
+    answer: one turn, same user message), turn 3 (small talk, no retrieval: a located problem)."""
+
+    def chat(span: int, t: int, sent: str, answer: str | None, system: str | None = None) -> dict[str, Any]:
+        a = {"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c9", "gen_ai.input.messages": sent,
+             "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [] if answer is None else
+                                                    [{"type": "text", "content": answer}]}])}  # fmt: skip
+        if system:
+            a["gen_ai.system_instructions"] = json.dumps([{"type": "text", "content": system}])
+        return _span(1, span, "chat", a, t=t * 10**6)  # t in ms
+
+    def retrieval(span: int, t: int, query: str, doc: str) -> dict[str, Any]:
+        a = {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": query,
+             "gen_ai.retrieval.documents": json.dumps([{"id": doc, "score": 1.0}])}  # fmt: skip
+        return _span(1, span, "retrieval", a, t=t * 10**6)
+
+    history = [("user", "question A"), ("assistant", "answer A"), ("user", "question B")]
+    spans = [
+        retrieval(2, 1, "question A", "dA"),
+        chat(3, 2, _msgs(("user", "question A")), "answer A", system="passage A"),
+        chat(4, 3, _msgs(*history), None),  # the agent plans a search: same user message, same turn
+        retrieval(5, 4, "question B", "dB"),
+        chat(6, 5, _msgs(*history), "answer B", system="passage B"),
+        chat(7, 6, _msgs(*history, ("assistant", "answer B"), ("user", "thanks")), "you're welcome", system="hi"),
+        _root(1),
+    ]
+    f = tmp_path / "t.jsonl"
+    f.write_text(_doc(*spans))
+    s = rebuild_dataset([f], tmp_path / "d.jsonl", group="turn")
+    rows = _rows(tmp_path / "d.jsonl")
+    assert [(r["turn"], r["query"], r["response"], r["span_id"]) for r in rows] == [
+        (1, "question A", "answer A", f"{3:016x}"),
+        (2, "question B", "answer B", f"{6:016x}"),
+    ]
+    assert rows[1]["context"] == "passage B\n\nquestion A\n\nanswer A"  # what was sent, history included
+    assert [d["document_id"] for d in rows[1]["retrieved_documents"]] == ["dB"] and not rows[1]["earlier_retrievals"]
+    assert rows[0]["conversation_id"] == rows[1]["conversation_id"] == "c9"
+    assert [r["time"][-7:] for r in rows] == ["001000Z", "003000Z"]  # a turn's first span (turn 2: the planning)
+    (p,) = _rows(tmp_path / "d.problems.jsonl")
+    assert (p["kind"], p["span_id"], s.rows, s.traces) == ("no_retrieval", f"{7:016x}", 2, 1)
+    rebuild_dataset([f], tmp_path / "e.jsonl", group="trace")  # by trace: the last call, every ranking
+    (whole,) = _rows(tmp_path / "e.jsonl")
+    assert whole["span_id"] == f"{7:016x}" and len(whole["earlier_retrievals"]) == 1 and "turn" not in whole
+
+
 # -- filters, sampling, redaction -----------------------------------------------------------------------------------
 def _many(path: Path, n: int) -> Path:
     with open(path, "w") as fh:
@@ -335,6 +426,19 @@ def test_uniform_sample_is_reproducible_and_its_design_is_written(tmp_path: Path
     assert (design["population"], design["drawn"]) == (30, 7)
     assert [r["query_id"] for r in design["rows"]] == [r["query_id"] for r in a]
     assert all(r["inclusion_probability"] == pytest.approx(7 / 30) for r in design["rows"])
+
+
+def test_cli_sample_1000_is_reproducible_by_seed(tmp_path: Path) -> None:
+    f = _many(tmp_path / "t.jsonl", 1500)
+    for name, seed in (("a", 5), ("b", 5), ("c", 6)):
+        with pytest.raises(SystemExit) as exit_:
+            main(["traces", str(f), "--out", str(tmp_path / f"{name}.jsonl"), "--sample", "1000", "--seed", str(seed),
+                  "--quiet"])  # fmt: skip
+        assert exit_.value.code in (None, 0)
+    a, b, c = ((tmp_path / f"{x}.jsonl").read_bytes() for x in "abc")
+    assert a == b and a != c and len(a.splitlines()) == 1000
+    design = json.loads((tmp_path / "a.sampling.json").read_text())
+    assert (design["seed"], design["population"], design["drawn"]) == (5, 1500, 1000)
 
 
 def test_the_sampler_draws_each_row_with_probability_n_over_N() -> None:

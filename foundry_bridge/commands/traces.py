@@ -31,6 +31,13 @@ _SHOWN = 5  # problems printed on stderr; all are in the problems file
     multiple=True,
     help="Write this text field as its SHA-256 (query, context, response, content; repeatable).",
 )
+@click.option(
+    "--group",
+    type=click.Choice(["trace", "turn"]),
+    default="trace",
+    show_default=True,
+    help="One row per trace (its last model call), or per conversation turn within a trace.",
+)
 @quiet_option
 def command(
     files: tuple[Path, ...],
@@ -43,6 +50,7 @@ def command(
     seed: int,
     stratify: str | None,
     redact_fields: tuple[str, ...],
+    group: str,
     quiet: bool,
 ) -> None:
     """Rebuild a dataset from FILES: OTLP JSON traces (one `resourceSpans` export a line, or one a file; gzip too)
@@ -59,7 +67,7 @@ def command(
     progress, done = command_progress(quiet)
     s = rebuild_dataset(
         files, out, since=since, until=until, services=services, where=where, sample=sample, seed=seed,
-        stratify=stratify, redact_fields=redact_fields, progress=progress,
+        stratify=stratify, redact_fields=redact_fields, group=group, progress=progress,
     )  # fmt: skip
     done()
     problems = sum(s.problems.values())
