@@ -36,15 +36,18 @@ if TYPE_CHECKING:
 __all__ = [
     "DEEPCHECKS",
     "JUDGE_LABELLED",
+    "MAX_OUTPUT_TOKENS",
     "RUBRIC",
     "RUBRIC_SHA256",
     "RUBRIC_VERSION",
     "SCALE",
     "DocumentPair",
+    "cached_requests",
     "compare_with_human",
     "document_pairs",
     "estimate_documents",
     "judge_documents",
+    "judge_requests",
     "parse_grade",
     "provenance_path",
     "ranked_lists",
@@ -66,6 +69,7 @@ Read only the document's text; do not use what you know yourself. Between two gr
 Reply with one JSON object and nothing else: {"grade": 0, 1, 2 or 3, "reason": "one short sentence"}."""
 RUBRIC_SHA256 = hashlib.sha256(RUBRIC.encode()).hexdigest()
 _TASK = f"document_relevance/{RUBRIC_VERSION}"
+MAX_OUTPUT_TOKENS = 256  # the answer's ceiling, sent as max_tokens: the estimate's output bound per call
 _WS = re.compile(r"\s")
 
 
@@ -130,6 +134,21 @@ def _requests(pairs: Sequence[DocumentPair]) -> tuple[list[int], list[tuple[str,
     return askable, [(RUBRIC, _user_message(pairs[i])) for i in askable]
 
 
+def judge_requests(records: Iterable[Any], k: int) -> tuple[list[tuple[str, str]], int, int]:
+    """What ``judge_documents`` asks over ``records`` to depth ``k``: the distinct (system, user) requests (identical
+    ones are asked once), the documents to grade and those without a query or text (unknown at once, no call)."""
+    pairs = document_pairs(records, k)
+    _, requests = _requests(pairs)
+    return list(dict.fromkeys(requests)), len(pairs), len(pairs) - len(requests)
+
+
+def cached_requests(local: LocalBackend, requests: Sequence[tuple[str, str]]) -> int:
+    """How many of ``requests`` the local backend's response cache answers (not sent again)."""
+    from .local._ask import cached_answers
+
+    return cached_answers(local, requests, task=_TASK)
+
+
 def estimate_documents(
     data: str | os.PathLike[str], *, k: int = 10, mapping: Mapping | None = None, local: LocalBackend | None = None
 ) -> dict[str, int]:
@@ -139,13 +158,11 @@ def estimate_documents(
     from .dataset import read_records
     from .mapping import load_mapping
 
-    pairs = document_pairs(read_records(data, mapping or load_mapping(None), require_ranking=True), k)
-    _, requests = _requests(pairs)
-    counts = {"documents": len(pairs), "judge_calls": len(set(requests)), "no_text": len(pairs) - len(requests)}
+    records = read_records(data, mapping or load_mapping(None), require_ranking=True)
+    requests, documents, no_text = judge_requests(records, k)
+    counts = {"documents": documents, "judge_calls": len(requests), "no_text": no_text}
     if local is not None:
-        from .local._ask import cached_answers
-
-        counts["cached"] = cached_answers(local, requests, task=_TASK)
+        counts["cached"] = cached_requests(local, requests)
     return counts
 
 
@@ -166,7 +183,7 @@ def _grades(
     judge = judge_config(local).identity()
     askable, requests = _requests(pairs)
     step = (lambda done, total: progress("judging", done, total)) if progress else None
-    answers = ask_judge(local, requests, task=_TASK, parse=parse_grade, progress=step)
+    answers = ask_judge(local, requests, task=_TASK, parse=parse_grade, progress=step, max_tokens=MAX_OUTPUT_TOKENS)
     out: list[tuple[int | None, str]] = [(None, "NO_TEXT: no query or document text to judge")] * len(pairs)
     for i, answer in zip(askable, answers, strict=True):
         out[i] = (answer["grade"], answer["reason"]) if isinstance(answer, dict) else (None, answer)
