@@ -43,6 +43,7 @@ __all__ = [
     "SCALE",
     "DocumentPair",
     "cached_requests",
+    "circularity",
     "compare_with_human",
     "document_pairs",
     "estimate_documents",
@@ -52,6 +53,7 @@ __all__ = [
     "provenance_path",
     "ranked_lists",
     "read_provenance",
+    "relabeller",
 ]
 
 JUDGE_LABELLED = "judge-labelled"
@@ -377,3 +379,59 @@ def compare_with_human(
         "off_scale_human_labels": off_scale,
         "corrected": corrected,
     }
+
+
+# -- judge labels in a run's report (stage attribution without human labels) ------------------------------------
+def circularity(provenance: dict[str, Any], spec: Any) -> list[str]:
+    """The circularity warnings (Clarke & Dietz 2024): the judge that labelled the documents — the provenance's
+    model, or the mapping's ``judge_docs.model`` — is also the system's reranker or generator as the mapping's
+    ``judge_docs`` (``spec``) declares them; names compared without case."""
+    if spec is None:
+        return []
+    judges = {str(m).casefold() for m in (provenance.get("judge", {}).get("model"), spec.model) if m}
+    return [
+        f"circularity: the judge model {getattr(spec, role)!r} is also the system's {role} (mapping judge_docs."
+        f"{role}): its labels favour its own rankings and answers, so judge-based metrics and stages may look "
+        "better than they are (Clarke & Dietz 2024); label with another judge, or check against human labels"
+        for role in ("reranker", "generator")
+        if getattr(spec, role) and str(getattr(spec, role)).casefold() in judges
+    ]
+
+
+def relabeller(qrels: str | os.PathLike[str], spec: Any = None) -> tuple[Callable[[Any], Any], list[str]]:
+    """``report --qrels``: a function giving each record of a run the judge's labels (``judge-docs``' qrels file, its
+    provenance checked by ``read_provenance``) in place of its own, and the report's notes (whose labels, and
+    ``circularity``). A record with labels of its own is refused (a ``DatasetError`` naming it): judge labels decide
+    the stages only where no human label exists, and are never mixed with them."""
+    from .dataset.columnar import read_qrels_file
+    from .dataset.records import GroundTruthLabel
+
+    prov = read_provenance(qrels)
+    if prov is None:
+        raise UsageError(
+            f"report --qrels {os.fspath(qrels)}: no judge-docs provenance beside it ({provenance_path(qrels)}): "
+            "report --qrels takes judge-labelled qrels; human labels belong in the dataset"
+        )
+    labels = read_qrels_file(qrels)
+
+    def relabel(rec: Any) -> Any:
+        if rec.retrieval_ground_truth:
+            raise DatasetError(
+                f"query {rec.query_id!r} of the run has relevance labels of its own: stage attribution from judge "
+                "labels is for runs without human labels, and the two are never mixed",
+                file=os.fspath(qrels),
+                hint="drop --qrels (the run's own labels decide the stages), or run on a dataset without labels",
+            )
+        got = labels.get(rec.query_id)
+        truth = (
+            None if got is None else [GroundTruthLabel(document_id=d, query_relevance_label=g) for d, g in got.items()]
+        )
+        return rec.model_copy(update={"retrieval_ground_truth": truth})
+
+    rubric = prov["rubric"]
+    note = (
+        f"relevance labels are judge-labelled ({prov['backend']} judge {prov['judge'].get('model')}, rubric "
+        f"{rubric['version']} {rubric['sha256'][:12]}, {prov['date']}; {prov['counts']['unknown']} document(s) "
+        f"unknown): the local metrics and the stage attribution are judge-based, not human-labelled"
+    )
+    return relabel, [note, *circularity(prov, spec)]
