@@ -25,7 +25,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -434,10 +434,12 @@ def seal(
     target: Path | None = None,
     plan: Plan | None = None,
     facts: QueryFacts | None = None,
+    relabel: Callable[[Any], Any] | None = None,
 ) -> Path:
     """Write ``columns/`` for the run in ``folder`` (or into ``target``), replacing what is there; its path.
     ``facts``: the per-query facts the run computed while it read the records (``prepare_facts``), copied when
-    they are complete and of these parameters; otherwise computed here from ``records.jsonl``."""
+    they are complete and of these parameters; otherwise computed here from ``records.jsonl``, each record through
+    ``relabel`` when given (``report --qrels``: judge labels in place of the records' own)."""
     plan = plan or folder.read_plan(items=False, records=False)
     params = params or FactParams.for_plan(plan)
     final = target or folder.path / COLUMNS_DIR
@@ -448,13 +450,13 @@ def seal(
     try:
         with held(work):  # a later seal removes it only once this process is gone
             sources = _sources(folder)
-            if facts is not None and facts.done and facts.params == params and facts.n:
+            if relabel is None and facts is not None and facts.done and facts.params == params and facts.n:
                 for part in sorted(facts.folder.glob("*.parquet")):
                     shutil.copyfile(part, work / part.name)
             else:
                 facts = QueryFacts(params, work)
                 for rec in folder.iter_records(plan):
-                    facts.add(rec)
+                    facts.add(rec if relabel is None else relabel(rec))
                 facts.finish()
             if not facts.n:
                 raise RunFolderError(
@@ -545,8 +547,15 @@ class RunColumns:
 
     @classmethod
     def open(
-        cls, run_dir: str | os.PathLike[str], *, stage_k: int | None = None, plan: Plan | None = None
+        cls,
+        run_dir: str | os.PathLike[str],
+        *,
+        stage_k: int | None = None,
+        plan: Plan | None = None,
+        relabel: Callable[[Any], Any] | None = None,
     ) -> RunColumns:
+        """The run's columns (sealed first when stale); with ``relabel`` (each record with other labels), always
+        sealed afresh into a temporary folder: the run folder's own columns keep its own labels."""
         folder = RunFolder(run_dir)
         folder.require_dir()
         plan = plan or folder.read_plan(items=False, records=False)
@@ -555,7 +564,15 @@ class RunColumns:
         remove_stale(folder.path, _WORK)  # what a killed report's seal left, whether or not this one seals
         meta = _read_meta(path)
         temporary = None
-        if not _fresh(meta, folder, params):
+        if relabel is not None:
+            temporary = Path(tempfile.mkdtemp(prefix="foundry-bridge-columns-"))
+            try:
+                path = seal(folder, params, target=temporary / COLUMNS_DIR, plan=plan, relabel=relabel)
+            except BaseException:
+                shutil.rmtree(temporary, ignore_errors=True)
+                raise
+            meta = _read_meta(path)
+        elif not _fresh(meta, folder, params):
             try:
                 seal(folder, params, plan=plan)
             except PermissionError:  # a read-only run folder: the columns go to a temporary folder

@@ -19,13 +19,17 @@ Counting rules (docs/inputs.md, "Cost preflight"):
 - Cost = input tokens × input price + output bound × output price, prices per million tokens, looked up by the
   criterion's ``deployment_name`` (else the ``*`` entry); no price is built in. With a response cache (the local
   backend's), calls whose answer it already holds are counted as ``cached``: what a re-run would not send.
+- Calls with a prompt of this tool's own (``OwnPrompt``: ``judge-docs``' per-document grades, when the mapping has
+  ``judge_docs`` or ``plan --judge-docs`` asks) are counted the same way, one line beside the criteria: each
+  distinct request rendered as its two messages (the rubric, the query and document), its output bound the
+  ``max_tokens`` sent with it.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +48,7 @@ __all__ = [
     "BudgetNeed",
     "CostEstimate",
     "CriterionEstimate",
+    "OwnPrompt",
     "Price",
     "PriceTable",
     "estimate_plan",
@@ -216,6 +221,23 @@ class CostEstimate:
         return out + (self.budget.text() if self.budget is not None else [])
 
 
+@dataclass(frozen=True)
+class OwnPrompt:
+    """Judge calls with a prompt of this tool's own, not azure-ai-evaluation's (``judge-docs``' grades): the
+    distinct (system, user) ``requests`` sent, ``skipped`` items that make no call (no text), ``max_output`` the
+    ``max_tokens`` sent with each, ``model`` the deployment the price is looked up by, ``cached`` the requests a
+    response cache answers (None: not probed)."""
+
+    name: str
+    evaluator: str
+    prompt: str
+    requests: Sequence[tuple[str, str]]
+    max_output: int
+    model: str | None = None
+    skipped: int = 0
+    cached: int | None = None
+
+
 class _NotOnThisMachine(Exception):
     """tiktoken would have to download this encoding file."""
 
@@ -383,12 +405,14 @@ def estimate_plan(
     prices: PriceTable | None = None,
     cached: Callable[[int, dict[str, Any]], bool] | None = None,
     budget_from: Iterable[str | os.PathLike[str]] = (),
+    own: Sequence[OwnPrompt] = (),
 ) -> CostEstimate:
     """The estimate of a plan's ``criteria`` (``CriterionPlan``s) over its ``items`` (``{"item": {...}}`` rows),
     read once. ``encoding`` None: the default one on this machine (``_Encoder``). ``cached(criterion index,
     inputs)`` says whether a response cache already holds that call. ``budget_from``: a report JSON and/or a
     comparison JSON whose label budget and queries for power are priced with this plan's per-row judge cost
-    (``read_budget``, ``price_budget``: ``CostEstimate.budget``), read before any token is counted."""
+    (``read_budget``, ``price_budget``: ``CostEstimate.budget``), read before any token is counted. ``own``: calls
+    of this tool's own prompts (``OwnPrompt``), one line each after the criteria."""
     from importlib.metadata import version
 
     sources = list(budget_from)
@@ -402,7 +426,7 @@ def estimate_plan(
         for c, s, p in zip(crits, specs, prompts, strict=True)
     ]
     judges = {i: p for i, p in enumerate(prompts) if p is not None}
-    encoder = _Encoder(encoding) if judges else None
+    encoder = _Encoder(encoding) if judges or own else None
     rows = 0
     for wrapped in items:
         rows += 1
@@ -420,6 +444,8 @@ def estimate_plan(
                 _count_call(est, judges[i], encoder, inputs)
                 if cached is not None:
                     est.cached = (est.cached or 0) + (1 if cached(i, inputs) else 0)
+    if encoder is not None:
+        out += [_own_calls(o, encoder) for o in own]
     for est in out:
         est.price = prices.for_model(est.model) if prices is not None else None
         if cached is not None and est.how == "judge" and est.cached is None:
@@ -433,6 +459,16 @@ def estimate_plan(
     if budget is not None:
         result.budget = price_budget(result, budget)
     return result
+
+
+def _own_calls(own: OwnPrompt, encoder: _Encoder) -> CriterionEstimate:
+    """``own``'s calls counted as a criterion's: its requests' tokens as chat input, its output at ``max_output``."""
+    est = CriterionEstimate(own.name, own.evaluator, "judge", model=own.model, calls=len(own.requests))
+    est.skipped, est.cached, est.prompts = own.skipped, own.cached, [own.prompt]
+    for system, user in own.requests:
+        est.input_tokens += encoder.messages(({"role": "system", "content": system}, {"role": "user", "content": user}))
+    est.output_tokens_max = own.max_output * len(own.requests)
+    return est
 
 
 def _count_call(est: CriterionEstimate, prompts: _Prompts, encoder: _Encoder, inputs: dict[str, Any]) -> None:

@@ -36,19 +36,24 @@ if TYPE_CHECKING:
 __all__ = [
     "DEEPCHECKS",
     "JUDGE_LABELLED",
+    "MAX_OUTPUT_TOKENS",
     "RUBRIC",
     "RUBRIC_SHA256",
     "RUBRIC_VERSION",
     "SCALE",
     "DocumentPair",
+    "cached_requests",
+    "circularity",
     "compare_with_human",
     "document_pairs",
     "estimate_documents",
     "judge_documents",
+    "judge_requests",
     "parse_grade",
     "provenance_path",
     "ranked_lists",
     "read_provenance",
+    "relabeller",
 ]
 
 JUDGE_LABELLED = "judge-labelled"
@@ -66,6 +71,7 @@ Read only the document's text; do not use what you know yourself. Between two gr
 Reply with one JSON object and nothing else: {"grade": 0, 1, 2 or 3, "reason": "one short sentence"}."""
 RUBRIC_SHA256 = hashlib.sha256(RUBRIC.encode()).hexdigest()
 _TASK = f"document_relevance/{RUBRIC_VERSION}"
+MAX_OUTPUT_TOKENS = 256  # the answer's ceiling, sent as max_tokens: the estimate's output bound per call
 _WS = re.compile(r"\s")
 
 
@@ -130,6 +136,21 @@ def _requests(pairs: Sequence[DocumentPair]) -> tuple[list[int], list[tuple[str,
     return askable, [(RUBRIC, _user_message(pairs[i])) for i in askable]
 
 
+def judge_requests(records: Iterable[Any], k: int) -> tuple[list[tuple[str, str]], int, int]:
+    """What ``judge_documents`` asks over ``records`` to depth ``k``: the distinct (system, user) requests (identical
+    ones are asked once), the documents to grade and those without a query or text (unknown at once, no call)."""
+    pairs = document_pairs(records, k)
+    _, requests = _requests(pairs)
+    return list(dict.fromkeys(requests)), len(pairs), len(pairs) - len(requests)
+
+
+def cached_requests(local: LocalBackend, requests: Sequence[tuple[str, str]]) -> int:
+    """How many of ``requests`` the local backend's response cache answers (not sent again)."""
+    from .local._ask import cached_answers
+
+    return cached_answers(local, requests, task=_TASK)
+
+
 def estimate_documents(
     data: str | os.PathLike[str], *, k: int = 10, mapping: Mapping | None = None, local: LocalBackend | None = None
 ) -> dict[str, int]:
@@ -139,13 +160,11 @@ def estimate_documents(
     from .dataset import read_records
     from .mapping import load_mapping
 
-    pairs = document_pairs(read_records(data, mapping or load_mapping(None), require_ranking=True), k)
-    _, requests = _requests(pairs)
-    counts = {"documents": len(pairs), "judge_calls": len(set(requests)), "no_text": len(pairs) - len(requests)}
+    records = read_records(data, mapping or load_mapping(None), require_ranking=True)
+    requests, documents, no_text = judge_requests(records, k)
+    counts = {"documents": documents, "judge_calls": len(requests), "no_text": no_text}
     if local is not None:
-        from .local._ask import cached_answers
-
-        counts["cached"] = cached_answers(local, requests, task=_TASK)
+        counts["cached"] = cached_requests(local, requests)
     return counts
 
 
@@ -166,7 +185,7 @@ def _grades(
     judge = judge_config(local).identity()
     askable, requests = _requests(pairs)
     step = (lambda done, total: progress("judging", done, total)) if progress else None
-    answers = ask_judge(local, requests, task=_TASK, parse=parse_grade, progress=step)
+    answers = ask_judge(local, requests, task=_TASK, parse=parse_grade, progress=step, max_tokens=MAX_OUTPUT_TOKENS)
     out: list[tuple[int | None, str]] = [(None, "NO_TEXT: no query or document text to judge")] * len(pairs)
     for i, answer in zip(askable, answers, strict=True):
         out[i] = (answer["grade"], answer["reason"]) if isinstance(answer, dict) else (None, answer)
@@ -360,3 +379,59 @@ def compare_with_human(
         "off_scale_human_labels": off_scale,
         "corrected": corrected,
     }
+
+
+# -- judge labels in a run's report (stage attribution without human labels) ------------------------------------
+def circularity(provenance: dict[str, Any], spec: Any) -> list[str]:
+    """The circularity warnings (Clarke & Dietz 2024): the judge that labelled the documents — the provenance's
+    model, or the mapping's ``judge_docs.model`` — is also the system's reranker or generator as the mapping's
+    ``judge_docs`` (``spec``) declares them; names compared without case."""
+    if spec is None:
+        return []
+    judges = {str(m).casefold() for m in (provenance.get("judge", {}).get("model"), spec.model) if m}
+    return [
+        f"circularity: the judge model {getattr(spec, role)!r} is also the system's {role} (mapping judge_docs."
+        f"{role}): its labels favour its own rankings and answers, so judge-based metrics and stages may look "
+        "better than they are (Clarke & Dietz 2024); label with another judge, or check against human labels"
+        for role in ("reranker", "generator")
+        if getattr(spec, role) and str(getattr(spec, role)).casefold() in judges
+    ]
+
+
+def relabeller(qrels: str | os.PathLike[str], spec: Any = None) -> tuple[Callable[[Any], Any], list[str]]:
+    """``report --qrels``: a function giving each record of a run the judge's labels (``judge-docs``' qrels file, its
+    provenance checked by ``read_provenance``) in place of its own, and the report's notes (whose labels, and
+    ``circularity``). A record with labels of its own is refused (a ``DatasetError`` naming it): judge labels decide
+    the stages only where no human label exists, and are never mixed with them."""
+    from .dataset.columnar import read_qrels_file
+    from .dataset.records import GroundTruthLabel
+
+    prov = read_provenance(qrels)
+    if prov is None:
+        raise UsageError(
+            f"report --qrels {os.fspath(qrels)}: no judge-docs provenance beside it ({provenance_path(qrels)}): "
+            "report --qrels takes judge-labelled qrels; human labels belong in the dataset"
+        )
+    labels = read_qrels_file(qrels)
+
+    def relabel(rec: Any) -> Any:
+        if rec.retrieval_ground_truth:
+            raise DatasetError(
+                f"query {rec.query_id!r} of the run has relevance labels of its own: stage attribution from judge "
+                "labels is for runs without human labels, and the two are never mixed",
+                file=os.fspath(qrels),
+                hint="drop --qrels (the run's own labels decide the stages), or run on a dataset without labels",
+            )
+        got = labels.get(rec.query_id)
+        truth = (
+            None if got is None else [GroundTruthLabel(document_id=d, query_relevance_label=g) for d, g in got.items()]
+        )
+        return rec.model_copy(update={"retrieval_ground_truth": truth})
+
+    rubric = prov["rubric"]
+    note = (
+        f"relevance labels are judge-labelled ({prov['backend']} judge {prov['judge'].get('model')}, rubric "
+        f"{rubric['version']} {rubric['sha256'][:12]}, {prov['date']}; {prov['counts']['unknown']} document(s) "
+        f"unknown): the local metrics and the stage attribution are judge-based, not human-labelled"
+    )
+    return relabel, [note, *circularity(prov, spec)]

@@ -11,7 +11,9 @@ import click
 
 from ._options import ESTIMATE_KEY, RUN_ESTIMATE_KEY
 
-__all__ = ["show_estimate", "show_run_estimate"]
+__all__ = ["judge_docs_calls", "show_estimate", "show_run_estimate"]
+
+DEFAULT_JUDGE_DOCS_K = 10  # judge-docs' --k default
 
 
 def show_estimate(plan: Any, out: Path | None) -> bool:
@@ -38,7 +40,7 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
         if min(opts["price_input"], opts["price_output"]) < 0:
             raise UsageError("prices cannot be negative")
         prices = PriceTable({"*": Price(opts["price_input"], opts["price_output"])})
-    cached = None
+    cached, backend = None, None
     if opts.get("judge_endpoint"):
         from ..local import LocalBackend
         from ..local._probe import cache_probe
@@ -52,6 +54,7 @@ def show_estimate(plan: Any, out: Path | None) -> bool:
         prices=prices,
         cached=cached,
         budget_from=opts.get("budget_from") or (),
+        own=judge_docs_calls(plan, asked=bool(opts.get("judge_docs")), local=backend),
     )
     click.echo("\n".join(estimate.lines()))
     if out is not None:
@@ -76,3 +79,31 @@ def show_run_estimate(plan: Any, backend: Any) -> None:
     encoding = os.environ.get("FOUNDRY_BRIDGE_ENCODING") or None
     estimate = estimate_plan(plan.criteria, plan.items, encoding=encoding, cached=cached)
     click.echo("\n".join(estimate.lines()), err=True)
+
+
+def judge_docs_calls(plan: Any, *, asked: bool, local: Any = None) -> list[Any]:
+    """``judge-docs``' per-document calls over the plan's records (``estimate.OwnPrompt``), when the mapping has a
+    ``judge_docs`` section or ``asked`` (``plan --judge-docs``): to its ``k`` (default 10), priced by its ``model``;
+    with a local backend, the calls its cache answers. Empty otherwise."""
+    spec = plan.mapping.judge_docs
+    if spec is None and not asked:
+        return []
+    from ..dataset.records import QueryRecord
+    from ..estimate import OwnPrompt
+    from ..judged import MAX_OUTPUT_TOKENS, RUBRIC_VERSION, cached_requests, judge_requests
+
+    k = spec.k if spec is not None else DEFAULT_JUDGE_DOCS_K
+    records = (QueryRecord.model_validate(r) for r in plan.records)
+    requests, documents, no_text = judge_requests(records, k)
+    return [
+        OwnPrompt(
+            name="judge-docs",
+            evaluator=f"{documents} document(s) to depth {k}, graded 0–3",
+            prompt=f"foundry-bridge document relevance rubric {RUBRIC_VERSION}",
+            requests=requests,
+            max_output=MAX_OUTPUT_TOKENS,
+            model=spec.model if spec is not None else None,
+            skipped=no_text,
+            cached=None if local is None else cached_requests(local, requests),
+        )
+    ]

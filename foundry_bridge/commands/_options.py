@@ -122,6 +122,13 @@ def estimate_options(f: _F) -> _F:
         ),
         click.option("--judge-model", default=None, help="With --judge-endpoint: the judge model.", **kept),
         click.option(
+            "--judge-docs",
+            is_flag=True,
+            help="With --estimate: also count `judge-docs`' per-document judge calls and tokens (to the mapping's "
+            "judge_docs.k, else 10; counted without this flag when the mapping has a judge_docs section).",
+            **kept,
+        ),
+        click.option(
             "--cache-dir",
             type=click.Path(file_okay=False, path_type=Path),
             default=None,

@@ -17,7 +17,9 @@ __all__ = ["command"]
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The qrels file to write.")
 @click.option("--mapping", "mapping_path", type=click.Path(exists=True, dir_okay=False), help="Mapping file.")
 @click.option("--backend", type=click.Choice(["local", "mock"]), default="mock", show_default=True, help="Who grades.")
-@click.option("--k", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Grade the top k documents.")
+@click.option(
+    "--k", type=click.IntRange(1, 10_000), default=None, help="Grade the top k [mapping judge_docs.k, else 10]."
+)
 @click.option("--judge-endpoint", default=None, help="local: OpenAI-compatible judge endpoint.")
 @click.option("--judge-model", default=None, help="local: judge model / deployment name.")
 @click.option("--no-cache", is_flag=True, help="local: do not read or write the judge response cache.")
@@ -32,7 +34,7 @@ def command(
     out: Path,
     mapping_path: str | None,
     backend: str,
-    k: int,
+    k: int | None,
     estimate: bool,
     quiet: bool,
     **local: Any,
@@ -51,6 +53,10 @@ def command(
     refuse_overwrite({"--out": out, "--out (provenance)": provenance_path(out)}, [data, mapping_path])
     judge = _local_backend(**local) if backend == "local" else None
     mapping = load_mapping(mapping_path)
+    if k is None:
+        from ._estimate import DEFAULT_JUDGE_DOCS_K
+
+        k = mapping.judge_docs.k if mapping.judge_docs is not None else DEFAULT_JUDGE_DOCS_K
     if estimate:
         from ..judged import estimate_documents
 

@@ -121,6 +121,13 @@ __all__ = ["command"]
     show_default=True,
     help="... and for its corrected mean score ± this.",
 )
+@click.option(
+    "--qrels",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Judge-labelled qrels (judge-docs' output) for a run without human labels: the local metrics and the "
+    "stage attribution (search / assembly) from them, marked judge-based; circularity warned when the mapping's "
+    "judge_docs names the judge as the system's reranker or generator.",
+)
 @quiet_option
 def command(
     run_dir: Path,
@@ -139,6 +146,7 @@ def command(
     verdict_queue_audit: bool,
     target_pass_rate: float,
     target_score: float,
+    qrels: Path | None,
     quiet: bool,
 ) -> None:
     from ..report import build_report, queries_path, render, write_labelling_queue, write_verdict_queue_for
@@ -150,15 +158,22 @@ def command(
         queries_out = queries_path(out, per_query)
     refuse_overwrite(
         {"--out": out, "--queries": queries_out, "--labelling-queue": queue, "--verdict-queue": verdict_queue},
-        [run_dir, human_verdicts, *repeats],
+        [run_dir, human_verdicts, *repeats, qrels],
     )
+    relabel, notes = None, list[str]()
+    if qrels is not None:
+        from ..judged import relabeller
+        from ..runfolder import RunFolder
+
+        spec = RunFolder(run_dir).read_plan(items=False, records=False).mapping.judge_docs
+        relabel, notes = relabeller(qrels, spec)
     from ._progress import command_progress
 
     progress, done = command_progress(quiet)
     report = build_report(
         run_dir, stage_k=stage_k, queries_out=queries_out, per_query=per_query, worst=worst,
         human_verdicts=human_verdicts, repeats=repeats, label_targets=(target_pass_rate, target_score),
-        progress=progress,
+        progress=progress, relabel=relabel, judged_notes=notes,
     )  # fmt: skip
     done()
     if queries_out is not None:

@@ -72,11 +72,13 @@ def ask_judge(
     task: str,
     parse: Callable[[str], dict[str, Any]],
     progress: Callable[[int, int], None] | None = None,
+    max_tokens: int | None = None,
 ) -> list[Answer]:
     """One answer per ``(system, user)`` request, in order: ``parse(content)`` of the judge's message (it raises
     ``ValueError`` for an answer it cannot read: ``JUDGE_UNPARSEABLE``) or a ``CODE: cause`` text. Identical
     requests are asked once. ``backend.stats`` gets ``judge_tasks``, ``cache_hits``, ``judge_calls``,
-    ``judge_errors``, ``judge_not_called``; ``progress(done, total)`` after each answer."""
+    ``judge_errors``, ``judge_not_called``; ``progress(done, total)`` after each answer. ``max_tokens``: the
+    answer's ceiling, sent with each request (what the cost estimate counts as its output bound)."""
     judge = judge_config(backend)
     cache = ResponseCache(backend.cache_dir, ttl=backend.cache_ttl) if backend.use_cache else None
     parts, keys = _keys(judge, requests, task)
@@ -89,7 +91,7 @@ def ask_judge(
     stats = {"judge_tasks": len(keys), "cache_hits": len(keys) - sum(1 for k in keys if k in todo)}
     stats |= {"judge_calls": 0, "judge_errors": 0, "judge_not_called": 0}
     if todo:
-        asyncio.run(_ask_all(backend, judge, requests, todo, parse, answers, stats, progress))
+        asyncio.run(_ask_all(backend, judge, requests, todo, parse, answers, stats, progress, max_tokens))
     for key, i in todo.items():
         answer = answers[key]
         if cache is not None and isinstance(answer, dict):
@@ -125,6 +127,7 @@ async def _ask_all(
     answers: dict[str, Answer],
     stats: dict[str, int],
     progress: Callable[[int, int], None] | None,
+    max_tokens: int | None = None,
 ) -> None:
     client = _client(backend, judge)
     gate = asyncio.Semaphore(backend.concurrency)
@@ -142,7 +145,8 @@ async def _ask_all(
                     f"sent (last cause: {failing[-1]}); fix the judge, then run again (answers so far are cached)"
                 )
             else:
-                answer = answers[key] = await _one(client, judge.model, system, user, parse, deadline, backend)
+                answer = await _one(client, judge.model, system, user, parse, deadline, backend, max_tokens)
+                answers[key] = answer
                 stats["judge_calls"] += 1
                 error = answer if isinstance(answer, str) else None
                 failing[:] = [*failing, error] if error is not None and is_transient(error) else []
@@ -164,10 +168,12 @@ async def _one(
     parse: Callable[[str], dict[str, Any]],
     deadline: float,
     backend: LocalBackend,
+    max_tokens: int | None = None,
 ) -> Answer:
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    ceiling = {} if max_tokens is None else {"max_tokens": max_tokens}
     try:
-        call = client.chat.completions.create(model=model, messages=messages, temperature=0)
+        call = client.chat.completions.create(model=model, messages=messages, temperature=0, **ceiling)
         reply = await asyncio.wait_for(call, deadline)
         content = reply.choices[0].message.content or ""
     except Exception as exc:

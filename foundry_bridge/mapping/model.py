@@ -29,6 +29,7 @@ __all__ = [
     "DocumentsField",
     "EvaluatorEntry",
     "FieldPaths",
+    "JudgeDocsSpec",
     "LabelRange",
     "LabelsField",
     "LocalMetricsSpec",
@@ -77,6 +78,19 @@ class EvaluatorEntry(_Strict):
         return out
 
 
+class JudgeDocsSpec(_Strict):
+    """``judge-docs``: documents graded 0–3 by a judge (judge-labelled qrels). Present: ``plan --estimate`` counts
+    its calls; ``k`` is ``judge-docs``' default depth; the system's models make ``report --qrels`` warn of
+    circularity when one of them is the judge."""
+
+    k: int = Field(10, ge=1, description="grade each query's top k documents (and those of the context as sent)")
+    model: str | None = Field(
+        None, description="the judge's deployment or model: prices the estimate; checked against the system's models"
+    )
+    reranker: str | None = Field(None, description="the model that ranks the system's documents, if any")
+    generator: str | None = Field(None, description="the model that writes the system's answers, if any")
+
+
 class Mapping(_Strict):
     """A whole mapping file."""
 
@@ -87,6 +101,9 @@ class Mapping(_Strict):
     labels: LabelRange = LabelRange()
     metrics: LocalMetricsSpec = LocalMetricsSpec()
     evaluators: list[EvaluatorEntry] = Field(default_factory=list)
+    judge_docs: JudgeDocsSpec | None = Field(
+        None, description="grade every retrieved document with a judge (`judge-docs`): judge-labelled qrels"
+    )
     response_id: str | None = Field(
         None,
         description="item field under `dataset.fields.extra` that holds the id of the model response a row scored "

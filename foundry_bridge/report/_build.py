@@ -396,6 +396,11 @@ def _coverage(
     }
 
 
+JUDGED_RULE = (
+    "Judge-based (report --qrels): relevance comes from judge-labelled qrels (judge-docs), not human labels; a "
+    "positive query without a relevant label whose top K the judge graded in full is search (hit 0), one with an "
+    "ungraded top-K document stays unknown"
+)
 _MOCK_WARNING = (
     "judge scores in this run come from the Foundry emulator's lexical stand-in, not from a model: "
     "they exercise the pipeline, they do not judge the answers"
@@ -417,10 +422,13 @@ class _Built:
     warnings: list[str]
 
 
-def _read(run_dir: str | os.PathLike[str], stage_k: int | None) -> tuple[_Built, dict[str, EvaluatorSpec | None]]:
-    """The run's columns (sealed on the first read of a folder of an earlier version), its counts checked."""
+def _read(
+    run_dir: str | os.PathLike[str], stage_k: int | None, relabel: Callable[[Any], Any] | None = None
+) -> tuple[_Built, dict[str, EvaluatorSpec | None]]:
+    """The run's columns (sealed on the first read of a folder of an earlier version; with ``relabel``, sealed
+    afresh with the records' labels replaced), its counts checked."""
     run_in = _open_run(run_dir)
-    run = RunColumns.open(run_dir, stage_k=stage_k, plan=run_in.plan)
+    run = RunColumns.open(run_dir, stage_k=stage_k, plan=run_in.plan, relabel=relabel)
     params, specs = _params(run_in.plan, run.params)
     warnings: list[str] = []
     n_rows = run.n_queries
@@ -442,9 +450,9 @@ def _read(run_dir: str | os.PathLike[str], stage_k: int | None) -> tuple[_Built,
     return _Built(run_in, params, run, negative, found, infos, scores, local, warnings), specs
 
 
-def _row_inputs(b: _Built, specs: dict[str, EvaluatorSpec | None]) -> RowInputs:
+def _row_inputs(b: _Built, specs: dict[str, EvaluatorSpec | None], judge_based: bool = False) -> RowInputs:
     judges = _answer_judges(b.params, specs, b.scores)
-    return RowInputs(b.run, [*b.local.keys_, "n_rel"], b.scores, judges, f"hit@{b.params.stage_k}")
+    return RowInputs(b.run, [*b.local.keys_, "n_rel"], b.scores, judges, f"hit@{b.params.stage_k}", judge_based)
 
 
 @gc_paused()
@@ -461,6 +469,8 @@ def build_report(
     trust: bool = True,
     label_targets: tuple[float, float] | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
+    relabel: Callable[[Any], Any] | None = None,
+    judged_notes: Sequence[str] = (),
 ) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
@@ -473,15 +483,18 @@ def build_report(
     them); ``trust=False`` leaves the section out (None) (compare, which never shows it). Steps: the run's columns
     (``columns.RunColumns``) → rows → sections, coverage, distributions, labelling queue, trust and provenance.
     ``progress(stage, done, total)`` is called as ``("report", step, 4)`` before the read, the rows, the sections
-    and the trust pass, and once at the end.
+    and the trust pass, and once at the end. ``relabel`` (``report --qrels``: each record with a judge's labels in
+    place of its own) makes every local metric and the stage attribution judge-based: each stage reason says so,
+    the stage rules and the warnings say whose labels they are (``judged_notes``, e.g. a circularity warning).
     """
     step = progress or _no_progress
     step("report", 0, 4)
-    b, specs = _read(run_dir, stage_k)
+    b, specs = _read(run_dir, stage_k, relabel)
+    b.warnings.extend(judged_notes)
     step("report", 1, 4)
     n_rows = b.run.n_queries
     keep = n_rows <= table_rows
-    inp = _row_inputs(b, specs)
+    inp = _row_inputs(b, specs, judge_based=relabel is not None)
     rows = stream_rows(inp, worst=worst)
     wanted = None if keep else sorted({r for rs in rows.worst.values() for r in rs})
     with tempfile.TemporaryDirectory(prefix="foundry-bridge-rows-") as tmp:
@@ -505,6 +518,8 @@ def build_report(
         worst_per_stage=worst,
     )
     report = _assemble(b, rows, pq, {r["row"]: r["query_id"] for r in shown})
+    if relabel is not None:
+        report.stages.rules = [*report.stages.rules, JUDGED_RULE]
     step("report", 3, 4)
     targets = label_targets or (PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH)  # the label budget's half-widths
     report.trust = (

@@ -51,6 +51,7 @@ class RowInputs:
     scores: dict[str, ScoreColumn]
     judges: list[Judge]
     hit_key: str
+    judge_based: bool = False  # the labels are a judge's (report --qrels): every stage reason says so
 
 
 @dataclass
@@ -85,8 +86,13 @@ _FACTS = (
 
 def _batches(inp: RowInputs) -> Any:
     """The facts the stage rule reads and hit@stage_k of every query, as Arrow record batches in row order (the
-    ``queries`` files' order: one scan, no sort)."""
-    sql = f"SELECT {_FACTS}, q.{_quote(inp.hit_key)} AS hit FROM queries q"
+    ``queries`` files' order: one scan, no sort). Judge labels grade every top-k document a judge could grade: a
+    query with no relevant label whose top k holds no ungraded document has hit 0 (the judge found none), not an
+    undefined hit (human qrels: no relevant document known)."""
+    hit = f"q.{_quote(inp.hit_key)}"
+    if inp.judge_based:
+        hit = f"CASE WHEN coalesce(isnan({hit}), true) AND len(q.holes) = 0 THEN 0.0 ELSE {hit} END"
+    sql = f"SELECT {_FACTS}, {hit} AS hit FROM queries q"
     return inp.run.con.sql(sql).to_arrow_reader(_BATCH)
 
 
@@ -106,6 +112,7 @@ def _badness(judges: list[Judge], fields: list[dict[str, Any] | None], n: int) -
     return failed, np.divide(total, count, out=np.ones(n), where=count > 0)
 
 
+JUDGE_BASED = " (judge-based: relevance from judge-labelled qrels)"
 _REMEMBERED = 4096  # distinct stage inputs kept at most (a run has a handful; the memo is emptied when full)
 
 
@@ -114,8 +121,8 @@ class _Stages:
     dropped documents is decided afresh: its reason names them, so its inputs are its own and remembering them
     would grow with the run."""
 
-    def __init__(self, judges: list[Judge]) -> None:
-        self.judges = judges
+    def __init__(self, judges: list[Judge], judge_based: bool = False) -> None:
+        self.judges, self.judge_based = judges, judge_based
         self.seen: dict[tuple[Any, ...], tuple[str, str]] = {}
         self.made: dict[tuple[tuple[int, int], ...], list[JudgeScore]] = {}
 
@@ -141,7 +148,7 @@ class _Stages:
 
     def _decide(self, key: tuple[Any, ...]) -> tuple[str, str]:
         kind, hit, checked, dropped, has_response, abstained, codes, contradiction, grades = key
-        return attribute_stage(
+        stage, reason = attribute_stage(
             kind=kind,
             hit=hit,
             assembly_checked=checked,
@@ -152,6 +159,7 @@ class _Stages:
             label_contradiction=contradiction,
             grades=grades,
         )
+        return stage, reason + (JUDGE_BASED if self.judge_based else "")
 
 
 def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
@@ -166,7 +174,7 @@ def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
     heaps: dict[str, list[tuple[tuple[int, float, int], int]]] = {s: [] for s in STAGES}
     stage_index: dict[str, int] = {s: k for k, s in enumerate(STAGES)}
     canaries = _Canaries()
-    stages = _Stages(inp.judges)
+    stages = _Stages(inp.judges, inp.judge_based)
     whole = [None if j.column is None else j.column.numbers() for j in inp.judges]  # one query each
     lo = 0
     for batch in _batches(inp):
