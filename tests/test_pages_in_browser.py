@@ -108,6 +108,12 @@ window.addEventListener('load', function () {
                      dot: (dot.left + dot.right) / 2, low: b ? b.left : null, high: b ? b.right : null});
     });
   });
+  var side = document.querySelector('.side');  // the per-query view's first query: its runs' columns
+  if (side) {
+    out.side = Array.prototype.map.call(side.children, function (c) {
+      var r = c.getBoundingClientRect(); return [r.left, r.right];
+    });
+  }
   out.text = document.body.innerText;
   root.setAttribute('data-probe', JSON.stringify(out));
 });
@@ -194,6 +200,12 @@ def test_the_compare_page_reads_clean_and_answers_first(tmp_path: Path) -> None:
     assert len(ndcg) == 1 and ndcg[0]["high"] - ndcg[0]["low"] > 20, ndcg  # [−0.992, −0.371] is drawn, not a dot
     assert any(r["title"].startswith("document_retrieval/xdcg@3:") for r in seen["rows"])
     assert not squashed_rows(seen["rows"])
+    # the queries that changed most, each run side by side: q01 first (worse on ndcg@3, xdcg@3, groundedness, pass)
+    (a_left, a_right), (b_left, b_right) = seen["side"]
+    assert a_left < a_right <= b_left < b_right <= WIDTH, seen["side"]
+    view = seen["text"][seen["text"].index("The queries that changed most: b vs a") :]
+    assert view.split("\n")[1].startswith("q01 — ")
+    assert "groundedness: 5 (pass) — hand-chosen 5" in view and "groundedness: 1 (fail) — hand-chosen 1" in view
 
 
 def test_the_report_page_reads_clean_and_answers_first(tmp_path: Path) -> None:
