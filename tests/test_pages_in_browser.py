@@ -210,9 +210,14 @@ def test_the_compare_page_reads_clean_and_answers_first(tmp_path: Path) -> None:
 
 def test_the_report_page_reads_clean_and_answers_first(tmp_path: Path) -> None:
     report = build_report(write_run(tmp_path / "run"))
-    answer = "Where queries fail"
+    answer = "negative queries answered anyway"  # the last of the headline numbers: n02 of n01–n03 answered
     seen = _look(render_html(report), tmp_path, "report", answer)
     _assert_reads_clean(seen, answer)
+    headline = seen["text"][: seen["text"].index(answer)]
+    assert "Where queries fail" in headline and headline.rstrip().endswith("1/3"), headline
+    k = report.params.stage_k
+    for name in (f"MRR@{k}", f"recall@{k}", "groundedness mean", "relevance mean", "retrieval mean"):
+        assert name in headline, name
 
 
 def test_a_shared_axis_is_caught() -> None:
