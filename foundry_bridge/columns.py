@@ -600,6 +600,13 @@ class RunColumns:
     def __del__(self) -> None:
         self.close()
 
+    def records(self, query_ids: Iterable[str]) -> dict[str, Any]:
+        """The query records (``dataset.QueryRecord``) of ``query_ids`` as the run holds them, the others skipped
+        while streaming: the ranked documents, labels, context and response of the few queries a page shows."""
+        wanted = set(query_ids)
+        plan = self.folder.read_plan(items=False, records=False)
+        return {r.query_id: r for r in self.folder.iter_records(plan) if r.query_id in wanted}
+
     # -- counts ------------------------------------------------------------------------------------------------
     @property
     def n_queries(self) -> int:

@@ -18,6 +18,7 @@ from ._drift import judges_note
 from ._format import fmt_num
 from ._foundry import render_foundry_markdown
 from ._model import STAGES
+from ._query_view import query_view_html
 
 __all__ = [
     "deltas_svg",
@@ -552,7 +553,8 @@ def deltas_svg(comparison: Comparison, *, section: str = "positive", width: int 
 
 def render_comparison_html(comparison: Comparison) -> str:
     """The comparison as one self-contained page with no script (its CSP allows none): the verdict first, the
-    deltas drawn with their intervals (``deltas_svg``, a scale per metric group), then the document's tables."""
+    deltas drawn with their intervals (``deltas_svg``, a scale per metric group), then the document's tables and the
+    queries that changed most, each run side by side (``query_view_html``)."""
     blocks = _document(comparison)
     pictures = []
     for section in ("positive", "negative"):
@@ -566,11 +568,16 @@ def render_comparison_html(comparison: Comparison) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{csp}"><title>foundry-bridge compare</title>'
         "<style>body{font:14px/1.45 system-ui,sans-serif;max-width:1400px;margin:0 auto;padding:12px 20px}"
         "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
-        "ul.warn{color:#8a6d00}</style></head><body>\n"
+        "ul.warn{color:#8a6d00}.side{display:grid;grid-template-columns:1fr 1fr;gap:16px}"
+        ".run .text{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:4px 6px;max-height:16em;"
+        "overflow:auto}details.query{border-top:1px solid #ddd;padding:6px 0}h4,h5{margin:6px 0 2px}</style>"
+        "</head><body>\n"
         + _html_blocks(blocks[:answer])
         + "\n"
         + "\n".join(pictures)
         + "\n"
         + _html_blocks(blocks[answer:])
+        + "\n"
+        + query_view_html(comparison)
         + "\n</body></html>\n"
     )

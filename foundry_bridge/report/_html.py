@@ -13,6 +13,7 @@ import html
 from collections.abc import Sequence
 
 from .._text import printable
+from ..catalog import CATALOG
 from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
 from ._markdown import (
@@ -50,6 +51,8 @@ word-break:break-word}.stage-search{background:#fde8e6}.stage-assembly{backgroun
 .stage-generation{background:#fbe3f2}.scroll{overflow-x:auto}.stage-ok{background:#e6f4ea}.stage-unknown{background:#eee}
 #verdict{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}#verdict h2{flex-basis:100%;margin-top:12px}
 #verdict table{margin:0}.trust-line{flex-basis:100%;margin:0}
+.headline{display:flex;flex-wrap:wrap;gap:6px 22px;flex-basis:100%;margin:4px 0}.headline b{font-size:20px;
+display:block}.headline span{color:var(--muted)}
 """
 
 _JS = """
@@ -170,7 +173,10 @@ def _svg(d: Distribution, *, width: int = 300, height: int = 140) -> str:
 
 
 def _section_table(report: Report, section: Section) -> str:
-    rows = []
+    """The section's summary metrics; each criterion's other (sub-)metrics folded below, with no pass rate (their
+    thresholds are not the criterion's decision)."""
+    rows: list[str] = []
+    folded: list[str] = []
     for info in report.metrics:
         agg = section.metrics.get(info.key)
         if agg is None or (info.source == "local" and agg.scored == 0):
@@ -181,8 +187,8 @@ def _section_table(report: Report, section: Section) -> str:
             errored, missing, rate = "–", str(agg.undefined), "–"
         else:
             errored, missing = str(agg.errored), str(agg.missing)
-            rate = fmt_pct(agg.passed, agg.passed + agg.failed)
-        rows.append(
+            rate = fmt_pct(agg.passed, agg.passed + agg.failed) if info.primary else "–"
+        (rows if info.primary else folded).append(
             f"<tr><td>{_e(info.key)}</td><td>{info.source}</td>{cov}<td class=n>{errored}</td>"
             f"<td class=n>{missing}</td><td class=n>{fmt_num(agg.mean)}</td><td class=n>{fmt_num(agg.median)}</td>"
             f"<td class=n>{_e(rate)}</td><td class=n>{fmt_num(info.threshold)}</td></tr>"
@@ -191,12 +197,24 @@ def _section_table(report: Report, section: Section) -> str:
         "<tr><th>metric</th><th>source</th><th>coverage</th><th>errored</th><th>missing / undefined</th>"
         "<th>mean</th><th>median</th><th>pass rate</th><th>threshold</th></tr>"
     )
-    return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    table = f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    if not folded:
+        return table
+    return (
+        f"{table}<details><summary>{len(folded)} sub-metrics (no pass rate: not the criterion's decision)</summary>"
+        f"<table><thead>{head}</thead><tbody>{''.join(folded)}</tbody></table></details>"
+    )
+
+
+MIN_BINS = 3  # a histogram is drawn when its values fill at least this many bins (else the table says it all)
 
 
 def _charts(report: Report) -> str:
     out = []
-    for d in report.distributions:
+    filled = {d.key: sum(p + n > 0 for p, n in zip(d.positive, d.negative, strict=True)) for d in report.distributions}
+    shown = [d for d in report.distributions if filled[d.key] >= MIN_BINS]
+    left = [d.key for d in report.distributions if d not in shown]
+    for d in shown:
         pa, na = report.positive.metrics.get(d.key), report.negative.metrics.get(d.key)
         foundry = report.metric(d.key).source == "foundry"
         note = []
@@ -212,7 +230,15 @@ def _charts(report: Report) -> str:
         '<span><i class="sw" style="background:var(--neg)"></i>negative</span>'
         "<span class=meta>bar height = share of the section's scored queries</span></div>"
     )
-    return legend + f'<div class="grid">{"".join(out)}</div>'
+    skipped = f"<p class=meta>Not drawn (values in fewer than {MIN_BINS} bins): {_e(', '.join(left))}</p>"
+    return legend + f'<div class="grid">{"".join(out)}</div>' + (skipped if left else "")
+
+
+def _right_for_negative(report: Report, q: QueryRow, key: str) -> bool:
+    """On a negative query a retrieval-side criterion (one not judging the answer) failing is right: nothing
+    relevant should be found."""
+    info = report.metric(key)
+    return q.kind == "negative" and info.criterion not in report.params.answer_criteria
 
 
 def _score_cell(report: Report, q: QueryRow, key: str) -> str:
@@ -223,10 +249,12 @@ def _score_cell(report: Report, q: QueryRow, key: str) -> str:
         return f'<td class="err" data-v="" title="{_e(fs.error or "")}">errored</td>'
     if fs.status == "missing":
         return '<td class="err" data-v="">missing</td>'
-    cls = {True: "pass", False: "fail", None: ""}[fs.passed]
-    mark = {True: " ✓", False: " ✗", None: ""}[fs.passed]
+    right = fs.passed if fs.passed is None or not _right_for_negative(report, q, key) else not fs.passed
+    cls = {True: "pass", False: "fail", None: ""}[right]
+    mark = {True: " ✓", False: " ✗", None: ""}[right]
     v = "" if fs.score is None else repr(float(fs.score))
-    title = f' title="{_e(fs.reason)}"' if fs.reason else ""
+    why = (fs.reason or "") + (" (negative query: a low score is right)" if right is not fs.passed else "")
+    title = f' title="{_e(why.strip())}"' if why else ""
     return f'<td class="n {cls}" data-v="{v}"{title}>{fmt_num(fs.score)}{mark}</td>'
 
 
@@ -374,10 +402,25 @@ def stage_svg(counts: dict[str, int], *, width: int = 560, height: int = 74) -> 
     return "".join(parts)
 
 
+def _headline(report: Report) -> str:
+    """The numbers first: MRR and recall at the stage k, each judge's mean score (positive queries), and how many
+    negative queries were answered anyway."""
+    k, pos = report.params.stage_k, report.positive.metrics
+    cells = [(f"MRR@{k}", pos.get(f"rr@{k}")), (f"recall@{k}", pos.get(f"recall@{k}"))]
+    judges = [m for m in report.metrics if m.source == "foundry" and m.primary and m.evaluator in CATALOG]
+    cells += [(f"{m.key} mean", pos.get(m.key)) for m in judges if CATALOG[m.evaluator or ""].needs_deployment]
+    out = [f"<div><b>{fmt_num(a.mean)}</b><span>{_e(name)}</span></div>" for name, a in cells if a and a.scored]
+    neg = report.negative_queries
+    if neg.queries:
+        answered, total = neg.counts.get("answered", len(neg.answered)), neg.counts.get("queries", len(neg.queries))
+        out.append(f"<div><b>{answered}/{total}</b><span>negative queries answered anyway</span></div>")
+    return f'<div class="headline" id="headline">{"".join(out)}</div>'
+
+
 def _stages(report: Report) -> list[str]:
-    """The verdict, first on the page: the stage picture, the table (what to fix, the worst queries a click away),
-    the basis of the stages, the judge-trust headline."""
-    parts = ['<section id="verdict"><h2>Where queries fail</h2>', stage_svg(report.stages.counts)]
+    """The verdict, first on the page: the headline numbers, the stage picture, the table (what to fix, the worst
+    queries a click away), the basis of the stages, the judge-trust headline."""
+    parts = ['<section id="verdict"><h2>Where queries fail</h2>', _headline(report), stage_svg(report.stages.counts)]
     parts.append(
         "<table><thead><tr><th>stage</th><th>queries</th><th>what to fix</th><th>which</th></tr></thead><tbody>"
     )
@@ -456,11 +499,13 @@ def _per_query(report: Report) -> list[str]:
     every query's row is."""
     note = f"<p class=meta>{per_query_note(report, lambda t: f'<code>{_e(t)}</code>')}</p>"
     if report.per_query.complete:
+        worst = worst_rows(report)
+        rest = [q for q in report.queries if q not in worst]
         return [
             f'<h2 id="worst">Per query ({len(report.queries)})</h2>',
             '<p class=meta><input id="query-search" type="search" placeholder="search the queries" size="40"> '
-            "Click a header to sort.</p>",
-            _query_table(report, report.queries),
+            "The worst of each failing stage first, then the rest in dataset order. Click a header to sort.</p>",
+            _query_table(report, [*worst, *rest]),
             note,
         ]
     shown = worst_rows(report)

@@ -68,11 +68,9 @@ def summary_metric_keys(report: Report) -> list[MetricInfo]:
 
 
 def worst_rows(report: Report) -> list[QueryRow]:
-    """The worst queries of each stage that is not ok (``stages.worst``), stage by stage, in dataset order."""
+    """The worst queries of each stage that is not ok (``stages.worst``), stage by stage, the worst first."""
     by_id = {q.query_id: q for q in report.queries}
-    order = {s: i for i, s in enumerate(STAGES)}
-    rows = [by_id[q] for s in STAGES if s != "ok" for q in report.stages.worst.get(s, []) if q in by_id]
-    return sorted(rows, key=lambda q: (order[q.stage], q.row))
+    return [by_id[q] for s in STAGES if s != "ok" for q in report.stages.worst.get(s, []) if q in by_id]
 
 
 def per_query_note(report: Report, code: Callable[[str], str] = str) -> str:
