@@ -93,9 +93,9 @@ __all__ = ["command"]
     "--gates",
     "gates_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A YAML gate file: `gates:` a list of gates as --fail-on writes them (or {gate: ..., on: interval|estimate} "
-    "for a floor), and an optional `alpha:` (the --alpha of the comparison). Added to the --fail-on gates. See "
-    "docs/report.md.",
+    help="A YAML gate file: `gates:` a list of gates as --fail-on writes them (or {gate: ..., floor_on: "
+    "interval|estimate} for a floor), and an optional `alpha:` (the --alpha of the comparison). Added to the "
+    "--fail-on gates. See docs/report.md.",
 )
 @click.option(
     "--gate-correction",

@@ -489,7 +489,7 @@ def _with_pass_rows(infos: dict[str, MetricInfo]) -> tuple[dict[str, MetricInfo]
 def _gate_keys(gate: GateSpec, common: list[str], warnings: list[str]) -> list[str]:
     """The metric keys a gate names (``_resolve``); an unknown name located at the gate file's line when it came
     from one, a lost gate's saying it counts the losses of ``hit@k``."""
-    what = "--fail-on {} is not a metric of every run"
+    what = ("gate {}" if gate.file else "--fail-on {}") + " is not a metric of every run"
     if gate.kind == "lost":
         what = f"{gate.name} counts the queries that lose {gate.metric}: {{}} is not a metric of every run"
     try:

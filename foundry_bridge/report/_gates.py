@@ -302,14 +302,14 @@ class GateFile:
 
 
 _KEYS = ("alpha", "gates")
-_GATE_KEYS = ("gate", "on")
+_GATE_KEYS = ("gate", "floor_on")  # not ``on``: YAML 1.1 reads a bare on as true
 _EXAMPLE = "gates: [rr@5, 'recall@5 >= 0.9', 'lost@5 <= 0'] (optional alpha: 0.05)"
 
 
 def load_gate_file(path: str | Path) -> GateFile:
     """Read a YAML gate file: ``alpha`` (optional, in (0, 1)) and ``gates``, a list whose items are a gate as
     ``--fail-on`` writes it (``rr@5``, ``groundedness:0.1``, ``recall@5>=0.9``, ``lost@5<=0``) or a mapping
-    ``{gate: ..., on: interval|estimate}``. Every error is an ``InputError`` at the file, line and field, with a
+    ``{gate: ..., floor_on: interval|estimate}``. Every error is an ``InputError`` at the file, line and field, with a
     fix."""
     from .._text import did_you_mean
     from .._yaml import load_bounded
@@ -346,10 +346,13 @@ def load_gate_file(path: str | Path) -> GateFile:
                     guess = did_you_mean(str(key), list(_GATE_KEYS))
                     hint = f"did you mean {guess!r}?" if guess else f"a gate's keys: {', '.join(_GATE_KEYS)}"
                     raise fail((*loc, key), f"unknown key {key!r}", hint)
-            if item.get("on") is not None:
-                if item["on"] not in FLOOR_ON:
-                    raise fail((*loc, "on"), f"on must be interval or estimate, got {item['on']!r}", "on: interval")
-                on = item["on"]
+            if item.get("floor_on") is not None:
+                if item["floor_on"] not in FLOOR_ON:
+                    got = item["floor_on"]
+                    raise fail(
+                        (*loc, "floor_on"), f"floor_on is interval or estimate, got {got!r}", "floor_on: interval"
+                    )
+                on = item["floor_on"]
             loc, item = (*loc, "gate"), item.get("gate")
         if not isinstance(item, str) or not item.strip():
             raise fail(loc, f"a gate is text such as rr@5 or 'recall@5 >= 0.9', got {item!r}", f"write {_EXAMPLE}")
@@ -359,6 +362,6 @@ def load_gate_file(path: str | Path) -> GateFile:
         except UsageError as exc:
             raise InputError(str(exc)) from None
         if gate.kind == "relative" and on is not None:
-            raise fail((*loc[:2], "on"), f"on applies to a floor, not to the relative gate {item!r}", "drop on")
+            raise fail((*loc[:2], "floor_on"), f"floor_on is a floor's, not the relative gate {item!r}'s", "drop it")
         out.gates.append(gate)
     return out
