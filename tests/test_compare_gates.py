@@ -302,6 +302,8 @@ def test_a_gate_file_holds_several_gates_and_its_errors_are_located(tmp_path: Pa
         ("lost", "lost@5 <= 4", "passed"),
     ]
     assert checks[1]["on"] == "estimate" and code == 4
+    code, message = _cli("--qrels", str(qrels), str(a), str(b), "--gates", str(good), "--alpha", "0.01")
+    assert code == 2 and "--alpha 0.01 and" in message and "alpha: 0.05 differ" in message
     typo = tmp_path / "typo.yaml"
     typo.write_text("gates:\n  - rr@5\n  - gate: recall@5 >= 0.9\n    floor_onn: estimate\n", encoding="utf-8")
     code, message = _cli("--qrels", str(qrels), str(a), str(b), "--gates", str(typo))
