@@ -35,9 +35,11 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "report": {},
     "compare": {
         USAGE: "a usage error, or a --fail-on gate that could never fire (without --allow-empty-gate)",
-        GATE: "the gate failed: a --fail-on metric regressed significantly or a Foundry metric's coverage dropped",
-        INCONCLUSIVE: "the gate is inconclusive: nothing failed, but a gated judge metric's judge is below "
-        "--judge-trust-floor or its corrected interval is wider than the gate's delta (need more labels / queries)",
+        GATE: "the gate failed: a --fail-on metric regressed significantly, a floor or a lost-query limit was "
+        "broken, or a Foundry metric's coverage dropped",
+        INCONCLUSIVE: "the gate is inconclusive: nothing failed, but a gate could not decide — a relative gate's test "
+        "too weak for the change asked about, a floor inside the candidate's interval, or a gated judge metric's "
+        "judge below --judge-trust-floor (each line names the queries / labels needed)",
     },
     "canaries": {},
     "traces": {

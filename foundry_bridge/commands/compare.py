@@ -23,9 +23,9 @@ __all__ = ["command"]
     "Per metric and per query kind, in one table: mean delta, the paired test of the metric's kind (sign-flip for "
     "continuous metrics, Wilcoxon for a judge's score, McNemar for pass/fail), a Student t confidence interval, "
     "win/tie/loss counts and the queries that got worse; a one-screen sweep table for N "
-    "candidates; queries present in only one run are listed. Exit code 3 when a --fail-on metric regresses "
-    "significantly or a Foundry metric's coverage drops; 2 when a --fail-on gate could never fire. See "
-    "docs/report.md.",
+    "candidates; queries present in only one run are listed. Exit code 3 when a gate fails (a --fail-on metric "
+    "regresses significantly, a floor or a lost-query limit is broken, a Foundry metric's coverage drops); 4 when "
+    "a gate is inconclusive; 2 when a --fail-on gate could never fire. See docs/report.md.",
 )
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @compare_ci_options
@@ -71,11 +71,31 @@ __all__ = ["command"]
     "--fail-on",
     "fail_on",
     multiple=True,
-    metavar="[negative:]METRIC[:DELTA]",
-    help="Exit 3 if METRIC (spelled as for --metric) got significantly worse by more than DELTA (default 0) on "
-    "positive queries (prefix negative: for negative ones). Repeatable; the gated metrics are the primary family, "
-    "corrected among themselves (--gate-correction), and their verdict in every output is the gate's. A gate with "
-    "no comparable pair (or fewer than --min-paired) is an error (exit 2).",
+    metavar="GATE",
+    help="A gate (repeatable). Relative, [negative:]METRIC[:DELTA]: exit 3 if METRIC (spelled as for --metric) got "
+    "significantly worse by more than DELTA (default 0) on positive queries (prefix negative: for negative ones); "
+    "the gated metrics are the primary family, corrected among themselves (--gate-correction), and their verdict "
+    "in every output is the gate's; inconclusive (exit 4) when the test could not have detected the change asked "
+    "about (--power-delta, else DELTA, else the observed one), with the paired queries needed. A floor, "
+    "[negative:]METRIC>=X (or <=, >, <): the candidate's mean against X, on its 95% interval or its estimate "
+    "(--floor-on). Lost queries, lost@K<=N: at most N queries with a relevant document in the baseline's top K may "
+    "have none in the candidate's. A gate with no comparable pair (or fewer than --min-paired) is an error (exit 2).",
+)
+@click.option(
+    "--floor-on",
+    type=click.Choice(["interval", "estimate"]),
+    default="interval",
+    show_default=True,
+    help="How a floor gate (METRIC>=X) reads the candidate's mean: its 95% interval (passed when the whole interval "
+    "meets X, failed when none of it does, else inconclusive with the queries needed), or the point estimate.",
+)
+@click.option(
+    "--gates",
+    "gates_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A YAML gate file: `gates:` a list of gates as --fail-on writes them (or {gate: ..., floor_on: "
+    "interval|estimate} for a floor), and an optional `alpha:` (the --alpha of the comparison). Added to the "
+    "--fail-on gates. See docs/report.md.",
 )
 @click.option(
     "--gate-correction",
@@ -212,6 +232,8 @@ def command(
     mapping_path: str | None,
     metrics: tuple[str, ...],
     fail_on: tuple[str, ...],
+    floor_on: str,
+    gates_file: Path | None,
     gate_correction: str,
     allow_empty_gate: bool,
     coverage_drop: float | None,
@@ -236,9 +258,11 @@ def command(
     from ..report import (
         CompareGateFailed,
         CompareGateInconclusive,
+        GateSpec,
         compare_run_files,
         compare_runs,
         judge_trust_by_key,
+        load_gate_file,
         noise_bands_by_key,
         render_comparison_html,
         render_comparison_json,
@@ -257,8 +281,18 @@ def command(
         raise UsageError("--anchor compares run folders' judge scores: it does not go with --qrels")
     _check_inputs(runs, qrels, repeats=bool(repeats), foundry=foundry, mapping=mapping_path)
     refuse_overwrite(
-        {"--out": out, "--junit": junit_path()}, [*runs, qrels, mapping_path, human_verdicts, *(anchor or ()), *repeats]
+        {"--out": out, "--junit": junit_path()},
+        [*runs, qrels, mapping_path, human_verdicts, *(anchor or ()), *repeats, gates_file],
     )
+    gates: list[str | GateSpec] = list(fail_on)
+    if gates_file is not None:
+        read = load_gate_file(gates_file)
+        gates += read.gates
+        if read.alpha is not None:
+            source = click.get_current_context().get_parameter_source("alpha")
+            if source != click.core.ParameterSource.DEFAULT and alpha != read.alpha:
+                raise UsageError(f"--alpha {alpha:g} and {gates_file}'s alpha: {read.alpha:g} differ: give one of them")
+            alpha = read.alpha
     from ._progress import command_progress
 
     progress, done = command_progress(quiet)
@@ -267,7 +301,8 @@ def command(
         "seed": seed,
         "n_resamples": resamples,
         "alpha": alpha,
-        "fail_on": list(fail_on),
+        "fail_on": gates,
+        "floor_on": floor_on,
         "correction": correction,
         "gate_correction": gate_correction,
         "allow_empty_gate": allow_empty_gate,

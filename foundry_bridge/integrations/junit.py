@@ -1,6 +1,7 @@
 """``compare --junit FILE``: the comparison's gate as JUnit XML, one test case per gated check.
 
-A case is a (candidate, section, metric) named by ``--fail-on``, or a Foundry metric's coverage when the gate is
+A case is a (candidate, section, metric) named by ``--fail-on`` (a floor or lost gate: the gate as written, its
+reason the message), or a Foundry metric's coverage when the gate is
 checked (``--fail-on`` or ``--coverage-drop``). Whether it failed, passed or was skipped is the comparison's own
 gate decision (``Comparison.gate["checks"]`` and ``["reasons"]``, the same lines that make ``compare`` exit 3),
 never decided again here; a reason no case claims becomes a failed case ``gate`` of its own, so nothing the gate
@@ -75,6 +76,9 @@ def _metric_cases(comparison: Comparison, reasons: list[str]) -> list[GateCase]:
         cand, section, metric = check["candidate"], check["section"], check["metric"]
         name, outcome = f"{section} {metric}", check.get("outcome")
         mc = by.get((cand, section, metric))
+        if check.get("kind", "relative") != "relative":  # a floor or lost gate: its reason is the whole case
+            cases.append(_written_case(check, reasons))
+            continue
         if outcome == "inconclusive":
             why = f"{name}: gate inconclusive: {check.get('reason', '')}"
             cases.append(GateCase(cand, name, False, why, why, p_value=check.get("p"), inconclusive=True))
@@ -95,6 +99,23 @@ def _metric_cases(comparison: Comparison, reasons: list[str]) -> list[GateCase]:
             )
         )
     return cases
+
+
+def _written_case(check: dict[str, Any], reasons: list[str]) -> GateCase:
+    """A floor's or a lost gate's case, named by the gate as written (``positive recall@5 >= 0.9``): its outcome
+    and one line of why are the gate's (``report._gates``), the message and the text alike."""
+    name, outcome, reason = f"{check['section']} {check['gate']}", check["outcome"], check["reason"]
+    if outcome == "failed":
+        reason = _claim(reasons, reason) or reason
+    return GateCase(
+        candidate=check["candidate"],
+        name=name,
+        failed=outcome == "failed",
+        message=reason,
+        details=reason,
+        skipped=outcome == "skipped",
+        inconclusive=outcome == "inconclusive",
+    )
 
 
 def _coverage_cases(comparison: Comparison, reasons: list[str]) -> list[GateCase]:

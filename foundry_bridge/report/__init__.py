@@ -30,6 +30,7 @@ from ._compare_render import (
     render_comparison_text,
 )
 from ._gate_trust import judge_trust_by_key
+from ._gates import GateSpec, load_gate_file
 from ._html import render_html
 from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
@@ -45,6 +46,7 @@ __all__ = [
     "CompareGateFailed",
     "CompareGateInconclusive",
     "Comparison",
+    "GateSpec",
     "MetricComparison",
     "QueryRow",
     "Report",
@@ -56,6 +58,7 @@ __all__ = [
     "deltas_svg",
     "foundry_key",
     "judge_trust_by_key",
+    "load_gate_file",
     "noise_bands_by_key",
     "parse_fail_on",
     "queries_path",

@@ -21,7 +21,7 @@ import gc
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -56,6 +56,7 @@ from ._columns import SCORED
 from ._drift import JudgeDrift, drift_rows
 from ._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
 from ._gate_trust import GateTrust, judge_trust_by_key, untrusted
+from ._gates import FloorOn, GateSpec, _canonical, as_gate, decide_floor, decide_lost, parse_fail_on, underpowered
 from ._model import LIST_CAP, STAGES, MetricInfo, Report
 from ._trust import noise_bands
 
@@ -265,8 +266,11 @@ class Comparison(_Model):
     headline: list[str] = Field(default_factory=list, description="metrics of the one-screen sweep table")
     gate: dict[str, Any] = Field(
         default_factory=dict,
-        description="{checked, failed, reasons, alpha, correction, tests, false_alarm_rate, false_alarm, checks}: "
-        "_gate's decision; checks: one per candidate × --fail-on metric (outcome failed, passed or skipped)",
+        description="{checked, failed, reasons, inconclusive, alpha, correction, tests, false_alarm_rate, "
+        "false_alarm, checks}: _gate's decision; checks: one per candidate × gate, each with its kind (relative: "
+        "the metric's verdict in the primary family; floor: the candidate's mean or its interval against a "
+        "threshold; lost: queries that lost every relevant document from the top k), gate (as written), outcome "
+        "(passed, failed, inconclusive or skipped) and reason (one line: the same in every output)",
     )
     warnings: list[str] = Field(default_factory=list)
     foundry_comparison: FoundryComparison | None = Field(
@@ -399,38 +403,6 @@ def run_names(
     return [f"{i}:{n}" for i, n in enumerate(names)]
 
 
-def _canonical(metric: str) -> str:
-    """A local measure in any registry spelling (``MRR@10``, ``ndcg(gain=exp)@10``) → its report key (``rr@10``,
-    ``ndcg_exp@10``); a measure without a cutoff in canonical form (``rr``); anything else (a Foundry key) as is."""
-    if not is_measure_name(metric):
-        return metric
-    measure = parse_measure(metric)
-    return measure.key if measure.cutoff is not None else str(measure)
-
-
-def parse_fail_on(spec: str) -> tuple[str, str, float]:
-    """``rr@10`` / ``MRR@10`` / ``groundedness:0.2`` / ``negative:hit@10:0`` → ``(section, metric, tolerated delta)``;
-    a local measure's spelling is canonicalized (``MRR@10`` → ``rr@10``)."""
-    section = "positive"
-    rest = spec.strip()
-    for prefix in ("positive:", "negative:"):
-        if rest.startswith(prefix):
-            section, rest = prefix[:-1], rest[len(prefix) :]
-    metric, delta = rest, 0.0
-    if ":" in rest:
-        head, tail = rest.rsplit(":", 1)
-        try:
-            delta = float(tail)
-            metric = head
-        except ValueError:
-            metric = rest
-    if not metric:
-        raise UsageError(f"--fail-on {spec!r}: expected METRIC[:DELTA], e.g. rr@10 or groundedness:0.1")
-    if delta < 0:
-        raise UsageError(f"--fail-on {spec!r}: DELTA is a tolerated drop, give it as a positive number")
-    return section, _canonical(metric), delta
-
-
 def _old_spelling(spec: str) -> str | None:
     """``criterion:metric`` (and ``criterion:metric:pass``), the spelling of the removed judge-tests table, as the
     one metric key (``criterion/metric``, ``metric`` when it is the criterion's name; ``…/pass``); None otherwise."""
@@ -474,6 +446,7 @@ class _Selection:
     common: list[str]
     chosen: list[str]
     gate_specs: list[tuple[str, str, float]]
+    gates: list[tuple[GateSpec, str]] = field(default_factory=list)  # the floor and lost gates, each with its key
 
     @property
     def compared(self) -> list[str]:
@@ -513,10 +486,24 @@ def _with_pass_rows(infos: dict[str, MetricInfo]) -> tuple[dict[str, MetricInfo]
     return out, kinds
 
 
+def _gate_keys(gate: GateSpec, common: list[str], warnings: list[str]) -> list[str]:
+    """The metric keys a gate names (``_resolve``); an unknown name located at the gate file's line when it came
+    from one, a lost gate's saying it counts the losses of ``hit@k``."""
+    what = ("gate {}" if gate.file else "--fail-on {}") + " is not a metric of every run"
+    if gate.kind == "lost":
+        what = f"{gate.name} counts the queries that lose {gate.metric}: {{}} is not a metric of every run"
+    try:
+        return _resolve(gate.metric, common, what, warnings)
+    except UsageError as exc:
+        if gate.file is None:
+            raise
+        raise UsageError(gate.where(str(exc))) from None
+
+
 def _select(
     run_metrics: Sequence[Sequence[MetricInfo]],
     metrics: Sequence[str] | None,
-    fail_on: Sequence[str],
+    fail_on: Sequence[str | GateSpec],
     warnings: list[str],
 ) -> _Selection:
     """The metrics of every run (``run_metrics``: each run's), those shown and those gated (``_Selection``)."""
@@ -534,12 +521,17 @@ def _select(
     if not metrics:
         chosen = list(common)
     gated: dict[tuple[str, str], float] = {}  # one check per (section, key): the strictest tolerated delta
-    for section, metric, tol in (parse_fail_on(s) for s in fail_on):
-        for key in _resolve(metric, common, "--fail-on {} is not a metric of every run", warnings):
-            gated[section, key] = min(tol, gated.get((section, key), tol))
+    others: list[tuple[GateSpec, str]] = []
+    for gate in map(as_gate, fail_on):
+        for key in _gate_keys(gate, common, warnings):
+            if gate.kind == "relative":
+                gated[gate.section, key] = min(gate.tolerated, gated.get((gate.section, key), gate.tolerated))
+            else:
+                others.append((gate, key))
             if key not in chosen:
                 chosen.append(key)
-    return _Selection(infos, kinds, common, chosen, [(sec, key, tol) for (sec, key), tol in gated.items()])
+    specs = [(sec, key, tol) for (sec, key), tol in gated.items()]
+    return _Selection(infos, kinds, common, chosen, specs, others)
 
 
 @dataclass(frozen=True)
@@ -844,6 +836,8 @@ class _GateRule:
     power_delta: float | None = None
     trust: Mapping[str, GateTrust] | None = None
     trust_floor: float | None = None
+    floor_on: FloorOn = "interval"
+    confidence: float = 0.95
 
 
 def _spec(section: str, metric: str) -> str:
@@ -914,6 +908,8 @@ def _checks(
             asked = rule.power_delta if rule.power_delta is not None else (tol if tol > 0 else None)
             checks.append(
                 {
+                    "kind": "relative",
+                    "gate": _spec(section, metric) + (f":{tol:g}" if tol else ""),
                     "candidate": cand,
                     "section": section,
                     "metric": metric,
@@ -935,8 +931,11 @@ def _refuse_empty(checks: list[dict[str, Any]]) -> None:
     empty = [c for c in checks if c["outcome"] == "skipped"]
     if not empty:
         return
-    lines = [f"--fail-on {_spec(c['section'], c['metric'])}: {c['reason']}" for c in empty]
-    fewer = ", lower --min-paired" if any(c["n_paired"] for c in empty) else ""
+    lines = [
+        f"--fail-on {_spec(c['section'], c['metric']) if c['kind'] == 'relative' else c['gate']}: {c['reason']}"
+        for c in empty
+    ]
+    fewer = ", lower --min-paired" if any(c.get("n_paired", c.get("n")) for c in empty) else ""
     raise UsageError(
         "; ".join(lines) + f": this gate could never fire. Drop it{fewer}, or pass --allow-empty-gate to report it "
         "as a skipped check"
@@ -976,12 +975,57 @@ def _not_decided(checks: list[dict[str, Any]], rule: _GateRule, reasons: list[st
     return out
 
 
+def _written_checks(
+    sel: _Selection,
+    names: Sequence[str],
+    by: Mapping[tuple[str, str, str], MetricComparison],
+    rule: _GateRule,
+    floors: Mapping[tuple[str, str, str], Any],
+) -> list[dict[str, Any]]:
+    """One check per floor or lost gate × candidate (``_gates.decide_floor``, ``_gates.decide_lost``): a floor on
+    the candidate's defined values of the section (``floors``), a lost gate on the losses of its ``hit@k`` row."""
+    checks: list[dict[str, Any]] = []
+    for gate, key in sel.gates:
+        for cand in names[1:]:
+            if gate.kind == "floor":
+                on = gate.on or rule.floor_on
+                values = floors[cand, gate.section, key]
+                checks.append(
+                    decide_floor(gate, cand, values, on=on, confidence=rule.confidence, min_n=rule.min_paired)
+                )
+                continue
+            mc = by.get((cand, gate.section, key))
+            n = 0 if mc is None else mc.n_paired
+            eligible = 0 if mc is None or mc.baseline_mean is None else round(mc.baseline_mean * n)
+            lost_ids = [] if mc is None else [str(w["query_id"]) for w in mc.got_worse]
+            lost = 0 if mc is None else mc.n_got_worse
+            checks.append(decide_lost(gate, cand, names[0], lost=lost, lost_ids=lost_ids, eligible=eligible))
+    return checks
+
+
+def _underpowered(checks: list[dict[str, Any]], by: Mapping[tuple[str, str, str], MetricComparison]) -> list[str]:
+    """Each passed relative check whose test could not have seen the change asked about
+    (``_gates.underpowered``) becomes ``inconclusive``; returns their reasons."""
+    out: list[str] = []
+    for c in checks:
+        if c["kind"] != "relative" or c["outcome"] != "passed":
+            continue
+        mc = by[c["candidate"], c["section"], c["metric"]]
+        why = underpowered(mc.delta, mc.losses, mc.sd_diff, c["power"], higher_is_better=mc.higher_is_better)
+        if why:
+            c["outcome"] = "inconclusive"
+            c["reason"] = f"{c['reason']}; {why}"
+            out.append(c["reason"])
+    return out
+
+
 def _gate(
     sel: _Selection,
-    candidates: Sequence[str],
+    names: Sequence[str],
     comparisons: list[MetricComparison],
     coverage: list[CoverageChange],
     rule: _GateRule,
+    floors: Mapping[tuple[str, str, str], Any] | None = None,
 ) -> dict[str, Any]:
     """The gate's one decision (``Comparison.gate``; the exit code, the JUnit cases and the pytest items read it).
 
@@ -992,9 +1036,10 @@ def _gate(
     tolerated delta, so the table, the gate and the exit code say the same. A Foundry metric's coverage dropping by
     more than ``coverage_drop`` fails too. The false-alarm rate across gates is stated by ``_false_alarm``."""
     by = {(mc.candidate, str(mc.section), mc.metric): mc for mc in comparisons}
-    checks = _checks(sel, candidates, by, rule)
+    checks = _checks(sel, names[1:], by, rule)
+    written = _written_checks(sel, names, by, rule, floors or {})
     if not rule.allow_empty:
-        _refuse_empty(checks)
+        _refuse_empty(checks + written)
     ran = [c for c in checks if c["p"] is not None]
     reasons: list[str] = []
     for c in ran:
@@ -1014,7 +1059,14 @@ def _gate(
             if mc.verdict == "worse":
                 c["reason"] += f", within the tolerated {c['tolerated']:g}"
     inconclusive = _not_decided(checks, rule, reasons)
-    checked = bool(sel.gate_specs) or rule.coverage_drop is not None
+    inconclusive += _underpowered(checks, by)
+    for c in written:
+        if c["outcome"] == "failed":
+            reasons.append(c["reason"])
+        elif c["outcome"] == "inconclusive":
+            inconclusive.append(c["reason"])
+    checks += written
+    checked = bool(sel.gate_specs or sel.gates) or rule.coverage_drop is not None
     if checked:
         reasons += _coverage_reasons(coverage, rule.coverage_drop or 0.0)
     rate, statement = _false_alarm(len(ran), rule.alpha, rule.correction)
@@ -1027,7 +1079,7 @@ def _gate(
         "correction": rule.correction,
         "tests": len(ran),
         "false_alarm_rate": rate,
-        "false_alarm": statement if sel.gate_specs else "coverage only (no --fail-on)",
+        "false_alarm": statement if sel.gate_specs or sel.gates else "coverage only (no --fail-on)",
         "checks": checks,
     }
 
@@ -1096,9 +1148,9 @@ def _correct(done: _Compared, sel: _Selection, opts: CompareOptions, names: Sequ
 
 def _without_pass_rows(sel: _Selection) -> _Selection:
     """The selection without the judges' ``/pass`` rows (``judge_tests=False``), unless one is gated."""
-    gated = {key for _, key, _ in sel.gate_specs}
+    gated = {key for _, key, _ in sel.gate_specs} | {key for _, key in sel.gates}
     keep = [k for k in sel.common if not k.endswith(PASS) or k in gated]
-    return _Selection(sel.infos, sel.kinds, keep, [k for k in sel.chosen if k in keep], sel.gate_specs)
+    return _Selection(sel.infos, sel.kinds, keep, [k for k in sel.chosen if k in keep], sel.gate_specs, sel.gates)
 
 
 def _local_lines(comparisons: list[MetricComparison], sel: _Selection) -> list[LocalLine]:
@@ -1192,7 +1244,7 @@ def compare_runs(
     n_resamples: int = 10_000,
     alpha: float = 0.05,
     confidence: float = 0.95,
-    fail_on: Sequence[str] = (),
+    fail_on: Sequence[str | GateSpec] = (),
     coverage_drop: float | None = None,
     labels: Sequence[str] | None = None,
     correction: SecondaryCorrection = "westfall-young",
@@ -1209,6 +1261,7 @@ def compare_runs(
     anchor: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
     anchor_verdicts: str | os.PathLike[str] | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
+    floor_on: FloorOn = "interval",
 ) -> Comparison:
     """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
     read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
@@ -1234,7 +1287,11 @@ def compare_runs(
     tolerated drop when > 0), at ``alpha`` with 80 % power (``metrics.power``). ``trust`` (``judge_trust_by_key``
     of the baseline's trust section) with ``trust_floor`` (a κ): a gated judge metric whose judge is below the floor
     or whose corrected interval is wider than the gate's Δ is ``inconclusive`` (``gate["inconclusive"]``; the CLI's
-    exit 4 when nothing failed), with the labels / queries it needs (``_not_decided``).
+    exit 4 when nothing failed), with the labels / queries it needs (``_not_decided``). ``fail_on`` also takes
+    floors (``recall@5>=0.9``) and lost-query limits (``lost@5<=0``), as text or parsed (``_gates.GateSpec``, a
+    gate file's: ``_gates.load_gate_file``); a floor is decided on its candidate's 95 % interval or, with
+    ``floor_on="estimate"``, its point estimate; a relative gate that could not have seen the change asked about
+    is inconclusive too (``_gates``).
     Each judge metric's row names the two runs' judges (``judges``, ``runfolder.judge_identities``) and says when
     they differ (``judges_differ``). ``anchor`` (OLD, NEW): run folders of the same frozen rows judged by the old
     and the new judge; ``Comparison.drift`` tells per judge metric "judge changed" from "system changed"
@@ -1276,6 +1333,7 @@ def compare_runs(
             power_delta=power_delta,
             trust=trust,
             trust_floor=trust_floor,
+            floor_on=floor_on,
         ),
         answer,
     )
@@ -1339,7 +1397,7 @@ class CompareOptions:
     n_resamples: int = 10_000
     alpha: float = 0.05
     confidence: float = 0.95
-    fail_on: Sequence[str] = ()
+    fail_on: Sequence[str | GateSpec] = ()
     coverage_drop: float | None = None
     correction: SecondaryCorrection = "westfall-young"
     gate_correction: Correction = "holm"
@@ -1351,6 +1409,7 @@ class CompareOptions:
     power_delta: float | None = None
     trust: Mapping[str, GateTrust] | None = None
     trust_floor: float | None = None
+    floor_on: FloorOn = "interval"
 
 
 Describe = Any  # (shown metric keys) -> (the sweep's metrics, one summary row per run)
@@ -1394,8 +1453,16 @@ def compare_sources(
         opts.power_delta,
         opts.trust,
         opts.trust_floor,
+        opts.floor_on,
+        opts.confidence,
     )
-    gate = _gate(sel, names[1:], baseline_rows, done.coverage, rule)  # a gate that cannot fire stops here
+    floors = {
+        (names[j], gate.section, key): _section_values(runs[j], sel, key, gate.section)
+        for gate, key in sel.gates
+        if gate.kind == "floor"
+        for j in range(1, len(runs))
+    }
+    gate = _gate(sel, names, baseline_rows, done.coverage, rule, floors)  # a gate that cannot fire stops here
     shown = set(sel.chosen)
     headline, summaries = describe(sel.chosen)
     return Comparison(
@@ -1423,15 +1490,20 @@ def compare_sources(
     )
 
 
-def _system_means(run: _Run, sel: _Selection, key: str, section: str) -> float | None:
-    """A run's mean of ``key`` over its queries of ``section`` where it is defined (NaN left out)."""
+def _section_values(run: _Run, sel: _Selection, key: str, section: str) -> Any:
+    """A run's values of ``key`` over its queries of ``section`` where it is defined (NaN left out)."""
     import numpy as np
 
+    code = run.kind_names.index(section) if section in run.kind_names else -1
+    values = np.asarray(run.values(key, sel.infos[key].source, sel.kinds[key]), np.float64)[run.row_kind == code]
+    return values[~np.isnan(values)]
+
+
+def _system_means(run: _Run, sel: _Selection, key: str, section: str) -> float | None:
+    """A run's mean of ``key`` over its queries of ``section`` where it is defined (NaN left out)."""
     from ..metrics.ranking import nan_mean
 
-    code = run.kind_names.index(section) if section in run.kind_names else -1
-    values = np.asarray(run.values(key, sel.infos[key].source, sel.kinds[key]), np.float64)
-    return nan_mean(values[run.row_kind == code], "drop")
+    return nan_mean(_section_values(run, sel, key, section), "drop")
 
 
 def _all_pairs(runs: Sequence[_Run], names: list[str], sel: _Selection, done: _Compared) -> AllPairs:

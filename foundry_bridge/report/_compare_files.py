@@ -34,9 +34,9 @@ from ._compare import (
     RunSummaryRow,
     _Run,
     compare_sources,
-    parse_fail_on,
     run_names,
 )
+from ._gates import GateSpec, as_gate
 from ._model import MetricInfo
 
 __all__ = ["DEFAULT_MEASURES", "TOPICS_RULE", "ScoredRuns", "compare_run_files", "score_run_files"]
@@ -62,11 +62,11 @@ class _MeasureColumns:
         return self.local[key]
 
 
-def _measures(metrics: Sequence[str] | None, fail_on: Sequence[str]) -> list[Measure]:
+def _measures(metrics: Sequence[str] | None, fail_on: Sequence[str | GateSpec]) -> list[Measure]:
     """The measures to compute: ``--metric``'s (or ``DEFAULT_MEASURES``) and the gated ones, each at its cutoff
     (``DEFAULT_K`` when it has none), distinct, in the order given. A name that is no local measure is left to
     ``_compare._resolve`` (its did-you-mean error names the measures computed)."""
-    specs = list(metrics or DEFAULT_MEASURES) + [parse_fail_on(s)[1] for s in fail_on]
+    specs = list(metrics or DEFAULT_MEASURES) + [as_gate(s).metric for s in fail_on]
     out: dict[Measure, None] = {}
     for spec in specs:
         if not is_measure_name(spec):
@@ -173,7 +173,7 @@ def compare_run_files(
     runs: Sequence[str | os.PathLike[str]],
     *,
     metrics: Sequence[str] | None = None,
-    fail_on: Sequence[str] = (),
+    fail_on: Sequence[str | GateSpec] = (),
     all_pairs: bool | None = None,
     relevance_threshold: int = 1,
     mapping_path: str | os.PathLike[str] | None = None,
