@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import DatasetError
 from .problems import Problem
 
-__all__ = ["TABLE_SUFFIXES", "Table", "TableSource", "is_table", "relocate", "table_source"]
+__all__ = ["TABLE_SUFFIXES", "Table", "TableSource", "is_table", "relocate"]
 
 Table = Any  # in-memory rows: a pyarrow Table or RecordBatch, a pandas or polars DataFrame
 TABLE_SUFFIXES = (".parquet", ".arrow", ".feather", ".ipc")
@@ -75,10 +75,6 @@ class TableSource:
                 f"cannot read a {self.name} as a dataset",
                 hint="pass a JSONL or parquet path, a pyarrow Table, or a pandas or polars DataFrame",
             )
-
-
-def table_source(data: Any) -> TableSource:
-    return TableSource(data)
 
 
 _LINE_WORDS = re.compile(r"\b(lines?)\b(?= \d)")
