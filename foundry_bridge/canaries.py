@@ -1,23 +1,12 @@
 """Judge canaries generated from real rows: deterministic perturbations, each marked with what a trustworthy judge
 must do, and the score of a judge on them. No model is involved.
 
-A canary is a copy of a positive query with an answer (never a negative query, an abstaining response — by
-``metrics.abstention.is_abstention`` — or a row that already is a canary) whose response was perturbed one way:
-
-- ``changed_number``: one number changed (+1), preferring one the context states → groundedness must fail;
-- ``negated_condition``: the first negation removed, else the first modal/copula/verb negated → groundedness
-  must fail;
-- ``dropped_exception``: an ``unless``/``except``/``provided that``... clause, or an ``Exception:``/``However,``
-  sentence, cut → response_completeness must fail (asked only when the row has a ground truth);
-- ``swapped_answer``: the next eligible query's response → relevance and response_completeness must fail;
-- ``abstention_on_positive``: "I could not find this in the provided documents." on a query the documents
-  answer → relevance and response_completeness must fail.
-
-Every canary also expects the retrieval judge's verdict to be the **same** as on its original row: the context did
-not change. Groundedness may rightly pass a dropped clause or an abstention (what is left is supported); that is
-why it is not asked of them. A canary's id is ``<original id>~<type>``; its row carries ``canary`` (the type),
-``canary_of``, ``canary_expect`` (evaluator → ``"fail"`` or ``"same"``) and ``canary_change`` (what changed).
-Which rows become canaries is fixed by ``seed`` (a BLAKE2b hash of seed, type and id), so a re-run writes the same file.
+A canary copies a positive query with an answer (never a negative, an abstaining response or a canary) and
+perturbs its response one way: ``changed_number``, ``negated_condition`` (groundedness must fail),
+``dropped_exception`` (response_completeness must fail), ``swapped_answer`` and ``abstention_on_positive``
+(relevance and response_completeness must fail); the retrieval judge's verdict must stay the same. Its id is
+``<original id>~<type>``; its row carries ``canary``, ``canary_of``, ``canary_expect`` and ``canary_change``.
+Which rows become canaries is fixed by ``seed`` (a BLAKE2b hash of seed, type and id). docs/trust.md has the cases.
 """
 
 from __future__ import annotations

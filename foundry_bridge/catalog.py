@@ -128,11 +128,6 @@ class EvaluatorSpec:
         return frozenset(set.intersection(*groups)) if groups else frozenset()
 
     @property
-    def published_metrics(self) -> tuple[MetricSpec, ...]:
-        """The metrics of the published output schema: ``outputs`` when declared, else the rows' ``metrics``."""
-        return self.outputs or self.metrics
-
-    @property
     def properties_key(self) -> str | None:
         """Where the evaluator's code puts the rows' metrics when its output declares others
         (``document_retrieval_properties``); None when the rows' metrics are the outputs."""

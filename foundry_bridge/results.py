@@ -2,17 +2,7 @@
 
 Every backend (cloud, mock, local) writes ``results.jsonl`` in a run folder with these rows; the report reads
 them. A result that could not be computed has ``score=None`` and ``error`` set: it is never a 0 and never
-dropped.
-
-Run folder layout (written atomically, file by file):
-
-    plan.json             the eval-create body and run settings that were (or will be) submitted
-    items.jsonl           the run items, one ``{"item": {...}}`` per dataset row, in row order
-    records.jsonl         canonical QueryRecord per row (with document content), for local metrics
-    state.json            backend, eval id, run id(s), dataset hash, plan hash, status (resume point)
-    output_items.jsonl    raw output items as the service returned them (cloud/mock)
-    results.jsonl         ResultRow per line
-    manifest.json         provenance: dataset hash, mapping, evaluators and versions, ids, report_url, timings
+dropped. docs/running.md lists the run folder's files.
 """
 
 from __future__ import annotations

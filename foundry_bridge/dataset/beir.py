@@ -24,12 +24,7 @@ from .records import GroundTruthLabel, QueryRecord, RetrievedDocument
 from .spec import DataSource
 from .trec import Sink, _open_lines, _read_responses, add_label, json_lines, read_run, run_record, trec_order
 
-__all__ = ["is_beir", "read_beir", "read_run_file"]
-
-
-def is_beir(directory: Path) -> bool:
-    """A folder in BEIR's layout: corpus.jsonl, queries.jsonl and a qrels folder."""
-    return all((directory / n).exists() for n in ("corpus.jsonl", "queries.jsonl", "qrels"))
+__all__ = ["read_beir", "read_run_file"]
 
 
 def read_beir(

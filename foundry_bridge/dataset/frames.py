@@ -1,20 +1,10 @@
 """Rows in tables: parquet, Arrow IPC / Feather files, Hugging Face datasets saved to disk, and in-memory pyarrow
 tables and pandas or polars DataFrames, read as the same rows a JSONL file holds.
 
-Each row becomes the dict a JSON line would decode to (nested structs → objects, lists → lists, nulls → ``None``)
-and goes through the same ``RowParser`` and the same validation gate, with the mapping's field paths naming columns.
-A problem is located by **row index and column** instead of line: ``data.parquet: row 3: retrieved_documents[0].
-document_id: ...``; the row index is 0-based, as ``df.iloc[i]``, ``table.slice(i, 1)`` and ``dataset[i]`` count.
-
-Quirks, as documented in docs/inputs.md:
-- pandas: a missing value in a cell (``NaN``, ``None``, ``pd.NA``, ``NaT``) is a null, so a float ``NaN`` in a
-  string column reads as an absent field, not as a number; numpy scalars and arrays (list columns of a
-  DataFrame read from parquet) become Python numbers and lists; an integer column with nulls becomes floats in
-  pandas, which the label rule then refuses as floats, as it refuses ``2.0`` in JSON.
-- Hugging Face ``save_to_disk`` folders: the Arrow files listed in ``state.json``, in order; a ``DatasetDict``
-  folder (``dataset_dict.json``) holds one folder per split: pass the split's folder.
-- Nothing is downloaded: only local files and objects are read. pyarrow is needed for files (``pip install
-  pyarrow``); pandas and polars only for their own DataFrames.
+Each row becomes the dict a JSON line would decode to and goes through the same ``RowParser`` and validation gate,
+with the mapping's field paths naming columns; a problem is located by 0-based **row index and column** instead of
+line (``data.parquet: row 3: retrieved_documents[0].document_id: ...``). Nothing is downloaded. docs/inputs.md
+lists the quirks (pandas nulls and integer columns with nulls, ``save_to_disk`` folders and splits).
 """
 
 from __future__ import annotations
@@ -31,7 +21,7 @@ from typing import Any
 from ..errors import DatasetError
 from .problems import Problem
 
-__all__ = ["TABLE_SUFFIXES", "Table", "TableSource", "is_table", "relocate", "table_source"]
+__all__ = ["TABLE_SUFFIXES", "Table", "TableSource", "is_table", "relocate"]
 
 Table = Any  # in-memory rows: a pyarrow Table or RecordBatch, a pandas or polars DataFrame
 TABLE_SUFFIXES = (".parquet", ".arrow", ".feather", ".ipc")
@@ -85,10 +75,6 @@ class TableSource:
                 f"cannot read a {self.name} as a dataset",
                 hint="pass a JSONL or parquet path, a pyarrow Table, or a pandas or polars DataFrame",
             )
-
-
-def table_source(data: Any) -> TableSource:
-    return TableSource(data)
 
 
 _LINE_WORDS = re.compile(r"\b(lines?)\b(?= \d)")

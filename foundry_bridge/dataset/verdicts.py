@@ -1,38 +1,13 @@
 """Human verdicts on judge metrics: the reader (JSONL or CSV), the arrays the agreement and PPI code take, and
 the labelling queue written in the same format.
 
-JSONL, one verdict a line::
-
-    {"query_id": "q01", "evaluator": "groundedness", "score": 4, "rater": "ana"}
-    {"query_id": "q01", "evaluator": "relevance", "passed": false}
-
-``evaluator`` names the judge with or without the ``builtin.`` prefix (``builtin.groundedness`` or
-``groundedness``).
-
-``score`` (a finite number, e.g. 1–5) and/or ``passed`` (true/false); ``rater`` optional (several raters of one
-row feed Krippendorff's α); ``inclusion_probability`` optional (in (0, 1]: the chance the verdict queue drew the
-row under a design of your own), kept for the weighted PPI — a line without it or the verdict queue's fields is a
-label of no known design, treated as part of a uniform sample. The verdict queue writes, on each line, its place in
-the queue's order and the design (``queue_place``, ``queue_u``, ``queue_share``, ``queue_next_key``,
-``queue_seed``, ``design``): labelling its first n lines, for any n, is a probability sample, and
-``inclusion_array`` recomputes each label's probability for the prefix actually labelled. A line with neither
-score nor passed (``null``: a queue line not filled in yet) is counted in ``unfilled`` and skipped; anything else
-wrong is a ``DatasetError`` naming file, line and field.
-
-CSV: the same columns (``query_id, evaluator, score, passed, rater``), or the wide sheet a human-evaluation
-template yields — one row per reviewed response, an id column, a reviewer column and one column per template
-question. Foundry's portal lets reviewers fill a template per agent response and download the results: its
-documentation (*Set up human evaluation for your agents*, preview) says the CSV has one row per evaluation
-instance with the fields of its JSON view — timestamp, user prompt, agent response, the template's questions and
-the reviewer's answers — but names no id or reviewer field and does not show the header spelling. So the wide
-reader assumes: id in ``query_id`` (or ``item_id``, ``response_id``, ``id``), reviewer in ``rater`` (or
-``reviewer``, ``annotator``, ``user``), and questions mapped to evaluators by ``questions={"column header":
-"groundedness"}`` (a header that already names an evaluator, e.g. ``groundedness``, needs no entry); the
-export's own fields (timestamp, user prompt, agent response) are ignored like any column nobody mapped. A sheet
-keyed only by its user prompt (``PROMPT_COLUMNS``, any case) is refused with the fix: add the dataset's
-``query_id`` of each prompt. A cell is a number (score),
-a yes/no answer (``yes``/``no``, ``pass``/``fail``, ``true``/``false``, ``thumbs up``/``thumbs down``, 👍/👎:
-passed), or empty.
+JSONL, one verdict a line: ``{"query_id": "q01", "evaluator": "groundedness", "score": 4, "rater": "ana"}`` —
+``evaluator`` with or without ``builtin.``, ``score`` and/or ``passed``, ``rater`` and ``inclusion_probability``
+optional; the verdict queue adds its place and design (``queue_*``, ``design``: ``inclusion_array`` recomputes
+each label's probability for the prefix labelled). A line with neither score nor passed is counted in
+``unfilled``; anything else wrong is a ``DatasetError`` naming file, line and field. CSV: the same columns, or a
+human-evaluation template's wide sheet (id, reviewer and one column per question, mapped by ``questions=``; a
+sheet keyed only by its prompt is refused). docs/trust.md describes both formats and what the wide reader assumes.
 """
 
 from __future__ import annotations

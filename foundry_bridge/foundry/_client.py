@@ -323,10 +323,6 @@ class FoundryClient:
         response = self._request("GET", self._evals_url(eval_id), params=self._params())
         return self._parse(Eval, response)
 
-    def delete_eval(self, eval_id: str) -> None:
-        """Delete an eval; succeeds when it is already gone (``deleted: false`` in the body is not a failure)."""
-        self._request("DELETE", self._evals_url(eval_id), params=self._params(), accept_statuses=frozenset({404}))
-
     # -- runs ----------------------------------------------------------------------------------------------------
     def create_run(
         self,
@@ -347,10 +343,6 @@ class FoundryClient:
 
     def get_run(self, eval_id: str, run_id: str) -> EvalRun:
         response = self._request("GET", self._evals_url(eval_id, "runs", run_id), params=self._params())
-        return self._parse(EvalRun, response)
-
-    def cancel_run(self, eval_id: str, run_id: str) -> EvalRun:
-        response = self._request("POST", self._evals_url(eval_id, "runs", run_id, "cancel"), params=self._params())
         return self._parse(EvalRun, response)
 
     def begin_run(

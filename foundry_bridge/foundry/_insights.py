@@ -1,15 +1,11 @@
 """Foundry's own comparison of runs (the Insights API's ``EvaluationComparison``), typed, and put beside the local
 corrected tests with the disagreements flagged.
 
-Wire format (azure-ai-projects 2.x ``beta.insights``, the models ``Insight``, ``EvaluationComparisonInsightRequest``
-/ ``Result``, ``EvalRunResultComparison``, ``EvalRunResultCompareItem``, ``EvalRunResultSummary``):
-``POST {endpoint}/insights?api-version=v1`` with ``Foundry-Features: Insights=V1Preview`` and the repeatability
-headers (``Repeatability-Request-ID``, ``Repeatability-First-Sent``), body ``{"displayName", "request": {"type":
-"EvaluationComparison", "evalId", "baselineRunId", "treatmentRunIds"}}`` → 201 ``Insight``; then ``GET
-{endpoint}/insights/{id}?api-version=v1`` until ``state`` is ``Succeeded`` (or ``Failed``/``Canceled``). The
-result holds, per (testing criterion, metric), the baseline's summary and one item per treatment run: ``pValue``,
-``deltaEstimate`` and ``treatmentEffect`` (``TooFewSamples``, ``Inconclusive``, ``Changed``, ``Improved``,
-``Degraded``); ``method`` names the test the service used. Both runs must belong to one eval.
+Wire format as azure-ai-projects 2.x's ``beta.insights`` (``mock._insights`` emulates it): ``POST
+{endpoint}/insights?api-version=v1`` with ``Foundry-Features: Insights=V1Preview`` and the repeatability headers
+→ 201 ``Insight``; then ``GET {endpoint}/insights/{id}`` until ``state`` is ``Succeeded`` (or ``Failed`` /
+``Canceled``). The result holds, per (testing criterion, metric), the baseline's summary and one item per
+treatment run (``pValue``, ``deltaEstimate``, ``treatmentEffect``); ``method`` names the service's test.
 """
 
 from __future__ import annotations

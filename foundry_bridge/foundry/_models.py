@@ -83,10 +83,6 @@ class RunError(_Wire):
     correlation_id: str | None = None
     inner_error: Any = None
 
-    @property
-    def is_set(self) -> bool:
-        return bool(self.code or self.message)
-
     def describe(self) -> str:
         return ": ".join(p for p in (self.code, self.message) if p) or "no error details"
 
@@ -135,10 +131,6 @@ class OutputResult(_Wire):
     status: str | None = None
     sample: dict[str, Any] | None = None
     properties: dict[str, Any] | None = None
-
-    def error_text(self) -> str | None:
-        """``"CODE: message"`` from ``sample.error``, or None."""
-        return sample_error_text(self.sample)
 
 
 class OutputItem(_Wire):

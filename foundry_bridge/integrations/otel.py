@@ -1,33 +1,11 @@
 """OpenTelemetry: one ``gen_ai.evaluation.result`` event per query × metric of a report.
 
-The event and its attributes follow the OpenTelemetry GenAI semantic conventions (``model/gen-ai/events.yaml``
-of open-telemetry/semantic-conventions-genai, stability "development"):
-
-| attribute | requirement | from |
-|---|---|---|
-| ``gen_ai.evaluation.name`` | required | the report's metric key (``groundedness``, ``rr@10``) |
-| ``gen_ai.evaluation.score.value`` | if applicable | the score; absent when errored, missing or undefined |
-| ``gen_ai.evaluation.score.label`` | if applicable | ``pass`` / ``fail`` as the report reads the verdict |
-| ``gen_ai.evaluation.explanation`` | recommended | the judge's reason (or why there is no score) |
-| ``gen_ai.response.id`` | when available | ``response_ids[query_id]`` when the caller gives it, else the row's |
-| | | item field the run's mapping names as ``response_id`` (the run's columns: ``columns.RunColumns``) |
-| ``error.type`` | on error | the error code of an errored row (``CODE: message`` → ``CODE``); ``missing`` |
-
-Events are log records with ``event_name`` set (the Logs API). Azure Monitor's exporter reads not that but
-``microsoft.custom_event.name`` to file a record under customEvents (else it is a trace): that attribute is on
-every event, with the event's name, whichever provider sends it (the library's own, or the caller's: a notebook's
-Azure Monitor provider). Each event is timestamped when emitted
-(``time.time_ns()``; the SDK adds the observed time). Their parent, for a collector to join them to a trace, is
-the span a W3C ``traceparent`` names when one is given (``report --otel-traceparent``, else ``$TRACEPARENT``),
-else the current context (the caller's active span).
-Beside them, namespaced ``foundry_bridge.*`` attributes say which query, kind, stage, criterion and evaluator;
-the run's identity (``foundry_bridge.eval.id``, ``foundry_bridge.run.ids``, ``foundry_bridge.dataset.sha256``,
-``foundry_bridge.run.dir``) is on every event too, so the events of one run group together whichever provider sends
-them; the library's own provider also sets them as resource attributes.
-A score is never invented: an errored or missing judge score is an event without a value, with ``error.type``.
-The label is the verdict as the report reads it for the query's kind (a quality_grader fail on a negative query
-that abstained is a pass, docs/report.md); the service's own label then rides along as
-``foundry_bridge.service_label``.
+The event and its attributes follow the OpenTelemetry GenAI semantic conventions (``gen_ai.evaluation.name``,
+``.score.value``, ``.score.label``, ``.explanation``, ``gen_ai.response.id``, ``error.type``), with
+``microsoft.custom_event.name`` for Azure Monitor's customEvents, namespaced ``foundry_bridge.*`` attributes for
+the query and the run's identity, and as parent the span a W3C ``traceparent`` names (else the current context).
+A score is never invented: an errored or missing judge score is an event without a value, with ``error.type``;
+the label is the verdict as the report reads it for the query's kind. docs/ci.md lists every attribute.
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """The Azure Developer CLI's eval file (``evals/azure.eval.yaml``, read by ``azd ai eval`` of the
 ``azure.ai.evaluations`` extension): written from a plan, and read as a mapping source.
 
-The format, as the extension's configuration types declare it (``EvalConfig``, ``DatasetDecl``, ``Eval``,
-``EvaluatorRef``; decoded strictly, unknown keys refused)::
-
-    datasets:   [{name, file?, version?}]                      # file: JSONL rows, relative to this file
-    evaluators: [{name, source? | definition?, version?}]      # custom rubrics only; builtins are not declared
-    evals:      [{name, id?, description?, dataset? | source?, evaluation_level? (turn | conversation),
-                  max_samples?, target? {type: agent | model, name},
-                  evaluators: [{evaluator: builtin.<x> | <catalog name>, name?, version?,
-                                initialization_parameters?, data_mapping? {input: "{{item.<column>}}"}}]}]
-
-Written: one dataset (the plan's items, one row per line, as the dataset azd uploads, plus each query's declared
-``kind`` and its ``ground_truth`` when no criterion reads them) and one eval whose evaluators are the plan's
-criteria with explicit ``data_mapping``s (the extension infers a mapping only when none is written). What azd has
-no key for, the mapping's ``labels`` and local-metric settings (``metrics``: k, relevance threshold...), is kept in
-one comment line, ``# foundry-bridge: {labels: ..., metrics: ...}`` (flow YAML), which azd ignores.
-
-Read: the one eval of the file (or the one named), its builtin evaluators becoming the mapping's ``evaluators``
-(``initialization_parameters`` → ``init``, ``data_mapping`` → ``inputs``; a column that is not a canonical field
-is carried as an ``extra`` item field), the dataset read with the default (Foundry) field names, ``labels`` and
-``metrics`` from the comment line when there is one. ``model``, the judge as ``azd ai eval init`` writes it, is
-``deployment_name`` (the catalog's alias, resolved by the mapping model for every mapping). A custom rubric, a
-``{{sample.*}}`` binding (output of a target azd invokes) or a version other than the published one cannot be
-evaluated offline and is refused, located at its line; later problems (pydantic's, validation's) are located at
-the azd key they came from (``azd_line_finder``).
+The format is the extension's configuration types (``EvalConfig``, ``DatasetDecl``, ``Eval``, ``EvaluatorRef``;
+decoded strictly). Written: one dataset (the plan's items) and one eval whose evaluators are the plan's criteria
+with explicit ``data_mapping``s; the mapping's ``labels`` and ``metrics``, which azd has no key for, ride in one
+comment line ``# foundry-bridge: {...}``. Read: the one eval (or the one named), its builtin evaluators becoming
+the mapping's ``evaluators``. A custom rubric, a ``{{sample.*}}`` binding or an unpublished version is refused,
+located at its line; later problems are located at the azd key they came from (``azd_line_finder``).
 """
 
 from __future__ import annotations

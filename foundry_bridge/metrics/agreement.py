@@ -2,29 +2,9 @@
 
 Arrays in, frozen dataclasses out. A row where either side is missing (NaN) is left out of every statistic and
 counted in ``n_missing``; a statistic that is undefined (no rows, or chance agreement already 1) is NaN, never 0.
-
-- Cohen's κ = (p_o − p_e) / (1 − p_e), p_o the observed agreement, p_e = Σ_c judge_c · human_c (the marginals).
-- weighted κ = 1 − Σ w_ij O_ij / Σ w_ij E_ij, E the product of the marginals; quadratic weights
-  w_ij = (v_i − v_j)², linear |v_i − v_j|, on the category *values* (a scale 1–5 keeps its spacing even when a
-  level is never used).
-- Krippendorff's α = 1 − (n − 1) Σ o_ck δ²_ck / Σ n_c n_k δ²_ck over the coincidence matrix o (each unit with
-  m ≥ 2 ratings adds its ordered pairs with weight 1 / (m − 1)); ordinal δ_ck = Σ_{g=c..k} n_g − (n_c + n_k)/2,
-  interval δ = v_c − v_k, nominal δ = [c ≠ k]. Units rated once are dropped (they carry no agreement).
-- α's interval (``alpha_interval``): the percentile interval of a bootstrap over units — rows resampled with all
-  their ratings, the raters' clustering kept — of the units rated twice or more (seeded, 1000 resamples; the
-  unit bootstrap recommended for α by Zapf et al., *BMC Medical Research Methodology* 2016). α is a sum over
-  units, so each resample's coincidence matrix is its units' counts times their per-unit coincidences (one
-  matrix product for every resample; each equals ``krippendorff_alpha`` of that resample).
-- κ's and weighted κ's interval (``kappa_interval``): the percentile interval of the same bootstrap over rows
-  (a row with all its judge–rater pairs; seeded, 1000 resamples), κ of each resample's confusion matrix — the
-  unit bootstrap of α applied to κ (Zapf et al. 2016); its coverage is checked by a seeded simulation with a
-  known population κ and against the asymptotic standard error (Fleiss, Cohen & Everitt 1969, as statsmodels'
-  ``cohens_kappa``).
-- ``MIN_AGREEMENT_ROWS`` = 10: κ, weighted κ and α on fewer rows are shown greyed with a warning — at 10 rows a
-  κ of 0.6 has a standard error near 0.25 (its interval spans "fair" to "almost perfect"), and 10 is also where
-  the corrected means get an interval (``ppi.MIN_LABELS``).
-- the retrieval judge against the qrels: the context the model received holds a document labelled relevant
-  (``context_holds_relevant``), or none — a truth known without any extra human work.
+Intervals of κ and α are percentile intervals of a seeded unit bootstrap (Zapf et al. 2016), every resample one
+matrix product; fewer than ``MIN_AGREEMENT_ROWS`` rows are shown greyed. ``context_holds_relevant``: the
+retrieval judge against the qrels. docs/trust.md states the formulas and sources.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Confidence intervals for the sample sizes the trust section and ``compare`` meet: from a handful of rows up.
 
-The large-sample normal interval (mean ± z·sd/√n, sd with the n divisor) is too narrow at small n — ≈ 18 %
-narrower than Student's at n = 10 — and collapses to zero width when a few labels happen to agree. Instead:
-
-- ``wilson(successes, n)``: the Wilson score interval of a proportion (Wilson, *JASA* 1927; recommended for small n
-  by Brown, Cai & DasGupta, *Statistical Science* 2001): centre (x + z²/2)/(n + z²), half-width
-  z/(n + z²)·√(x(n − x)/n + z²/4). Inside [0, 1] by construction and never of zero width; ``successes`` may be
-  fractional (a row's pass verdict averaged over raters).
-- ``mean_t_interval(values)``: mean ± t₍n−1₎·s/√n, s with the n − 1 divisor (Student's t; n ≥ 2).
-- ``t_interval(centre, variance, df)``: centre ± t₍df₎·√variance, the building block of both.
-- ``padded_variance(values, pseudo_values, pseudo_weights)``: the n − 1-divisor variance of the values with a few
-  weighted pseudo-rows added, Σw(v − v̄_w)² / (Σw − 1). The trust statistics add ``PSEUDO_ROWS`` = 2 rows spread
-  evenly over the scale (see ``metrics.ppi``): on pass/fail data that is Agresti & Min's ½ in each cell of the 2×2
-  table (*Statistics in Medicine* 2005, "Wald+2" for matched proportions), so a few labels that all agree still
-  give an interval of honest width, and the pad's weight vanishes as 1/n.
-- ``clip(low, high, lo, hi)``: an interval cut to its scale, and whether it had to be (the report says so).
-- ``satterthwaite(parts)``: the degrees of freedom of a sum of independent variance estimates V = Σ Vᵢ, each on
-  dfᵢ: (Σ Vᵢ)² / Σ (Vᵢ² / dfᵢ) (Satterthwaite, *Biometrics Bulletin* 1946) — used when the raters' variance (on
-  k − 1 df) is added to the rows' (on n − 1).
+The normal interval is too narrow at small n and collapses when a few labels agree; instead ``wilson`` (a
+proportion, possibly fractional), ``mean_t_interval`` and ``t_interval`` (Student's t), ``padded_variance`` (the
+n − 1-divisor variance with weighted pseudo-rows: Agresti & Min's pad on pass/fail data), ``clip`` (to the scale,
+and whether it had to be) and ``satterthwaite`` (the df of a sum of variances). docs/trust.md states the formulas.
 """
 
 from __future__ import annotations

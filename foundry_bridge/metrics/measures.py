@@ -1,27 +1,11 @@
 """The local measures, each declared once, and measures as values: ``parse_measure("ndcg(gain=exp)@3")``.
 
-A ``MeasureDef`` is the declaration (name, aliases, parameters, definition, direction, NaN rule);
-a ``Measure`` is a value: a registered name, its non-default parameters and an optional cutoff. ``str()`` is
-canonical (``rr@10``, ``ndcg(gain=exp)@3``: parameters at their default are left out), round-trips through
-``parse_measure``, and drives ``==`` and ``hash``, so measures key dicts. Every measure the ranking kernels compute
-has one name (``Measure.key``: ``rr@10``, ``ndcg_exp@3``), the same in the per-query columns, the ``metrics``
-summary, the report and ``compare``; the names of the means (``mrr``, ``hit_rate``, ``map``) are accepted as aliases
-on input.
-
-Spellings: the name or an alias, case-insensitive (``MRR@10`` = ``mrr@10`` = ``rr@10``; ``P@5`` = ``precision@5``;
-``nDCG@10`` = ``ndcg@10``; ``ndcg_exp@3`` = ``ndcg(gain=exp)@3``; trec_eval's names: ``P_5``, ``recall_100``,
-``success_10``, ``ndcg_cut_10``, ``map_cut_10`` with their cutoff, ``recip_rank``, ``map``, ``Rprec``, ``bpref``
-without one), keyword parameters with literal values (a
-choice may be written bare: ``gain=exp``), ``@k`` for the cutoff. The text is parsed with ``ast`` and only that
-shape is accepted; nothing is evaluated.
-
-Definitions (they hold exactly; rank = 1-based position after removing later duplicates; relevant ⇔ label ≥ the
-relevance threshold, a setting of the whole computation, not a measure parameter; n_rel = relevant qrels documents,
-retrieved or not): each ``MeasureDef.definition`` below (the report's text), and ``metrics/ranking.py`` for the
-kernels. A new local measure: declare it here, compute its column in ``ranking.compute``; the summaries, report
-columns, ``compare`` and ``metrics --measure`` and the help texts follow. Measures declared ``default=False``
-(``ap``, ``rprec``, ``bpref``, ``judged``, the ``condensed`` variants) are computed only when asked for; the
-default output (``COLUMNS``) keeps the others.
+A ``MeasureDef`` is the declaration (name, aliases, parameters, definition, direction, NaN rule); a ``Measure`` is
+a value whose ``str()`` is canonical (``rr@10``, ``ndcg(gain=exp)@3``), round-trips through ``parse_measure`` and
+drives ``==`` and ``hash``. ``Measure.key`` is the one name of a computed column everywhere. Spellings: names and
+aliases case-insensitive (``MRR@10``, ``P@5``, trec_eval's ``P_5``, ``ndcg_cut_10``, ``recip_rank``...), keyword
+parameters with literal values, ``@k``; parsed with ``ast``, nothing evaluated. A new measure: declare it here and
+compute its column in ``ranking.compute``; measures declared ``default=False`` are computed only when asked for.
 """
 
 from __future__ import annotations

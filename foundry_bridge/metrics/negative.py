@@ -1,18 +1,12 @@
 """The negative-query report: what the system did for queries whose answer is not in the corpus.
 
-A query is negative when its data says ``kind: negative``, or — when ``kind`` is absent — when none of its labels
-reaches the relevance threshold (``kind_source`` tells which rule applied). Per negative query: documents retrieved,
-the top relevance score, how many top-k documents reach ``surface_threshold`` (evidence the system would have
-shown), top-k documents that carry a relevant label (a labelling contradiction) and whether the response abstains.
-
-Abstention is a **heuristic**: a case-insensitive search for phrases such as "I don't know" or "couldn't find"
-(``DEFAULT_ABSTENTION_PHRASES``, replaceable through the mapping's ``metrics.abstention_phrases``). It misses
-abstentions worded otherwise and flags answers that merely contain such a phrase.
-
-The aggregate says how well the top score separates positive from negative queries: the ROC AUC (probability that
-a positive query's top score exceeds a negative one's, ties counting half) and, for a few thresholds, the share of
-negatives a "abstain when the top score is below t" rule would suppress against the share of positives it would
-lose.
+A query is negative when its data says ``kind: negative``, or — without ``kind`` — when none of its labels reaches
+the relevance threshold (``kind_source`` tells which). Per negative query: documents retrieved, the top relevance
+score, top-k documents reaching ``surface_threshold``, relevant-labelled top-k documents (a labelling
+contradiction) and whether the response abstains — a **heuristic** phrase search (``DEFAULT_ABSTENTION_PHRASES``,
+replaceable through ``metrics.abstention_phrases``). The aggregate: the ROC AUC of the top score between positive
+and negative queries (ties half) and, per threshold, the negatives an "abstain below t" rule would suppress
+against the positives it would lose. docs/metrics.md and docs/report.md describe the section.
 """
 
 from __future__ import annotations

@@ -1,70 +1,14 @@
 """Prediction-powered inference of a judge metric's mean (or pass rate) from a few human labels.
 
-Notation: ``y`` the human verdicts on the n labelled rows, ``f`` the judge's scores on the same rows, ``f_u`` the
-judge's scores on the N rows nobody labelled (the unlabelled rows only: a labelled row is not counted twice).
-
-Point estimates (identical to the ``ppi-python`` package's):
-
-- judge-only mean: mean(f ∪ f_u) — it measures the judge, bias included.
-- human-only mean: mean(y) (the classical estimate; ignores the judge).
-- PPI (Angelopoulos et al., *Science* 2023): θ = mean(f_u) − mean(f − y), the judge's mean corrected by the
-  rectifier measured on the labelled rows.
-- PPI++ (Angelopoulos, Duchi, Zrnic, arXiv 2311.01453): θ_λ = mean(y) + λ·(mean(f_u) − mean(f)) with the
-  power-tuned λ = Cov(y, f) / ((1 + n/N) · Var(f ∪ f_u)) clipped to [0, 1] (λ = 0 is the human-only mean, λ = 1
-  plain PPI); Cov with the n divisor, Var(f ∪ f_u) with n + N − 1, as ``ppi-python``. Tuned on the labels it
-  corrects, λ follows their noise and biases θ at a few labels (+0.026 on a pass rate at n = 10, t ≈ 17: see
-  ``tests/test_trust_ppi.py``), so the estimate cross-fits it (cross-prediction-powered inference, Zrnic &
-  Candès, *PNAS* 2024, arXiv:2309.16598): the labelled and the unlabelled rows are each dealt into K =
-  min(5, n) folds (at least 2; ``crossfit_folds``, seeded) and each row gets λ_k tuned on the other folds,
-  θ = mean over the unlabelled rows of λ_k·f + mean over the labelled rows of (y − λ_k·f); the method reads
-  "PPI++ (λ=0.612, cross-fitted)" with the labelled rows' mean λ. PPI (λ = 1) and the human-only mean need no
-  tuning, and ``interval="normal"`` keeps ``ppi-python``'s in-sample λ (its estimate, for comparison).
-
-Intervals (95 % by default), chosen for the few labels a team has (``metrics.intervals`` states the formulas):
-
-- a pass rate (``scale`` = (0, 1)), judge only and human only: the Wilson score interval — inside [0, 1], never of
-  zero width (Wilson 1927; Brown, Cai & DasGupta 2001).
-- a mean score on a scale (e.g. 1–5), judge only and human only: Student's t, n − 1 degrees of freedom, on the
-  variance of the values padded with ``PSEUDO_ROWS`` = 2 pseudo-rows spread evenly over the scale's values.
-- PPI and PPI++: θ ± t₍n−1₎·√(λ²·s²(f_u)/N + s²(y − λf)/n) (cross-fitted: each term averaged over the folds'
-  λ_k, weighted by their rows, ``_per_fold``), s² with the n − 1 divisor and s²(y − λf) padded with
-  2 pseudo-rows spread evenly over the scale × scale grid of (human, judge) values — on pass/fail data Agresti &
-  Min's ½ in each cell of the 2×2 table (*Statistics in Medicine* 2005), the interval for a difference of matched
-  proportions that the rectifier mean(y) − mean(f) is. So three agreeing labels no longer give a zero-width
-  interval, and a λ tuned on the same few labels does not shrink the interval below its coverage. The pad's
-  weight vanishes as 1/n: at a few hundred labels the interval is close to ``ppi-python``'s (``interval="normal"``
-  gives that one exactly: z and the n divisor).
-- every interval on a scale is clipped to it, and ``Estimate.clipped`` says it was (PPI's θ can itself leave the
-  scale — it subtracts the judge's measured error — and is then moved to the scale with its interval: ``_on_scale``).
-- labels the verdict queue drew with known probabilities (any prefix of its order: ``prefix_probabilities``): PPI
-  and PPI++ inverse-probability weighted (``ipw_ppi_mean``), the human-only mean Hájek's (``_weighted_single``).
-- fewer than ``MIN_HUMAN_LABELS`` (5) labels: no human-only interval; fewer than ``MIN_LABELS`` (10): no PPI or
-  PPI++ interval. The estimate then carries ``need_labels`` (the minimum) and NaN bounds, and the report says
-  "too few labels (need N)". From the minima on, the simulation in ``tests/test_trust_coverage.py`` (a known
-  population, seeded) finds every interval at 95 % coverage or above, within its Monte Carlo error; below them the
-  intervals that keep their coverage span most of the scale.
-
-Several raters on a row (``human`` a raters × rows matrix): the row's human value is the raters' mean, and the
-raters' own disagreement is added to every human-only, PPI and PPI++ interval as a crossed random effect (rows ×
-raters; Cornfield & Tukey 1956, Brennan, *Generalizability Theory* 2001, the "absolute" error variance of a mean
-generalised over raters): Var(θ) = V_rows + V_raters, V_raters = σ̂²_rater · Σ_r w_r², w_r = (1/n)·Σ_{rows j rated
-by r} 1/m_j the weight of rater r in the mean of the row means (Σ w_r² = 1/k when k raters rate every row: more rows
-do not shrink it, more raters do). σ̂²_rater = Σ â_r² / (k − 1), â_r the rater effects of the additive two-way
-model y_rj = μ_j + a_r + e (least squares by backfitting on the rows rated twice or more, Σ â = 0): exact in
-expectation for a complete design up to the residual noise each â carries (σ²_e/n_r), which is counted again —
-conservative. The interval is t on Satterthwaite's df of (V_rows on n − 1, V_raters on k − 1); a pass rate's Wilson
-interval uses Korn & Graubard's effective n (*Survey Methodology* 1998): n* = p̂(1 − p̂)/V · (z/t_df)². Two raters
-who give 2 and 4 on every row have row means of 3 and no row variance, but σ̂²_rater = 2: the mean is 3 [1, 5]†,
-the pass rate 0.50 with an interval spanning most of [0, 1] — the humans' number is not known until the raters
-agree. One rater per row (or raters who never share a row): V_raters = 0, the intervals above unchanged.
-
-``labels_to_halve`` solves for the fewest more labels (taken from the unlabelled rows, so N shrinks as n grows)
-after which the PPI++ variance is a quarter of today's, λ re-tuned for each count, the (padded) variances and
-covariance held at today's estimates: V(m) = λ_m²·s_u²/(N − m) + (s_y² − 2λ_m·c + λ_m²·s_f²)/(n + m) + V_raters
-(``_variance_after``). ``labels_for_target`` is the fewest labels in all (n + m) whose interval half-width
-t₍df(m)₎·√V(m) is at most the target (df(m) Satterthwaite's of n + m − 1 and k − 1) — PPI's variance formula with
-the judge–human agreement seen so far; ``human_labels_to_halve`` and the no-label ``labels_for_half_width`` are the
-same search for the human-only mean, t₍n−1₎·√(s²/n + V_raters) (Student's t, not the normal approximation).
+``y`` the human verdicts on the n labelled rows, ``f`` the judge's scores on them, ``f_u`` the judge's scores on
+the N unlabelled rows. Point estimates: judge-only, human-only, PPI (Angelopoulos et al. 2023) and PPI++ with λ
+cross-fitted (``crossfit_folds``; ``interval="normal"`` keeps ``ppi-python``'s in-sample λ). Intervals: Wilson for
+a pass rate, Student's t on a scale, padded with ``PSEUDO_ROWS`` pseudo-rows (Agresti & Min), clipped to the scale
+(``Estimate.clipped``); inverse-probability weighted under the verdict queue (``ipw_ppi_mean``); several raters
+add a crossed random effect (``rater_spread``, Satterthwaite's df). Below ``MIN_HUMAN_LABELS`` / ``MIN_LABELS``
+labels: no interval, ``need_labels`` set. The label budget (``labels_to_halve``, ``labels_for_target``,
+``labels_for_half_width``) solves the same variance formulas for more labels. docs/trust.md states every formula
+and its source; ``tests/test_trust_coverage.py`` checks the coverage by simulation.
 """
 
 from __future__ import annotations

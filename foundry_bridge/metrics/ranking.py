@@ -1,33 +1,10 @@
 """Ranking metrics Foundry does not report — rr/MRR, recall, precision, hit, distracting, NDCG, and on request AP/MAP,
 R-precision, bpref, judged and the condensed-list variants — for many k at once.
 
-Definitions (they hold exactly; see docs/metrics.md):
-
-- rank = 1-based position in the query's retrieved list as stored (for TREC runs: trec_eval's order, score
-  descending then document id descending). A repeated document id counts at its first position only.
-- relevant ⇔ label ≥ ``relevance_threshold`` (≥ 1); unlabelled documents have label 0. ``n_rel`` = qrels documents
-  that are relevant, retrieved or not.
-- ``rr@k`` = 1/rank of the first relevant document in the top k, else 0. ``recall@k`` = relevant in top k / n_rel.
-  ``precision@k`` = relevant in top k / k (also when fewer than k were retrieved). ``hit@k`` = 1 if any relevant in
-  the top k. ``distracting@k`` = non-relevant documents ranked above the first relevant one in the top k (all
-  retrieved top-k documents when none is relevant).
-- ``ndcg@k`` = trec_eval ``ndcg_cut_k``: gain = label for every label > 0 (the threshold does not apply),
-  discount 1/log2(rank + 1), ideal = all qrels labels sorted descending, cut at k. ``ndcg_exp@k``: gain 2^label − 1.
-- Computed when asked for (``measures``): ``ap@k`` = trec_eval ``map_cut_k``: Σ over relevant documents at rank
-  r ≤ k of precision@r, ÷ n_rel. ``rprec@k`` = relevant in the top min(n_rel, k) ÷ n_rel (trec_eval ``Rprec`` when
-  k ≥ the run's depth). ``bpref@k`` = trec_eval ``bpref`` on the ranking cut at k: Σ over relevant documents in the
-  top k of 1 − min(n, R) / min(R, N), ÷ R, where n = judged non-relevant documents ranked above it, R = n_rel,
-  N = judged non-relevant qrels documents (the term is 1 when N = 0); unjudged documents count for nothing.
-  ``judged@k`` = documents with a qrels label ≥ 0 in the top k ÷ k (trec_eval reads a negative label as not
-  judged). ``{measure}_cond@k``: the measure on the condensed list (unjudged documents removed first, trec_eval
-  ``-J``), which needs the whole retrieved list in the arrays.
-- Undefined (NaN, ``null`` in JSON): rr, recall, precision, hit, ap, rprec, bpref when n_rel = 0; ndcg when the ideal
-  DCG is 0. ``distracting`` and ``judged`` are always defined.
-- Means: ``nan_mean`` under a NaN policy over the queries of one kind (the per-kind summary), or ``average`` in the
-  mode ``trec_eval``: over the judged queries (a qrels line), undefined values counted as 0.
-
-The core (``compute``) is numpy over the padded arrays of ``_arrays.QueryArrays``: no Python step per document,
-every k from one cumulative sum.
+The definitions (trec_eval's where it has one; rank after removing later duplicates, relevant ⇔ label ≥
+``relevance_threshold``, which undefined values are NaN, the means by kind or in trec_eval's mode) are each
+``MeasureDef.definition`` (``metrics.measures``) and docs/metrics.md. The core (``compute``) is numpy over the
+padded arrays of ``_arrays.QueryArrays``: no Python step per document, every k from one cumulative sum.
 """
 
 from __future__ import annotations

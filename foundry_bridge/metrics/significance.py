@@ -1,35 +1,14 @@
 """The one comparison engine: paired tests chosen by the metric's kind, effect sizes with intervals, one family
 corrected as asked, and one verdict. Arrays in, typed results out; ``report._compare`` pairs the runs and renders.
 
-- the test by the metric's kind (``MetricKind``, ``paired_tests``): pass/fail (``boolean``: a judge's verdict, a
-  boolean metric) → McNemar; an ordinal judge score (1–5) → Wilcoxon signed-rank; a continuous metric (the local
-  measures, a Foundry non-judge number) → the paired sign-flip randomization test of the mean difference.
-- McNemar (pass/fail): b = rows A passed and B failed, c = the reverse; exact two-sided p = min(1, 2·P(X ≤
-  min(b, c))), X ~ Binomial(b + c, ½); mid-p subtracts P(X = min(b, c)) (Fagerland et al. 2013: closer to the
-  nominal level, not conservative).
-- Wilcoxon signed-rank (ordinal scores): zero differences dropped (Wilcoxon's method), average ranks for ties; the
-  p-value as ``scipy.stats.wilcoxon``'s default: exact null distribution when there are no ties or zeros and
-  n ≤ 50; with ties or zeros and at most 13 pairs, the exact distribution over all sign flips of the ranks;
-  otherwise the normal approximation with tie correction and no continuity correction.
-- sign-flip (continuous): two-sided, statistic |Σ dᵢ| over the m non-zero differences; exact over all 2^m sign
-  assignments when 2^m ≤ the resamples, else Monte Carlo with p = (hits + 1)/(R + 1). The Monte Carlo signs come
-  from one generator per (seed, stream) laid out position-major: the R signs applied to the i-th smallest |d| are
-  the R bits of the i-th block of ``_block_bytes(R)`` bytes. A metric with m non-zero differences reads only the
-  first m blocks, so ``sign_flip_tests`` over many metrics (one matrix product per block of positions, every metric
-  at once) gives each metric exactly the p of ``sign_flip_test`` alone with a generator of the same seed.
-- effect sizes (Ihemelandu & Ekstrand, SIGIR'23: at large n every p is small, the size is what matters): the
-  mean paired difference B − A with Student's interval ±t₍n−1₎·s/√n, s with the n − 1 divisor (at small n a z
-  interval with the n divisor is ~18 % too narrow; for pass/fail the difference of pass rates, s² padded with ½ in
-  each cell of the 2×2 table — Agresti & Min's "Wald+2" — and cut to [−1, 1]; ``metrics.intervals``), the
-  standardized d_z = mean / sd with the interval ±z·√(1/n + d_z²/(2n)), and for Wilcoxon the matched-pairs
-  rank-biserial r = (W⁺ − W⁻) / (W⁺ + W⁻).
-- multiplicity (``apply_family``): one family, Holm's step-down (family-wise error), Benjamini–Hochberg (false
-  discovery rate) or none (p_adjusted = p), over the tests with at least ``min_n`` paired rows and at least one
-  informative pair. A test whose every paired difference is 0 (p = 1) is reported with p_adjusted = 1 but left
-  out of the family (it cannot be significant, and counting it would only inflate the others' corrected p); a
-  test with fewer than ``min_n`` paired rows is not decided ("too few paired queries").
-- the verdict (``verdict``): one ``Verdict`` for every row; a significant change no larger than the judge's own
-  noise band (``metrics.agreement.noise_band``, from repeat runs) is "within judge noise", not a change.
+Pass/fail → McNemar (exact, mid-p); an ordinal judge score → Wilcoxon signed-rank (p as ``scipy.stats.wilcoxon``'s
+default); a continuous metric → the paired sign-flip test of the mean difference (exact when 2^m ≤ the
+resamples, else Monte Carlo, p = (hits + 1)/(R + 1)). The Monte Carlo signs are laid out position-major
+(``_block_bytes``), so ``sign_flip_tests`` over many metrics gives each the p of ``sign_flip_test`` alone with a
+generator of the same seed. Effect sizes: the mean difference B − A with Student's interval (pass/fail padded,
+Agresti & Min), d_z, and Wilcoxon's rank-biserial r. ``apply_family``: Holm, Benjamini–Hochberg or none over the
+tests with at least ``min_n`` pairs and one non-zero difference. ``verdict``: a significant change within the
+judge's noise band is "within judge noise". docs/trust.md and docs/report.md state the formulas and sources.
 """
 
 from __future__ import annotations

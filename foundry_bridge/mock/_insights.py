@@ -1,29 +1,11 @@
 """The Insights API's evaluation comparison, emulated: ``POST /insights``, ``GET /insights/{id}``, ``GET /insights``.
 
-Wire format as the public SDK (azure-ai-projects 2.x, ``beta.insights``; models ``Insight``,
-``EvaluationComparisonInsightRequest``/``Result``, ``EvalRunResultComparison``, ``EvalRunResultCompareItem``,
-``EvalRunResultSummary``) sends and reads it: ``?api-version=v1``, header ``Foundry-Features: Insights=V1Preview``,
-body ``{"displayName", "request": {"type": "EvaluationComparison", "evalId", "baselineRunId",
-"treatmentRunIds"}}``; 201 with ``{"id", "metadata": {"createdAt", "completedAt"}, "state", "displayName",
-"request", "result"}``; ``result = {"type": "EvaluationComparison", "method", "comparisons": [{"testingCriteria",
-"metric", "evaluator", "baselineRunSummary": {"runId", "sampleCount", "average", "standardDeviation"},
-"compareItems": [{"treatmentRunId", "treatmentRunSummary", "deltaEstimate", "pValue", "treatmentEffect"}]}]}``.
-
-What the emulator assumes where the service's behaviour is not documented (docs/mock.md should say so):
-
-- the statistics: per (testing criterion, metric) with numeric scores, the runs' scored rows are treated as two
-  independent samples (the SDK's own sample compares runs over different rows): ``deltaEstimate`` = mean(treatment)
-  − mean(baseline), ``standardDeviation`` with ddof 1, and ``pValue`` Welch's two-sided test in its normal
-  approximation, z = Δ / √(s_b²/n_b + s_t²/n_t) (``method`` says so);
-- ``treatmentEffect``: ``TooFewSamples`` when either run has fewer than ``MIN_SAMPLES`` scored rows, else
-  ``Improved``/``Degraded`` at p < 0.05 by the catalog's direction of the metric (``Changed`` when it has none),
-  else ``Inconclusive``;
-- the runs must belong to ``evalId`` (404 otherwise) and be completed (400), as the service's guidance asks
-  ("both runs must be in the same eval group"); ``displayName`` is required (400);
-- the insight answers ``Running`` on creation and ``Succeeded`` (with the result) from the first GET on.
-
-The scores are read through the emulator's own output-items route (so whatever it stores, the numbers are those
-a client pages), retried past injected transient faults.
+Wire format as azure-ai-projects 2.x's ``beta.insights`` sends and reads it. Where the service is undocumented
+(docs/mock.md says so): the runs' scored rows are two independent samples, ``deltaEstimate`` the difference of
+means, ``pValue`` Welch's test in its normal approximation; ``treatmentEffect`` is ``TooFewSamples`` under
+``MIN_SAMPLES`` rows, else ``Improved``/``Degraded`` at p < 0.05 by the metric's direction, else ``Inconclusive``;
+the runs must be of ``evalId`` (404) and completed (400); the insight is ``Running`` on creation and
+``Succeeded`` from the first GET on. Scores are read through the emulator's own output-items route.
 """
 
 from __future__ import annotations
