@@ -47,6 +47,7 @@ from ._model import (
     Report,
     Section,
     StageSection,
+    foundry_key,
 )
 from ._queue import Queue
 from ._rows import Judge, RowInputs, RowsOut, fetch_rows, stream_rows, write_json_lines, write_rows
@@ -61,11 +62,6 @@ TABLE_ROWS = 2000  # up to this many queries, the report holds every row (the HT
 
 
 ReportError = RunFolderError  # a run folder that cannot be reported on: the run folder's own error
-
-
-def foundry_key(criterion: str, metric: str) -> str:
-    """The column key of a Foundry metric: ``metric`` when it equals the criterion name, else ``criterion/metric``."""
-    return metric if metric == criterion else f"{criterion}/{metric}"
 
 
 def _answer_evaluators() -> set[str]:

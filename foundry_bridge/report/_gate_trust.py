@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._trust import JudgeEntry, MeanOut, TrustSection
+from ._model import foundry_key
+from ._trust_model import JudgeEntry, MeanOut, TrustSection
 
 __all__ = ["GateTrust", "judge_trust_by_key", "untrusted"]
 
@@ -50,8 +51,6 @@ def _corrected(mean: MeanOut | None, budget: int | None) -> tuple[float | None, 
 
 
 def _entries(j: JudgeEntry) -> dict[str, GateTrust]:
-    from ._build import foundry_key
-
     t = j.trust
     on_pass = t.on_pass.kappa if t.on_pass else None
     on_scale = t.on_scale.weighted_kappa if t.on_scale else None

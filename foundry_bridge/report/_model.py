@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from ._trust import TrustSection
+from ._trust_model import TrustSection
 
 __all__ = [
     "LIST_CAP",
@@ -32,6 +32,7 @@ __all__ = [
     "Section",
     "Stage",
     "StageSection",
+    "foundry_key",
     "report_json_schema",
 ]
 
@@ -321,6 +322,11 @@ class Report(_Model):
         from ._frames import aggregates_frame
 
         return aggregates_frame(self)
+
+
+def foundry_key(criterion: str, metric: str) -> str:
+    """The column key of a Foundry metric: ``metric`` when it equals the criterion name, else ``criterion/metric``."""
+    return metric if metric == criterion else f"{criterion}/{metric}"
 
 
 def report_json_schema() -> dict[str, Any]:
