@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-if TYPE_CHECKING:
-    from ._compare import MetricComparison
-    from ._gate_trust import GateTrust
+from ._compare_model import MetricComparison
+from ._gate_trust import GateTrust
 
 __all__ = ["DRIFT_RULE", "DriftRow", "DriftVerdict", "JudgeDrift", "drift_rows", "drift_verdict", "judges_note"]
 
