@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from . import _frames, _model
 from ._build import ReportError, build_report, foundry_key
 from ._compare import (
     CompareGateFailed,
@@ -38,6 +39,8 @@ from ._queue import write_labelling_queue
 from ._render import FORMATS, queries_path, render, render_json
 from ._stages import STAGE_RULES, attribute_stage
 from ._trust import render_trust_html, render_trust_markdown, trust_section, write_verdict_queue_for
+
+_model.FRAMES = _frames  # the DataFrames stand above the build: plugged in here (see _model.Frames)
 
 __all__ = [
     "FORMATS",

@@ -173,13 +173,13 @@ class Comparison(_Model):
         """A pandas DataFrame with one row per (candidate, section, metric) test (``report._frames``)."""
         from ._frames import comparison_frame
 
-        return comparison_frame(self)
+        return comparison_frame(self.metrics)
 
     def to_polars(self) -> Any:
         """``to_pandas`` as a polars DataFrame."""
         from ._frames import comparison_frame
 
-        return comparison_frame(self, polars=True)
+        return comparison_frame(self.metrics, polars=True)
 
 
 _TWO_RUNS = spelled(

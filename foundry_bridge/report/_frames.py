@@ -26,7 +26,9 @@ from .._lazy import optional_module
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from ._compare import Comparison
+    from collections.abc import Sequence
+
+    from ._compare_model import MetricComparison
     from ._model import Report
 
 __all__ = [
@@ -174,10 +176,10 @@ def aggregates_frame(report: Report, *, polars: bool = False) -> Any:
     return frame.astype({**dict.fromkeys(_AGGREGATE_INTS, "int64"), **dict.fromkeys(_AGGREGATE_FLOATS, "float64")})
 
 
-def comparison_frame(comparison: Comparison, *, polars: bool = False) -> Any:
+def comparison_frame(metrics: Sequence[MetricComparison], *, polars: bool = False) -> Any:
     """``Comparison.to_pandas()``: one row per (candidate, section, metric) test of ``comparison.metrics``, with
     the ``MetricComparison`` fields (the ``got_worse`` list left out: ``n_got_worse`` counts it)."""
-    rows = [m.model_dump(exclude={"got_worse"}) for m in comparison.metrics]
+    rows = [m.model_dump(exclude={"got_worse"}) for m in metrics]
     if polars:
         return _polars().DataFrame(rows, strict=False)
     pd = _pandas()

@@ -7,7 +7,7 @@ what was scored, errored, missing or undefined. Its JSON Schema is published as 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -307,21 +307,34 @@ class Report(_Model):
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame with one row per query, every query of the run (``report._frames``)."""
-        from ._frames import query_frame
-
-        return query_frame(self)
+        return _frames().query_frame(self)
 
     def to_polars(self) -> Any:
         """``to_pandas`` as a polars DataFrame."""
-        from ._frames import query_frame
-
-        return query_frame(self, polars=True)
+        return _frames().query_frame(self, polars=True)
 
     def aggregates_frame(self) -> Any:
         """A pandas DataFrame with one row per (metric, section): the aggregates, counts as integers."""
-        from ._frames import aggregates_frame
+        return _frames().aggregates_frame(self)
 
-        return aggregates_frame(self)
+
+class Frames(Protocol):
+    """``report._frames``, the DataFrames of a report: a layer above the build (a report that holds only some of its
+    rows builds them all again from its run folder), so the package plugs it in (``report/__init__.py`` sets
+    ``FRAMES``) and the model imports nothing above itself."""
+
+    def query_frame(self, report: Report, *, polars: bool = False) -> Any: ...
+
+    def aggregates_frame(self, report: Report, *, polars: bool = False) -> Any: ...
+
+
+FRAMES: Frames | None = None
+
+
+def _frames() -> Frames:
+    if FRAMES is None:  # only when this module is loaded apart from its package
+        raise RuntimeError("import foundry_bridge.report to use a report's DataFrames")
+    return FRAMES
 
 
 def foundry_key(criterion: str, metric: str) -> str:
