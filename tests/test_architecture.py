@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from foundry_bridge.catalog import CATALOG
@@ -242,25 +241,7 @@ def test_the_layering_check_catches_an_upward_import(tmp_path: Path) -> None:
 # ``if TYPE_CHECKING:`` is an arrow too (the type ties the two modules; hiding an import there breaks no circle),
 # except in a package's ``__init__.py``, whose TYPE_CHECKING block only hands its exports' names to type
 # checkers (the package root names every unit's that way). The implicit import of a module's parent packages is
-# no arrow. Issue #35 removes the circles that remain; until then each circle found must lie inside one of
-# these (one that shrinks passes, a new one fails), and the test becomes "no circle" once they are gone.
-KNOWN_CIRCLES = {
-    "report: build, compare, drift, trust and the model tied into one": frozenset(
-        {
-            "foundry_bridge/report/_aggregate.py",
-            "foundry_bridge/report/_build.py",
-            "foundry_bridge/report/_compare.py",
-            "foundry_bridge/report/_drift.py",
-            "foundry_bridge/report/_frames.py",
-            "foundry_bridge/report/_gate_trust.py",
-            "foundry_bridge/report/_model.py",
-            "foundry_bridge/report/_queue.py",
-            "foundry_bridge/report/_rows.py",
-            "foundry_bridge/report/_stages.py",
-            "foundry_bridge/report/_trust.py",
-        }
-    ),
-}
+# no arrow. There is no circle: a new one fails the test (break it: move what both sides need down).
 
 
 def _module_file(dotted: str, root: Path) -> Path | None:
@@ -313,16 +294,12 @@ def _circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
     return found
 
 
-def _new_circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The circles of ``graph`` that lie inside no ``KNOWN_CIRCLES`` entry, each as its sorted files."""
-    return sorted(sorted(c) for c in _circles(graph) if not any(c <= known for known in KNOWN_CIRCLES.values()))
-
-
 def test_no_import_circle_among_the_packages_files() -> None:
-    assert _new_circles(_import_graph()) == [], "an import circle (break it: move what both need down)"
+    circles = sorted(sorted(c) for c in _circles(_import_graph()))
+    assert circles == [], "an import circle (break it: move what both need down)"
 
 
-def test_the_circle_check_catches_a_planted_circle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_circle_check_catches_a_planted_circle(tmp_path: Path) -> None:
     files = {
         "__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import g\n",  # a facade
         "a.py": "from .b import c\n",  # a submodule named by a from-import
@@ -331,11 +308,10 @@ def test_the_circle_check_catches_a_planted_circle(tmp_path: Path, monkeypatch: 
         "d.py": "import foundry_bridge.a\nfrom . import __version__\n",  # the package root: its __init__.py
         "e.py": "import typing\nif typing.TYPE_CHECKING:\n    from .f import Y\n",  # a tie of types counts
         "f.py": "from .e import X\n",
-        "foundry/_client.py": "from ._poller import RunPoller\n",  # a circle on the allowlist
+        "foundry/_client.py": "from ._poller import RunPoller\n",  # two modules of a subpackage
         "foundry/_poller.py": "from ._client import get_run\n",
     }
-    known = frozenset({"foundry_bridge/foundry/_client.py", "foundry_bridge/foundry/_poller.py"})
-    monkeypatch.setitem(KNOWN_CIRCLES, "planted: the client and the poller", known)
+    pair = frozenset({"foundry_bridge/foundry/_client.py", "foundry_bridge/foundry/_poller.py"})
     for name, text in files.items():
         (tmp_path / "foundry_bridge" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "foundry_bridge" / name).write_text(text)
@@ -344,8 +320,7 @@ def test_the_circle_check_catches_a_planted_circle(tmp_path: Path, monkeypatch: 
     assert graph["foundry_bridge/__init__.py"] == set()
     cycle = ["foundry_bridge/a.py", "foundry_bridge/b/c.py", "foundry_bridge/d.py"]
     types = ["foundry_bridge/e.py", "foundry_bridge/f.py"]
-    assert _circles(graph) == {frozenset(cycle), frozenset(types), known}
-    assert _new_circles(graph) == [cycle, types]
+    assert _circles(graph) == {frozenset(cycle), frozenset(types), pair}
 
 
 # -- each rule in its home ------------------------------------------------------------------------------------
