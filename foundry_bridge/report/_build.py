@@ -56,7 +56,6 @@ from ._trust import PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH, trust_section
 
 __all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key"]
 
-_NOT_METRICS = {"query_id", "kind", "kind_source", "n_rel", "row", "line", "source"}
 DEFAULT_WORST = 10  # worst queries shown per stage
 TABLE_ROWS = 2000  # up to this many queries, the report holds every row (the HTML's per-query table)
 
