@@ -743,7 +743,7 @@ def _false_alarm(tests: int, alpha: float, correction: Correction) -> tuple[floa
     independent tests, is not a bound here. Holm across gates: ≤ α (strong control). Benjamini–Hochberg: ≤ α when
     no gated metric changed (the false discovery rate otherwise)."""
     if tests == 0:
-        return None, "no gated test ran"
+        return None, "no relative gate (a floor or a lost-query count tests no difference)"
     plural = f"{tests} gated test{'s' if tests != 1 else ''}"
     if correction == "none":
         rate = min(1.0, tests * alpha)
