@@ -73,3 +73,51 @@ def test_every_output_says_worse_for_rr3_gated(tmp_path: Path) -> None:
     assert code == 3 and "<table>" in page and "<pre>" not in page and "&amp;lt;" not in page
     assert "<td>rr@3</td>" in page and "<strong>worse</strong>" in page
     assert page.index("b is worse than a on rr@3") < page.index("<svg")  # the answer first
+
+
+def _dataset(path: Path, moved: int) -> Path:
+    """The same pair as a dataset (one relevant document, at rank 5 on the first ``moved`` queries, else rank 1),
+    the context and the answer equal in both: only the ranking differs."""
+    import json
+
+    rows = []
+    for i in range(35):
+        docs = [f"x{i}_{r}" for r in range(5)]
+        docs.insert(4 if i < moved else 0, f"rel{i}")
+        rows.append(
+            {
+                "query_id": f"q{i:02d}",
+                "query": f"question {i} about topic {i}",
+                "retrieved_documents": [
+                    {"document_id": d, "relevance_score": 10 - r, "content": f"passage {d} on topic {i}"}
+                    for r, d in enumerate(docs)
+                ],
+                "retrieval_ground_truth": [{"document_id": f"rel{i}", "query_relevance_label": 1}],
+                "context": f"passage rel{i} on topic {i}",
+                "response": f"the answer on topic {i}",
+            }
+        )
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_run_folders_and_run_files_give_the_same_verdict_for_rr3(tmp_path: Path) -> None:
+    """compare from run folders (the emulator's runs of the pair as datasets) says worse for rr@3, with the run
+    files' Δ, p and W/T/L: one answer whichever input the team keeps."""
+    import json
+
+    env = {"GITHUB_STEP_SUMMARY": "", "FOUNDRY_BRIDGE_JUNIT": ""}
+    for name, moved in (("a", 0), ("b", WORSE)):
+        data = _dataset(tmp_path / f"{name}.jsonl", moved)
+        result = CliRunner().invoke(cli, ["run", str(data), "--backend", "mock", "-q", "--out", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    code, text = _compare(str(tmp_path / "a"), str(tmp_path / "b"), "--fail-on", "rr@3", "--format", "json", env=env)
+    assert code == 3
+    folders = json.loads(text)
+    row = next(m for m in folders["metrics"] if m["metric"] == "rr@3" and m["section"] == "positive")
+    qrels, a, b = _write(tmp_path)
+    files = compare_run_files(qrels, [a, b], metrics=METRICS, fail_on=["rr@3"]).get("b", "rr@3")
+    assert row["verdict"] == files.verdict == "worse"
+    assert (row["losses"], row["wins"]) == (files.losses, files.wins) == (WORSE, 0)
+    assert abs(row["delta"] - files.delta) < 1e-12 and row["p_value"] == files.p_value == 2 / 2**WORSE
+    assert row["family"] == files.family == "primary"
