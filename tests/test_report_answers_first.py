@@ -9,7 +9,7 @@ from pathlib import Path
 
 from report_helpers import write_run
 
-from foundry_bridge.report import build_report, render_html
+from foundry_bridge.report import build_report, render_html, render_markdown
 
 
 def _page(tmp_path: Path) -> str:
@@ -68,3 +68,49 @@ def test_a_negative_query_low_retrieval_score_is_right(tmp_path: Path) -> None:
     n02 = re.search(r'<tr data-query-id="n02">.*?</tr>', page)
     assert n02 is not None  # groundedness judges the answer: 2 is still a fail on a negative query
     assert '<td class="n fail" data-v="2.0" title="hand-chosen 2">2 ✗</td>' in n02.group(0)
+
+
+def _emulator_run(tmp_path: Path, backend: str) -> Path:
+    manifest = {"backend": backend, "eval_id": "eval_fixture", "run_id": "evalrun_fixture", "status": "completed"}
+    return write_run(tmp_path / backend, manifest=manifest)
+
+
+def _bar_legend(page: str) -> dict[str, int]:
+    bar = page[page.index('<svg id="stage-chart"') : page.index("</svg>", page.index('<svg id="stage-chart"'))]
+    return {s: int(n) for s, n in re.findall(r'fill="#222">(\w+) (\d+)</text>', bar)}
+
+
+def test_emulator_stages_resting_on_the_stand_in_judge_are_apart(tmp_path: Path) -> None:
+    # by hand from the fixture's stage reasons: the answer judges decide q01, q09, q10, q11 (ok: every judge
+    # passed) and q03, q04, q05 (generation: a judge failed); q08 is generation by its abstention, n02 by
+    # answering a negative query, n01 and n03 ok by abstaining: none of those rests on a judge
+    fixture = render_html(build_report(_emulator_run(tmp_path, "fixture")))
+    assert _bar_legend(fixture) == {"search": 1, "assembly": 1, "generation": 5, "unknown": 1, "ok": 6}
+    assert "stand-in judge" not in fixture
+
+    report = build_report(_emulator_run(tmp_path, "mock"))
+    page = render_html(report)
+    assert _bar_legend(page) == {"search": 1, "assembly": 1, "generation": 2, "unknown": 1, "ok": 2}
+    verdict = page[page.index('<section id="verdict">') : page.index("</section>")]
+    row = re.search(r'"stage-unknown">stand-in judge</td><td class=n>(\d+)</td><td>[^<]*</td><td>([^<]*)', verdict)
+    assert row is not None and row.group(1) == "7"
+    assert set(row.group(2).split(", ")) == {"q01", "q03", "q04", "q05", "q09", "q10", "q11"}
+    generation = re.search(r'"stage-generation">generation</td><td class=n>2</td><td>[^<]*</td><td>([^<]*)', verdict)
+    assert generation is not None and generation.group(1).strip() == "q08, n02"
+    assert verdict.count('id="stand-in"') == 1 and "lexical stand-in, not a model" in verdict
+
+    md = render_markdown(report)
+    assert "| **stand-in judge** | 7 |" in md and "| **generation** | 2 |" in md and "| **ok** | 2 |" in md
+    assert "lexical stand-in, not a model" in md
+
+
+def test_markdown_opens_with_the_html_headline_numbers(tmp_path: Path) -> None:
+    report = build_report(write_run(tmp_path / "run"))
+    page, md = render_html(report), render_markdown(report)
+    headline = re.search(r'<div class="headline" id="headline">(.*?)</div></div>', page)
+    assert headline is not None
+    pairs = re.findall(r"<b>([^<]*)</b><span>([^<]*)</span>", headline.group(0))
+    line = " · ".join(f"**{value}** {what}" for value, what in pairs)
+    assert line in md and md.index(line) < md.index("| stage | queries |")
+    # by hand from the fixture (as in test_headline_numbers_open_the_verdict): the judges' means and the negatives
+    assert "**4.455** retrieval mean" in line and "**1/3** negative queries answered anyway" in line

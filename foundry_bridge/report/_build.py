@@ -343,6 +343,8 @@ def _stage_section(rows: RowsOut, params: Params, ids: dict[int, str]) -> StageS
         relevance_threshold=params.relevance_threshold,
         search_partial=rows.search_partial,
         search_partial_queries=rows.search_partial_ids,
+        judged=rows.judged,
+        judged_queries=rows.judged_ids,
     )
 
 

@@ -13,17 +13,20 @@ import html
 from collections.abc import Sequence
 
 from .._text import printable
-from ..catalog import CATALOG
 from ._aggregate import bins, counts
 from ._format import fmt_num, fmt_pct
 from ._markdown import (
     PARTIAL_LABEL,
+    STAND_IN_WHY,
+    bar_counts,
     canary_note,
     emulator_note,
+    headline,
     negative_rows,
     per_query_note,
     stage_basis,
     stage_rows,
+    stand_in,
     trust_line,
     worst_rows,
 )
@@ -403,24 +406,17 @@ def stage_svg(counts: dict[str, int], *, width: int = 560, height: int = 74) -> 
 
 
 def _headline(report: Report) -> str:
-    """The numbers first: MRR and recall at the stage k, each judge's mean score (positive queries), and how many
-    negative queries were answered anyway."""
-    k, pos = report.params.stage_k, report.positive.metrics
-    cells = [(f"MRR@{k}", pos.get(f"rr@{k}")), (f"recall@{k}", pos.get(f"recall@{k}"))]
-    judges = [m for m in report.metrics if m.source == "foundry" and m.primary and m.evaluator in CATALOG]
-    cells += [(f"{m.key} mean", pos.get(m.key)) for m in judges if CATALOG[m.evaluator or ""].needs_deployment]
-    out = [f"<div><b>{fmt_num(a.mean)}</b><span>{_e(name)}</span></div>" for name, a in cells if a and a.scored]
-    neg = report.negative_queries
-    if neg.queries:
-        answered, total = neg.counts.get("answered", len(neg.answered)), neg.counts.get("queries", len(neg.queries))
-        out.append(f"<div><b>{answered}/{total}</b><span>negative queries answered anyway</span></div>")
-    return f'<div class="headline" id="headline">{"".join(out)}</div>'
+    """The numbers first (``headline``), above the stage picture."""
+    out = "".join(f"<div><b>{_e(value)}</b><span>{_e(what)}</span></div>" for value, what in headline(report))
+    return f'<div class="headline" id="headline">{out}</div>'
 
 
 def _stages(report: Report) -> list[str]:
     """The verdict, first on the page: the headline numbers, the stage picture, the table (what to fix, the worst
     queries a click away), the basis of the stages, the judge-trust headline."""
-    parts = ['<section id="verdict"><h2>Where queries fail</h2>', _headline(report), stage_svg(report.stages.counts)]
+    parts = ['<section id="verdict"><h2>Where queries fail</h2>', _headline(report), stage_svg(bar_counts(report))]
+    if stand_in(report):
+        parts.append(f'<p class="meta" id="stand-in">{_e(STAND_IN_WHY)}</p>')
     parts.append(
         "<table><thead><tr><th>stage</th><th>queries</th><th>what to fix</th><th>which</th></tr></thead><tbody>"
     )

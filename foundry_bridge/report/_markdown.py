@@ -7,6 +7,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from .._text import printable
+from ..catalog import CATALOG
 from ..metrics.measures import measure_for_key
 from ._aggregate import summary_infos
 from ._format import fmt_num, fmt_pct, md_escape
@@ -15,10 +16,13 @@ from ._trust import render_trust_markdown, trust_headline
 
 __all__ = [
     "STAGE_HINT",
+    "bar_counts",
+    "headline",
     "negative_rows",
     "per_query_note",
     "render_markdown",
     "stage_rows",
+    "stand_in",
     "summary_metric_keys",
     "trust_line",
     "worst_rows",
@@ -49,12 +53,56 @@ STAGE_HINT = {
 }
 
 
+STAND_IN_LABEL = "stand-in judge"
+STAND_IN_HINT = "not a verdict: the emulator's lexical stand-in passed or failed these answers"
+STAND_IN_WHY = (
+    "On the emulator the answer judges are a lexical stand-in, not a model: a stage that rests on their pass or "
+    "fail (ok, or generation without an abstention) says nothing about the answer, so those queries are counted "
+    "apart and left out of the stage bar."
+)
+
+
+def stand_in(report: Report) -> bool:
+    """The run is the emulator's (the manifest's backend ``mock``) and some stage rests on its stand-in judge."""
+    return report.provenance.backend == "mock" and any(report.stages.judged.values())
+
+
+def bar_counts(report: Report) -> dict[str, int]:
+    """The queries per stage in the stage bar: on the emulator without those the stand-in judge decided."""
+    st, apart = report.stages, report.stages.judged if stand_in(report) else {}
+    return {s: st.counts.get(s, 0) - apart.get(s, 0) for s in STAGES}
+
+
 def stage_rows(report: Report) -> list[tuple[str, str, int, list[str], str]]:
     """The verdict's rows (shared by the renderers): (stage, label, queries, their first ids, what to fix) per
-    stage, then the partial search miss (positive queries also counted in their own stage above)."""
-    st = report.stages
-    rows = [(s, s, st.counts.get(s, 0), st.queries.get(s, []), STAGE_HINT[s]) for s in STAGES]
+    stage, on the emulator the stand-in judge's queries apart (``stand_in``), then the partial search miss
+    (positive queries also counted in their own stage above)."""
+    st, counts = report.stages, bar_counts(report)
+    apart = st.judged_queries if stand_in(report) else {}
+    left = {s: set(apart.get(s, ())) for s in STAGES}
+    rows: list[tuple[str, str, int, list[str], str]] = [
+        (s, s, counts[s], [q for q in st.queries.get(s, []) if q not in left[s]], STAGE_HINT[s]) for s in STAGES
+    ]
+    if apart:
+        judged = [q for s in STAGES for q in apart.get(s, [])]
+        rows.append(("unknown", STAND_IN_LABEL, sum(st.judged.values()), judged, STAND_IN_HINT))
     return [*rows, ("search", PARTIAL_LABEL, st.search_partial, st.search_partial_queries, PARTIAL_HINT)]
+
+
+def headline(report: Report) -> list[tuple[str, str]]:
+    """The numbers first (shared by the renderers), as (value, what): MRR and recall at the stage k and each
+    answer judge's mean score over the positive queries, then how many negative queries were answered anyway."""
+    k, pos = report.params.stage_k, report.positive.metrics
+    cells = [(f"MRR@{k}", pos.get(f"rr@{k}")), (f"recall@{k}", pos.get(f"recall@{k}"))]
+    judges = [m for m in report.metrics if m.source == "foundry" and m.primary and m.evaluator in CATALOG]
+    judge = " (stand-in judge)" if report.provenance.backend == "mock" else ""  # the emulator's: not a model's
+    cells += [(f"{m.key} mean{judge}", pos.get(m.key)) for m in judges if CATALOG[m.evaluator or ""].needs_deployment]
+    out = [(fmt_num(a.mean), name) for name, a in cells if a and a.scored]
+    neg = report.negative_queries
+    if neg.queries:
+        answered, total = neg.counts.get("answered", len(neg.answered)), neg.counts.get("queries", len(neg.queries))
+        out.append((f"{answered}/{total}", "negative queries answered anyway"))
+    return out
 
 
 def trust_line(report: Report) -> str | None:
@@ -302,13 +350,18 @@ def _stages(report: Report) -> list[str]:
     link to the worst queries; then the judge-trust headline."""
     total = sum(report.stages.counts.values())
     worst = _anchor(_worst_heading(report))
-    out = ["### Where queries fail", "", "| stage | queries | share | what to fix | which |", "|---|---|---|---|---|"]
+    out = ["### Where queries fail", ""]
+    if numbers := headline(report):
+        out += [" · ".join(f"**{value}** {md_escape(what)}" for value, what in numbers), ""]
+    out += ["| stage | queries | share | what to fix | which |", "|---|---|---|---|---|"]
     for stage, label, count, ids, hint in stage_rows(report):
         shown = ", ".join(md_escape(i) for i in ids[:8]) + (" …" if count > 8 else "")
         link = f" · [worst ↓]({worst})" if count and stage not in ("ok", "unknown") and label == stage else ""
         share = f"`{_bar(count, total)}` {fmt_pct(count, total)}"
         out.append(f"| **{label}** | {count} | {share} | {hint} | {shown}{link} |")
     out += ["", f"_{stage_basis(report)}_", ""]
+    if stand_in(report):
+        out += [f"_{STAND_IN_WHY}_", ""]
     if (line := trust_line(report)) is not None:
         out += [f"**Judge trust:** {md_escape(line)} [Can the judge be trusted? ↓](#can-the-judge-be-trusted)", ""]
     return out

@@ -213,6 +213,14 @@ class StageSection(_Model):
     search_partial_queries: list[str] = Field(
         default_factory=list, description="the first LIST_CAP of them, in dataset order"
     )
+    judged: dict[str, int] = Field(
+        default_factory=dict,
+        description="per stage, the queries whose stage rests on the answer judges' verdicts (positive rules 6 "
+        "and 8: ok, or generation without an abstention)",
+    )
+    judged_queries: dict[str, list[str]] = Field(
+        default_factory=dict, description="per stage, the first LIST_CAP of them, in dataset order"
+    )
 
 
 class HoleEntry(_Model):

@@ -25,7 +25,7 @@ from .._io import dumps
 from ..columns import RunColumns, _glob_literal, _quote, _sql_path
 from ._columns import SCORED, STATUSES, ScoreColumn
 from ._model import LIST_CAP, STAGES, CanaryFlag
-from ._stages import JudgeScore, ScoreState, attribute_stage, missed_top_grade
+from ._stages import JudgeScore, ScoreState, attribute_stage, judge_decided, missed_top_grade
 
 __all__ = ["Judge", "RowInputs", "RowsOut", "fetch_rows", "stream_rows", "write_json_lines", "write_rows"]
 
@@ -65,6 +65,8 @@ class RowsOut:
     stage_ids: dict[str, list[str]] = field(default_factory=dict)  # the first LIST_CAP query ids of each stage
     search_partial: int = 0  # queries with a partial search miss (_stages.missed_top_grade)
     search_partial_ids: list[str] = field(default_factory=list)  # the first LIST_CAP of them
+    judged: dict[str, int] = field(default_factory=dict)  # per stage, queries decided by the answer judges
+    judged_ids: dict[str, list[str]] = field(default_factory=dict)  # the first LIST_CAP of them per stage
 
 
 def _canary(query_id: str, canary: str, judges: list[JudgeScore]) -> CanaryFlag:
@@ -205,6 +207,12 @@ def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
         partial_of[lo:hi] = partial
         for st, ids in out.stage_ids.items():
             ids.extend(qids[j] for j in np.flatnonzero(code == stage_index[st])[: LIST_CAP - len(ids)].tolist())
+        by_judge = [judge_decided(k, st, a) for k, (st, _), a in zip(kinds, decided, abstained, strict=True)]
+        for j in np.flatnonzero(by_judge).tolist():
+            st = decided[j][0]
+            out.judged[st] = out.judged.get(st, 0) + 1
+            if len(ids := out.judged_ids.setdefault(st, [])) < LIST_CAP:
+                ids.append(qids[j])
         partial_at = np.flatnonzero(partial)
         out.search_partial += len(partial_at)
         out.search_partial_ids.extend(qids[j] for j in partial_at[: LIST_CAP - len(out.search_partial_ids)].tolist())

@@ -14,7 +14,7 @@ from typing import NamedTuple, Protocol
 
 from ._model import Stage
 
-__all__ = ["STAGE_RULES", "JudgeScore", "ScoreState", "attribute_stage", "missed_top_grade"]
+__all__ = ["STAGE_RULES", "JudgeScore", "ScoreState", "attribute_stage", "judge_decided", "missed_top_grade"]
 
 STAGE_RULES: list[str] = [
     "Positive queries, checked in order (K = stage_k, relevant ⇔ label ≥ relevance threshold):",
@@ -68,6 +68,13 @@ def missed_top_grade(kind: str, hit: float | None, grades: tuple[int, int] | Non
     (``hit`` > 0) whose best label there (``grades[0]``) is below its best label of all (``grades[1]``;
     ``metrics.ranking.top_grades``)."""
     return kind != "negative" and hit is not None and hit > 0 and grades is not None and grades[0] < grades[1]
+
+
+def judge_decided(kind: str, stage: str, abstained: bool | None) -> bool:
+    """The stage rests on the answer judges' verdicts (``STAGE_RULES``, positive rules 6 and 8): a positive query
+    that is ok (every answer judge passed) or generation without an abstention (rule 5 decides that one on the
+    response alone). Every other stage is decided by labels, the context or the abstention heuristic."""
+    return kind != "negative" and (stage == "ok" or (stage == "generation" and abstained is not True))
 
 
 def attribute_stage(
