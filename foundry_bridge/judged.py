@@ -51,6 +51,7 @@ __all__ = [
     "judge_requests",
     "parse_grade",
     "provenance_path",
+    "qrels_labels",
     "ranked_lists",
     "read_provenance",
     "relabeller",
@@ -284,6 +285,61 @@ def read_provenance(qrels: str | os.PathLike[str]) -> dict[str, Any] | None:
         )
     doc.pop("documents", None)
     return dict(doc)
+
+
+def _judge_name(prov: dict[str, Any]) -> str:
+    """``mock judge <model>, rubric 1 <sha256[:12]>``: who labelled a judged qrels file, as the outputs say it."""
+    rubric = prov.get("rubric") or {}
+    return (
+        f"{prov.get('backend')} judge {(prov.get('judge') or {}).get('model')}, rubric {rubric.get('version')} "
+        f"{str(rubric.get('sha256'))[:12]}"
+    )
+
+
+def qrels_labels(
+    files: Sequence[str | os.PathLike[str]], *, allow_judge_change: bool = False
+) -> tuple[dict[str, Any], list[str]]:
+    """Who labelled the qrels ``files`` that ``compare --qrels`` merges, and the notes its outputs show.
+
+    ``{"source": "human"}`` for one file without a judge-docs provenance (``read_provenance``); else
+    ``{"source": "judge-labelled", "judges": [one per file: file, backend, judge, rubric, date]}`` and a note
+    saying so. Refused (``UsageError``): human and judge labels mixed (each file named), more than one human file,
+    and judge-labelled files whose judge model or rubric (SHA-256) differ — the runs' difference would mix the
+    systems' with the judges' — unless ``allow_judge_change``, when a note flags "the judge changed: X → Y"."""
+    provs = [read_provenance(f) for f in files]
+    human = [os.fspath(f) for f, p in zip(files, provs, strict=True) if p is None]
+    judged = [(os.fspath(f), p) for f, p in zip(files, provs, strict=True) if p is not None]
+    if human and judged:
+        raise UsageError(
+            f"compare --qrels mixes human labels ({', '.join(human)}: no judge-docs provenance beside it) with judge "
+            f"labels ({', '.join(f for f, _ in judged)}: written by judge-docs); compare on one kind: judge every "
+            "run's documents with judge-docs, or give the human qrels alone"
+        )
+    if not judged:
+        if len(human) > 1:
+            raise UsageError(
+                f"compare --qrels given {len(human)} human qrels files ({', '.join(human)}): more than one --qrels "
+                "merges judge-docs outputs; give one human qrels file (concatenate them)"
+            )
+        return {"source": "human"}, []
+    names = list(dict.fromkeys(_judge_name(p) for _, p in judged))
+    keys = {((p.get("judge") or {}).get("model"), (p.get("rubric") or {}).get("sha256")) for _, p in judged}
+    by_file = "; ".join(f"{f}: {_judge_name(p)}" for f, p in judged)
+    if len(keys) > 1 and not allow_judge_change:
+        raise UsageError(
+            f"compare --qrels: the judge changed between the qrels files ({by_file}): the runs' difference would mix "
+            "the systems' with the judges'. Judge every run's documents with one judge and rubric (judge-docs with "
+            "the same backend and model), or pass --allow-judge-change to compare anyway, flagged"
+        )
+    keep = ("backend", "judge", "rubric", "date")
+    labels = {"source": JUDGE_LABELLED, "judges": [{"file": f, **{k: p.get(k) for k in keep}} for f, p in judged]}
+    notes = [f"relevance labels: {JUDGE_LABELLED} ({by_file}): every measure is on a judge's labels, not human ones"]
+    if len(keys) > 1:
+        notes.append(
+            f"the judge changed: {' → '.join(names)} (--allow-judge-change): a difference between the runs may be "
+            "the judges', not the systems'"
+        )
+    return labels, notes
 
 
 def ranked_lists(

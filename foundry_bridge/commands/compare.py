@@ -31,11 +31,20 @@ __all__ = ["command"]
 @compare_ci_options
 @click.option(
     "--qrels",
+    multiple=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Compare run files (RUN: a TREC run, a BEIR .json run, or the project's .jsonl) on these qrels (TREC "
     "`qid 0 docid label`, or BEIR's .tsv): the --metric and --fail-on measures are computed now on every qrels "
     "topic, as trec_eval -c does (a run's unjudged query left out, a missing topic scored as an empty ranking, a "
-    "topic without a relevant label 0). Default measures: ndcg@10, rr@10, recall@10. See docs/report.md.",
+    "topic without a relevant label 0). Default measures: ndcg@10, rr@10, recall@10. judge-docs' qrels are shown "
+    "judge-labelled; repeat --qrels to merge judge-docs files (e.g. one per run) of one judge and rubric (human "
+    "and judge labels never mixed). See docs/report.md.",
+)
+@click.option(
+    "--allow-judge-change",
+    is_flag=True,
+    help="With judge-labelled --qrels files of different judges or rubrics: compare anyway, flagged 'the judge "
+    "changed' (refused without it).",
 )
 @click.option(
     "--all-pairs/--baseline-only",
@@ -226,7 +235,8 @@ __all__ = ["command"]
 @quiet_option
 def command(
     runs: tuple[Path, ...],
-    qrels: Path | None,
+    qrels: tuple[Path, ...],
+    allow_judge_change: bool,
     all_pairs: bool | None,
     relevance_threshold: int,
     mapping_path: str | None,
@@ -279,10 +289,12 @@ def command(
         raise UsageError("--human-verdicts goes with --judge-trust-floor or --anchor")
     if anchor and qrels:
         raise UsageError("--anchor compares run folders' judge scores: it does not go with --qrels")
+    if allow_judge_change and not qrels:
+        raise UsageError("--allow-judge-change goes with judge-labelled --qrels files")
     _check_inputs(runs, qrels, repeats=bool(repeats), foundry=foundry, mapping=mapping_path)
     refuse_overwrite(
         {"--out": out, "--junit": junit_path()},
-        [*runs, qrels, mapping_path, human_verdicts, *(anchor or ()), *repeats, gates_file],
+        [*runs, *qrels, mapping_path, human_verdicts, *(anchor or ()), *repeats, gates_file],
     )
     gates: list[str | GateSpec] = list(fail_on)
     if gates_file is not None:
@@ -310,10 +322,13 @@ def command(
         "power_delta": power_delta,
         "labels": list(labels) or None,
     }
-    if qrels is not None:
+    if qrels:
+        from ..judged import qrels_labels
+
         comparison = compare_run_files(
             qrels,
             list(runs),
+            relevance_labels=qrels_labels(qrels, allow_judge_change=allow_judge_change),
             all_pairs=all_pairs,
             relevance_threshold=relevance_threshold,
             mapping_path=mapping_path,
@@ -361,12 +376,12 @@ def command(
 
 
 def _check_inputs(
-    runs: tuple[Path, ...], qrels: Path | None, *, repeats: bool, foundry: bool, mapping: str | None
+    runs: tuple[Path, ...], qrels: tuple[Path, ...], *, repeats: bool, foundry: bool, mapping: str | None
 ) -> None:
     """Run folders without --qrels, run files with it; the options of the other kind of input refused."""
     from ..errors import UsageError
 
-    if qrels is None:
+    if not qrels:
         files = [str(r) for r in runs if not r.is_dir()]
         if files:
             raise UsageError(

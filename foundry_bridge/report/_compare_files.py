@@ -12,6 +12,11 @@ The per-query values are trec_eval's with ``-c`` (and pytrec_eval's on the topic
   now — ``ndcg@20`` needs no folder made at 20). A topic whose value the kernels leave undefined — judged, but no
   label reaches the relevance threshold (n_rel = 0, or an ideal DCG of 0) — counts as 0, the value trec_eval and
   pytrec_eval print for it. The mean over the topics is then trec_eval's ``-c`` mean (``all``).
+- ``qrels`` may be several files (``compare --qrels`` given once per run, each system's documents judged
+  separately): their labels merged as trec_eval reads the files concatenated — the topics in order of first
+  appearance, a (query, document) labelled in two files keeps the later file's label, counted in a warning. Who
+  labelled them (``judged.qrels_labels``: human, or judge-labelled with the judge and rubric) is the caller's
+  ``labels``, recorded in ``Comparison.qrels`` with its notes among the warnings every output shows.
 - every topic is in the one section, shown as ``positive`` (trec_eval has no negative queries). The means are
   ``metrics.ranking.average``'s ``trec_eval`` mode (``metrics --average trec_eval``'s numbers).
 """
@@ -122,6 +127,34 @@ def _run_warnings(label: str, rankings: dict[str, Any], qrels: dict[str, Any], t
     return out
 
 
+QrelsFiles = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def _files(qrels: QrelsFiles) -> list[str | os.PathLike[str]]:
+    return [qrels] if isinstance(qrels, str | os.PathLike) else list(qrels)
+
+
+def _read_qrels(files: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """The qrels files' labels merged (module docstring) and a warning counting the labels a later file replaced."""
+    from ..dataset.columnar import read_qrels_file
+
+    merged: dict[str, dict[str, int]] = {}
+    replaced: list[str] = []
+    for path in files:
+        for qid, labels in read_qrels_file(path).items():
+            known = merged.setdefault(qid, {})
+            replaced += [f"{qid}/{d}" for d, g in labels.items() if known.get(d, g) != g]
+            known.update(labels)
+    warnings = []
+    if replaced:
+        warnings.append(
+            f"{len(replaced)} (query, document) pair(s) labelled differently in the qrels files, the later file's "
+            f"label kept (trec_eval on the files concatenated): {', '.join(replaced[:10])}"
+            f"{' …' if len(replaced) > 10 else ''}"
+        )
+    return merged, warnings
+
+
 @dataclass
 class ScoredRuns:
     """Run files scored on a qrels file (``score_run_files``): the topics, each run's per-topic values by measure key
@@ -134,7 +167,7 @@ class ScoredRuns:
 
 
 def score_run_files(
-    qrels: str | os.PathLike[str],
+    qrels: QrelsFiles,
     runs: Sequence[str | os.PathLike[str]],
     measures: Sequence[str | Measure],
     *,
@@ -143,15 +176,15 @@ def score_run_files(
     labels: Sequence[str] | None = None,
 ) -> ScoredRuns:
     """Each run file's per-topic values of ``measures`` (each with a cutoff) on the qrels' topics, trec_eval's with
-    ``-c`` (module docstring). One run's rankings are in memory at a time."""
-    from ..dataset.columnar import read_qrels_file, read_ranking_file
+    ``-c`` (module docstring; ``qrels`` one file or several, merged). One run's rankings are in memory at a time."""
+    from ..dataset.columnar import read_ranking_file
 
     if relevance_threshold < 1:
         raise UsageError(f"--relevance-threshold must be >= 1 (label 0 means irrelevant), got {relevance_threshold}")
     parsed = [parse_measure(m) for m in measures]
     if any(m.cutoff is None for m in parsed):
         raise UsageError("score_run_files: give every measure its cutoff (ndcg@10)")
-    judged = read_qrels_file(qrels)
+    judged, merge_warnings = _read_qrels(_files(qrels))
     topics = list(judged)
     mapping = None
     if any(Path(r).suffix.lower() == ".jsonl" for r in runs):
@@ -159,7 +192,7 @@ def score_run_files(
 
         mapping = load_mapping(mapping_path)
     names = run_names(runs, labels, stem=True)
-    out = ScoredRuns(topics, names, [], [])
+    out = ScoredRuns(topics, names, [], merge_warnings)
     for path, name in zip(runs, names, strict=True):
         rankings = read_ranking_file(path, mapping)
         out.values.append(_topic_values(rankings, judged, topics, parsed, relevance_threshold))
@@ -169,7 +202,7 @@ def score_run_files(
 
 
 def compare_run_files(
-    qrels: str | os.PathLike[str],
+    qrels: QrelsFiles,
     runs: Sequence[str | os.PathLike[str]],
     *,
     metrics: Sequence[str] | None = None,
@@ -178,6 +211,7 @@ def compare_run_files(
     relevance_threshold: int = 1,
     mapping_path: str | os.PathLike[str] | None = None,
     labels: Sequence[str] | None = None,
+    relevance_labels: tuple[dict[str, Any], Sequence[str]] | None = None,
     **options: Any,
 ) -> Comparison:
     """Compare run files on a qrels file; the first run is the baseline (module docstring: the values' rules).
@@ -187,6 +221,8 @@ def compare_run_files(
     pairs. ``all_pairs``: test every pair of runs (``Comparison.all_pairs``: ranking, letters, win/tie/loss, effect
     sizes); ``None``: when there are three runs or more. ``relevance_threshold``: relevant ⇔ label ≥ it (trec_eval
     ``-l``). ``mapping_path``: the mapping a ``.jsonl`` run is read through (default: the packaged one).
+    ``qrels``: one file or several, merged. ``relevance_labels``: who labelled them and the notes to show
+    (``judged.qrels_labels``, which the command calls; ``None``: not said).
     ``options``: ``CompareOptions``' other fields (seed, n_resamples, alpha, correction, gate_correction, …)."""
     import numpy as np
 
@@ -234,9 +270,11 @@ def compare_run_files(
         **options,
     )
     comparison = compare_sources(sources, names, [infos] * len(sources), describe, opts)
-    comparison.warnings = scored.warnings + comparison.warnings
+    who, notes = relevance_labels or (None, ())
+    comparison.warnings = [*notes, *scored.warnings, *comparison.warnings]
     comparison.qrels = {
-        "qrels": str(qrels),
+        "qrels": ", ".join(os.fspath(f) for f in _files(qrels)),
+        **({"labels": who} if who is not None else {}),
         "runs": {name: str(path) for name, path in zip(names, runs, strict=True)},
         "topics": len(topics),
         "relevance_threshold": relevance_threshold,
