@@ -69,6 +69,8 @@ def test_a_run_folder_of_the_version_before_is_converted_once_and_reported_the_s
     expected = json.loads((DATA / "base-076e843.report.json").read_text(encoding="utf-8"))
     got = _without_moving(json.loads(render_json(report)))
     assert got["per_query"].pop("format") == "jsonl"
+    # added since (#36): the queries each stage's decision took from the answer judges (for the emulator's page)
+    assert sum(got["stages"].pop("judged").values()) == sum(map(len, got["stages"].pop("judged_queries").values()))
     _close(got, _without_moving(expected))
     rows = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text(encoding="utf-8").splitlines()]
     base = (DATA / "base-076e843.queries.jsonl").read_text(encoding="utf-8").splitlines()
