@@ -287,7 +287,7 @@ def read_provenance(qrels: str | os.PathLike[str]) -> dict[str, Any] | None:
     return dict(doc)
 
 
-def _judge_name(prov: dict[str, Any]) -> str:
+def judge_name(prov: dict[str, Any]) -> str:
     """``mock judge <model>, rubric 1 <sha256[:12]>``: who labelled a judged qrels file, as the outputs say it."""
     rubric = prov.get("rubric") or {}
     return (
@@ -322,9 +322,9 @@ def qrels_labels(
                 "merges judge-docs outputs; give one human qrels file (concatenate them)"
             )
         return {"source": "human"}, []
-    names = list(dict.fromkeys(_judge_name(p) for _, p in judged))
+    names = list(dict.fromkeys(judge_name(p) for _, p in judged))
     keys = {((p.get("judge") or {}).get("model"), (p.get("rubric") or {}).get("sha256")) for _, p in judged}
-    by_file = "; ".join(f"{f}: {_judge_name(p)}" for f, p in judged)
+    by_file = "; ".join(f"{f}: {judge_name(p)}" for f, p in judged)
     if len(keys) > 1 and not allow_judge_change:
         raise UsageError(
             f"compare --qrels: the judge changed between the qrels files ({by_file}): the runs' difference would mix "
@@ -484,10 +484,8 @@ def relabeller(qrels: str | os.PathLike[str], spec: Any = None) -> tuple[Callabl
         )
         return rec.model_copy(update={"retrieval_ground_truth": truth})
 
-    rubric = prov["rubric"]
     note = (
-        f"relevance labels are judge-labelled ({prov['backend']} judge {prov['judge'].get('model')}, rubric "
-        f"{rubric['version']} {rubric['sha256'][:12]}, {prov['date']}; {prov['counts']['unknown']} document(s) "
-        f"unknown): the local metrics and the stage attribution are judge-based, not human-labelled"
+        f"relevance labels are judge-labelled ({judge_name(prov)}, {prov['date']}; {prov['counts']['unknown']} "
+        "document(s) unknown): the local metrics and the stage attribution are judge-based, not human-labelled"
     )
     return relabel, [note, *circularity(prov, spec)]

@@ -320,11 +320,11 @@ def render_text(doc: dict[str, Any]) -> str:
     labels = p.get("relevance_labels", {})
     judged = labels.get("source") == "judge-labelled"
     if judged:
-        rubric = labels["rubric"]
+        from ..judged import judge_name
+
         lines += [
-            f"relevance labels: judge-labelled ({labels['backend']} judge {labels['judge'].get('model')}, rubric "
-            f"{rubric['version']} {rubric['sha256'][:12]}, {labels['date']}; {labels['counts']['unknown']} "
-            "document(s) unknown, left unlabelled)",
+            f"relevance labels: judge-labelled ({judge_name(labels)}, {labels['date']}; "
+            f"{labels['counts']['unknown']} document(s) unknown, left unlabelled)",
             "",
         ]
     width = 34 if judged else 18
