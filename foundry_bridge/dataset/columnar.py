@@ -13,9 +13,6 @@ from rank) — goes through the row parser every reader uses (``reader.row_parse
 ``DatasetError`` naming the file, line and field. Documents past the first ``depth`` distinct ones are not validated
 (``validate`` checks them). The readers run the context-assembly check and the abstention heuristic while streaming,
 so document texts, contexts and responses are never held for more than one query.
-
-(``benchmarks/bench_readers.py`` measured DuckDB's ``read_ndjson_objects`` with the mapping's paths as JSON path
-expressions against this reader: slower and three times the memory; see ``docs/benchmarks.md``.)
 """
 
 from __future__ import annotations
@@ -130,14 +127,19 @@ def _struct(
     must = {path[:i] for path in required for i in range(1, len(path) + 1)}
     defaults = defaults or {}
     counter = iter(range(1_000_000))
+    attrs: dict[tuple[str, ...], str] = {}  # each path's dotted attribute name
 
-    def build(node: dict[str, Any], prefix: tuple[str, ...]) -> type:
+    def build(node: dict[str, Any], prefix: tuple[str, ...], names: tuple[str, ...]) -> type:
         fields: list[tuple[str, Any, Any] | tuple[str, Any]] = []
         rename: dict[str, str] = {}
         for key, value in node.items():
             attr = f"f{next(counter)}"
             rename[attr] = key
-            typ = value[1] if isinstance(value, tuple) else build(value, (*prefix, key))
+            if isinstance(value, tuple):
+                typ = value[1]
+                attrs[value[2]] = ".".join((*names, attr))
+            else:
+                typ = build(value, (*prefix, key), (*names, attr))
             if (*prefix, key) in must:
                 fields.append((attr, typ))
             elif isinstance(value, tuple) and value[2] in defaults:
@@ -146,23 +148,7 @@ def _struct(
                 fields.append((attr, typ | None, None))
         return msgspec.defstruct(f"{name}{next(counter)}", fields, rename=rename, kw_only=True, gc=False)
 
-    root = build(tree, ())
-
-    # resolve each path to attribute names by walking the generated types
-    attrs: dict[tuple[str, ...], str] = {}
-    for path in leaves:
-        typ, names = root, []
-        for seg in path:
-            info = msgspec.structs.fields(typ)
-            f = next(f for f in info if f.encode_name == seg)
-            names.append(f.name)
-            inner = [
-                a
-                for a in (f.type, *getattr(f.type, "__args__", ()))
-                if isinstance(a, type) and hasattr(a, "__struct_fields__")
-            ]
-            typ = inner[0] if inner else None
-        attrs[path] = ".".join(names)
+    root = build(tree, (), ())
     return root, attrs
 
 
