@@ -24,6 +24,7 @@ import numpy as np
 
 from .._io import atomic_open, dumps
 from ..errors import DatasetError
+from ..wire import to_number
 from .rows import JsonLimitError, jsonl_rows
 
 __all__ = [
@@ -193,10 +194,8 @@ def _number(value: Any) -> float | None:
     range check refuses it with its own field and fix)."""
     if value is None or value == "":
         return None
-    try:
-        return float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        return math.nan
+    number = to_number(value)
+    return math.nan if number is None else number
 
 
 def _score(value: Any, where: tuple[str, int]) -> float | None:

@@ -2,8 +2,8 @@
 
 ``t_quantile(p, df)`` is Student's t quantile from ``scipy.special.stdtrit`` (imported when first called: scipy is
 a run-time dependency for it, a well-kept library rather than a hand-written inverse incomplete beta). The rest is
-pure ``math``: ``normal_sf(z)`` = P(Z > z) = erfc(z/√2)/2; ``normal_quantile(p)`` inverts the normal CDF by
-bisection on it (to 1e-12, ample for interval bounds); ``binom_cdf(k, n)`` = P(X ≤ k) for X ~ Binomial(n, 1/2)
+pure ``math``: ``normal_sf(z)`` = P(Z > z) = erfc(z/√2)/2; ``normal_quantile(p)`` is ``statistics.NormalDist``'s
+inverse CDF; ``binom_cdf(k, n)`` = P(X ≤ k) for X ~ Binomial(n, 1/2)
 (McNemar's exact test): summed exactly in integers up to n = 1000, beyond that in log space (log C(n, i) as a
 cumulative sum of log((n − i + 1)/i), relative error below 1e-7) so a million discordant pairs stay fast.
 """
@@ -11,6 +11,7 @@ cumulative sum of log((n − i + 1)/i), relative error below 1e-7) so a million 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -28,14 +29,7 @@ def normal_quantile(p: float) -> float:
     """The z with P(Z ≤ z) = p, for 0 < p < 1."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
-    lo, hi = -40.0, 40.0
-    while hi - lo > 1e-12:
-        mid = (lo + hi) / 2
-        if 1.0 - normal_sf(mid) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return NormalDist().inv_cdf(p)
 
 
 def t_quantile(p: float, df: float) -> float:
