@@ -319,16 +319,15 @@ class _FastConfig:
         want_content = bool(d and d.content and f.context)
         top_k = d is not None and 1 <= depth <= _TOP_K_MAX_DEPTH
 
-        # strict: ids are JSON strings (no conversion); lenient, per line on demand: integer ids read as strings
+        # the raw-list decoders read integer ids too (as strings); the top-k one, tried first on every line
+        # (see _top_reader), only JSON strings
         def decoders(id_type: Any, top: bool) -> tuple[Any, Any, dict[Any, str], dict[Any, str], dict[Any, str]]:
             return _decoders(f, id_type, top, depth=depth, want_content=want_content)
 
-        self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str, False)
-        self.row_dec_l, self.docs_dec_l, *attrs_l = decoders(str | int, False)
-        # the common case, tried first on every line (see _top_reader)
+        self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str | int, False)
         self.top_dec: Any
         self.top_dec, _, *attrs_t = decoders(str, True) if top_k else (None, None, row_attrs, doc_attrs, lab_attrs)
-        if attrs_l != [row_attrs, doc_attrs, lab_attrs] or attrs_t != attrs_l:
+        if attrs_t != [row_attrs, doc_attrs, lab_attrs]:
             raise _Fallback("internal: decoder layouts differ")
         # in top_dec's types the ids and label values are never None, nor is a score whose objects are the id's
         id_path = _split(d.document_id) if d else ()
@@ -516,7 +515,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
     depth, threshold, phrases, min_prefix = cfg.depth, cfg.threshold, cfg.phrases, cfg.min_prefix
     row_dec, docs_dec = cfg.row_dec.decode, cfg.docs_dec.decode if cfg.docs_dec else None
     get_qid, get_kind, get_context, get_response = cfg.get_qid, cfg.get_kind, cfg.get_context, cfg.get_response
-    get_docs, get_doc_id, get_score = cfg.get_docs, cfg.get_doc_id, cfg.get_score
+    get_docs, get_score = cfg.get_docs, cfg.get_score
     get_labels, get_lab_id, get_lab_value = cfg.get_labels, cfg.get_lab_id, cfg.get_lab_value
     ranked = cfg.ranked
     validation_error = msgspec.ValidationError
@@ -524,12 +523,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
 
     def read(line: bytes) -> None:
         try:
-            try:
-                row = row_dec(line)
-                lenient = False
-            except validation_error:
-                row = cfg.row_dec_l.decode(line)
-                lenient = True
+            row = row_dec(line)
             qid = get_qid(row)
             if type(qid) is not str or not qid:
                 qid = _query_id(qid)
@@ -537,10 +531,10 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             qrels: dict[str, int] | None
             if labs is None:
                 qrels = None
-            elif lenient:
-                qrels = {_str_id(get_lab_id(x)): get_lab_value(x) for x in labs}
             else:
                 qrels = {get_lab_id(x): get_lab_value(x) for x in labs}
+                if not set(map(type, qrels)) <= _STR:  # an integer id is read as its text
+                    qrels = {_str_id(get_lab_id(x)): get_lab_value(x) for x in labs}
             if qrels and (None in qrels or None in qrels.values()):
                 raise _Fallback("label or label id missing")
 
@@ -550,14 +544,8 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             if raws is None and ranked:  # the ranking absent or null: the records path words and locates it
                 raise _Fallback("no ranking")
             if raws:
-                blob = b"[" + join(raws[:depth]) + b"]"
-                try:
-                    docs = docs_dec(blob)  # type: ignore[misc]
-                    ids = list(map(get_doc_id, docs))
-                except validation_error:
-                    docs, ids = _lenient_docs(cfg, blob)
-                if None in ids:
-                    raise _Fallback("document id missing")
+                docs = docs_dec(b"[" + join(raws[:depth]) + b"]")  # type: ignore[misc]
+                ids = _doc_ids(cfg, docs)
                 n = len(ids)
                 if len(set(ids)) == n and len(raws) <= depth:
                     n_ret = n
@@ -587,24 +575,22 @@ def _query_id(value: Any) -> str:
     raise _Fallback("query id missing, empty or not a string")
 
 
-def _lenient_docs(cfg: _FastConfig, blob: bytes) -> tuple[list[Any], list[str]]:
-    docs = cfg.docs_dec_l.decode(blob)
-    return docs, [_str_id(cfg.get_doc_id(x)) for x in docs]
+_STR = {str}
+
+
+def _doc_ids(cfg: _FastConfig, docs: list[Any]) -> list[str]:
+    """The documents' ids, an integer id read as its text; a missing one sends the line to the row parser."""
+    ids = list(map(cfg.get_doc_id, docs))
+    if None in ids:
+        raise _Fallback("document id missing")
+    return ids if set(map(type, ids)) <= _STR else [str(i) for i in ids]
 
 
 def _dedup_docs(cfg: _FastConfig, raws: list[Any], docs: list[Any], ids: list[str]) -> tuple[list[Any], list[str], int]:
     """First occurrences (all documents decoded when needed): the top ``depth`` docs, their ids, the distinct count."""
-    import msgspec
-
     if len(raws) > cfg.depth:
-        blob = b"[" + b",".join(raws) + b"]"
-        try:
-            docs = cfg.docs_dec.decode(blob)
-            ids = list(map(cfg.get_doc_id, docs))
-        except msgspec.ValidationError:
-            docs, ids = _lenient_docs(cfg, blob)
-    if None in ids:
-        raise _Fallback("document id missing")
+        docs = cfg.docs_dec.decode(b"[" + b",".join(raws) + b"]")
+        ids = _doc_ids(cfg, docs)
     first: dict[str, Any] = {}
     for i, x in zip(ids, docs, strict=True):
         if i not in first:
