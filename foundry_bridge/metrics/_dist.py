@@ -15,7 +15,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["binom_cdf", "binom_pmf", "normal_quantile", "normal_sf", "t_quantile"]
+__all__ = ["average_ranks", "binom_cdf", "binom_pmf", "normal_quantile", "normal_sf", "t_quantile"]
 
 _EXACT_UP_TO = 1000
 
@@ -64,3 +64,15 @@ def binom_cdf(k: int, n: int) -> float:
     log_pmf = np.concatenate([[0.0], np.cumsum(np.log(n - i + 1) - np.log(i))]) - n * math.log(2.0)
     top = float(log_pmf.max())
     return min(1.0, math.exp(top) * float(np.exp(log_pmf - top).sum()))
+
+
+def average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """1-based ranks of ``values``, tied values sharing the mean of their ranks (``scipy.stats.rankdata``'s
+    "average"), and the sizes of the tie groups in ascending order of value."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    sizes = np.diff(np.append(starts, values.size))
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat(starts + (sizes + 1) / 2.0, sizes)
+    return ranks, sizes
