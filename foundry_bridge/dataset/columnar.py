@@ -533,7 +533,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
                 qrels = None
             else:
                 qrels = {get_lab_id(x): get_lab_value(x) for x in labs}
-                if not set(map(type, qrels)) <= _STR:  # an integer id is read as its text
+                if not _all_text(qrels):  # an integer id is read as its text
                     qrels = {_str_id(get_lab_id(x)): get_lab_value(x) for x in labs}
             if qrels and (None in qrels or None in qrels.values()):
                 raise _Fallback("label or label id missing")
@@ -575,15 +575,23 @@ def _query_id(value: Any) -> str:
     raise _Fallback("query id missing, empty or not a string")
 
 
-_STR = {str}
+def _all_text(values: Iterable[Any]) -> bool:
+    """Every value a string (``str.join`` refuses anything else, and is the fastest look at them all)."""
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
 
 
 def _doc_ids(cfg: _FastConfig, docs: list[Any]) -> list[str]:
     """The documents' ids, an integer id read as its text; a missing one sends the line to the row parser."""
     ids = list(map(cfg.get_doc_id, docs))
+    if _all_text(ids):
+        return ids
     if None in ids:
         raise _Fallback("document id missing")
-    return ids if set(map(type, ids)) <= _STR else [str(i) for i in ids]
+    return [str(i) for i in ids]
 
 
 def _dedup_docs(cfg: _FastConfig, raws: list[Any], docs: list[Any], ids: list[str]) -> tuple[list[Any], list[str], int]:
