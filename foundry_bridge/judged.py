@@ -174,11 +174,19 @@ def _grades(
 ) -> tuple[list[tuple[int | None, str]], dict[str, Any], dict[str, int]]:
     """Each pair's (grade or None, reason or cause), the judge's identity, the judge's counters."""
     if backend == "mock":
-        from .mock import stand_in_grade
-        from .mock._relevance import STAND_IN_CUTS
+        from .mock._graders import grade, stand_in_cuts
 
-        judge = {"model": "mock stand-in (lexical overlap)", "cuts": [list(c) for c in STAND_IN_CUTS]}
-        return [stand_in_grade(p.query, p.text) for p in pairs], judge, {"judge_calls": 0}
+        judge = {"model": "mock stand-in (lexical overlap)", "cuts": [list(c) for c in stand_in_cuts(len(SCALE))]}
+        init = {"labels": [str(g) for g in SCALE], "passing_labels": ["2", "3"]}
+
+        def one(p: DocumentPair) -> tuple[int | None, str]:
+            try:
+                label, reason = grade("label_model", init, [p.query, p.text])[2::2]
+            except ValueError as exc:
+                return None, f"mock stand-in: {exc}"
+            return int(str(label)), reason
+
+        return [one(p) for p in pairs], judge, {"judge_calls": 0}
     if local is None:
         raise UsageError("judge-docs --backend local needs a LocalBackend (--judge-endpoint, --judge-model)")
     from .local._ask import ask_judge, judge_config
