@@ -34,10 +34,12 @@ if TYPE_CHECKING:
     from .mapping import Mapping
 
 __all__ = [
+    "BACKENDS",
     "DEEPCHECKS",
     "JUDGE_LABELLED",
     "MAX_OUTPUT_TOKENS",
     "RUBRIC",
+    "RUBRIC_SCALE",
     "RUBRIC_SHA256",
     "RUBRIC_VERSION",
     "SCALE",
@@ -62,16 +64,25 @@ FORMAT = "foundry-bridge judged qrels 1"
 SCALE = {0: "irrelevant", 1: "related", 2: "partially answers", 3: "answers"}
 DEEPCHECKS = {"Platinum": [3], "Gold": [2], "Irrelevant": [0, 1]}
 RUBRIC_VERSION = "1"
-RUBRIC = """\
+RUBRIC_SCALE = """\
 You grade how well one document answers one search query, on a scale from 0 to 3.
 3 (answers): the document alone holds everything needed to answer the query.
 2 (partially answers): the document holds part of the answer; the rest must come from elsewhere.
 1 (related): the document is about the query's subject but holds nothing that answers it.
 0 (irrelevant): the document has nothing to do with the query.
-Read only the document's text; do not use what you know yourself. Between two grades, give the lower.
+Read only the document's text; do not use what you know yourself. Between two grades, give the lower."""
+# the local judge's reply format; a label_model grader answers with one of its labels instead (GRADER)
+RUBRIC = (
+    RUBRIC_SCALE
+    + """
 Reply with one JSON object and nothing else: {"grade": 0, 1, 2 or 3, "reason": "one short sentence"}."""
+)
 RUBRIC_SHA256 = hashlib.sha256(RUBRIC.encode()).hexdigest()
 _TASK = f"document_relevance/{RUBRIC_VERSION}"
+_USER = "Query:\n{query}\n\nDocument:\n{document}"
+BACKENDS = ("mock", "foundry", "local")
+PASSING = ("2", "3")  # the grades that answer the query, in part or whole (Deepchecks' Gold and Platinum)
+MOCK_MODEL = "mock stand-in (lexical overlap)"  # who grades on the emulator (its label_model stand-in)
 MAX_OUTPUT_TOKENS = 256  # the answer's ceiling, sent as max_tokens: the estimate's output bound per call
 _WS = re.compile(r"\s")
 
@@ -128,7 +139,18 @@ def parse_grade(content: str) -> dict[str, Any]:
 
 
 def _user_message(pair: DocumentPair) -> str:
-    return f"Query:\n{pair.query}\n\nDocument:\n{pair.text}"
+    return _USER.format(query=pair.query, document=pair.text)
+
+
+def _grader() -> Any:
+    """The ``label_model`` criterion judge-docs sends on Foundry and the emulator: ``RUBRIC_SCALE`` as the system
+    message, the query and document through ``{{item.x}}`` templates, labels 0–3, passing 2 and 3."""
+    from .graded import Grader
+
+    system = RUBRIC_SCALE + "\nAnswer with the grade's number (0, 1, 2 or 3) as the label."
+    user = _USER.format(query="{{item.query}}", document="{{item.document}}")
+    labels = tuple(str(g) for g in SCALE)
+    return Grader("document_relevance", "label_model", (("system", system), ("user", user)), labels, PASSING)
 
 
 def _requests(pairs: Sequence[DocumentPair]) -> tuple[list[int], list[tuple[str, str]]]:
@@ -169,24 +191,68 @@ def estimate_documents(
     return counts
 
 
+_NO_TEXT = "NO_TEXT: no query or document text to judge"
+
+
+def _graded(
+    pairs: Sequence[DocumentPair], backend: str, progress: Callable[..., None] | None, wire: dict[str, Any]
+) -> tuple[list[tuple[int | None, str]], dict[str, Any], dict[str, int]]:
+    """The pairs graded by the ``label_model`` criterion (``_grader``) through ``graded.run_graders`` into the run
+    folder ``wire['run_dir']``: a label outside 0–3, an errored or a missing result is unknown, with its cause."""
+    from .graded import run_graders
+    from .mock import stand_in_cuts
+
+    grader = _grader()
+    askable = [i for i, p in enumerate(pairs) if p.query and p.text]
+    items = (
+        {"query_id": p.query_id, "document_id": p.document_id, "query": p.query, "document": p.text}
+        for p in (pairs[i] for i in askable)
+    )
+    model = wire.get("judge_model") or ("mock-judge" if backend == "mock" else None)
+    if model is None:
+        raise UsageError("judge-docs --backend foundry needs --judge-model: the judge model's deployment name")
+    options = {k: v for k, v in wire.items() if k not in ("judge_model", "run_dir")}
+    step = (lambda stage, done, total: progress(stage, done, total)) if progress else None
+    run = run_graders(
+        items, [grader], backend=backend, deployment=model, run_dir=wire["run_dir"], name="judge-docs",
+        progress=step, options=options,
+    )  # fmt: skip
+    out: list[tuple[int | None, str]] = [(None, _NO_TEXT)] * len(pairs)
+    for i, row in zip(askable, run.results[grader.name], strict=True):
+        if row is None:
+            out[i] = (None, "MISSING_RESULT: the run returned no result for this document")
+        elif row.error is not None:
+            out[i] = (None, row.error)
+        elif row.label in grader.labels:
+            out[i] = (int(row.label), row.reason or "")
+        else:
+            out[i] = (None, f"UNREADABLE_LABEL: the grader answered {row.label!r}, not one of 0, 1, 2, 3")
+    judge: dict[str, Any] = {"model": MOCK_MODEL if backend == "mock" else model}
+    if backend == "mock":
+        judge["cuts"] = [list(c) for c in stand_in_cuts(len(SCALE))]
+    judge |= {
+        "grader": grader.kind,
+        "evaluator": grader.spec.name,
+        "deployment": model,
+        "prompt_sha256": grader.prompt_sha256,
+        "run_dir": str(run.run_dir),
+        "eval_id": run.eval_id,
+        "run_ids": run.run_ids,
+    }
+    errored = sum(1 for i in askable if out[i][0] is None)
+    return out, judge, {"judge_calls": len(askable), "errored": errored}
+
+
 def _grades(
-    pairs: Sequence[DocumentPair], backend: str, local: LocalBackend | None, progress: Callable[..., None] | None
+    pairs: Sequence[DocumentPair],
+    backend: str,
+    local: LocalBackend | None,
+    progress: Callable[..., None] | None,
+    wire: dict[str, Any] | None = None,
 ) -> tuple[list[tuple[int | None, str]], dict[str, Any], dict[str, int]]:
     """Each pair's (grade or None, reason or cause), the judge's identity, the judge's counters."""
-    if backend == "mock":
-        from .mock._graders import grade, stand_in_cuts
-
-        judge = {"model": "mock stand-in (lexical overlap)", "cuts": [list(c) for c in stand_in_cuts(len(SCALE))]}
-        init = {"labels": [str(g) for g in SCALE], "passing_labels": ["2", "3"]}
-
-        def one(p: DocumentPair) -> tuple[int | None, str]:
-            try:
-                label, reason = grade("label_model", init, [p.query, p.text])[2::2]
-            except ValueError as exc:
-                return None, f"mock stand-in: {exc}"
-            return int(str(label)), reason
-
-        return [one(p) for p in pairs], judge, {"judge_calls": 0}
+    if backend in ("mock", "foundry"):
+        return _graded(pairs, backend, progress, wire or {})
     if local is None:
         raise UsageError("judge-docs --backend local needs a LocalBackend (--judge-endpoint, --judge-model)")
     from .local._ask import ask_judge, judge_config
@@ -195,7 +261,7 @@ def _grades(
     askable, requests = _requests(pairs)
     step = (lambda done, total: progress("judging", done, total)) if progress else None
     answers = ask_judge(local, requests, task=_TASK, parse=parse_grade, progress=step, max_tokens=MAX_OUTPUT_TOKENS)
-    out: list[tuple[int | None, str]] = [(None, "NO_TEXT: no query or document text to judge")] * len(pairs)
+    out: list[tuple[int | None, str]] = [(None, _NO_TEXT)] * len(pairs)
     for i, answer in zip(askable, answers, strict=True):
         out[i] = (answer["grade"], answer["reason"]) if isinstance(answer, dict) else (None, answer)
     return out, judge, dict(local.stats)
@@ -210,15 +276,22 @@ def judge_documents(
     mapping: Mapping | None = None,
     local: LocalBackend | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
+    judge_model: str | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    foundry: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Grade DATA's documents (``document_pairs`` to depth ``k``) with ``backend`` (``mock`` or ``local``, the latter
-    through ``local``), write the qrels to ``out`` and the provenance to ``provenance_path(out)``; return the
-    provenance (without its per-document list)."""
+    """Grade DATA's documents (``document_pairs`` to depth ``k``), write the qrels to ``out`` and the provenance to
+    ``provenance_path(out)``; return the provenance (without its per-document list).
+
+    ``backend``: ``local`` (through ``local``, a ``LocalBackend``), or ``mock`` / ``foundry``: one ``label_model``
+    criterion (``_grader``) run on the emulator or on Foundry (``judge_model``: the deployment; ``foundry``: the
+    runner's backend options, ``endpoint``, ``credential``, ``resume``, ...) into the run folder ``run_dir``
+    (default ``OUT.run``)."""
     from .dataset import read_records
     from .mapping import load_mapping
 
-    if backend not in ("mock", "local"):
-        raise UsageError(f"judge-docs --backend must be mock or local, got {backend!r}")
+    if backend not in BACKENDS:
+        raise UsageError(f"judge-docs --backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     mapping = mapping or load_mapping(None)
     pairs = document_pairs(read_records(data, mapping, require_ranking=True), k)
     for p in pairs:
@@ -229,7 +302,8 @@ def judge_documents(
                 field="query_id" if _WS.search(p.query_id) else "document_id",
                 hint="use ids without spaces, tabs or newlines",
             )
-    grades, judge, stats = _grades(pairs, backend, local, progress)
+    wire = {**(foundry or {}), "judge_model": judge_model, "run_dir": run_dir or f"{os.fspath(out)}.run"}
+    grades, judge, stats = _grades(pairs, backend, local, progress, wire)
     with atomic_open(out) as fh:
         for p, (grade, _) in zip(pairs, grades, strict=True):
             if grade is not None:
