@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._io import atomic_open, loads, sha256_file, write_json
+from ._text import judge_object
 from .errors import DatasetError, UsageError
 
 if TYPE_CHECKING:
@@ -127,12 +128,7 @@ def document_pairs(records: Iterable[Any], k: int) -> list[DocumentPair]:
 def parse_grade(content: str) -> dict[str, Any]:
     """``{"grade": 0–3, "reason": text}`` from a judge's answer (a JSON object, possibly in a code fence); a
     ``ValueError`` saying what is wrong otherwise."""
-    text = content.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
-    try:
-        answer = loads(text)
-    except ValueError:
-        raise ValueError(f"the judge's answer is not a JSON object: {content[:120]!r}") from None
-    grade = answer.get("grade") if isinstance(answer, dict) else None
+    answer, grade = judge_object(content, "grade")
     if isinstance(grade, bool) or grade not in SCALE:
         raise ValueError(f"the judge's answer has no grade 0, 1, 2 or 3: {content[:120]!r}")
     return {"grade": int(grade), "reason": str(answer.get("reason") or "")[:500]}
@@ -279,6 +275,7 @@ def judge_documents(
     judge_model: str | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     foundry: dict[str, Any] | None = None,
+    coverage: bool = False,
 ) -> dict[str, Any]:
     """Grade DATA's documents (``document_pairs`` to depth ``k``), write the qrels to ``out`` and the provenance to
     ``provenance_path(out)``; return the provenance (without its per-document list).
@@ -286,7 +283,8 @@ def judge_documents(
     ``backend``: ``local`` (through ``local``, a ``LocalBackend``), or ``mock`` / ``foundry``: one ``label_model``
     criterion (``_grader``) run on the emulator or on Foundry (``judge_model``: the deployment; ``foundry``: the
     runner's backend options, ``endpoint``, ``credential``, ``resume``, ...) into the run folder ``run_dir``
-    (default ``OUT.run``)."""
+    (default ``OUT.run``). ``coverage``: also judge each query's retrieval coverage and utilization over the
+    documents graded relevant (``foundry_bridge.coverage``), kept in the provenance (``coverage``)."""
     from .dataset import read_records
     from .mapping import load_mapping
 
@@ -337,7 +335,24 @@ def judge_documents(
         | {"grade": g, "reason": why}
         for p, (g, why) in zip(pairs, grades, strict=True)
     ]
-    write_json(provenance_path(out), {**provenance, "documents": documents})
+    queries: list[dict[str, Any]] = []
+    if coverage:
+        from .coverage import COVERAGE_VERSION, evidence, measure, summarize
+
+        items = evidence(
+            read_records(data, mapping, require_ranking=True),
+            [(p, g) for p, (g, _) in zip(pairs, grades, strict=True)],
+            PASSING,
+        )
+        queries, ident = measure(items, backend=backend, local=local, wire=wire, progress=progress)
+        provenance["coverage"] = {
+            "version": COVERAGE_VERSION,
+            "relevant": f"graded {' or '.join(PASSING)} by this judge",
+            "judge": ident,
+            "summary": summarize(queries),
+            "judge_stats": dict(local.stats) if local is not None else {},
+        }
+    write_json(provenance_path(out), {**provenance, "documents": documents, "queries": queries})
     return provenance
 
 
@@ -366,6 +381,7 @@ def read_provenance(qrels: str | os.PathLike[str]) -> dict[str, Any] | None:
             hint="keep human labels in their own file (metrics --human-qrels) or run judge-docs again",
         )
     doc.pop("documents", None)
+    doc.pop("queries", None)
     return dict(doc)
 
 
@@ -570,4 +586,12 @@ def relabeller(qrels: str | os.PathLike[str], spec: Any = None) -> tuple[Callabl
         f"relevance labels are judge-labelled ({judge_name(prov)}, {prov['date']}; {prov['counts']['unknown']} "
         "document(s) unknown): the local metrics and the stage attribution are judge-based, not human-labelled"
     )
-    return relabel, [note, *circularity(prov, spec)]
+    notes = [note, *circularity(prov, spec)]
+    if prov.get("coverage"):
+        from .coverage import summary_lines
+
+        notes += [
+            f"{line} (judge-based; per query in {provenance_path(qrels)})"
+            for line in summary_lines(prov["coverage"]["summary"])
+        ]
+    return relabel, notes

@@ -160,13 +160,14 @@ LAYERS: dict[str, set[str]] = {
     "traces": BASE,
     "estimate": BASE,
     "graded": BASE | {"mapping", "runfolder", "runner"},  # grader criteria run by the runner (#37)
-    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock", "graded"},
+    "coverage": BASE | {"graded", "local"},  # retrieval coverage and utilization (#37)
+    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock", "graded", "coverage"},
     "integrations": BASE | {"report", "runfolder", "columns"},
     "pytest_plugin": BASE | {"report", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
     | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns", "traces", "judged"}
-    | {"graded"},
+    | {"graded", "coverage"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
     "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report"},

@@ -40,6 +40,11 @@ __all__ = ["command"]
 @click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="local: parallel calls.")
 @click.option("--judge-timeout", type=Finite(0, 3600, min_open=True), default=60.0, help="local: s per request [60].")
 @click.option("--judge-retries", type=click.IntRange(0, 20), default=3, help="local: retries of a failed request [3].")
+@click.option(
+    "--coverage/--no-coverage",
+    default=None,
+    help="Also judge each query's retrieval coverage and utilization [mapping judge_docs.coverage, else no].",
+)
 @click.option("--estimate", is_flag=True, help="Count the judge calls (and those the cache answers); grade nothing.")
 @quiet_option
 def command(
@@ -52,6 +57,7 @@ def command(
     quiet: bool,
     endpoint: str | None,
     run_dir: Path | None,
+    coverage: bool | None,
     **local: Any,
 ) -> None:
     """Grade every document DATA ranks within --k, and every document of the context as sent, on a 0–3 scale
@@ -94,6 +100,7 @@ def command(
         judge_model=local["judge_model"] if backend != "local" else None,
         run_dir=run_dir,
         foundry=foundry,
+        coverage=coverage if coverage is not None else bool(mapping.judge_docs and mapping.judge_docs.coverage),
     )
     done()
     c = prov["counts"]
@@ -103,6 +110,10 @@ def command(
         f"{c['unknown']} unknown; wrote {out} and {provenance_path(out)} (judge-labelled, rubric "
         f"{prov['rubric']['version']} {prov['rubric']['sha256'][:12]})"
     )
+    if "coverage" in prov:
+        from ..coverage import summary_lines
+
+        click.echo("\n".join(summary_lines(prov["coverage"]["summary"])))
 
 
 def _local_backend(
