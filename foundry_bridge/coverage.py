@@ -167,13 +167,9 @@ def _on_wire(
 
     graders = _graders()
     sent = [i for i, a in enumerate(asks) if a["coverage"] is None]  # every query the judge sees has documents
+    fields = ("query_id", "query", "joined", "response")  # an absent answer is left out of its item, not null
     rows = (
-        {
-            "query_id": items[i].query_id,
-            "query": items[i].query,
-            "documents": items[i].joined,
-            "response": items[i].response,
-        }
+        {"documents" if f == "joined" else f: v for f in fields if (v := getattr(items[i], f)) is not None}
         for i in sent
     )
     model = wire.get("judge_model") or ("mock-judge" if backend == "mock" else None)

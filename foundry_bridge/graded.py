@@ -102,8 +102,9 @@ def run_graders(
 ) -> GraderRun:
     """Run ``graders`` over ``items`` (flat dicts holding the fields the messages' templates read) on ``backend``
     (``mock``: the emulator; ``foundry``: the project at ``options['endpoint']`` or ``$AZURE_AI_PROJECT_ENDPOINT``)
-    into the run folder ``run_dir``; a finished run of the same plan there is reused, an unfinished one resumed
-    (``options['resume']``). ``deployment``: the judge model deployment the graders name."""
+    into the run folder ``run_dir``, as ``runner.run_evaluation`` runs a plan: a finished run of the same plan there
+    is reused (nothing sent), an unfinished one continued with ``options['resume']``, anything else refused unless
+    ``options['force']``. ``deployment``: the judge model deployment the graders name."""
     from . import __version__
     from .mapping import load_mapping
     from .mapping.builder import build_eval_body
@@ -121,9 +122,9 @@ def run_graders(
     body["data_source_config"]["item_schema"]["properties"] = {f: dict(_ITEM_FIELD) for f in _fields(graders)}
     plan = Plan(name=name, mapping=load_mapping(None), criteria=criteria, eval_body=body, items=spool.rows())
     opts = dict(options or {})
-    resume = bool(opts.pop("resume", False))
+    resume, force = bool(opts.pop("resume", False)), bool(opts.pop("force", False))
     summary = run_evaluation(
-        plan, run_dir, GRADER_BACKENDS[backend], resume=resume, force=not resume, progress=progress, **opts
+        plan, run_dir, GRADER_BACKENDS[backend], resume=resume, force=force, progress=progress, **opts
     )
     n = len(plan.items)
     results: dict[str, list[Any]] = {g.name: [None] * n for g in graders}

@@ -15,6 +15,7 @@ from trec_sweep_helpers import read_trec_qrels
 
 from foundry_bridge.catalog import LABEL_MODEL
 from foundry_bridge.cli import cli, main
+from foundry_bridge.errors import UsageError
 from foundry_bridge.foundry import StaticTokenCredential
 from foundry_bridge.judged import RUBRIC_SCALE, judge_documents
 from foundry_bridge.mock import FaultConfig, FoundryEmulator, serve, tokens
@@ -141,3 +142,17 @@ def test_a_label_outside_the_scale_is_unknown(tmp_path: Path, monkeypatch: pytes
     assert prov["counts"]["unknown"] == prov["counts"]["documents"] == 41
     docs = json.loads((tmp_path / "o.qrels.json").read_text())["documents"]
     assert all(d["reason"].startswith("UNREADABLE_LABEL") for d in docs)
+
+
+def test_a_finished_grader_run_is_reused_and_another_plan_in_its_folder_refused(tmp_path: Path) -> None:
+    run_dir = tmp_path / "grades"
+    first = judge_documents(BENEFITS, tmp_path / "a.qrels", backend="mock", run_dir=run_dir)
+    again = judge_documents(BENEFITS, tmp_path / "b.qrels", backend="mock", run_dir=run_dir)
+    assert again["judge"]["eval_id"] == first["judge"]["eval_id"]  # nothing sent: the finished run read back
+    assert (tmp_path / "a.qrels").read_bytes() == (tmp_path / "b.qrels").read_bytes()
+    with pytest.raises(UsageError, match="already holds a run of another plan"):
+        judge_documents(BENEFITS, tmp_path / "c.qrels", backend="mock", run_dir=run_dir, k=3)
+    forced = judge_documents(
+        BENEFITS, tmp_path / "c.qrels", backend="mock", run_dir=run_dir, k=3, foundry={"force": True}
+    )
+    assert forced["judge"]["eval_id"] != first["judge"]["eval_id"] and forced["counts"]["documents"] < 41

@@ -40,6 +40,8 @@ __all__ = ["command"]
 @click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="local: parallel calls.")
 @click.option("--judge-timeout", type=Finite(0, 3600, min_open=True), default=60.0, help="local: s per request [60].")
 @click.option("--judge-retries", type=click.IntRange(0, 20), default=3, help="local: retries of a failed request [3].")
+@click.option("--resume", is_flag=True, help="mock, foundry: continue the unfinished grader run in --run-dir.")
+@click.option("--force", is_flag=True, help="mock, foundry: grade again even where --run-dir holds a run.")
 @click.option(
     "--coverage/--no-coverage",
     default=None,
@@ -58,6 +60,8 @@ def command(
     endpoint: str | None,
     run_dir: Path | None,
     coverage: bool | None,
+    resume: bool,
+    force: bool,
     **local: Any,
 ) -> None:
     """Grade every document DATA ranks within --k, and every document of the context as sent, on a 0–3 scale
@@ -88,7 +92,8 @@ def command(
         click.echo(" ".join(f"{key}: {value}" for key, value in counts.items()))
         return
     progress, done = command_progress(quiet)
-    foundry = {"endpoint": endpoint} if backend == "foundry" and endpoint else None
+    foundry = {"endpoint": endpoint, "resume": resume, "force": force}
+    foundry = {key: value for key, value in foundry.items() if value and backend != "local"}
     prov = judge_documents(
         data,
         out,
