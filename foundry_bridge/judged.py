@@ -171,19 +171,31 @@ def cached_requests(local: LocalBackend, requests: Sequence[tuple[str, str]]) ->
 
 
 def estimate_documents(
-    data: str | os.PathLike[str], *, k: int = 10, mapping: Mapping | None = None, local: LocalBackend | None = None
+    data: str | os.PathLike[str],
+    *,
+    k: int = 10,
+    mapping: Mapping | None = None,
+    local: LocalBackend | None = None,
+    coverage: bool = False,
 ) -> dict[str, int]:
     """What ``judge_documents`` would do, without grading: ``documents`` to grade, ``judge_calls`` (distinct
     requests with text), ``no_text`` (unknown at once) and, with a local backend, ``cached`` (answered by its
-    response cache: not sent)."""
+    response cache: not sent); with ``coverage``, ``coverage_calls_max`` and ``utilization_calls_max`` (the
+    ceiling: every graded document counted relevant, ``coverage.ceiling_requests``)."""
     from .dataset import read_records
     from .mapping import load_mapping
 
-    records = read_records(data, mapping or load_mapping(None), require_ranking=True)
-    requests, documents, no_text = judge_requests(records, k)
+    mapping = mapping or load_mapping(None)
+    requests, documents, no_text = judge_requests(read_records(data, mapping, require_ranking=True), k)
     counts = {"documents": documents, "judge_calls": len(requests), "no_text": no_text}
     if local is not None:
         counts["cached"] = cached_requests(local, requests)
+    if coverage:
+        from .coverage import ceiling_requests
+
+        records = list(read_records(data, mapping, require_ranking=True))  # read twice: once for the pairs
+        for name, sent in ceiling_requests(records, document_pairs(records, k)).items():
+            counts[f"{name}_calls_max"] = len(sent)
     return counts
 
 

@@ -155,3 +155,14 @@ def test_the_report_on_judged_labels_notes_the_coverage_means(tmp_path: Path) ->
     printed = [line for line in judged.output.splitlines() if line.startswith("retrieval ")]
     assert [n.split(" (judge-based")[0] for n in notes] == printed and len(printed) == 2
     assert all(n.endswith(f"per query in {tmp_path / 'j.qrels.json'})") for n in notes)
+
+
+def test_judge_docs_estimate_counts_the_coverage_ceiling_only_when_asked(tmp_path: Path) -> None:
+    base = ["judge-docs", str(BENEFITS), "--out", str(tmp_path / "e.qrels"), "--estimate"]
+    plain = CliRunner().invoke(cli, base).output
+    asked = CliRunner().invoke(cli, [*base, "--coverage"]).output
+    rows = _rows()
+    assert "coverage_calls_max" not in plain and plain.strip() in asked
+    with_response = sum(1 for r in rows if r.get("response"))
+    assert f"coverage_calls_max: {len(rows)} utilization_calls_max: {with_response}" in asked
+    assert not (tmp_path / "e.qrels").exists()

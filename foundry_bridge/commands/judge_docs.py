@@ -88,7 +88,8 @@ def command(
     if estimate:
         from ..judged import estimate_documents
 
-        counts = estimate_documents(data, k=k, mapping=mapping, local=judge)
+        wanted = coverage if coverage is not None else bool(mapping.judge_docs and mapping.judge_docs.coverage)
+        counts = estimate_documents(data, k=k, mapping=mapping, local=judge, coverage=wanted)
         click.echo(" ".join(f"{key}: {value}" for key, value in counts.items()))
         return
     progress, done = command_progress(quiet)
