@@ -25,7 +25,6 @@ __all__ = ["GRADER_BACKENDS", "Grader", "GraderRun", "run_graders"]
 
 GRADER_BACKENDS = {"mock": "mock", "foundry": "cloud"}  # judge-docs' backend name → the runner's
 _KINDS: dict[str, EvaluatorSpec] = {LABEL_MODEL.short_name: LABEL_MODEL, SCORE_MODEL.short_name: SCORE_MODEL}
-_ITEM_FIELD = {"type": "string"}
 
 
 @dataclass(frozen=True)
@@ -76,19 +75,6 @@ class GraderRun:
     backend: str = "mock"
 
 
-def _fields(graders: Sequence[Grader]) -> list[str]:
-    from .wire import template_fields
-
-    out: list[str] = []
-    for g in graders:
-        for _, content in g.messages:
-            for source, path in template_fields(content):
-                top = path.split(".", 1)[0]
-                if source == "item" and top not in out:
-                    out.append(top)
-    return out
-
-
 def run_graders(
     items: Iterable[dict[str, Any]],
     graders: Sequence[Grader],
@@ -119,7 +105,6 @@ def run_graders(
     for item in items:
         spool.append({"item": item})
     body = build_eval_body(criteria, name=name, metadata={"generator": f"foundry_bridge {__version__}"})
-    body["data_source_config"]["item_schema"]["properties"] = {f: dict(_ITEM_FIELD) for f in _fields(graders)}
     plan = Plan(name=name, mapping=load_mapping(None), criteria=criteria, eval_body=body, items=spool.rows())
     opts = dict(options or {})
     resume, force = bool(opts.pop("resume", False)), bool(opts.pop("force", False))

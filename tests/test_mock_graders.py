@@ -6,14 +6,17 @@ stand-in (``mock/_graders.py``); the values below are counted by hand from the r
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mock_helpers import all_items, client_for, run_to_completion
 
 from foundry_bridge.catalog import LABEL_MODEL, SCORE_MODEL
-from foundry_bridge.mock import FoundryEmulator, stand_in_cuts
+from foundry_bridge.mock import FoundryEmulator, stand_in_cuts, tokens
 
+BENEFITS = Path(__file__).resolve().parent.parent / "samples" / "benefits" / "rag_eval.jsonl"
 # five content words: alpha bravo charlie delta echo ("the", "of", "and" are stopwords)
 QUERY = "the alpha of bravo and charlie delta echo"
 DOCS = [
@@ -116,3 +119,27 @@ def test_graders_without_a_model_are_still_refused() -> None:
     refused = client.post("/evals", json={"data_source_config": {"type": "custom", "item_schema": {}},
                                           "testing_criteria": [crit]})  # fmt: skip
     assert refused.status_code == 400 and "OpenAI grader" in refused.json()["error"]["message"]
+
+
+def test_a_mapping_label_model_criterion_runs_through_validate_plan_and_run(tmp_path: Path) -> None:
+    """A grader in a mapping file: its input templates' fields go into the items and the item schema (no data
+    mapping names them), validation does not ask for inputs it has none of, and the emulator labels every row."""
+    from foundry_bridge.mapping import load_mapping
+    from foundry_bridge.runner import plan_evaluation, run_evaluation
+
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text(
+        "version: 1\nevaluators:\n  - evaluator: builtin.label_model\n    name: on_topic\n    init:\n"
+        "      deployment_name: judge\n      model: judge\n      name: on_topic\n      type: label_model\n"
+        "      input:\n        - {role: system, content: 'Is the answer on the question?'}\n"
+        "        - {role: user, content: 'Q: {{item.query}} A: {{item.response}}'}\n"
+        "      labels: ['no', 'yes']\n      passing_labels: ['yes']\n"
+    )
+    plan = plan_evaluation(BENEFITS, load_mapping(mapping))
+    assert set(plan.eval_body["data_source_config"]["item_schema"]["properties"]) == {"query", "response"}
+    assert {"query", "response"} <= set(plan.items[0]["item"])
+    summary = run_evaluation(plan, tmp_path / "run", "mock")
+    rows = [json.loads(line) for line in BENEFITS.read_text().splitlines()]
+    # min(1, ⌊share · 3⌋): "yes" when a third of the question's words are in the answer
+    expected = sum(1 for r in rows if len(tokens(r["query"]) & tokens(r["response"])) * 3 >= len(tokens(r["query"])))
+    assert (summary.passed, summary.failed, summary.errored) == (expected, len(rows) - expected, 0)
