@@ -212,6 +212,7 @@ def _on_local(
     from .local._ask import ask_judge
 
     out: dict[str, list[Value | None]] = {m: [None] * len(items) for m in MEASURES}
+    stats: dict[str, dict[str, int]] = {}
     for measure_name in MEASURES:
         asked = [i for i, a in enumerate(asks) if a[measure_name] is None]
         requests = [_request(measure_name, items[i]) for i in asked]
@@ -220,9 +221,10 @@ def _on_local(
             local, requests, task=f"{_TASK}/{measure_name}", parse=parse_share, progress=step,
             max_tokens=MAX_OUTPUT_TOKENS,
         )  # fmt: skip
+        stats[measure_name] = dict(local.stats)  # each call's counters (calls, cache hits, errors)
         for i, answer in zip(asked, answers, strict=True):
             out[measure_name][i] = (answer["score"], answer["reason"]) if isinstance(answer, dict) else (None, answer)
-    return out, {"rubric_version": COVERAGE_VERSION}
+    return out, {"rubric_version": COVERAGE_VERSION, "judge_stats": stats}
 
 
 def measure(

@@ -208,7 +208,6 @@ def _graded(
     """The pairs graded by the ``label_model`` criterion (``_grader``) through ``graded.run_graders`` into the run
     folder ``wire['run_dir']``: a label outside 0–3, an errored or a missing result is unknown, with its cause."""
     from .graded import run_graders
-    from .mock import stand_in_cuts
 
     grader = _grader()
     askable = [i for i, p in enumerate(pairs) if p.query and p.text]
@@ -237,6 +236,8 @@ def _graded(
             out[i] = (None, f"UNREADABLE_LABEL: the grader answered {row.label!r}, not one of 0, 1, 2, 3")
     judge: dict[str, Any] = {"model": MOCK_MODEL if backend == "mock" else model}
     if backend == "mock":
+        from .mock import stand_in_cuts
+
         judge["cuts"] = [list(c) for c in stand_in_cuts(len(SCALE))]
     judge |= {
         "grader": grader.kind,
@@ -362,7 +363,6 @@ def judge_documents(
             "relevant": f"graded {' or '.join(PASSING)} by this judge",
             "judge": ident,
             "summary": summarize(queries),
-            "judge_stats": dict(local.stats) if local is not None else {},
         }
     write_json(provenance_path(out), {**provenance, "documents": documents, "queries": queries})
     return provenance

@@ -107,6 +107,9 @@ def test_on_the_local_judge_the_answers_are_the_values_and_an_unreadable_one_is_
     assert summary["coverage"]["positive"]["unknown"] == 1
     assert summary["utilization"]["positive"] == {"mean": 0.25, "queries": 11, "undefined": 0, "unknown": 0}
     assert all(q["utilization_reason"] == "fake utilization" for q in queries.values())
+    stats = prov["coverage"]["judge"]["judge_stats"]
+    assert stats["coverage"]["judge_calls"] == stats["utilization"]["judge_calls"] == len(rows)
+    assert stats["coverage"]["judge_errors"] == 1 and stats["utilization"]["judge_errors"] == 0
 
 
 def test_the_plan_estimate_counts_the_coverage_calls_at_their_ceiling(tmp_path: Path) -> None:
