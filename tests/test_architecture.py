@@ -159,12 +159,15 @@ LAYERS: dict[str, set[str]] = {
     "canaries": BASE | {"dataset", "metrics"},
     "traces": BASE,
     "estimate": BASE,
-    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock"},
+    "graded": BASE | {"mapping", "runfolder", "runner"},  # grader criteria run by the runner (#37)
+    "coverage": BASE | {"graded", "local"},  # retrieval coverage and utilization (#37)
+    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock", "graded", "coverage"},
     "integrations": BASE | {"report", "runfolder", "columns"},
     "pytest_plugin": BASE | {"report", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns", "traces", "judged"},
+    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns", "traces", "judged"}
+    | {"graded", "coverage"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
     "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report"},
@@ -492,7 +495,8 @@ def test_the_run_and_plan_commands_leave_the_work_to_the_library() -> None:
 # it and open no file of their own), ``results`` (it names the files) and ``columns`` (``seal`` turns them into
 # Parquet; ``RunColumns`` is the one reader everything else — report, trust, compare, OTel, JUnit, the pytest
 # plugin — goes through).
-RESULTS_OPENERS = {"runfolder.py", "runner.py", "results.py", "columns.py"}
+# graded.py reads back a grader run's labels per item for judge-docs: a plan of items alone, sealed into no columns
+RESULTS_OPENERS = {"runfolder.py", "runner.py", "results.py", "columns.py", "graded.py"}
 _RESULT_READERS = {"iter_results", "read_results", "iter_records", "LoadedRun"}
 _RUN_FILES_READ = {"results", "records"}
 
