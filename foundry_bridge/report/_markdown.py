@@ -10,6 +10,7 @@ from .._text import printable
 from ..catalog import CATALOG
 from ..metrics.measures import measure_for_key
 from ._aggregate import summary_infos
+from ._drill import drill_markdown, stage_links, stand_in
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, Provenance, QueryRow, Report, Section
 from ._trust import render_trust_markdown, trust_headline
@@ -60,11 +61,6 @@ STAND_IN_WHY = (
     "fail (ok, or generation without an abstention) says nothing about the answer, so those queries are counted "
     "apart and left out of the stage bar."
 )
-
-
-def stand_in(report: Report) -> bool:
-    """The run is the emulator's (the manifest's backend ``mock``) and some stage rests on its stand-in judge."""
-    return report.provenance.backend == "mock" and any(report.stages.judged.values())
 
 
 def bar_counts(report: Report) -> dict[str, int]:
@@ -350,13 +346,15 @@ def _stages(report: Report) -> list[str]:
     link to the worst queries; then the judge-trust headline."""
     total = sum(report.stages.counts.values())
     worst = _anchor(_worst_heading(report))
+    drill = stage_links(report, markdown=True)  # each stage's worst query, drilled into
     out = ["### Where queries fail", ""]
     if numbers := headline(report):
         out += [" · ".join(f"**{value}** {md_escape(what)}" for value, what in numbers), ""]
     out += ["| stage | queries | share | what to fix | which |", "|---|---|---|---|---|"]
     for stage, label, count, ids, hint in stage_rows(report):
         shown = ", ".join(md_escape(i) for i in ids[:8]) + (" …" if count > 8 else "")
-        link = f" · [worst ↓]({worst})" if count and stage not in ("ok", "unknown") and label == stage else ""
+        to = drill.get(stage, worst)
+        link = f" · [worst ↓]({to})" if count and stage not in ("ok", "unknown") and label == stage else ""
         share = f"`{_bar(count, total)}` {fmt_pct(count, total)}"
         out.append(f"| **{label}** | {count} | {share} | {hint} | {shown}{link} |")
     out += ["", f"_{stage_basis(report)}_", ""]
@@ -477,6 +475,7 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
         *_canaries(report),
         *([render_trust_markdown(report.trust)] if report.trust and report.trust.shown else []),
         *_worst(report, max_queries),
+        *drill_markdown(report),
         *_label_next(report, max_holes),
     ]
     return printable("\n".join(out).rstrip() + "\n")
