@@ -8,11 +8,14 @@ output, is the row's ``MetricComparison.verdict`` (one per metric and query kind
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
 from .._text import printable
+from ._blocks import Block as _Block
+from ._blocks import Strong, blocks_text
+from ._blocks import squeeze as _squeeze
+from ._blocks import table as _table
 from ._compare import Comparison, MeasureRanking, MetricComparison, PairComparison
 from ._drift import judges_note
 from ._format import fmt_num
@@ -41,32 +44,12 @@ def render_comparison_json(comparison: Comparison) -> str:
 # -- the document ---------------------------------------------------------------------------------------------------
 
 
-class Strong(str):
-    """A cell or a line shown in bold (Markdown ``**``, HTML ``<strong>``; plain text as is)."""
-
-    __slots__ = ()
-
-
-@dataclass
-class _Block:
-    kind: str  # h (heading), p (paragraph), table, list, warn, md (Markdown of another renderer)
-    text: str = ""
-    level: int = 2
-    headers: Sequence[str] = ()
-    rows: list[Sequence[str]] = field(default_factory=list)
-    items: Sequence[str] = ()
-
-
 def _h(text: str, level: int = 3) -> _Block:
     return _Block("h", text, level)
 
 
 def _p(text: str) -> _Block:
     return _Block("p", text)
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> _Block:
-    return _Block("table", headers=headers, rows=list(rows))
 
 
 def _verdict_cell(verdict: str, judges_differ: bool = False) -> str:
@@ -431,34 +414,12 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
     return printable(_squeeze("\n".join(out)))
 
 
-def _squeeze(text: str) -> str:
-    return text.rstrip() + "\n"
-
-
-def _aligned(headers: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(r[j])) for r in [headers, *rows]) for j in range(len(headers))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [headers, *rows]]
-    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
-
-
 def render_comparison_text(comparison: Comparison, *, quiet: bool = False, max_worse: int = 10) -> str:
     """The document as plain text for a terminal (aligned columns, nothing escaped); ``quiet``: the verdict and gate
     lines only."""
     if quiet:
         return printable("\n".join([*verdict_lines(comparison), *gate_lines(comparison)]) + "\n")
-    out: list[str] = []
-    for b in _document(comparison, max_worse):
-        if b.kind == "h":
-            out += [b.text, "=" * len(b.text) if b.level <= 2 else "-" * len(b.text)]
-        elif b.kind in ("p", "md", "gate"):
-            out.append(b.text)
-        elif b.kind == "table":
-            out += _aligned(b.headers, b.rows)
-        else:
-            out += [("warning: " if b.kind == "warn" else "- ") + i for i in b.items]
-        if b.kind != "list" or b.items:
-            out.append("")
-    return printable(_squeeze("\n".join(out)))
+    return blocks_text(_document(comparison, max_worse))
 
 
 def _html_text(text: str) -> str:

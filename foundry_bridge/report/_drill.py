@@ -15,7 +15,7 @@ page's per-query view (``_query_view``) draws its documents and judges with the 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from html import escape
 from typing import Any, Literal
 
@@ -28,17 +28,21 @@ from ._format import fmt_num, md_escape
 from ._model import STAGES, QueryRow, Report
 
 __all__ = [
+    "DOCUMENT_HEADERS",
     "DRILL_CAP",
     "DRILL_PER_STAGE",
+    "MD_TEXT",
     "DrillDocument",
     "DrillJudge",
     "DrillQuery",
     "build_drill",
     "documents_html",
+    "documents_rows",
     "drill_anchor",
     "drill_html",
     "drill_markdown",
     "is_judge",
+    "judge_line",
     "judges_html",
     "ranked_documents",
     "stage_links",
@@ -327,13 +331,22 @@ def drill_html(report: Report) -> str:
     return "\n".join(parts)
 
 
-def _judge_md(j: DrillJudge) -> str:
+def judge_line(j: DrillJudge, esc: Callable[[str], str] = md_escape, strong: str = "**") -> str:
+    """One judge as a list item: its score (between ``strong``), pass or fail and reason, text through ``esc``."""
     if j.status == "errored":
-        return f"- {md_escape(j.criterion)}: errored — {md_escape(j.error or '', 300)}"
+        return f"{esc(j.criterion)}: errored — {esc((j.error or '')[:300])}"
     if j.status == "missing":
-        return f"- {md_escape(j.criterion)}: missing"
-    reason = f" — {md_escape(j.reason, 300)}" if j.reason else ""
-    return f"- {md_escape(j.criterion)}: **{fmt_num(j.score)}**{_verdict(j)}{reason}"
+        return f"{esc(j.criterion)}: missing"
+    reason = f" — {esc(j.reason[:300])}" if j.reason else ""
+    return f"{esc(j.criterion)}: {strong}{fmt_num(j.score)}{strong}{_verdict(j)}{reason}"
+
+
+DOCUMENT_HEADERS = ["rank", "document", "score", "label", "context"]
+
+
+def documents_rows(docs: Sequence[DrillDocument]) -> tuple[list[str], list[list[str]]]:
+    """The ranked documents as plain cells: rank, document, score, label, place in the context."""
+    return DOCUMENT_HEADERS, [[str(d.rank), d.document_id, fmt_num(d.score), _label(d), _place(d)] for d in docs]
 
 
 def drill_markdown(report: Report, max_queries: int = DRILL_PER_STAGE) -> list[str]:
@@ -345,10 +358,10 @@ def drill_markdown(report: Report, max_queries: int = DRILL_PER_STAGE) -> list[s
         out += [f"#### {md_escape(_md_heading(q))}", ""]
         if q.query:
             out += [f"_{md_escape(q.query, 300)}_ — {md_escape(q.stage_reason, 300)}", ""]
-        out += ["| rank | document | score | label | context |", "|---|---|---|---|---|"]
-        for d in q.documents:
-            place = f"**{_place(d)}**" if d.dropped else _place(d)
-            out.append(f"| {d.rank} | {md_escape(d.document_id)} | {fmt_num(d.score)} | {_label(d)} | {place} |")
+        out += ["| " + " | ".join(DOCUMENT_HEADERS) + " |", "|---" * len(DOCUMENT_HEADERS) + "|"]
+        for d, (rank, doc, score, label, place) in zip(q.documents, documents_rows(q.documents)[1], strict=True):
+            place = f"**{place}**" if d.dropped else place
+            out.append(f"| {rank} | {md_escape(doc)} | {score} | {label} | {place} |")
         if q.unretrieved:
             out.append("")
             out.append("Labelled, not retrieved: " + ", ".join(f"{md_escape(d)} ({n})" for d, n in q.unretrieved))
@@ -359,7 +372,7 @@ def drill_markdown(report: Report, max_queries: int = DRILL_PER_STAGE) -> list[s
             out[-1] += md_escape(d.text or "(no text)", MD_TEXT)
         response = "(no response)" if q.response is None else md_escape(q.response, MD_TEXT)
         out += ["", f"**Response:** {response}", ""]
-        out += [_judge_md(j) for j in q.judges] or ["- no judge scored this query"]
+        out += [f"- {judge_line(j)}" for j in q.judges] or ["- no judge scored this query"]
         out.append("")
     if len(report.drill) > max_queries:
         out += [f"_{len(report.drill) - max_queries} more in the HTML report._", ""]
