@@ -464,6 +464,27 @@ def _scale_group(m: MetricComparison) -> str:
     return m.metric
 
 
+_MIN_SPAN = {"0–1 metrics": 0.05, "1–5 scores": 0.2}  # the least half-width drawn: 5 % of the scale's width
+
+
+def _spans(rows: Sequence[MetricComparison]) -> dict[str, float]:
+    """Per scale group (``_scale_group``), the half-width of its axis: the farthest any of its rows' deltas or
+    interval ends reaches from 0, and at least a sane minimum, so a group whose deltas are all 0 (or tiny) is drawn
+    on a readable scale, never ±0: 5 % of the scale for 0–1 metrics and 1–5 scores (±0.05, ±0.2), else 5 % of the
+    group's largest |mean| (1 when every mean is 0)."""
+    reach: dict[str, list[float]] = {}
+    means: dict[str, list[float]] = {}
+    for m in rows:
+        group = _scale_group(m)
+        reach.setdefault(group, []).extend(abs(v) for v in (m.delta, m.ci_low, m.ci_high) if v is not None)
+        means.setdefault(group, []).extend(abs(v) for v in (m.baseline_mean, m.candidate_mean) if v is not None)
+    spans = {}
+    for group, values in reach.items():
+        least = _MIN_SPAN.get(group) or 0.05 * max(means[group], default=0.0) or 1.0
+        spans[group] = max(least, *values)
+    return spans
+
+
 def deltas_svg(comparison: Comparison, *, section: str = "positive", width: int = 760) -> str:
     """The shown metrics' deltas on ``section``'s queries as an inline SVG interval plot: a row per (candidate,
     metric), the mean delta as a dot and its confidence interval as a bar, around a line at 0, each row on its
@@ -472,11 +493,7 @@ def deltas_svg(comparison: Comparison, *, section: str = "positive", width: int 
     rows = [m for m in comparison.metrics if m.section == section and m.delta is not None]
     if not rows:
         return ""
-    spans: dict[str, float] = {}
-    for m in rows:
-        values = [abs(v) for v in (m.delta, m.ci_low, m.ci_high) if v is not None]
-        group = _scale_group(m)
-        spans[group] = max(spans.get(group, 1e-12), *values)
+    spans = _spans(rows)
     label_w, scale_w, row_h, top = 260, 60, 22, 20
     plot_w = width - label_w - scale_w - 20
     height = top + row_h * len(rows) + 6
