@@ -124,3 +124,18 @@ def test_a_large_report_drills_into_a_bounded_number_of_queries(tmp_path: Path) 
         by_stage[q.stage] = by_stage.get(q.stage, 0) + 1
     assert by_stage == {"search": 1, "assembly": 1, "generation": 3, "unknown": 1}
     assert DRILL_PER_STAGE * 4 == DRILL_CAP
+
+
+def test_the_drilled_records_are_read_by_row_without_parsing_the_rest(tmp_path: Path) -> None:
+    from foundry_bridge.runfolder import RunFolder
+
+    run = write_run(tmp_path / "run")
+    path = run / "records.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines.insert(3, "")  # a blank line is no row
+    lines[-1] = "{not json"  # never reached: the read stops after the last row wanted
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    folder = RunFolder(run)
+    got = folder.records_at({0, 5}, folder.read_plan(items=False, records=False))
+    ids = list(_sample())
+    assert {row: rec.query_id for row, rec in got.items()} == {0: ids[0], 5: ids[5]}

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -528,7 +528,8 @@ def build_report(
     step("report", 4, 4)
     report._queries = _adapter(QueryRow).validate_python(shown)
     report._columns = Columns(b.run, b.local, b.scores)
-    report._drill = build_drill(report, rows.worst_ruled if stand_in(report) else rows.worst, b.run.records)
+    records = partial(b.run_in.folder.records_at, plan=b.run_in.plan)  # the drilled rows' records, read at the end
+    report._drill = build_drill(report, rows.worst_ruled if stand_in(report) else rows.worst, records)
     return report
 
 

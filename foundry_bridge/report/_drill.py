@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from html import escape
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -192,15 +192,17 @@ def _chosen(report: Report, order: dict[str, list[int]]) -> list[QueryRow]:
     return out[:DRILL_CAP]
 
 
-def build_drill(report: Report, order: dict[str, list[int]], records: Any) -> list[DrillQuery]:
+def build_drill(
+    report: Report, order: dict[str, list[int]], records: Callable[[set[int]], dict[int, QueryRecord]]
+) -> list[DrillQuery]:
     """The drill-down of ``report``: the rows of ``order`` (per stage, the worst first; on the emulator without the
-    rows its stand-in judge decided), each from its record (``records(ids) -> {query_id: QueryRecord}``, the run's
-    ``RunColumns.records``) and its report row (stage, dropped documents, judges)."""
+    rows its stand-in judge decided), each from its record (``records(rows) -> {row: QueryRecord}``, the run
+    folder's ``RunFolder.records_at``) and its report row (stage, dropped documents, judges)."""
     rows = _chosen(report, order)
-    recs = records({q.query_id for q in rows}) if rows else {}
+    recs = records({q.row for q in rows}) if rows else {}
     out = []
     for q in rows:
-        rec = recs.get(q.query_id)
+        rec = recs.get(q.row)
         docs: list[DrillDocument] = []
         unretrieved: list[tuple[str, int]] = []
         if rec is not None:
