@@ -1,7 +1,8 @@
 """One report: Foundry scores and local metrics merged, per query and in aggregate; and run comparison.
 
 - ``build_report(run_dir) -> Report`` reads a run folder; ``render_json`` / ``render_markdown`` /
-  ``render_html`` are pure functions of the report; ``write_labelling_queue`` writes the holes to label next.
+  ``render_html`` / ``render_text`` (a terminal) are pure functions of the report; ``write_labelling_queue``
+  writes the holes to label next.
 - ``compare_runs([run_a, run_b, ...]) -> Comparison`` pairs queries across runs and tests the differences, each
   metric by its kind's test (``metrics.significance``, the one comparison engine), in one table and one family;
   ``compare_run_files(qrels, [run_a, run_b, ...])`` does the same for run files scored at compare time, and
@@ -35,6 +36,7 @@ from ._gates import GateSpec, load_gate_file
 from ._html import render_html
 from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
+from ._plain import render_text
 from ._queue import write_labelling_queue
 from ._render import FORMATS, queries_path, render, render_json
 from ._stages import STAGE_RULES, attribute_stage
@@ -73,6 +75,7 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
+    "render_text",
     "render_trust_html",
     "render_trust_markdown",
     "report_json_schema",

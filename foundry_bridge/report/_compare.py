@@ -50,6 +50,7 @@ from ..metrics.significance import (
     verdict,
     westfall_young,
 )
+from ._aggregate import _bounds as metric_bounds
 from ._build import build_report, foundry_key
 from ._columns import SCORED
 from ._compare_model import (
@@ -867,8 +868,11 @@ def _written_checks(
             if gate.kind == "floor":
                 on = gate.on or rule.floor_on
                 values = floors[cand, gate.section, key]
+                bounds = metric_bounds(sel.infos[key])
                 checks.append(
-                    decide_floor(gate, cand, values, on=on, confidence=rule.confidence, min_n=rule.min_paired)
+                    decide_floor(
+                        gate, cand, values, on=on, confidence=rule.confidence, min_n=rule.min_paired, bounds=bounds
+                    )
                 )
                 continue
             mc = by.get((cand, gate.section, key))
