@@ -313,11 +313,11 @@ def _metrics(b: _Built) -> _Metrics:
                 **{k: getattr(got[False], k) + getattr(got[True], k) for k in ("scored", "errored", "missing")},
             }
             if info.key in summary:
-                got_v = col.run.sql(f"SELECT score, kind = 'negative' AS neg FROM {col.view} WHERE status = 0")
-                fetched = got_v.fetchnumpy()
-                score = np.ma.filled(np.ma.asarray(fetched["score"], np.float64), np.nan)
-                neg = np.asarray(fetched["neg"], bool)
-                shown[info.key] = distribution(info, defined(score[~neg]), defined(score[neg]))
+                fetched = col.run.sql(
+                    f"SELECT score, kind = 'negative' AS neg FROM {col.view} WHERE status = 0 AND NOT isnan(score)"
+                ).fetchnumpy()
+                score, neg = np.asarray(fetched["score"], np.float64), np.asarray(fetched["neg"], bool)
+                shown[info.key] = distribution(info, score[~neg], score[neg])
     distributions = [d for d in (shown[m.key] for m in summary_infos(b.infos)) if d is not None]
     return _Metrics(sections, per_metric, distributions)
 

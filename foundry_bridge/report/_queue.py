@@ -4,10 +4,10 @@ A hole is a retrieved document in a query's top K without any label for that que
 their first position). Documents are ranked by priority = Σ 1/rank over their appearances, then by count, best
 rank, id; a document's queries by (rank, query id).
 
-The ranking is one ``GROUP BY`` of the engine, made when the run is sealed (``columns.QUEUE_DOCS``, the view
-``queue_docs``). Its ``sum`` adds in no set order, so a priority equals the left-to-right sum to 1e-9 relative, not
-to the last bit; the order compares priorities rounded to 1e-9, so two documents whose sums differ only in the last
-bits fall to the tie-breaks (count, best rank, id) whichever order the engine added in.
+The ranking is one ``GROUP BY`` of the engine (the view ``queue_docs``) and an ``ORDER BY``. Its ``sum`` adds in no
+set order, so a priority is Σ 1/rank to 1e-9 relative, not to the last bit; the order compares priorities rounded
+to 1e-9, so two documents of equal priority fall to the tie-breaks (count, best rank, id) whichever order the engine
+added in.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Queue:
 
     def __init__(self, run: RunColumns) -> None:
         self.run = run
-        self.n_holes = int(run.meta.get("holes", 0))
+        self.n_holes = int(run.scalar("SELECT count(*) FROM holes"))
         self._docs: list[_Doc] | None = None
         self._stats: tuple[int, int] | None = None
 
