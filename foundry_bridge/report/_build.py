@@ -32,7 +32,7 @@ from ..metrics.measures import measure_for_key
 from ..runfolder import RunFolder, RunFolderError
 from ..wire import resolve_threshold
 from ._aggregate import aggregate_foundry, aggregate_local, defined, distribution, summary_infos
-from ._columns import Columns, LocalColumns, ScoreColumn, define_status
+from ._columns import Columns, LocalColumns, ScoreColumn
 from ._model import (
     LIST_CAP,
     STAGES,
@@ -222,7 +222,6 @@ def _score_columns(expected: list[tuple[str, str]], found: _Found, run: RunColum
         boolean = _metric_kind(evaluator, metric) == "boolean"
         key = foundry_key(crit_name, metric)
         out[key] = ScoreColumn(run, key, crit_name, metric, evaluator, boolean)
-    define_status(run, out)
     return out
 
 
@@ -271,24 +270,23 @@ class _Metrics:
     distributions: list[Any]
 
 
-_FOUNDRY_AGGREGATES = (
-    "SELECT key, kind = 'negative' AS negative, count(*), count(*) FILTER (status = 0), count(*) FILTER (status = 1), "
+_FOUNDRY_AGGREGATE = (
+    "SELECT kind = 'negative' AS negative, count(*), count(*) FILTER (status = 0), count(*) FILTER (status = 1), "
     "count(*) FILTER (status = 2), avg(score) FILTER (ok), median(score) FILTER (ok), min(score) FILTER (ok), "
     "max(score) FILTER (ok), count(*) FILTER (status = 0 AND passed), count(*) FILTER (status = 0 AND NOT passed) "
-    "FROM (SELECT *, status = 0 AND NOT isnan(score) AS ok FROM status) GROUP BY ALL"
+    "FROM (SELECT *, status = 0 AND NOT isnan(score) AS ok FROM {view}) GROUP BY ALL"
 )
 
 
-def _foundry_aggregates(run: RunColumns, scores: dict[str, ScoreColumn]) -> dict[tuple[str, bool], Any]:
-    """Every Foundry metric's aggregates per kind (``(key, True)``: its negative queries), one ``GROUP BY`` of the
-    view ``status``; a kind without queries has empty aggregates."""
-    if not scores:
-        return {}
-    out = {
-        (str(key), bool(neg)): aggregate_foundry(*rest) for key, neg, *rest in run.sql(_FOUNDRY_AGGREGATES).fetchall()
+def _foundry_aggregates(col: ScoreColumn) -> dict[bool, Any]:
+    """A Foundry metric's aggregates per kind (``True``: negative), one ``GROUP BY`` of its view (one metric at a
+    time: the views of every metric in one query exceed the engine's memory limit at 100k queries)."""
+    got = {
+        bool(neg): aggregate_foundry(*rest)
+        for neg, *rest in col.run.sql(_FOUNDRY_AGGREGATE.format(view=col.view)).fetchall()
     }
     empty = aggregate_foundry(0, 0, 0, 0, None, None, None, None, 0, 0)
-    return {(key, neg): out.get((key, neg), empty) for key in scores for neg in (False, True)}
+    return {neg: got.get(neg, empty) for neg in (False, True)}
 
 
 def _metrics(b: _Built) -> _Metrics:
@@ -298,7 +296,6 @@ def _metrics(b: _Built) -> _Metrics:
     per_metric: dict[str, dict[str, int]] = {}
     summary = {m.key for m in summary_infos(b.infos)}
     shown: dict[str, Any] = {}  # a summary metric's distribution, made while its column is at hand
-    foundry = _foundry_aggregates(b.run, b.scores)
     for info in b.infos:
         if info.source == "local":
             v = b.local[info.key]
@@ -308,7 +305,7 @@ def _metrics(b: _Built) -> _Metrics:
                 shown[info.key] = distribution(info, defined(v[~negative]), defined(v[negative]))
         else:
             col = b.scores[info.key]
-            got = {neg: foundry[info.key, neg] for neg in (False, True)}
+            got = _foundry_aggregates(col)
             sections["positive"][info.key], sections["negative"][info.key] = got[False], got[True]
             per_metric[info.key] = {
                 "expected": got[False].queries + got[True].queries,

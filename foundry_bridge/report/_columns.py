@@ -19,7 +19,7 @@ from ..columns import RunColumns, _quote
 from ..metrics._arrays import Codes
 from ..wire import passed_for_kind
 
-__all__ = ["ERRORED", "MISSING", "SCORED", "STATUSES", "Columns", "ScoreColumn", "define_status"]
+__all__ = ["ERRORED", "MISSING", "SCORED", "STATUSES", "Columns", "ScoreColumn"]
 
 STATUSES = ("scored", "errored", "missing")
 SCORED, ERRORED, MISSING = 0, 1, 2
@@ -99,14 +99,6 @@ class ScoreColumn:
         """The score where scored, NaN elsewhere (what compare pairs)."""
         f = self.numbers()
         return np.where(f["status"] == SCORED, f["score"], np.nan)
-
-
-def define_status(run: RunColumns, scores: Mapping[str, ScoreColumn]) -> None:
-    """The view ``status``: every Foundry metric's per-query view one after the other, ``key`` naming the metric
-    (what one ``GROUP BY key, kind`` aggregates)."""
-    parts = [f"SELECT {_literal(key)} AS key, * FROM {col.view}" for key, col in scores.items()]
-    if parts:
-        run.define("CREATE OR REPLACE VIEW status AS " + " UNION ALL ".join(parts))
 
 
 class LocalColumns(Mapping[str, np.ndarray]):
