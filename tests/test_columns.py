@@ -81,6 +81,22 @@ def test_a_run_folder_of_the_version_before_is_converted_once_and_reported_the_s
     _close(_parquet_rows(tmp_path / "q.parquet"), rows)  # the same rows in either format
 
 
+def test_a_run_folder_made_by_main_with_its_tables_is_reported_the_same(tmp_path: Path) -> None:
+    """A folder ``run`` wrote at main 9346a2b, its tables (``columns/`` with the format-5 ``meta.json``) beside its
+    log: the tables are made again from the log (main's carry no key), and the report and the per-query rows equal
+    main's within 1e-9."""
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "main-9346a2b", run)
+    assert "key" not in json.loads((run / COLUMNS_DIR / "meta.json").read_text(encoding="utf-8"))
+    report = build_report(run, queries_out=tmp_path / "q.jsonl", per_query="jsonl")
+    assert "key" in json.loads((run / COLUMNS_DIR / "meta.json").read_text(encoding="utf-8"))
+    expected = json.loads((DATA / "main-9346a2b.report.json").read_text(encoding="utf-8"))
+    _close(_without_moving(json.loads(render_json(report))), _without_moving(expected))
+    rows = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text(encoding="utf-8").splitlines()]
+    base = (DATA / "main-9346a2b.queries.jsonl").read_text(encoding="utf-8").splitlines()
+    _close(rows, [json.loads(line) for line in base])
+
+
 def test_the_parquet_rows_hold_the_reports_numbers(old_run: Path, tmp_path: Path) -> None:
     """Every Foundry aggregate of report.json, computed by hand from the per-query Parquet file (read by DuckDB)."""
     import duckdb
