@@ -457,22 +457,24 @@ class RunColumns:
         path = folder.path / COLUMNS_DIR
         remove_stale(folder.path, _WORK)  # what a killed report's seal left, whether or not this one seals
         meta = _read_meta(path)
-        temporary = None
-        if relabel is not None or meta is None or meta.get("key") != _key(folder, params):
+        stale = meta is None or meta.get("key") != _key(folder, params)
+        elsewhere = relabel is not None  # relabelled tables never replace the run folder's own
+        if stale and not elsewhere:
             try:
-                if relabel is not None:
-                    raise PermissionError  # the run folder's own tables are not relabelled
                 seal(folder, params, plan=plan)
             except PermissionError:  # a read-only run folder: the tables go to a temporary folder
-                temporary = Path(tempfile.mkdtemp(prefix="foundry-bridge-columns-"))
-                try:
-                    path = seal(folder, params, target=temporary / COLUMNS_DIR, plan=plan, relabel=relabel)
-                except BaseException:
-                    shutil.rmtree(temporary, ignore_errors=True)
-                    raise
+                elsewhere = True
+        temporary = Path(tempfile.mkdtemp(prefix="foundry-bridge-columns-")) if elsewhere else None
+        if temporary is not None:
+            try:
+                path = seal(folder, params, target=temporary / COLUMNS_DIR, plan=plan, relabel=relabel)
+            except BaseException:
+                shutil.rmtree(temporary, ignore_errors=True)
+                raise
+        if stale or temporary is not None:
             meta = _read_meta(path)
-            if meta is None:
-                raise RunFolderError("the run's columns could not be written", file=str(path))
+        if meta is None:
+            raise RunFolderError("the run's columns could not be written", file=str(path))
         out = cls(folder, path, meta, params)
         out._temporary = temporary
         return out

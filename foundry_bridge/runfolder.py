@@ -534,7 +534,7 @@ class RunFolder:
         import duckdb
 
         sql = self.results_sql()
-        con = duckdb.connect(config={"memory_limit": "256MB"})
+        con = duckdb.connect(config={"memory_limit": "256MB", "threads": 1})  # one thread: file order, no buffer
         con.execute("SET enable_progress_bar = false")
         try:
             with self.results_errors():
