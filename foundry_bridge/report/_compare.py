@@ -1098,8 +1098,6 @@ def _lean_report(run: str | os.PathLike[str]) -> Report:
     reasons, no holes)."""
     report = build_report(run, worst=0, table_rows=0, trust=False)
     report._holes = None
-    if report._columns is not None:
-        report._columns.run.release()  # the build's engine memory goes; compare's queries open another
     gc.collect()  # compare runs with the collector paused: the build's cycles go now, not after the next build
     return report
 
