@@ -665,7 +665,14 @@ def read_query_queue(path: str | os.PathLike[str]) -> list[QueueLine]:
                     "a queue line needs its query_id", file=source, line=number, field="query_id",
                     hint="keep the lines metrics --queue-out wrote",
                 )  # fmt: skip
-            got = _queue_place(row, (source, number))
+            try:
+                got = _queue_place(row, (source, number))
+            except DatasetError as exc:  # the verdict queue's rule, said of this file
+                raise DatasetError(
+                    f"{exc.field} must be what metrics --queue-out wrote, got {row.get(exc.field or '')!r}",
+                    file=source, line=number, field=exc.field,
+                    hint="keep the queue's fields as written, or write the queue again with metrics --queue-out",
+                ) from None  # fmt: skip
             if got is None:
                 raise DatasetError(
                     "a queue line needs its queue_place", file=source, line=number, field="queue_place",
@@ -688,12 +695,14 @@ def read_query_queue(path: str | os.PathLike[str]) -> list[QueueLine]:
 class QueueInclusion:
     """What a query queue says of the human labels: each usable labelled query's inclusion probability, the
     labelled queries left out (at places after the first one not labelled), the labelled prefix's length and the
-    notes to print."""
+    notes to print (``warnings``: those that change what is counted)."""
 
     probability: dict[str, float]
     beyond: list[str]
     prefix: int
     notes: list[str]
+    warnings: list[str]  # the notes that change what is counted: labels left out, or taken as uniform
+    before: list[str]  # labelled queries not on the queue (labelled before it was drawn, when it is whole)
 
 
 def queue_inclusion(lines: Sequence[QueueLine], human: Iterable[str], ranked: Iterable[str]) -> QueueInclusion:
@@ -722,9 +731,9 @@ def queue_inclusion(lines: Sequence[QueueLine], human: Iterable[str], ranked: It
             probability[line.query_id] = float(prefix_probabilities(line.share, threshold))
         else:
             beyond.append(line.query_id)
-    notes = []
+    warn = []
     if beyond:
-        notes.append(
+        warn.append(
             f"{len(beyond)} human-labelled queries stand at queue places after place {n + 1}, which is not labelled: "
             f"left out (a labelled prefix of the queue is a probability sample, labels after a gap are not); label "
             f"the query at place {n + 1} ({by_place[n + 1].query_id if n + 1 in by_place else '?'}) to count them"
@@ -732,15 +741,16 @@ def queue_inclusion(lines: Sequence[QueueLine], human: Iterable[str], ranked: It
     queued = {line.query_id for line in lines}
     before = sorted(labelled - queued)
     whole = bool(lines) and all(line.candidates == len(lines) for line in lines)
+    notes = []
     if before and whole:
         probability |= dict.fromkeys(before, 1.0)
         notes.append(f"{len(before)} human-labelled queries were labelled before the queue was drawn: weight 1")
     elif before:
-        notes.append(
+        warn.append(
             f"{len(before)} human-labelled queries are not on the queue, which holds only its first {len(lines)} "
             "lines: they have no inclusion probability, so every label is taken as a uniform sample"
         )
-    return QueueInclusion(probability, beyond, n, notes)
+    return QueueInclusion(probability, beyond, n, warn + notes, warn, before)
 
 
 # -- judge labels in a run's report (stage attribution without human labels) ------------------------------------
