@@ -1,7 +1,8 @@
 """Judge-labelled qrels (``judge-docs``): every retrieved document to depth k, and every document of the context as
 sent, graded 0–3 by a judge on our rubric; written as a TREC qrels file with a provenance file beside it; read back
 by ``metrics``, which says "judge-labelled" beside every metric and corrects the means with the human labels a team
-has (``compare_with_human``). docs/metrics.md ("Judge-labelled qrels") states the rules.
+has (``compare_with_human``), drawn at random or in the order of the query queue (``query_queue``, weighted back by
+``queue_inclusion``). docs/metrics.md ("Judge-labelled qrels") and docs/trust.md state the rules.
 
 - Scale (TREC's, as UMBRELA uses it): 0 irrelevant, 1 related, 2 partially answers, 3 answers. Deepchecks' classes
   map onto it: Platinum = 3, Gold = 2, Irrelevant = 0 or 1.

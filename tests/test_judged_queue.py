@@ -145,3 +145,17 @@ def test_queue_size_and_seed_cut_and_reorder_the_queue(queued: dict, tmp_path: P
     again = [json.loads(x)["query_id"] for x in other.read_text().splitlines()]
     assert sorted(again) == sorted(x["query_id"] for x in queued["lines"])
     assert again != [x["query_id"] for x in queued["lines"]]
+
+
+def test_the_queue_from_a_run_file_and_its_text_line(queued: dict, tmp_path: Path) -> None:
+    """With --run (no DATA: no query text, no declared negatives) the queue holds every ranked query without human
+    labels; the text output says where the queue went."""
+    out = tmp_path / "run-queue.jsonl"
+    args = ["metrics", "--qrels", queued["judged"], "--run", queued["run"], "--human-qrels", queued["human"]]
+    code, text, _ = invoke([*args, "--queue-out", out, "--queue-size", "4", "--format", "text"])
+    assert code == 0, text
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    unlabelled = set(read_trec_run(queued["run"])) - set(read_trec_qrels(queued["human"]))
+    assert len(lines) == 4 and {x["query_id"] for x in lines} <= unlabelled and "query" not in lines[0]
+    assert lines[0]["queue_candidates"] == len(unlabelled)
+    assert f"query queue: 4 of {len(unlabelled)} queries without human labels written to {out}" in text

@@ -287,7 +287,8 @@ def _vs_human(inputs: tuple[Any, ...], queue: str | None, s: _Settings) -> dict[
         inclusion = queue_inclusion(read_query_queue(queue), human, positive)
         for note in inclusion.warnings:
             warnings.warn(FoundryBridgeWarning(f"--queue {queue}: {note}"), stacklevel=2)
-        human = {q: labels for q, labels in human.items() if q not in set(inclusion.beyond)}
+        beyond = set(inclusion.beyond)
+        human = {q: labels for q, labels in human.items() if q not in beyond}
         probability = inclusion.probability
         extra = {"queue": {"file": queue, "labelled_prefix": inclusion.prefix, "left_out": inclusion.beyond}}
         extra["queue"] |= {"labelled_before": len(inclusion.before), "notes": inclusion.notes}
