@@ -60,6 +60,7 @@ __all__ = [
     "query_queue",
     "query_texts",
     "queue_inclusion",
+    "queue_line",
     "ranked_lists",
     "read_provenance",
     "read_query_queue",
@@ -643,12 +644,38 @@ class QueueLine:
     line: int
 
 
-def read_query_queue(path: str | os.PathLike[str]) -> list[QueueLine]:
-    """The lines of a ``metrics --queue-out`` file, checked as the verdict queue's fields are
-    (``dataset.verdicts``); a ``DatasetError`` naming the file, line and field otherwise, and when two lines hold
-    one place or one query."""
+_REWRITE = "keep the lines metrics --queue-out wrote"
+
+
+def queue_line(row: Any, source: str, number: int) -> QueueLine:
+    """One line of a ``metrics --queue-out`` file (``row``: its JSON object, at line ``number`` of ``source``) as
+    ``queue_inclusion`` reads it, its queue fields checked by the verdict queue's rule
+    (``dataset.verdicts._queue_place``); a ``DatasetError`` naming the file, line and field otherwise."""
     from .dataset.verdicts import _queue_place
 
+    qid = row.get("query_id") if isinstance(row, dict) else None
+    if not isinstance(qid, str) or not qid:
+        raise DatasetError("a queue line needs its query_id", file=source, line=number, field="query_id", hint=_REWRITE)
+    try:
+        got = _queue_place(row, (source, number))
+    except DatasetError as exc:  # the verdict queue's rule, said of this file
+        raise DatasetError(
+            f"{exc.field} must be what metrics --queue-out wrote, got {row.get(exc.field or '')!r}",
+            file=source, line=number, field=exc.field,
+            hint="keep the queue's fields as written, or write the queue again with metrics --queue-out",
+        ) from None  # fmt: skip
+    if got is None:
+        raise DatasetError(
+            "a queue line needs its queue_place", file=source, line=number, field="queue_place", hint=_REWRITE
+        )
+    candidates = row.get("queue_candidates")
+    whole = isinstance(candidates, int) and not isinstance(candidates, bool)
+    return QueueLine(qid, got[0], got[1], got[2], candidates if whole else None, number)
+
+
+def read_query_queue(path: str | os.PathLike[str]) -> list[QueueLine]:
+    """The lines of a ``metrics --queue-out`` file (``queue_line``); a ``DatasetError`` naming the file, line and
+    field when one is not what the queue wrote, or when two lines hold one place or one query."""
     source = os.fspath(path)
     out: list[QueueLine] = []
     seen: dict[tuple[str, Any], int] = {}  # (field, value) → its line
@@ -659,36 +686,16 @@ def read_query_queue(path: str | os.PathLike[str]) -> list[QueueLine]:
             try:
                 row = loads(raw)
             except ValueError as exc:
-                raise DatasetError(f"not JSON ({exc})", file=source, line=number) from None
-            qid = row.get("query_id") if isinstance(row, dict) else None
-            if not isinstance(qid, str) or not qid:
-                raise DatasetError(
-                    "a queue line needs its query_id", file=source, line=number, field="query_id",
-                    hint="keep the lines metrics --queue-out wrote",
-                )  # fmt: skip
-            try:
-                got = _queue_place(row, (source, number))
-            except DatasetError as exc:  # the verdict queue's rule, said of this file
-                raise DatasetError(
-                    f"{exc.field} must be what metrics --queue-out wrote, got {row.get(exc.field or '')!r}",
-                    file=source, line=number, field=exc.field,
-                    hint="keep the queue's fields as written, or write the queue again with metrics --queue-out",
-                ) from None  # fmt: skip
-            if got is None:
-                raise DatasetError(
-                    "a queue line needs its queue_place", file=source, line=number, field="queue_place",
-                    hint="keep the lines metrics --queue-out wrote",
-                )  # fmt: skip
-            for field, value in (("queue_place", got[0]), ("query_id", qid)):
+                raise DatasetError(f"not JSON ({exc})", file=source, line=number, hint=_REWRITE) from None
+            line = queue_line(row, source, number)
+            for field, value in (("queue_place", line.place), ("query_id", line.query_id)):
                 if (field, value) in seen:
                     raise DatasetError(
                         f"{field} {value!r} stands on line {seen[field, value]} too: the file mixes two queues",
                         file=source, line=number, field=field, hint="keep one queue's lines in a file",
                     )  # fmt: skip
                 seen[field, value] = number
-            candidates = row.get("queue_candidates")
-            whole = isinstance(candidates, int) and not isinstance(candidates, bool)
-            out.append(QueueLine(qid, got[0], got[1], got[2], candidates if whole else None, number))
+            out.append(line)
     return out
 
 

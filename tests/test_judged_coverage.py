@@ -17,10 +17,10 @@ error is within 3 Monte Carlo SE of its own spread (plus the truth's error). Obs
 |bias| ≤ 0.003.
 
 Queue-drawn labels (seed 8): the first ``PRIOR`` queries labelled, the query queue of ``metrics --queue-out``
-(``judged.query_queue``) drawn over the rest, its first n lines labelled, read back with ``queue_inclusion`` and
-weighted. Those estimators are design-based: the truth is each population's own mean (all its queries labelled, by
-hand), the same tolerances. Observed: coverage 0.90–1.00, |bias| ≤ 0.003 (against the 400,000-query mean PPI at
-n = 100 covered 0.88: the weighted intervals are for the queries at hand).
+(``judged.query_queue``) drawn over the rest, its first n lines labelled, read back (``queue_line``,
+``queue_inclusion``) and weighted. Those estimators are design-based: the truth is each population's own mean
+(all its queries labelled, by hand), the same tolerances. Observed: coverage 0.90–1.00, |bias| ≤ 0.003 (against the
+400,000-query mean PPI at n = 100 covered 0.88: the weighted intervals are for the queries at hand).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from foundry_bridge.judged import QueueLine, compare_with_human, query_queue, queue_inclusion
+from foundry_bridge.judged import compare_with_human, query_queue, queue_inclusion, queue_line
 from foundry_bridge.metrics.ppi import WEIGHTED_NOTE
 
 P_TRUE = (0.55, 0.20, 0.15, 0.10)
@@ -112,10 +112,7 @@ def _queue_repetition(rng: np.random.Generator, n: int) -> tuple[dict[str, Any],
     prior = {q: truth[q] for q in list(truth)[:PRIOR]}
     lines = query_queue(rankings, judged, prior, k=K, threshold=1, seed=int(rng.integers(2**31)))
     human = prior | {line["query_id"]: truth[line["query_id"]] for line in lines[:n]}
-    read = [
-        QueueLine(d["query_id"], d["queue_place"], d["queue_share"], d["queue_next_key"], d["queue_candidates"], i)
-        for i, d in enumerate(lines, 1)
-    ]
+    read = [queue_line(d, "queue", i) for i, d in enumerate(lines, 1)]
     inclusion = queue_inclusion(read, human, rankings)
     assert inclusion.prefix == n and not inclusion.beyond and len(inclusion.probability) == n + PRIOR
     corrected = compare_with_human(
