@@ -1,7 +1,8 @@
 """Judge-labelled qrels (``judge-docs``): every retrieved document to depth k, and every document of the context as
 sent, graded 0–3 by a judge on our rubric; written as a TREC qrels file with a provenance file beside it; read back
 by ``metrics``, which says "judge-labelled" beside every metric and corrects the means with the human labels a team
-has (``compare_with_human``). docs/metrics.md ("Judge-labelled qrels") states the rules.
+has (``compare_with_human``), drawn at random or in the order of the query queue (``query_queue``, weighted back by
+``queue_inclusion``). docs/metrics.md ("Judge-labelled qrels") and docs/trust.md state the rules.
 
 - Scale (TREC's, as UMBRELA uses it): 0 irrelevant, 1 related, 2 partially answers, 3 answers. Deepchecks' classes
   map onto it: Platinum = 3, Gold = 2, Irrelevant = 0 or 1.
@@ -45,6 +46,7 @@ __all__ = [
     "RUBRIC_VERSION",
     "SCALE",
     "DocumentPair",
+    "QueueInclusion",
     "cached_requests",
     "circularity",
     "compare_with_human",
@@ -55,8 +57,13 @@ __all__ = [
     "parse_grade",
     "provenance_path",
     "qrels_labels",
+    "query_queue",
+    "query_texts",
+    "queue_inclusion",
+    "queue_line",
     "ranked_lists",
     "read_provenance",
+    "read_query_queue",
     "relabeller",
 ]
 
@@ -483,6 +490,23 @@ def _on_unit_range(estimates: dict[str, Any]) -> dict[str, Any]:
     return estimates
 
 
+def _per_query(
+    rankings: dict[str, list[tuple[float | None, str]]],
+    qrels: dict[str, dict[str, int]],
+    ks: Sequence[int],
+    threshold: int,
+) -> dict[str, Any]:
+    """Each ranking metric per query of ``rankings`` (in its order) on ``qrels``: undefined (no relevant label) → 0,
+    as trec_eval averages."""
+    import numpy as np
+
+    from .dataset.columnar import arrays_from_rankings
+    from .metrics.ranking import compute
+
+    arrays = arrays_from_rankings(rankings, qrels, list(rankings), depth=max(ks), threshold=threshold)
+    return {key: np.nan_to_num(col, nan=0.0) for key, col in compute(arrays, ks).items()}
+
+
 def compare_with_human(
     rankings: dict[str, list[tuple[float | None, str]]],
     judged: dict[str, dict[str, int]],
@@ -492,18 +516,20 @@ def compare_with_human(
     threshold: int,
     confidence: float = 0.95,
     resamples: int = 1000,
+    probability: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Agreement of the judge's grades with the human labels on the (query, document) pairs both labelled
     (quadratic-weighted κ with a bootstrap interval over queries, the per-grade confusion table) and each ranking
     metric's mean over the ranked queries corrected by PPI / PPI++ (``metrics.ppi.estimate_mean``), the unit a
     query: the judge's metric on every query, the human's on the queries the human qrels hold (undefined → 0, as
-    trec_eval averages). ``resamples``: the κ interval's bootstrap resamples (0: no interval)."""
+    trec_eval averages). ``resamples``: the κ interval's bootstrap resamples (0: no interval). ``probability``: query
+    id → its inclusion probability under the query queue (``queue_inclusion``): when every human-labelled query has
+    one, the means are the inverse-probability weighted estimators (``estimate_mean(probability=...)``); otherwise
+    the labelled queries are taken as a uniform sample (each estimate's ``design`` says which)."""
     import numpy as np
 
-    from .dataset.columnar import arrays_from_rankings
     from .metrics.agreement import agreement
     from .metrics.ppi import estimate_mean
-    from .metrics.ranking import compute
 
     order = list(rankings)
     q_index = {q: i for i, q in enumerate(order)}
@@ -524,18 +550,16 @@ def compare_with_human(
             "grades": a.categories,
             "confusion": a.confusion,  # judge grade (rows) × human grade (columns)
         }
-    depth = max(ks)
-    cols = [
-        compute(arrays_from_rankings(rankings, q, order, depth=depth, threshold=threshold), ks) for q in (judged, human)
-    ]
+    cols = [_per_query(rankings, q, ks, threshold) for q in (judged, human)]
     labelled = np.array([q in human for q in order])
+    pi = None if probability is None else np.array([probability.get(q, np.nan) for q in order], dtype=np.float64)
     corrected = {}
     for name in CORRECTED:
         for k in ks:
             key = f"{name}@{k}"
-            f = np.nan_to_num(cols[0][key], nan=0.0)
-            y = np.where(labelled, np.nan_to_num(cols[1][key], nan=0.0), np.nan)
-            corrected[key] = _on_unit_range(asdict(estimate_mean(f, y, confidence=confidence)))
+            f = cols[0][key]
+            y = np.where(labelled, cols[1][key], np.nan)
+            corrected[key] = _on_unit_range(asdict(estimate_mean(f, y, confidence=confidence, probability=pi)))
     return {
         "labels": JUDGE_LABELLED + ", corrected by human labels",
         "queries": len(order),
@@ -545,6 +569,196 @@ def compare_with_human(
         "off_scale_human_labels": off_scale,
         "corrected": corrected,
     }
+
+
+# -- the labelling queue of queries: which queries' human labels narrow the corrected intervals most -------------
+QUEUE_MEASURE = "ndcg"  # the size measure's metric: the judge's per-query nDCG at the largest k
+
+
+def query_queue(
+    rankings: dict[str, list[tuple[float | None, str]]],
+    judged: dict[str, dict[str, int]],
+    human: dict[str, dict[str, int]],
+    *,
+    k: int,
+    threshold: int,
+    size: int | None = None,
+    seed: int | None = None,
+    texts: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The ranked queries without human labels in the order to label them, as the lines of ``metrics --queue-out``:
+    the trust section's verdict queue (``metrics.ppi.queue_order``, Ohlsson's sequential Poisson sampling, seeded
+    by ``seed``, default ``QUEUE_SEED``) over queries instead of rows, so labelling the first n lines, for any n, is
+    a probability sample whose inclusion probabilities ``queue_inclusion`` recomputes.
+
+    The size measure is ``queue_priority``'s: the shrunk residual sd (human − judge) of the query's stratum of the
+    judge's per-query nDCG@``k`` (deciles), floored at ``QUEUE_FLOOR`` × the mean — Neyman allocation for the
+    corrected nDCG's interval. With no human label yet every stratum has the prior sd, and the queue is a uniform
+    random order; the human qrels already held (``human``) make it favour the strata where judge and human differ.
+
+    Each line: ``query_id``, ``query`` (from ``texts``, when known), ``documents`` (the judged documents to label,
+    in rank order), ``queue_place`` (1 = label first), the design (``queue_u``, ``queue_share``, ``queue_next_key``
+    — the key of the line after it —, ``queue_seed``, ``queue_candidates``: the queries the queue was drawn from),
+    ``design`` and ``reason``. ``size``: the first lines only (default: every candidate)."""
+    import math
+
+    import numpy as np
+
+    from .metrics.ppi import QUEUE_SEED, queue_merge, queue_order
+
+    seed = QUEUE_SEED if seed is None else seed
+    order = list(rankings)
+    key = f"{QUEUE_MEASURE}@{k}"
+    f = _per_query(rankings, judged, (k,), threshold)[key]
+    y = np.where([q in human for q in order], _per_query(rankings, human, (k,), threshold)[key], np.nan)
+    drawn = queue_order(f, y, seed=seed)
+    lines = []
+    for _, d in queue_merge([drawn], len(drawn) if size is None else size):
+        qid = order[d.index]
+        ranked = {doc: i for i, (_, doc) in enumerate(rankings[qid])}
+        docs = sorted(judged.get(qid, {}), key=lambda doc: (ranked.get(doc, math.inf), doc))
+        line: dict[str, Any] = {"query_id": qid, **({"query": texts[qid]} if texts and texts.get(qid) else {})}
+        line |= {"documents": docs, "queue_place": d.place, "queue_u": d.u, "queue_share": d.share}
+        line |= {"queue_next_key": None if math.isinf(d.next_key) else d.next_key, "queue_seed": seed}
+        line |= {"queue_candidates": len(drawn), "design": f"{d.design}; size measure: judge's {key}"}
+        lines.append(line | {"reason": f"judge {key} {f[d.index]:.3f}"})
+    return lines
+
+
+def query_texts(data: str | os.PathLike[str], mapping: Mapping) -> dict[str, str]:
+    """query id → its query text, as DATA holds it (queries without one left out)."""
+    from .dataset import read_records
+
+    return {rec.query_id: rec.query for rec in read_records(data, mapping, require_ranking=True) if rec.query}
+
+
+@dataclass(frozen=True)
+class QueueLine:
+    """One line of a query queue file as read back: its query, place, share, the key after it, candidates, line."""
+
+    query_id: str
+    place: int
+    share: float
+    next_key: float
+    candidates: int | None
+    line: int
+
+
+_REWRITE = "keep the lines metrics --queue-out wrote"
+
+
+def queue_line(row: Any, source: str, number: int) -> QueueLine:
+    """One line of a ``metrics --queue-out`` file (``row``: its JSON object, at line ``number`` of ``source``) as
+    ``queue_inclusion`` reads it, its queue fields checked by the verdict queue's rule
+    (``dataset.verdicts._queue_place``); a ``DatasetError`` naming the file, line and field otherwise."""
+    from .dataset.verdicts import _queue_place
+
+    qid = row.get("query_id") if isinstance(row, dict) else None
+    if not isinstance(qid, str) or not qid:
+        raise DatasetError("a queue line needs its query_id", file=source, line=number, field="query_id", hint=_REWRITE)
+    try:
+        got = _queue_place(row, (source, number))
+    except DatasetError as exc:  # the verdict queue's rule, said of this file
+        raise DatasetError(
+            f"{exc.field} must be what metrics --queue-out wrote, got {row.get(exc.field or '')!r}",
+            file=source, line=number, field=exc.field,
+            hint="keep the queue's fields as written, or write the queue again with metrics --queue-out",
+        ) from None  # fmt: skip
+    if got is None:
+        raise DatasetError(
+            "a queue line needs its queue_place", file=source, line=number, field="queue_place", hint=_REWRITE
+        )
+    candidates = row.get("queue_candidates")
+    whole = isinstance(candidates, int) and not isinstance(candidates, bool)
+    return QueueLine(qid, got[0], got[1], got[2], candidates if whole else None, number)
+
+
+def read_query_queue(path: str | os.PathLike[str]) -> list[QueueLine]:
+    """The lines of a ``metrics --queue-out`` file (``queue_line``); a ``DatasetError`` naming the file, line and
+    field when one is not what the queue wrote, or when two lines hold one place or one query."""
+    source = os.fspath(path)
+    out: list[QueueLine] = []
+    seen: dict[tuple[str, Any], int] = {}  # (field, value) → its line
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = loads(raw)
+            except ValueError as exc:
+                raise DatasetError(f"not JSON ({exc})", file=source, line=number, hint=_REWRITE) from None
+            line = queue_line(row, source, number)
+            for field, value in (("queue_place", line.place), ("query_id", line.query_id)):
+                if (field, value) in seen:
+                    raise DatasetError(
+                        f"{field} {value!r} stands on line {seen[field, value]} too: the file mixes two queues",
+                        file=source, line=number, field=field, hint="keep one queue's lines in a file",
+                    )  # fmt: skip
+                seen[field, value] = number
+            out.append(line)
+    return out
+
+
+@dataclass(frozen=True)
+class QueueInclusion:
+    """What a query queue says of the human labels: each usable labelled query's inclusion probability, the
+    labelled queries left out (at places after the first one not labelled), the labelled prefix's length and the
+    notes to print (``warnings``: those that change what is counted)."""
+
+    probability: dict[str, float]
+    beyond: list[str]
+    prefix: int
+    notes: list[str]
+    warnings: list[str]  # the notes that change what is counted: labels left out, or taken as uniform
+    before: list[str]  # labelled queries not on the queue (labelled before it was drawn, when it is whole)
+
+
+def queue_inclusion(lines: Sequence[QueueLine], human: Iterable[str], ranked: Iterable[str]) -> QueueInclusion:
+    """Each human-labelled ranked query's inclusion probability under the queue ``lines``
+    (``metrics.ppi.labelled_prefix``: lines 1…n labelled; ``prefix_probabilities`` with the key of line n's next
+    line), as the trust section weighs its verdict queue (``dataset.verdicts.inclusion_array``).
+
+    A labelled query at a place after the first unlabelled one is not part of the probability sample: left out
+    (``beyond``, with a note), as the trust section does. A labelled query not on the queue: when the file holds
+    every candidate (``queue_candidates``) it was labelled before the queue was drawn (the queue leaves labelled
+    queries out) and counts with probability 1 (taken with certainty: the weighted estimators stay unbiased given
+    those labels); otherwise it has no probability, and every label is then taken as a uniform sample (a note)."""
+    from .metrics.ppi import labelled_prefix, prefix_probabilities
+
+    ranked_ids = set(ranked)
+    labelled = {q for q in human if q in ranked_ids}
+    by_place = {line.place: line for line in lines}
+    n = labelled_prefix([line.place for line in lines if line.query_id in labelled])
+    threshold = by_place[n].next_key if n else math.inf
+    probability: dict[str, float] = {}
+    beyond: list[str] = []
+    for line in lines:
+        if line.query_id not in labelled:
+            continue
+        if line.place <= n:
+            probability[line.query_id] = float(prefix_probabilities(line.share, threshold))
+        else:
+            beyond.append(line.query_id)
+    warn = []
+    if beyond:
+        warn.append(
+            f"{len(beyond)} human-labelled queries stand at queue places after place {n + 1}, which is not labelled: "
+            f"left out (a labelled prefix of the queue is a probability sample, labels after a gap are not); label "
+            f"the query at place {n + 1} ({by_place[n + 1].query_id if n + 1 in by_place else '?'}) to count them"
+        )
+    queued = {line.query_id for line in lines}
+    before = sorted(labelled - queued)
+    whole = bool(lines) and all(line.candidates == len(lines) for line in lines)
+    notes = []
+    if before and whole:
+        probability |= dict.fromkeys(before, 1.0)
+        notes.append(f"{len(before)} human-labelled queries were labelled before the queue was drawn: weight 1")
+    elif before:
+        warn.append(
+            f"{len(before)} human-labelled queries are not on the queue, which holds only its first {len(lines)} "
+            "lines: they have no inclusion probability, so every label is taken as a uniform sample"
+        )
+    return QueueInclusion(probability, beyond, n, warn + notes, warn, before)
 
 
 # -- judge labels in a run's report (stage attribution without human labels) ------------------------------------

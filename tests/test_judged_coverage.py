@@ -15,16 +15,24 @@ Tolerance: ``REPS`` repetitions estimate a coverage with a Monte Carlo standard 
 an interval passes when its coverage is at least 0.95 − 3 SE ≈ 0.897, and an estimator is unbiased when its mean
 error is within 3 Monte Carlo SE of its own spread (plus the truth's error). Observed (seed 7): coverage 0.92–0.98,
 |bias| ≤ 0.003.
+
+Queue-drawn labels (seed 8): the first ``PRIOR`` queries labelled, the query queue of ``metrics --queue-out``
+(``judged.query_queue``) drawn over the rest, its first n lines labelled, read back (``queue_line``,
+``queue_inclusion``) and weighted. Those estimators are design-based: the truth is each population's own mean
+(all its queries labelled, by hand), the same tolerances. Observed: coverage 0.90–1.00, |bias| ≤ 0.003 (against the
+400,000-query mean PPI at n = 100 covered 0.88: the weighted intervals are for the queries at hand).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
-from foundry_bridge.judged import compare_with_human
+from foundry_bridge.judged import compare_with_human, query_queue, queue_inclusion, queue_line
+from foundry_bridge.metrics.ppi import WEIGHTED_NOTE
 
 P_TRUE = (0.55, 0.20, 0.15, 0.10)
 JUDGE = np.array([[0.80, 0.15, 0.05, 0.0], [0.25, 0.50, 0.20, 0.05], [0.05, 0.20, 0.55, 0.20], [0.0, 0.05, 0.25, 0.70]])
@@ -87,3 +95,50 @@ def test_the_judge_alone_is_biased_where_the_correction_is_not(runs: tuple) -> N
     truth, by_n = runs
     judge_only = np.mean([rep[f"recall@{K}"]["judge_only"]["mean"] for rep in by_n[30]])
     assert judge_only - truth[f"recall@{K}"] > 0.2
+
+
+# -- queue-drawn labels: the query queue of `metrics --queue-out`, its first n lines labelled -------------------
+PRIOR = 10  # queries labelled before the queue is drawn (the first ones: a uniform sample): the queue's strata
+
+
+def _queue_repetition(rng: np.random.Generator, n: int) -> tuple[dict[str, Any], dict[str, float]]:
+    """A population, ``PRIOR`` queries labelled, the queue (``judged.query_queue``, as `metrics --queue-out` writes
+    it, a fresh seed) over the rest, its first ``n`` lines labelled, read back (``queue_inclusion``) and weighted;
+    and the population's own means (every query labelled), by hand."""
+    grades, order, ranked, judge = _draw(rng, QUERIES)
+    rankings = {f"q{i}": [(float(K - r), f"d{order[i, r]}") for r in range(K)] for i in range(QUERIES)}
+    judged = {f"q{i}": {f"d{order[i, r]}": int(judge[i, r]) for r in range(K)} for i in range(QUERIES)}
+    truth = {f"q{i}": {f"d{d}": int(grades[i, d]) for d in range(DOCS)} for i in range(QUERIES)}
+    prior = {q: truth[q] for q in list(truth)[:PRIOR]}
+    lines = query_queue(rankings, judged, prior, k=K, threshold=1, seed=int(rng.integers(2**31)))
+    human = prior | {line["query_id"]: truth[line["query_id"]] for line in lines[:n]}
+    read = [queue_line(d, "queue", i) for i, d in enumerate(lines, 1)]
+    inclusion = queue_inclusion(read, human, rankings)
+    assert inclusion.prefix == n and not inclusion.beyond and len(inclusion.probability) == n + PRIOR
+    corrected = compare_with_human(
+        rankings, judged, human, ks=(K,), threshold=1, resamples=0, probability=inclusion.probability
+    )["corrected"]
+    return corrected, _truth(grades, ranked)
+
+
+@pytest.fixture(scope="module")
+def queued() -> dict[int, list[tuple[dict[str, Any], dict[str, float]]]]:
+    rng = np.random.default_rng(SEED + 1)
+    return {n: [_queue_repetition(rng, n) for _ in range(REPS)] for n in LABELS}
+
+
+@pytest.mark.parametrize("n", LABELS)
+@pytest.mark.parametrize("estimator", ["ppi", "ppi_plus", "human_only"])
+def test_queue_drawn_labels_weighted_back_cover_the_truth_and_are_unbiased(
+    queued: dict, n: int, estimator: str
+) -> None:
+    """The estimand of the weighted (design-based) estimators is the mean the humans would give the population's
+    queries, all labelled: each repetition's own truth."""
+    floor = 0.95 - 3 * math.sqrt(0.95 * 0.05 / REPS)
+    for metric in (f"ndcg@{K}", f"recall@{K}"):
+        assert all(rep[metric]["design"] == WEIGHTED_NOTE for rep, _ in queued[n])
+        estimates = [(rep[metric][estimator], truth[metric]) for rep, truth in queued[n]]
+        covered = np.mean([e["low"] <= theta <= e["high"] for e, theta in estimates])
+        errors = np.array([e["mean"] - theta for e, theta in estimates])
+        assert covered >= floor, (metric, n, estimator, covered)
+        assert abs(errors.mean()) <= 3 * errors.std(ddof=1) / math.sqrt(REPS) + 0.001, (metric, n, estimator)

@@ -69,7 +69,8 @@ def command(
     or 1) with a short reason, and write them as a TREC qrels file (OUT) plus its provenance (OUT.json: judge,
     rubric version and hash, scale, date, backend, unknown grades and every reason). A grade the judge could not
     give is unknown: counted, never written as 0. `metrics DATA --qrels OUT` then reports every ranking metric as
-    judge-labelled; `--human-qrels` corrects them with the human labels you have. On mock and foundry the grades
+    judge-labelled; `--human-qrels` corrects them with the human labels you have, and `--queue-out` lists the
+    queries to label next (read back with `--queue`). On mock and foundry the grades
     come from one label_model grader run through the same eval/run/poll path as `run` (its run folder: --run-dir);
     the mock backend is the emulator's deterministic stand-in (lexical overlap), not a model."""
     from ..judged import judge_documents, provenance_path

@@ -157,6 +157,20 @@ def _labels(qrels: str | None, human_qrels: str | None) -> dict[str, Any]:
     return {"source": JUDGE_LABELLED, **{key: prov[key] for key in keys}}
 
 
+def _queue_usage(
+    labels: dict[str, Any], human_qrels: str | None, queue: str | None, queue_out: str | None, size: int | None
+) -> None:
+    """The query queue's options need their partners: ``--queue-out`` judge-labelled ``--qrels``, ``--queue``
+    ``--human-qrels`` (the labels it weighs), ``--queue-size`` ``--queue-out``."""
+    if queue_out is not None and labels["source"] != "judge-labelled":
+        raise UsageError("--queue-out ranks queries for human labels on judge-labelled qrels: give --qrels a file "
+                         "judge-docs wrote")  # fmt: skip
+    if queue is not None and human_qrels is None:
+        raise UsageError("--queue weighs the human labels of --human-qrels by the queue's design: give --human-qrels")
+    if size is not None and queue_out is None:
+        raise UsageError("--queue-size and --queue-seed set the lines --queue-out writes: give --queue-out")
+
+
 def _refuse_duplicate_ids(data: str, mapping_path: str | None) -> None:
     """A ``DatasetError`` listing ``validate``'s duplicate-query-id errors (each line named): a query counted once
     per copy would move every mean, so ``metrics`` refuses the file as ``validate`` (and ``plan``, ``run``) do."""
@@ -194,6 +208,10 @@ def _compute(
     qrels: str | None = None,
     run: str | None = None,
     human_qrels: str | None = None,
+    queue: str | None = None,
+    queue_out: str | None = None,
+    queue_size: int | None = None,
+    queue_seed: int | None = None,
     average: str | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
     **options: Any,
@@ -211,6 +229,7 @@ def _compute(
     if data is None and not (qrels and run):
         raise UsageError("give DATA (a dataset, with --mapping) or both --qrels and --run")
     labels = _labels(qrels, human_qrels)
+    _queue_usage(labels, human_qrels, queue, queue_out, queue_size if queue_seed is None else queue_seed)
     mapping = load_mapping(mapping_path) if (data is not None or mapping_path) else None
     spec = mapping.metrics if mapping is not None else LocalMetricsSpec()
     s = _settings(spec, average=average or ("kind" if data is not None and not qrels else "trec_eval"), **options)
@@ -226,27 +245,79 @@ def _compute(
     params.update({"surface_threshold": s.surface, "report_k": s.depth, "input": source, "queries": arrays.n_queries})
     params["relevance_labels"] = labels
     doc = {"params": params, "summary": result.summary, "negative_report": negative}
-    if human_qrels is not None:
-        doc["judged_vs_human"] = _vs_human(data, mapping, run, qrels, human_qrels, s)
+    if human_qrels is not None or queue_out is not None:
+        inputs = _judged_inputs(data, mapping, run, qrels, human_qrels)
+        if human_qrels is not None:
+            doc["judged_vs_human"] = _vs_human(inputs, queue, s)
+        if queue_out is not None:
+            doc["queue_out"] = _write_queue(inputs, (data, mapping), queue_out, (queue_size, queue_seed), s)
     return {**doc, "assembly": _assembly_summary(assembly, s)}, result
 
 
-def _vs_human(
-    data: str | None, mapping: Mapping | None, run: str | None, qrels: Any, human_qrels: str, s: _Settings
-) -> dict[str, Any]:
-    """``judged.compare_with_human`` on the ranked queries of DATA or the run file."""
+def _judged_inputs(
+    data: str | None, mapping: Mapping | None, run: str | None, qrels: Any, human_qrels: str | None
+) -> tuple[dict[str, Any], dict[str, dict[str, int]], dict[str, dict[str, int]], int]:
+    """The positive ranked queries of DATA or the run file, the judge's and the humans' qrels (empty: none), and how
+    many queries DATA declares negative (left out: positive and negative means never mix)."""
     from ..dataset.columnar import read_qrels_file, read_ranking_file
-    from ..judged import compare_with_human, ranked_lists
+    from ..judged import ranked_lists
 
     negative: set[str] = set()
     if data is not None and mapping is not None:
         rankings, _, negative = ranked_lists(data, mapping)
     else:
         rankings = read_ranking_file(str(run), mapping)
-    judged, human = read_qrels_file(qrels), read_qrels_file(human_qrels)
+    human = read_qrels_file(human_qrels) if human_qrels else {}
     positive = {q: r for q, r in rankings.items() if q not in negative}
-    out = compare_with_human(positive, judged, human, ks=s.ks, threshold=s.threshold)
-    return {**out, "declared_negative_left_out": len(rankings) - len(positive)}
+    return positive, read_qrels_file(qrels), human, len(rankings) - len(positive)
+
+
+def _vs_human(inputs: tuple[Any, ...], queue: str | None, s: _Settings) -> dict[str, Any]:
+    """``judged.compare_with_human`` on the ranked queries; with ``queue`` (``--queue``: the query queue the human
+    labels followed) the labels of its labelled prefix weighted by their inclusion probabilities
+    (``judged.queue_inclusion``), those after a gap left out, each note a warning too."""
+    import warnings
+
+    from ..errors import FoundryBridgeWarning
+    from ..judged import compare_with_human, queue_inclusion, read_query_queue
+
+    positive, judged, human, negative = inputs
+    probability, extra = None, {}
+    if queue is not None:
+        inclusion = queue_inclusion(read_query_queue(queue), human, positive)
+        for note in inclusion.warnings:
+            warnings.warn(FoundryBridgeWarning(f"--queue {queue}: {note}"), stacklevel=2)
+        beyond = set(inclusion.beyond)
+        human = {q: labels for q, labels in human.items() if q not in beyond}
+        probability = inclusion.probability
+        extra = {"queue": {"file": queue, "labelled_prefix": inclusion.prefix, "left_out": inclusion.beyond}}
+        extra["queue"] |= {"labelled_before": len(inclusion.before), "notes": inclusion.notes}
+    out = compare_with_human(positive, judged, human, ks=s.ks, threshold=s.threshold, probability=probability)
+    return {**out, "declared_negative_left_out": negative, **extra}
+
+
+def _write_queue(
+    inputs: tuple[Any, ...],
+    source: tuple[str | None, Mapping | None],
+    path: str,
+    draw: tuple[int | None, int | None],
+    s: _Settings,
+) -> dict[str, Any]:
+    """``--queue-out``: the query queue (``judged.query_queue`` at the largest k) as JSONL, one query a line, best
+    first, with its query text when DATA has one (``draw``: ``--queue-size``, ``--queue-seed``); returns what
+    ``queue_out`` says of it."""
+    from .._io import atomic_open, dumps
+    from ..judged import QUEUE_MEASURE, query_queue, query_texts
+
+    positive, judged, human, _ = inputs
+    (data, mapping), (size, seed) = source, draw
+    texts = query_texts(data, mapping) if data is not None and mapping is not None else None
+    lines = query_queue(positive, judged, human, k=s.depth, threshold=s.threshold, size=size, seed=seed, texts=texts)
+    with atomic_open(path) as fh:
+        for line in lines:
+            fh.write(dumps(line) + b"\n")
+    candidates = lines[0]["queue_candidates"] if lines else 0
+    return {"file": path, "lines": len(lines), "candidates": candidates, "size_measure": f"{QUEUE_MEASURE}@{s.depth}"}
 
 
 def _measures_and_ks(
@@ -342,6 +413,13 @@ def render_text(doc: dict[str, Any]) -> str:
         )
     if "judged_vs_human" in doc:
         lines += _vs_human_text(doc["judged_vs_human"])
+    if "queue_out" in doc:
+        q = doc["queue_out"]
+        lines += [
+            "",
+            f"query queue: {q['lines']} of {q['candidates']} queries without human labels written to {q['file']} "
+            f"(size measure: the judge's {q['size_measure']} stratum); label its first lines, as many as you can",
+        ]
     agg = doc["negative_report"]["aggregate"]
     lines += [
         "",
@@ -411,7 +489,19 @@ def _vs_human_text(v: dict[str, Any]) -> list[str]:
     for key, m in v["corrected"].items():
         cells = [_estimate_text(m[w]) for w in ("judge_only", "human_only", "ppi", "ppi_plus")]
         lines.append(f"  {key:<18}" + "".join(f"{c:>{24 if i == 0 else 28}}" for i, c in enumerate(cells)))
-    lines.append("  (95 % intervals; PPI/PPI++ take the human-labelled queries as a uniform random sample; † clipped)")
+    from ..metrics.ppi import WEIGHTED_NOTE
+
+    weighted = any(m.get("design") == WEIGHTED_NOTE for m in v["corrected"].values())
+    design = (
+        "weighted by 1/(the query queue's inclusion probability)"
+        if weighted
+        else "take the human-labelled queries as a uniform random sample"
+    )
+    lines.append(f"  (95 % intervals; PPI/PPI++ {design}; † clipped)")
+    queue = v.get("queue")
+    if queue:
+        lines.append(f"  query queue {queue['file']}: its first {queue['labelled_prefix']} places labelled")
+        lines += [f"  {note}" for note in queue["notes"]]
     return lines
 
 
@@ -433,6 +523,32 @@ def _vs_human_text(v: dict[str, Any]) -> list[str]:
     "--human-qrels",
     type=click.Path(exists=True, dir_okay=False),
     help="Human qrels for some queries: κ against the judge-labelled --qrels and PPI-corrected means.",
+)
+@click.option(
+    "--queue-out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the queries to give human labels next (JSONL, best first: query, the judged documents to label, the "
+    "queue's design) for judge-labelled --qrels: label its first lines, as many as you can (docs/trust.md).",
+)
+@click.option(
+    "--queue-size",
+    type=click.IntRange(1, None),
+    default=None,
+    help="--queue-out writes only its first N lines (default: every query without human labels).",
+)
+@click.option(
+    "--queue-seed",
+    type=click.IntRange(0, 2**32 - 1),
+    default=None,
+    help="Seed of --queue-out's random order (the same inputs and seed give the same queue; default 24).",
+)
+@click.option(
+    "--queue",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The --queue-out file the --human-qrels labels followed: its labelled prefix weighted by the queue's "
+    "inclusion probabilities (labels after an unlabelled place are left out, with a warning).",
 )
 @click.option("--k", "ks", type=click.IntRange(1, 1_000_000), multiple=True, help="Cutoff; repeat for several.")
 @click.option(
@@ -483,8 +599,8 @@ def command(data: str | None, fmt: str, out: str | None, quiet: bool, **options:
     from .._io import atomic_open
     from ._progress import command_progress
 
-    inputs = [data, *(options.get(k) for k in ("mapping_path", "qrels", "run", "human_qrels"))]
-    refuse_overwrite({"--out": out}, inputs)
+    inputs = [data, *(options.get(k) for k in ("mapping_path", "qrels", "run", "human_qrels", "queue"))]
+    refuse_overwrite({"--out": out, "--queue-out": options.get("queue_out")}, inputs)
     progress, done = command_progress(quiet)
     doc, result = _compute(data, progress=progress, **options)
     done()

@@ -32,6 +32,7 @@ __all__ = [
     "QUEUE_FLOOR",
     "QUEUE_SEED",
     "UNIFORM_NOTE",
+    "WEIGHTED_NOTE",
     "Estimate",
     "MeanEstimates",
     "QueueDraw",
@@ -525,7 +526,7 @@ def estimate_mean(
         plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v, raters=raters)
         plus = ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v, raters=raters)
         lam = _ipw_lambdas(j[scored], labeled[scored], h[scored], pi[scored])[1]
-        design = "labels weighted by 1/(the queue's inclusion probability)"
+        design = WEIGHTED_NOTE
         return MeanEstimates(
             judge_only, human_only, plain, plus, float(lam), None, human_halve, target, need, raters, design
         )
@@ -756,6 +757,7 @@ def _strata(scores: np.ndarray) -> np.ndarray:
 QUEUE_FLOOR = 0.2  # every candidate row's size measure is at least this share of the candidates' mean one
 QUEUE_SEED = 24  # the queue's default seed: the same run and seed give the same queue
 UNIFORM_NOTE = "labels with no inclusion probability: treated as a uniform sample"
+WEIGHTED_NOTE = "labels weighted by 1/(the queue's inclusion probability)"
 
 
 @dataclass(frozen=True)
