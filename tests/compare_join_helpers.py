@@ -23,7 +23,7 @@ from typing import Any
 from report_helpers import JUDGE_SCORES, write_run
 
 try:  # the code after issue #35 item 6
-    from foundry_bridge.compare import compare_run_files, compare_runs, render_comparison_json
+    from foundry_bridge.comparison import compare_run_files, compare_runs, render_comparison_json
 except ImportError:  # the code that wrote the goldens
     from foundry_bridge.report import compare_run_files, compare_runs, render_comparison_json  # type: ignore[no-redef]
 

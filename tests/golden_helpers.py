@@ -69,7 +69,8 @@ from pathlib import Path
 
 from report_helpers import ERROR, JUDGE_SCORES, write_run
 
-from foundry_bridge.report import build_report, compare_runs, render, render_comparison_json, render_comparison_markdown
+from foundry_bridge.comparison import compare_runs, render_comparison_json, render_comparison_markdown
+from foundry_bridge.report import build_report, render
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "data" / "golden"

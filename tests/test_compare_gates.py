@@ -23,8 +23,8 @@ from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 from foundry_bridge.cli import cli
+from foundry_bridge.comparison import compare_runs, render_comparison_json, render_comparison_markdown
 from foundry_bridge.errors import FoundryBridgeError, UsageError
-from foundry_bridge.report import compare_runs, render_comparison_json, render_comparison_markdown
 
 IMPROVED = ["q01", "q03", "q04", "q06", "q07", "q09", "q10"]
 RAW_P = 2 / 128  # relevance's exact sign-flip p (+-2 on 7 queries, 0 on 4)
@@ -186,7 +186,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 
 def _gate(tmp_path: Path, *gates: str, **options) -> dict:
-    from foundry_bridge.report import compare_run_files
+    from foundry_bridge.comparison import compare_run_files
 
     qrels, a, b = _files(tmp_path)
     cmp = compare_run_files(qrels, [a, b], metrics=["rr@5"], fail_on=list(gates), **options)

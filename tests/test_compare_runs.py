@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from report_helpers import ERROR, JUDGE_SCORES, write_run
 
 from foundry_bridge.cli import cli, main
+from foundry_bridge.comparison import compare_runs, parse_fail_on, render_comparison_markdown
 from foundry_bridge.errors import UsageError
 from foundry_bridge.metrics.significance import paired_generator, sign_flip_test
-from foundry_bridge.report import compare_runs, parse_fail_on, render_comparison_markdown
 
 IMPROVED = ["q01", "q03", "q04", "q06", "q07", "q09", "q10"]  # 7 positive queries
 

@@ -14,9 +14,9 @@ from html import escape
 from ..catalog import CATALOG
 from ..columns import RunColumns
 from ..dataset import QueryRecord
+from ..report._format import fmt_num
 from ..results import ResultRow
 from ._compare import Comparison
-from ._format import fmt_num
 
 __all__ = ["changed_queries", "query_view_html"]
 

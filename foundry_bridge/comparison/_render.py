@@ -13,11 +13,11 @@ from html import escape
 from typing import Any
 
 from .._text import printable
+from ..report._format import fmt_num
+from ..report._foundry import render_foundry_markdown
+from ..report._model import STAGES
 from ._compare import Comparison, MeasureRanking, MetricComparison, PairComparison
 from ._drift import judges_note
-from ._format import fmt_num
-from ._foundry import render_foundry_markdown
-from ._model import STAGES
 from ._query_view import query_view_html
 
 __all__ = [

@@ -3,7 +3,7 @@
 The statistics are ``metrics.significance``'s, the one comparison engine: each metric's test by its kind (the
 sign-flip for continuous metrics, Wilcoxon for a judge's ordinal score, McNemar for pass/fail — a judge's verdict,
 keyed ``<metric key>/pass``, and boolean metrics), one family, one ``Verdict``. This module pairs the queries and
-keeps the table; ``_compare_render`` prints it.
+keeps the table; ``_render`` prints it.
 
 The first run is the baseline; every other run is a candidate compared with it. Queries are paired by
 ``query_id``; positive and negative queries are compared separately; a query present in only one run is listed,
@@ -50,9 +50,15 @@ from ..metrics.significance import (
     verdict,
     westfall_young,
 )
-from ._build import build_report, foundry_key
-from ._columns import SCORED
-from ._compare_model import (
+from ..report._build import build_report, foundry_key
+from ..report._columns import SCORED
+from ..report._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
+from ..report._model import LIST_CAP, STAGES, MetricInfo, Report
+from ..report._trust import noise_bands
+from ._drift import JudgeDrift, drift_rows
+from ._gate_trust import GateTrust, judge_trust_by_key, untrusted
+from ._gates import FloorOn, GateSpec, _canonical, as_gate, decide_floor, decide_lost, parse_fail_on, underpowered
+from ._model import (
     AllPairs,
     CandidateQueries,
     CoverageChange,
@@ -64,12 +70,6 @@ from ._compare_model import (
     Section_,
     _Model,
 )
-from ._drift import JudgeDrift, drift_rows
-from ._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
-from ._gate_trust import GateTrust, judge_trust_by_key, untrusted
-from ._gates import FloorOn, GateSpec, _canonical, as_gate, decide_floor, decide_lost, parse_fail_on, underpowered
-from ._model import LIST_CAP, STAGES, MetricInfo, Report
-from ._trust import noise_bands
 
 __all__ = [
     "AllPairs",
@@ -170,14 +170,14 @@ class Comparison(_Model):
         raise KeyError((candidate, metric, section))
 
     def to_pandas(self) -> Any:
-        """A pandas DataFrame with one row per (candidate, section, metric) test (``report._frames``)."""
-        from ._frames import comparison_frame
+        """A pandas DataFrame with one row per (candidate, section, metric) test (``_model.comparison_frame``)."""
+        from ._model import comparison_frame
 
         return comparison_frame(self.metrics)
 
     def to_polars(self) -> Any:
         """``to_pandas`` as a polars DataFrame."""
-        from ._frames import comparison_frame
+        from ._model import comparison_frame
 
         return comparison_frame(self.metrics, polars=True)
 
@@ -190,7 +190,7 @@ _TWO_RUNS = spelled(
 
 class ComparedRun(Protocol):
     """What compare reads of a run: each query's id and kind, and each metric's values (a report's ``Columns``, or
-    the local measures computed from a run file, ``_compare_files``)."""
+    the local measures computed from a run file, ``_files``)."""
 
     @property
     def query_ids(self) -> Sequence[str]: ...
@@ -1249,8 +1249,8 @@ def _anchor_drift(
     ``engine`` settings, its own family, the judge tests on) and, per judge metric of ``comparison``, the drift
     verdict (``_drift.drift_rows``); with ``verdicts``, each anchor judge's κ against the humans
     (``trust_section`` → ``judge_trust_by_key``)."""
+    from ..report._trust import trust_section
     from ..runfolder import judge_identities
-    from ._trust import trust_section
 
     old, new = anchor
     shift = compare_runs([old, new], labels=["old judge", "new judge"], **engine)

@@ -32,6 +32,7 @@ from typing import Any
 from ..errors import UsageError
 from ..metrics._arrays import Codes
 from ..metrics.measures import Measure, is_measure_name, parse_measure
+from ..report._model import MetricInfo
 from ._compare import (
     _TWO_RUNS,
     CompareOptions,
@@ -42,7 +43,6 @@ from ._compare import (
     run_names,
 )
 from ._gates import GateSpec, as_gate
-from ._model import MetricInfo
 
 __all__ = ["DEFAULT_MEASURES", "TOPICS_RULE", "ScoredRuns", "compare_run_files", "score_run_files"]
 
