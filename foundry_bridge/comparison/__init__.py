@@ -1,7 +1,8 @@
 """Compare runs: pair their queries (a join of the runs' tables), test each metric's paired differences
 (``metrics.significance``, the one comparison engine), gate. Stands above ``report``, which never imports it.
 
-- ``compare_runs([run_a, run_b, ...]) -> Comparison`` compares run folders, each metric by its kind's test, in one
+- ``compare_runs([run_a, run_b, ...], options) -> Comparison`` compares run folders (``options``: a
+  ``CompareOptions``, or its fields as keywords), each metric by its kind's test, in one
   table and one family; ``compare_run_files(qrels, [run_a, run_b, ...])`` does the same for run files scored at
   compare time, and ``all_pairs`` ranks the runs and tests every pair.
 - ``render_comparison_json`` / ``_markdown`` / ``_html`` / ``_text`` are pure functions of a ``Comparison``.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from ._compare import (
     CompareGateFailed,
     CompareGateInconclusive,
+    CompareOptions,
     Comparison,
     MetricComparison,
     compare_runs,
@@ -32,6 +34,7 @@ from ._render import (
 __all__ = [
     "CompareGateFailed",
     "CompareGateInconclusive",
+    "CompareOptions",
     "Comparison",
     "GateSpec",
     "MetricComparison",

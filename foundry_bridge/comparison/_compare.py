@@ -55,7 +55,7 @@ from ..report._trust import noise_bands
 from ._drift import JudgeDrift, drift_rows
 from ._gate_trust import GateTrust, judge_trust_by_key, untrusted
 from ._gates import FloorOn, GateSpec, _canonical, as_gate, decide_floor, decide_lost, parse_fail_on, underpowered
-from ._join import Engine, Paired, RunTable, engine, folder_table
+from ._join import PASS, SECTIONS, Engine, Paired, RunTable, engine, folder_table
 from ._join import metric_kind as _kind
 from ._model import (
     AllPairs,
@@ -87,9 +87,7 @@ __all__ = [
 ]
 
 SecondaryCorrection = Literal["westfall-young", "holm", "bh", "none"]
-PASS = "/pass"  # a judge's pass/fail verdict beside its score: ``<score key>/pass``
 MIN_PAIRED = 10  # fewer paired queries than this: "too few paired queries", no decision
-_SECTIONS: tuple[Section_, ...] = ("positive", "negative")
 _HEADLINE = ("rr", "recall", "ndcg")  # the local measures of the sweep table, at the stage k
 
 TEST_NAME = (
@@ -337,14 +335,6 @@ def _select(
     return _Selection(infos, kinds, common, chosen, specs, others)
 
 
-@dataclass(frozen=True)
-class _Settings:
-    seed: int
-    n_resamples: int
-    alpha: float
-    confidence: float
-
-
 def _finite(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
@@ -402,7 +392,7 @@ def _flip_matrix(orders: Mapping[Any, Any], scores: Mapping[Any, list[Any]]) -> 
 
 
 def _compare_pair(
-    eng: Engine, pair: tuple[int, int], names: Sequence[str], sel: _Selection, settings: _Settings
+    eng: Engine, pair: tuple[int, int], names: Sequence[str], sel: _Selection, opts: CompareOptions
 ) -> tuple[list[MetricComparison], list[PairedTest], Any, Paired]:
     """Run B of ``pair`` against run A on every metric they share (``sel.compared``), per section: the join
     (``Engine.pair``), then a metric at a time its paired vectors fetched and tested, only the sign-flips' sorted
@@ -412,12 +402,12 @@ def _compare_pair(
     name, key_of_pair = names[j], "|".join(sorted((names[i], names[j])))
     low = [k for k in sel.compared if sel.infos[k].higher_is_better is False]
     paired = eng.pair(i, j, sel.compared, low, name)
-    sections = [s for s in _SECTIONS if paired.sizes[s]]
+    sections = [s for s in SECTIONS if paired.sizes[s]]
     tests = {
         s: PairedTests(
-            rng=paired_generator(settings.seed, f"{key_of_pair}|{s}"),
-            n_resamples=settings.n_resamples,
-            confidence=settings.confidence,
+            rng=paired_generator(opts.seed, f"{key_of_pair}|{s}"),
+            n_resamples=opts.n_resamples,
+            confidence=opts.confidence,
         )
         for s in sections
     }
@@ -457,7 +447,7 @@ def _compare_pairs(
     eng: Engine,
     names: list[str],
     sel: _Selection,
-    settings: _Settings,
+    opts: CompareOptions,
     warnings: list[str],
     pairs: Sequence[tuple[int, int]],
 ) -> _Compared:
@@ -466,7 +456,7 @@ def _compare_pairs(
     queries, their warnings and coverage."""
     out = _Compared([], [], [], [], [], {})
     for i, j in pairs:
-        rows, done, out.flips[i, j], paired = _compare_pair(eng, (i, j), names, sel, settings)
+        rows, done, out.flips[i, j], paired = _compare_pair(eng, (i, j), names, sel, opts)
         out.rows += rows
         out.tests += done
         out.owners += [(i, j)] * len(rows)
@@ -492,25 +482,6 @@ def _tested(mc: MetricComparison, test: PairedTest) -> None:
     mc.ci_low, mc.ci_high = _finite(e.low), _finite(e.high)
     mc.d_z, mc.d_z_low, mc.d_z_high = _finite(e.d_z), _finite(e.d_low), _finite(e.d_high)
     mc.rank_biserial, mc.n_informative, mc.p_value, mc.test = e.rank_biserial, test.n_informative, test.p, test.test
-
-
-@dataclass(frozen=True)
-class _GateRule:
-    """How the gate decides: α for each gate, the correction across the gate's tests (``none``: each at its own
-    α), the fewest paired queries a test needs, the judge-noise bands, the tolerated coverage drop (``None``: 0
-    when ``--fail-on`` is given, else unchecked) and whether a gate that cannot fire is skipped (else an error)."""
-
-    alpha: float
-    correction: Correction
-    min_paired: int
-    noise: Mapping[str, float]
-    coverage_drop: float | None
-    allow_empty: bool
-    power_delta: float | None = None
-    trust: Mapping[str, GateTrust] | None = None
-    trust_floor: float | None = None
-    floor_on: FloorOn = "interval"
-    confidence: float = 0.95
 
 
 def _spec(section: str, metric: str) -> str:
@@ -569,7 +540,7 @@ def _checks(
     sel: _Selection,
     candidates: Sequence[str],
     by: Mapping[tuple[str, str, str], MetricComparison],
-    rule: _GateRule,
+    opts: CompareOptions,
 ) -> list[dict[str, Any]]:
     """One check per ``--fail-on`` (section, metric) × candidate, undecided: ``passed`` with its test's p, or
     ``skipped`` with why it could never fire (``_cannot_fire``); each with its test's power (``_power``)."""
@@ -577,8 +548,8 @@ def _checks(
     for section, metric, tol in sel.gate_specs:
         for cand in candidates:
             mc = by.get((cand, section, metric))
-            why = _cannot_fire(mc, cand, section, metric, rule.min_paired)
-            asked = rule.power_delta if rule.power_delta is not None else (tol if tol > 0 else None)
+            why = _cannot_fire(mc, cand, section, metric, opts.min_paired)
+            asked = opts.power_delta if opts.power_delta is not None else (tol if tol > 0 else None)
             checks.append(
                 {
                     "kind": "relative",
@@ -593,7 +564,7 @@ def _checks(
                     "p_gate": None,
                     "outcome": "skipped" if why else "passed",
                     "reason": why,
-                    "power": _power(mc, rule.alpha, asked),
+                    "power": _power(mc, opts.alpha, asked),
                 }
             )
     return checks
@@ -624,21 +595,21 @@ def _coverage_reasons(coverage: list[CoverageChange], tolerated: float) -> list[
     ]
 
 
-def _not_decided(checks: list[dict[str, Any]], rule: _GateRule, reasons: list[str]) -> list[str]:
-    """With a trust floor (``rule.trust_floor``), each decided check on a judge metric whose judge is not trusted
+def _not_decided(checks: list[dict[str, Any]], opts: CompareOptions, reasons: list[str]) -> list[str]:
+    """With a trust floor (``opts.trust_floor``), each decided check on a judge metric whose judge is not trusted
     (``_gate_trust.untrusted``: κ unknown or below the floor, or the corrected interval wider than the Δ asked —
     the power's Δ, else the observed |Δ|) becomes ``inconclusive``, neither passed nor failed: its failure reason
     leaves ``reasons``. Returns the inconclusive checks' reasons."""
-    if rule.trust_floor is None or rule.trust is None:
+    if opts.trust_floor is None or opts.trust is None:
         return []
     out: list[str] = []
     for c in checks:
-        trust = rule.trust.get(c["metric"])
+        trust = opts.trust.get(c["metric"])
         if c["outcome"] == "skipped" or trust is None:
             continue
         asked = c["power"]["delta"]
         effect = asked if asked is not None else (abs(c["delta"]) if c["delta"] else None)
-        why = untrusted(trust, rule.trust_floor, effect, c["power"]["queries_needed"])
+        why = untrusted(trust, opts.trust_floor, effect, c["power"]["queries_needed"])
         if not why:
             continue
         if c["outcome"] == "failed":
@@ -652,7 +623,7 @@ def _written_checks(
     sel: _Selection,
     names: Sequence[str],
     by: Mapping[tuple[str, str, str], MetricComparison],
-    rule: _GateRule,
+    opts: CompareOptions,
     floors: Mapping[tuple[str, str, str], Any],
 ) -> list[dict[str, Any]]:
     """One check per floor or lost gate × candidate (``_gates.decide_floor``, ``_gates.decide_lost``): a floor on
@@ -661,10 +632,10 @@ def _written_checks(
     for gate, key in sel.gates:
         for cand in names[1:]:
             if gate.kind == "floor":
-                on = gate.on or rule.floor_on
+                on = gate.on or opts.floor_on
                 values = floors[cand, gate.section, key]
                 checks.append(
-                    decide_floor(gate, cand, values, on=on, confidence=rule.confidence, min_n=rule.min_paired)
+                    decide_floor(gate, cand, values, on=on, confidence=opts.confidence, min_n=opts.min_paired)
                 )
                 continue
             mc = by.get((cand, gate.section, key))
@@ -697,7 +668,7 @@ def _gate(
     names: Sequence[str],
     comparisons: list[MetricComparison],
     coverage: list[CoverageChange],
-    rule: _GateRule,
+    opts: CompareOptions,
     floors: Mapping[tuple[str, str, str], Any] | None = None,
 ) -> dict[str, Any]:
     """The gate's one decision (``Comparison.gate``; the exit code, the JUnit cases and the pytest items read it).
@@ -709,9 +680,9 @@ def _gate(
     tolerated delta, so the table, the gate and the exit code say the same. A Foundry metric's coverage dropping by
     more than ``coverage_drop`` fails too. The false-alarm rate across gates is stated by ``_false_alarm``."""
     by = {(mc.candidate, str(mc.section), mc.metric): mc for mc in comparisons}
-    checks = _checks(sel, names[1:], by, rule)
-    written = _written_checks(sel, names, by, rule, floors or {})
-    if not rule.allow_empty:
+    checks = _checks(sel, names[1:], by, opts)
+    written = _written_checks(sel, names, by, opts, floors or {})
+    if not opts.allow_empty_gate:
         _refuse_empty(checks + written)
     ran = [c for c in checks if c["p"] is not None]
     reasons: list[str] = []
@@ -724,14 +695,14 @@ def _gate(
             c["outcome"] = "failed"
             c["reason"] = (
                 f"{mc.candidate}: {mc.section} {mc.metric} regressed by {abs(mc.delta or 0):.4g} "
-                f"({how} < {rule.alpha}; tolerated {c['tolerated']:g})"
+                f"({how} < {opts.alpha}; tolerated {c['tolerated']:g})"
             )
             reasons.append(c["reason"])
         else:
             c["reason"] = f"{mc.candidate}: {mc.section} {mc.metric}: {mc.verdict} ({how})"
             if mc.verdict == "worse":
                 c["reason"] += f", within the tolerated {c['tolerated']:g}"
-    inconclusive = _not_decided(checks, rule, reasons)
+    inconclusive = _not_decided(checks, opts, reasons)
     inconclusive += _underpowered(checks, by)
     for c in written:
         if c["outcome"] == "failed":
@@ -739,17 +710,17 @@ def _gate(
         elif c["outcome"] == "inconclusive":
             inconclusive.append(c["reason"])
     checks += written
-    checked = bool(sel.gate_specs or sel.gates) or rule.coverage_drop is not None
+    checked = bool(sel.gate_specs or sel.gates) or opts.coverage_drop is not None
     if checked:
-        reasons += _coverage_reasons(coverage, rule.coverage_drop or 0.0)
-    rate, statement = _false_alarm(len(ran), rule.alpha, rule.correction)
+        reasons += _coverage_reasons(coverage, opts.coverage_drop or 0.0)
+    rate, statement = _false_alarm(len(ran), opts.alpha, opts.gate_correction)
     return {
         "checked": checked,
         "failed": bool(reasons),
         "reasons": reasons,
         "inconclusive": inconclusive,
-        "alpha": rule.alpha,
-        "correction": rule.correction,
+        "alpha": opts.alpha,
+        "correction": opts.gate_correction,
         "tests": len(ran),
         "false_alarm_rate": rate,
         "false_alarm": statement if sel.gate_specs or sel.gates else "coverage only (no --fail-on)",
@@ -974,7 +945,7 @@ def _anchor_drift(
     engine: CompareOptions,
 ) -> JudgeDrift:
     """The anchor's own comparison (OLD as baseline, NEW as candidate; the one engine with the comparison's
-    ``engine`` settings, its own family, the judge tests on) and, per judge metric of ``comparison``, the drift
+    ``engine`` opts, its own family, the judge tests on) and, per judge metric of ``comparison``, the drift
     verdict (``_drift.drift_rows``); with ``verdicts``, each anchor judge's κ against the humans
     (``trust_section`` → ``judge_trust_by_key``)."""
     from ..report._trust import trust_section
@@ -1038,30 +1009,16 @@ def compare_sources(
     sel = _select([t.infos for t in eng.tables], opts.metrics, opts.fail_on, warnings)
     if not opts.judge_tests:
         sel = _without_pass_rows(sel)
-    settings = _Settings(opts.seed, opts.n_resamples, opts.alpha, opts.confidence)
-    done = _compare_pairs(eng, names, sel, settings, warnings, _pairs_of(len(names), opts.all_pairs))
+    done = _compare_pairs(eng, names, sel, opts, warnings, _pairs_of(len(names), opts.all_pairs))
     family, primary, left_out = _correct(done, sel, opts, names)
     baseline_rows = [mc for mc, (i, _) in zip(done.rows, done.owners, strict=True) if i == 0]
-    rule = _GateRule(
-        opts.alpha,
-        opts.gate_correction,
-        opts.min_paired,
-        opts.noise or {},
-        opts.coverage_drop,
-        opts.allow_empty_gate,
-        opts.power_delta,
-        opts.trust,
-        opts.trust_floor,
-        opts.floor_on,
-        opts.confidence,
-    )
     floors = {
         (names[j], gate.section, key): eng.section_values(j, key, gate.section)
         for gate, key in sel.gates
         if gate.kind == "floor"
         for j in range(1, len(names))
     }
-    gate = _gate(sel, names, baseline_rows, done.coverage, rule, floors)  # a gate that cannot fire stops here
+    gate = _gate(sel, names, baseline_rows, done.coverage, opts, floors)  # a gate that cannot fire stops here
     shown = set(sel.chosen)
     headline, summaries = describe(sel.chosen)
     return Comparison(
@@ -1104,7 +1061,7 @@ def _all_pairs(eng: Engine, names: list[str], sel: _Selection, done: _Compared) 
     ]
     rankings: list[MeasureRanking] = []
     for key in sel.chosen:
-        for section in _SECTIONS:
+        for section in SECTIONS:
             rows = [pc for pc in pairs if pc.metric == key and pc.section == section]
             if not any(pc.n_paired for pc in rows):
                 continue

@@ -28,12 +28,12 @@ from ..catalog import CATALOG
 from ..columns import _quote
 from ..metrics.significance import MetricKind
 from ..report._model import LIST_CAP, MetricInfo
-from ._model import CandidateQueries, CoverageChange, RunSummaryRow
+from ._model import CandidateQueries, CoverageChange, RunSummaryRow, Section_
 
-__all__ = ["Engine", "RunTable", "arrays_table", "engine", "folder_table", "metric_kind"]
+__all__ = ["PASS", "SECTIONS", "Engine", "RunTable", "arrays_table", "engine", "folder_table", "metric_kind"]
 
 PASS = "/pass"  # a judge's pass/fail verdict beside its score: ``<score key>/pass``
-SECTIONS = ("positive", "negative")
+SECTIONS: tuple[Section_, ...] = ("positive", "negative")
 
 
 @dataclass
@@ -216,7 +216,7 @@ class Engine:
         con.execute(
             "CREATE OR REPLACE TEMP TABLE pair AS SELECT a.kind AS section, key, a.first AS pos, query_id, "
             f"a.value AS va, b.value AS vb, b.value - a.value AS d FROM v{i} a JOIN v{j} b USING (query_id, key) "
-            "WHERE list_contains($keys, key) AND a.kind IN ('positive', 'negative') ORDER BY key, section, pos",
+            "WHERE list_contains($keys, key) AND a.kind IN ('positive', 'negative')",
             {"keys": list(keys)},
         )
 
