@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["did_you_mean", "endpoint_problem", "printable", "shown_url", "userinfo_problem"]
+__all__ = ["did_you_mean", "endpoint_problem", "judge_object", "printable", "shown_url", "userinfo_problem"]
 
 # C0 and C1 control characters and DEL, but tab and newline (the structure of tables and lines); a lone surrogate
 # (a file name's undecodable byte) and U+FFFE/U+FFFF, which UTF-8 and XML cannot hold
@@ -94,3 +95,18 @@ def endpoint_problem(url: str, what: str) -> str | None:
             "folder and break the request URLs; give the URL without '?…' (keys go in an environment variable)"
         )
     return None
+
+
+def judge_object(content: str, key: str) -> tuple[dict[str, Any], Any]:
+    """A judge's answer read as one JSON object (a code fence around it accepted) and its ``key``'s value (None when
+    absent); a ``ValueError`` when the answer is not a JSON object."""
+    from ._io import loads
+
+    text = content.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        answer = loads(text)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise ValueError(f"the judge's answer is not a JSON object: {content[:120]!r}")
+    return answer, answer.get(key)

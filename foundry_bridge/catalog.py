@@ -17,7 +17,9 @@ from ._text import did_you_mean
 __all__ = [
     "CATALOG",
     "INPUT_TYPE_SCHEMAS",
+    "LABEL_MODEL",
     "PARAM_ALIASES",
+    "SCORE_MODEL",
     "EvaluatorSpec",
     "InputSpec",
     "MetricSpec",
@@ -255,6 +257,55 @@ DOCUMENT_RETRIEVAL = EvaluatorSpec(
     ),
 )
 
+_GRADER_INPUT = ParamSpec(
+    "input", list, required=True, description="messages whose {{item.x}} templates the grader fills"
+)
+
+
+def _grader(short: str, description: str, params: tuple[ParamSpec, ...], metric: MetricSpec) -> EvaluatorSpec:
+    """An OpenAI model grader (``label_model``, ``score_model``; subtype ``openai_graders``, version 1): no data
+    mapping (its ``input`` messages read the item through ``{{item.x}}`` templates), configured wholly by init
+    parameters, judged by the deployment it names."""
+    return EvaluatorSpec(
+        name=f"builtin.{short}",
+        version="1",
+        description=description,
+        inputs=(),
+        input_groups=(),
+        params=(
+            ParamSpec("deployment_name", str, required=True, description="judge model deployment"),
+            ParamSpec("model", str, required=True, description="the judge model"),
+            ParamSpec("name", str, required=True, description="the grader's name"),
+            ParamSpec("type", str, required=True, description=f"{short!r}"),
+            _GRADER_INPUT,
+            *params,
+        ),
+        metrics=(metric,),
+        primary_metric=short,
+        needs_deployment=True,
+        notes=("an OpenAI grader: the input messages are the prompt, rendered per item from {{item.x}} templates",),
+    )
+
+
+LABEL_MODEL = _grader(
+    "label_model",
+    "A model picks one of the given labels per item; passes when it is one of passing_labels",
+    (
+        ParamSpec("labels", list, required=True, description="the labels the model chooses from"),
+        ParamSpec("passing_labels", list, required=True, description="the labels that pass"),
+    ),
+    MetricSpec("label_model", "boolean", True, 0, 1, None, None),
+)
+SCORE_MODEL = _grader(
+    "score_model",
+    "A model scores each item on a numeric range; passes at or above pass_threshold",
+    (
+        ParamSpec("range", list, required=True, description="[low, high] of the score"),
+        ParamSpec("pass_threshold", float, required=True, description="pass at or above"),
+    ),
+    MetricSpec("score_model", "continuous", True, 0, 1, "pass_threshold", None),
+)
+
 _QUERY_TEXT = InputSpec("query", "string", "the user's question")
 _RESPONSE_TEXT = InputSpec("response", "string", "the answer the model produced")
 
@@ -338,6 +389,8 @@ CATALOG: dict[str, EvaluatorSpec] = {
                 "no azure-ai-evaluation class: it cannot run on the local backend",
             ),
         ),
+        LABEL_MODEL,
+        SCORE_MODEL,
     )
 }
 

@@ -495,6 +495,11 @@ class BudgetNeed:
         return 0 if self.labels_needed is None else max(0, self.labels_needed - max(self.rows, self.labels))
 
     @property
+    def judged_labels(self) -> int:
+        """Of the extra labels, those on rows the run already judged (no judge call)."""
+        return (self.extra_labels or 0) - self.new_label_rows
+
+    @property
     def extra_queries(self) -> int:
         """New queries for power, summed over sections (a positive and a negative query are different rows)."""
         return sum(self.queries.values())
@@ -797,38 +802,19 @@ def price_budget(estimate: CostEstimate, budget: Budget) -> BudgetEstimate:
         name: str, labels: int, needed: int | None, extra: int | None, judged: int, new: int, q: int
     ) -> BudgetLine:
         k = _query_runs(q, new, budget.runs)
-        return BudgetLine(
-            name,
-            labels,
-            needed,
-            extra,
-            judged,
-            new,
-            q,
-            k,
-            round(k * per_calls),
-            round(k * per_input),
-            round(k * per_output),
-            None if per_cost is None else k * per_cost,
-        )
+        cost = None if per_cost is None else k * per_cost
+        priced = (round(k * per_calls), round(k * per_input), round(k * per_output), cost)
+        return BudgetLine(name, labels, needed, extra, judged, new, q, k, *priced)
 
     lines = [
-        line(
-            n.name,
-            n.labels,
-            n.labels_needed,
-            n.extra_labels,
-            (n.extra_labels or 0) - n.new_label_rows,
-            n.new_label_rows,
-            n.extra_queries,
-        )
+        line(n.name, n.labels, n.labels_needed, n.extra_labels, n.judged_labels, n.new_label_rows, n.extra_queries)
         for n in budget.needs
     ]
     sections = {s for n in budget.needs for s in n.queries}
     q_total = sum(max(n.queries.get(s, 0) for n in budget.needs) for s in sections)
     new_total = max((n.new_label_rows for n in budget.needs), default=0)
     extras = [n.extra_labels for n in budget.needs if n.extra_labels is not None]
-    judged = sum((n.extra_labels or 0) - n.new_label_rows for n in budget.needs)
+    judged = sum(n.judged_labels for n in budget.needs)
     total = line("total", 0, None, sum(extras) if extras else None, judged, new_total, q_total)
     notes = list(budget.notes) + [f"{n.name}: {text}" for n in budget.needs for text in n.notes]
     if estimate.rows == 0:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._io import atomic_open, loads, sha256_file, write_json
+from ._text import judge_object
 from .errors import DatasetError, UsageError
 
 if TYPE_CHECKING:
@@ -34,10 +35,12 @@ if TYPE_CHECKING:
     from .mapping import Mapping
 
 __all__ = [
+    "BACKENDS",
     "DEEPCHECKS",
     "JUDGE_LABELLED",
     "MAX_OUTPUT_TOKENS",
     "RUBRIC",
+    "RUBRIC_SCALE",
     "RUBRIC_SHA256",
     "RUBRIC_VERSION",
     "SCALE",
@@ -62,16 +65,25 @@ FORMAT = "foundry-bridge judged qrels 1"
 SCALE = {0: "irrelevant", 1: "related", 2: "partially answers", 3: "answers"}
 DEEPCHECKS = {"Platinum": [3], "Gold": [2], "Irrelevant": [0, 1]}
 RUBRIC_VERSION = "1"
-RUBRIC = """\
+RUBRIC_SCALE = """\
 You grade how well one document answers one search query, on a scale from 0 to 3.
 3 (answers): the document alone holds everything needed to answer the query.
 2 (partially answers): the document holds part of the answer; the rest must come from elsewhere.
 1 (related): the document is about the query's subject but holds nothing that answers it.
 0 (irrelevant): the document has nothing to do with the query.
-Read only the document's text; do not use what you know yourself. Between two grades, give the lower.
+Read only the document's text; do not use what you know yourself. Between two grades, give the lower."""
+# the local judge's reply format; a label_model grader answers with one of its labels instead (GRADER)
+RUBRIC = (
+    RUBRIC_SCALE
+    + """
 Reply with one JSON object and nothing else: {"grade": 0, 1, 2 or 3, "reason": "one short sentence"}."""
+)
 RUBRIC_SHA256 = hashlib.sha256(RUBRIC.encode()).hexdigest()
 _TASK = f"document_relevance/{RUBRIC_VERSION}"
+_USER = "Query:\n{query}\n\nDocument:\n{document}"
+BACKENDS = ("mock", "foundry", "local")
+PASSING = ("2", "3")  # the grades that answer the query, in part or whole (Deepchecks' Gold and Platinum)
+MOCK_MODEL = "mock stand-in (lexical overlap)"  # who grades on the emulator (its label_model stand-in)
 MAX_OUTPUT_TOKENS = 256  # the answer's ceiling, sent as max_tokens: the estimate's output bound per call
 _WS = re.compile(r"\s")
 
@@ -116,19 +128,25 @@ def document_pairs(records: Iterable[Any], k: int) -> list[DocumentPair]:
 def parse_grade(content: str) -> dict[str, Any]:
     """``{"grade": 0–3, "reason": text}`` from a judge's answer (a JSON object, possibly in a code fence); a
     ``ValueError`` saying what is wrong otherwise."""
-    text = content.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
-    try:
-        answer = loads(text)
-    except ValueError:
-        raise ValueError(f"the judge's answer is not a JSON object: {content[:120]!r}") from None
-    grade = answer.get("grade") if isinstance(answer, dict) else None
+    answer, grade = judge_object(content, "grade")
     if isinstance(grade, bool) or grade not in SCALE:
         raise ValueError(f"the judge's answer has no grade 0, 1, 2 or 3: {content[:120]!r}")
     return {"grade": int(grade), "reason": str(answer.get("reason") or "")[:500]}
 
 
 def _user_message(pair: DocumentPair) -> str:
-    return f"Query:\n{pair.query}\n\nDocument:\n{pair.text}"
+    return _USER.format(query=pair.query, document=pair.text)
+
+
+def _grader() -> Any:
+    """The ``label_model`` criterion judge-docs sends on Foundry and the emulator: ``RUBRIC_SCALE`` as the system
+    message, the query and document through ``{{item.x}}`` templates, labels 0–3, passing 2 and 3."""
+    from .graded import Grader
+
+    system = RUBRIC_SCALE + "\nAnswer with the grade's number (0, 1, 2 or 3) as the label."
+    user = _USER.format(query="{{item.query}}", document="{{item.document}}")
+    labels = tuple(str(g) for g in SCALE)
+    return Grader("document_relevance", "label_model", (("system", system), ("user", user)), labels, PASSING)
 
 
 def _requests(pairs: Sequence[DocumentPair]) -> tuple[list[int], list[tuple[str, str]]]:
@@ -153,32 +171,97 @@ def cached_requests(local: LocalBackend, requests: Sequence[tuple[str, str]]) ->
 
 
 def estimate_documents(
-    data: str | os.PathLike[str], *, k: int = 10, mapping: Mapping | None = None, local: LocalBackend | None = None
+    data: str | os.PathLike[str],
+    *,
+    k: int = 10,
+    mapping: Mapping | None = None,
+    local: LocalBackend | None = None,
+    coverage: bool = False,
 ) -> dict[str, int]:
     """What ``judge_documents`` would do, without grading: ``documents`` to grade, ``judge_calls`` (distinct
     requests with text), ``no_text`` (unknown at once) and, with a local backend, ``cached`` (answered by its
-    response cache: not sent)."""
+    response cache: not sent); with ``coverage``, ``coverage_calls_max`` and ``utilization_calls_max`` (the
+    ceiling: every graded document counted relevant, ``coverage.ceiling_requests``)."""
     from .dataset import read_records
     from .mapping import load_mapping
 
-    records = read_records(data, mapping or load_mapping(None), require_ranking=True)
-    requests, documents, no_text = judge_requests(records, k)
+    mapping = mapping or load_mapping(None)
+    requests, documents, no_text = judge_requests(read_records(data, mapping, require_ranking=True), k)
     counts = {"documents": documents, "judge_calls": len(requests), "no_text": no_text}
     if local is not None:
         counts["cached"] = cached_requests(local, requests)
+    if coverage:
+        from .coverage import ceiling_requests
+
+        records = list(read_records(data, mapping, require_ranking=True))  # read twice: once for the pairs
+        for name, sent in ceiling_requests(records, document_pairs(records, k)).items():
+            counts[f"{name}_calls_max"] = len(sent)
     return counts
 
 
+_NO_TEXT = "NO_TEXT: no query or document text to judge"
+
+
+def _graded(
+    pairs: Sequence[DocumentPair], backend: str, progress: Callable[..., None] | None, wire: dict[str, Any]
+) -> tuple[list[tuple[int | None, str]], dict[str, Any], dict[str, int]]:
+    """The pairs graded by the ``label_model`` criterion (``_grader``) through ``graded.run_graders`` into the run
+    folder ``wire['run_dir']``: a label outside 0–3, an errored or a missing result is unknown, with its cause."""
+    from .graded import run_graders
+
+    grader = _grader()
+    askable = [i for i, p in enumerate(pairs) if p.query and p.text]
+    items = (
+        {"query_id": p.query_id, "document_id": p.document_id, "query": p.query, "document": p.text}
+        for p in (pairs[i] for i in askable)
+    )
+    model = wire.get("judge_model") or ("mock-judge" if backend == "mock" else None)
+    if model is None:
+        raise UsageError("judge-docs --backend foundry needs --judge-model: the judge model's deployment name")
+    options = {k: v for k, v in wire.items() if k not in ("judge_model", "run_dir")}
+    step = (lambda stage, done, total: progress(stage, done, total)) if progress else None
+    run = run_graders(
+        items, [grader], backend=backend, deployment=model, run_dir=wire["run_dir"], name="judge-docs",
+        progress=step, options=options,
+    )  # fmt: skip
+    out: list[tuple[int | None, str]] = [(None, _NO_TEXT)] * len(pairs)
+    for i, row in zip(askable, run.results[grader.name], strict=True):
+        if row is None:
+            out[i] = (None, "MISSING_RESULT: the run returned no result for this document")
+        elif row.error is not None:
+            out[i] = (None, row.error)
+        elif row.label in grader.labels:
+            out[i] = (int(row.label), row.reason or "")
+        else:
+            out[i] = (None, f"UNREADABLE_LABEL: the grader answered {row.label!r}, not one of 0, 1, 2, 3")
+    judge: dict[str, Any] = {"model": MOCK_MODEL if backend == "mock" else model}
+    if backend == "mock":
+        from .mock import stand_in_cuts
+
+        judge["cuts"] = [list(c) for c in stand_in_cuts(len(SCALE))]
+    judge |= {
+        "grader": grader.kind,
+        "evaluator": grader.spec.name,
+        "deployment": model,
+        "prompt_sha256": grader.prompt_sha256,
+        "run_dir": str(run.run_dir),
+        "eval_id": run.eval_id,
+        "run_ids": run.run_ids,
+    }
+    errored = sum(1 for i in askable if out[i][0] is None)
+    return out, judge, {"judge_calls": len(askable), "errored": errored}
+
+
 def _grades(
-    pairs: Sequence[DocumentPair], backend: str, local: LocalBackend | None, progress: Callable[..., None] | None
+    pairs: Sequence[DocumentPair],
+    backend: str,
+    local: LocalBackend | None,
+    progress: Callable[..., None] | None,
+    wire: dict[str, Any] | None = None,
 ) -> tuple[list[tuple[int | None, str]], dict[str, Any], dict[str, int]]:
     """Each pair's (grade or None, reason or cause), the judge's identity, the judge's counters."""
-    if backend == "mock":
-        from .mock import stand_in_grade
-        from .mock._relevance import STAND_IN_CUTS
-
-        judge = {"model": "mock stand-in (lexical overlap)", "cuts": [list(c) for c in STAND_IN_CUTS]}
-        return [stand_in_grade(p.query, p.text) for p in pairs], judge, {"judge_calls": 0}
+    if backend in ("mock", "foundry"):
+        return _graded(pairs, backend, progress, wire or {})
     if local is None:
         raise UsageError("judge-docs --backend local needs a LocalBackend (--judge-endpoint, --judge-model)")
     from .local._ask import ask_judge, judge_config
@@ -187,7 +270,7 @@ def _grades(
     askable, requests = _requests(pairs)
     step = (lambda done, total: progress("judging", done, total)) if progress else None
     answers = ask_judge(local, requests, task=_TASK, parse=parse_grade, progress=step, max_tokens=MAX_OUTPUT_TOKENS)
-    out: list[tuple[int | None, str]] = [(None, "NO_TEXT: no query or document text to judge")] * len(pairs)
+    out: list[tuple[int | None, str]] = [(None, _NO_TEXT)] * len(pairs)
     for i, answer in zip(askable, answers, strict=True):
         out[i] = (answer["grade"], answer["reason"]) if isinstance(answer, dict) else (None, answer)
     return out, judge, dict(local.stats)
@@ -202,15 +285,24 @@ def judge_documents(
     mapping: Mapping | None = None,
     local: LocalBackend | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
+    judge_model: str | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    foundry: dict[str, Any] | None = None,
+    coverage: bool = False,
 ) -> dict[str, Any]:
-    """Grade DATA's documents (``document_pairs`` to depth ``k``) with ``backend`` (``mock`` or ``local``, the latter
-    through ``local``), write the qrels to ``out`` and the provenance to ``provenance_path(out)``; return the
-    provenance (without its per-document list)."""
+    """Grade DATA's documents (``document_pairs`` to depth ``k``), write the qrels to ``out`` and the provenance to
+    ``provenance_path(out)``; return the provenance (without its per-document list).
+
+    ``backend``: ``local`` (through ``local``, a ``LocalBackend``), or ``mock`` / ``foundry``: one ``label_model``
+    criterion (``_grader``) run on the emulator or on Foundry (``judge_model``: the deployment; ``foundry``: the
+    runner's backend options, ``endpoint``, ``credential``, ``resume``, ...) into the run folder ``run_dir``
+    (default ``OUT.run``). ``coverage``: also judge each query's retrieval coverage and utilization over the
+    documents graded relevant (``foundry_bridge.coverage``), kept in the provenance (``coverage``)."""
     from .dataset import read_records
     from .mapping import load_mapping
 
-    if backend not in ("mock", "local"):
-        raise UsageError(f"judge-docs --backend must be mock or local, got {backend!r}")
+    if backend not in BACKENDS:
+        raise UsageError(f"judge-docs --backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     mapping = mapping or load_mapping(None)
     pairs = document_pairs(read_records(data, mapping, require_ranking=True), k)
     for p in pairs:
@@ -221,7 +313,8 @@ def judge_documents(
                 field="query_id" if _WS.search(p.query_id) else "document_id",
                 hint="use ids without spaces, tabs or newlines",
             )
-    grades, judge, stats = _grades(pairs, backend, local, progress)
+    wire = {**(foundry or {}), "judge_model": judge_model, "run_dir": run_dir or f"{os.fspath(out)}.run"}
+    grades, judge, stats = _grades(pairs, backend, local, progress, wire)
     with atomic_open(out) as fh:
         for p, (grade, _) in zip(pairs, grades, strict=True):
             if grade is not None:
@@ -255,7 +348,23 @@ def judge_documents(
         | {"grade": g, "reason": why}
         for p, (g, why) in zip(pairs, grades, strict=True)
     ]
-    write_json(provenance_path(out), {**provenance, "documents": documents})
+    queries: list[dict[str, Any]] = []
+    if coverage:
+        from .coverage import COVERAGE_VERSION, evidence, measure, summarize
+
+        items = evidence(
+            read_records(data, mapping, require_ranking=True),
+            [(p, g) for p, (g, _) in zip(pairs, grades, strict=True)],
+            PASSING,
+        )
+        queries, ident = measure(items, backend=backend, local=local, wire=wire, progress=progress)
+        provenance["coverage"] = {
+            "version": COVERAGE_VERSION,
+            "relevant": f"graded {' or '.join(PASSING)} by this judge",
+            "judge": ident,
+            "summary": summarize(queries),
+        }
+    write_json(provenance_path(out), {**provenance, "documents": documents, "queries": queries})
     return provenance
 
 
@@ -284,6 +393,7 @@ def read_provenance(qrels: str | os.PathLike[str]) -> dict[str, Any] | None:
             hint="keep human labels in their own file (metrics --human-qrels) or run judge-docs again",
         )
     doc.pop("documents", None)
+    doc.pop("queries", None)
     return dict(doc)
 
 
@@ -488,4 +598,12 @@ def relabeller(qrels: str | os.PathLike[str], spec: Any = None) -> tuple[Callabl
         f"relevance labels are judge-labelled ({judge_name(prov)}, {prov['date']}; {prov['counts']['unknown']} "
         "document(s) unknown): the local metrics and the stage attribution are judge-based, not human-labelled"
     )
-    return relabel, [note, *circularity(prov, spec)]
+    notes = [note, *circularity(prov, spec)]
+    if prov.get("coverage"):
+        from .coverage import summary_lines
+
+        notes += [
+            f"{line} (judge-based; per query in {provenance_path(qrels)})"
+            for line in summary_lines(prov["coverage"]["summary"])
+        ]
+    return relabel, notes

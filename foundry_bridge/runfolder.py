@@ -486,6 +486,27 @@ class RunFolder:
             return
         yield from self._iter_validated("records", QueryRecord, "a query record")
 
+    def records_at(self, rows: Iterable[int], plan: Plan) -> dict[int, QueryRecord]:
+        """The query records at ``rows`` (0-based, in file order, the run's row numbers); every other line is
+        skipped unparsed and the read stops after the last one wanted: the few records a page shows, at the cost of
+        scanning lines, not of validating them."""
+        wanted = set(rows)
+        if not wanted:
+            return {}
+        if not self.file("records").exists():
+            return {i: QueryRecord.model_validate(r) for i, r in enumerate(plan.records) if i in wanted}
+        path, out, row = self.file("records"), {}, 0
+        with path.open("rb") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                if row in wanted:
+                    out[row] = _validate_line(path, lineno, line, QueryRecord, "a query record")
+                    if len(out) == len(wanted):
+                        break
+                row += 1
+        return out
+
     def _iter_validated(self, key: str, model: type[_M], what: str) -> Iterator[_M]:
         """Lines validated a few MiB at a time (one call for thousands of rows); a chunk that fails is redone
         line by line, so the error names the first bad line."""

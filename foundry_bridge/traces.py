@@ -1,32 +1,11 @@
 """Traces → dataset: one evaluation row per request, rebuilt from the spans a RAG app already emits.
 
-Input is OTLP JSON (the collector's file exporter, the SDK's OTLP JSON): ``{"resourceSpans": [...]}`` documents, one
-per line or one per file, gzip or not. Two conventions are read, by their attribute names:
-
-- **OpenTelemetry GenAI**: a retrieval span (``gen_ai.operation.name`` = ``retrieval``) with
-  ``gen_ai.retrieval.query.text`` and ``gen_ai.retrieval.documents`` (``[{id, score}]``, structured or a JSON
-  string); an inference span (``chat``, ``text_completion``, ``generate_content``) with ``gen_ai.system_instructions``,
-  ``gen_ai.input.messages`` and ``gen_ai.output.messages`` (``[{role, parts: [{type: text, content}]}]``),
-  ``gen_ai.response.id``, ``gen_ai.response.model``/``gen_ai.request.model``, ``gen_ai.conversation.id``.
-- **OpenInference**: ``openinference.span.kind`` ``RETRIEVER`` (``input.value``,
-  ``retrieval.documents.{i}.document.id|score|content``) or ``RERANKER`` (``reranker.query``,
-  ``reranker.output_documents.{i}.document.*``); ``LLM`` (``llm.input_messages.{i}.message.role|content``,
-  ``llm.output_messages.{i}.message.content``, ``llm.model_name``).
-
-The rules of a row (one per trace; spans in start order):
-
-- the **ranking** evaluated is the last retrieval span's documents, as emitted (id, score, content when the span
-  carries it); earlier retrieval spans (a retriever before a reranker, a multi-step search) stay in
-  ``earlier_retrievals``, in order;
-- the **request** is the last inference span; ``query_id`` is ``<trace id>:<its span id>``;
-- ``query`` is the first retrieval's query text (what the user asked), else the last user message's text;
-- ``context`` is the text actually sent: every text part of the system instructions and the input messages, in
-  order, each byte for byte, joined by a blank line, leaving out the part that is exactly the query;
-- ``response`` is the first output message's text parts, concatenated.
-
-A trace that cannot give a row (no retrieval span, documents without ids, content capture off, an attribute cut
-off by an attribute length limit, a span arriving after its trace was closed) becomes a located problem with its
-trace id and the fix, counted and written beside the dataset: no row is ever built with an empty context.
+Input is OTLP JSON (``{"resourceSpans": [...]}`` documents, one per line or one per file, gzip or not) in either
+convention, OpenTelemetry GenAI or OpenInference, told apart by attribute names. docs/traces.md tables the
+attributes read and the rules of a row: the last retrieval span's ranking (earlier ones in ``earlier_retrievals``),
+the last inference span as the request (``query_id`` = ``<trace id>:<its span id>``), the query, the context as
+sent (never rebuilt from the ranking) and the response. A trace that cannot give a row becomes a located problem
+with its trace id and the fix, counted and written beside the dataset: no row is ever built with an empty context.
 
 Traces are closed when their root span arrives (exporters write a span when it ends, the root last), so memory holds
 the traces in flight, not the file; traces never closed are built at the end (``no_root``). ``sample`` keeps the n

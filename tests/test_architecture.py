@@ -106,8 +106,8 @@ def test_metrics_imports_no_io() -> None:
     import ast
 
     pure_stdlib = {"__future__", "math", "dataclasses", "typing", "collections", "functools", "itertools", "re"}
-    pure_stdlib |= {"operator", "ast", "array"}  # attrgetter / ne; ast parses measure names; typed buffers: no I/O
-    allowed = pure_stdlib | {"numpy", "scipy"}  # scipy: special functions only (metrics._dist.t_quantile)
+    pure_stdlib |= {"operator", "ast", "array", "statistics"}  # attrgetter; measure names; buffers; NormalDist
+    allowed = pure_stdlib | {"numpy", "scipy"}  # scipy: special functions only (metrics._dist: stdtrit, bdtr)
     allowed_package = {"errors", "catalog", "wire", "_text", "_lazy", "metrics"}  # wire: the pass/fail rule
     root = Path(__file__).resolve().parent.parent / "foundry_bridge" / "metrics"
     bad: list[str] = []
@@ -159,14 +159,16 @@ LAYERS: dict[str, set[str]] = {
     "canaries": BASE | {"dataset", "metrics"},
     "traces": BASE,
     "estimate": BASE,
-    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock"},
+    "graded": BASE | {"mapping", "runfolder", "runner"},  # grader criteria run by the runner (#37)
+    "coverage": BASE | {"graded", "local"},  # retrieval coverage and utilization (#37)
+    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock", "graded", "coverage"},
     "comparison": BASE | {"metrics", "dataset", "mapping", "runfolder", "columns", "report"},
     "integrations": BASE | {"report", "comparison", "runfolder", "columns"},
     "pytest_plugin": BASE | {"report", "comparison", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
     | {"foundry", "mock", "local", "report", "comparison", "canaries", "estimate", "integrations", "columns", "traces"}
-    | {"judged"},
+    | {"judged", "graded", "coverage"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
     "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report", "comparison"},
@@ -507,7 +509,8 @@ def test_the_run_and_plan_commands_leave_the_work_to_the_library() -> None:
 # it and open no file of their own), ``results`` (it names the files) and ``columns`` (``seal`` turns them into
 # Parquet; ``RunColumns`` is the one reader everything else — report, trust, compare, OTel, JUnit, the pytest
 # plugin — goes through).
-RESULTS_OPENERS = {"runfolder.py", "runner.py", "results.py", "columns.py"}
+# graded.py reads back a grader run's labels per item for judge-docs: a plan of items alone, sealed into no columns
+RESULTS_OPENERS = {"runfolder.py", "runner.py", "results.py", "columns.py", "graded.py"}
 _RESULT_READERS = {"iter_results", "read_results", "iter_records", "LoadedRun"}
 _RUN_FILES_READ = {"results", "records"}
 

@@ -219,6 +219,30 @@ def test_a_floor_on_the_interval_passes_fails_or_is_inconclusive_with_the_querie
     assert gate["failed"] and gate["reasons"] == [failed["reason"]] and gate["inconclusive"] == [straddles["reason"]]
 
 
+def test_a_floor_s_interval_is_cut_to_a_0_1_metric_s_range(tmp_path: Path) -> None:
+    """a as the candidate: recall@5 is 1 on 34 queries and 0 on q34 (rank 8), so Student's interval reaches past 1."""
+    from foundry_bridge.comparison import compare_run_files
+
+    v = np.array([1.0] * 34 + [0.0])
+    low, high = stats.t.interval(0.95, N - 1, loc=v.mean(), scale=v.std(ddof=1) / np.sqrt(N))
+    assert 0.9 < low < 1.0 < high  # by hand: 0.9714 ± 2.032 · 0.0286
+    qrels, a, b = _files(tmp_path)
+    gate = compare_run_files(qrels, [b, a], metrics=["rr@5"], fail_on=["recall@5>=0.9", "recall@5<=1"]).gate
+    floor, ceiling = gate["checks"]
+    assert (floor["low"], floor["high"]) == (pytest.approx(low, rel=1e-9), 1.0)
+    assert floor["outcome"] == "passed" and "cut to the metric's range [0, 1]" in floor["reason"]
+    assert f"[{low:.4g}, 1]" in floor["reason"]
+    # a ceiling at the top of the range holds: uncut, the interval would straddle 1 (inconclusive)
+    assert ceiling["outcome"] == "passed" and ceiling["high"] == 1.0
+    # a metric without a declared range keeps Student's interval as it is
+    from foundry_bridge.report._gates import decide_floor, parse_condition
+
+    spec = parse_condition("distracting@5>=0")
+    assert spec is not None
+    kept = decide_floor(spec, "a", v, on="interval", confidence=0.95, min_n=2)
+    assert (kept["low"], kept["high"]) == pytest.approx((low, high), rel=1e-9) and "cut to" not in kept["reason"]
+
+
 def test_a_floor_on_the_estimate_decides_on_the_mean_alone_and_says_so(tmp_path: Path) -> None:
     gate = _gate(tmp_path, "recall@5>=0.85", "recall@5>=0.9", floor_on="estimate")
     above, under = gate["checks"]  # 30/35 = 0.857

@@ -50,7 +50,7 @@ def test_the_page_shows_each_run_side_by_side(tmp_path: Path) -> None:
         for rank, doc in enumerate(record.retrieved_documents, 1):
             assert f"<td class=n>{rank}</td><td>{doc.document_id}</td>" in col
         assert (record.context or "")[:40] in col
-    assert "<td>pol-dental-01</td><td class=n>0.870</td><td class=n>3</td>" in a_col
+    assert "<td>pol-dental-01</td><td class=n>0.870</td><td>3</td><td>in the context</td>" in a_col
     assert "groundedness: <strong>5</strong> (pass) — hand-chosen 5" in a_col
     assert "groundedness: <strong>1</strong> (fail) — hand-chosen 1" in b_col
     assert (record.response or "") in a_col and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in b_col

@@ -4,6 +4,7 @@ mean delta and its confidence interval around 0, green when significantly better
 from __future__ import annotations
 
 import copy
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -50,3 +51,35 @@ def test_compare_format_html_is_a_page_without_script(tmp_path: Path, capsys: py
     page = out.read_text(encoding="utf-8")
     assert page.count('<svg class="deltas"') >= 1 and "<script" not in page
     assert re.search(r"Content-Security-Policy\" content=\"default-src 'none'", page)
+
+
+def _scales(svg: ET.Element) -> dict[str, str]:
+    """Each row's name → the scale printed at its right (``±half-width``)."""
+    out = {}
+    for g in svg.findall(f"{SVG}g"):
+        texts = g.findall(f"{SVG}text")
+        out[texts[0].text or ""] = texts[-1].text or ""
+    return out
+
+
+def _with_xdcg(run: Path) -> Path:
+    """A document_retrieval metric on a 0–100 scale (as xdcg is), 100 on every query, beside each ndcg@3 row."""
+    path = run / "results.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    extra = [{**r, "metric": "xdcg@3", "score": 100.0, "passed": None} for r in rows if r["metric"] == "ndcg@3"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows + extra), encoding="utf-8")
+    return run
+
+
+def test_a_group_whose_deltas_are_all_zero_gets_a_sane_scale(tmp_path: Path) -> None:
+    """The fixture against a copy of itself: every delta and interval is 0. 0–1 metrics are drawn on ±0.05 and
+    judge scores on ±0.2 (5 % of each scale), a metric on its own scale (xdcg, 0–100) on 5 % of its largest |mean|
+    (±5); never ±0."""
+    a, b = _with_xdcg(write_run(tmp_path / "a")), _with_xdcg(write_run(tmp_path / "b"))
+    metrics = ["rr@3", "hit@10", "relevance", "document_retrieval/xdcg@3"]
+    comparison = compare_runs([a, b], n_resamples=200, min_paired=2, correction="none", metrics=metrics)
+    rows = [m for m in comparison.metrics if m.section == "positive"]
+    assert sorted(m.metric for m in rows) == sorted(metrics)
+    assert all(m.delta == m.ci_low == m.ci_high == 0 for m in rows)
+    scales = _scales(ET.fromstring(deltas_svg(comparison)))
+    assert scales == {"rr@3": "±0.050", "hit@10": "±0.050", "relevance": "±0.200", "document_retrieval/xdcg@3": "±5"}

@@ -141,6 +141,10 @@ def _criterion(name: str, contract: Any) -> dict[str, Any]:
     for param, schema in contract.init_params.items():
         if param in ("deployment_name", "model"):
             init[param] = "judge"
+        elif param == "type":
+            init[param] = contract.short_name
+        elif param in GRADER_INIT:
+            init[param] = GRADER_INIT[param]
         elif "enum" in schema:
             init[param] = schema["enum"][0]
         elif param == "patterns":
@@ -150,6 +154,14 @@ def _criterion(name: str, contract: Any) -> dict[str, Any]:
             "data_mapping": mapping}  # fmt: skip
 
 
+GRADER_INIT = {  # what the model graders' published init schema requires (builtin-specs.json)
+    "name": "c",
+    "input": [{"role": "system", "content": "Grade."}, {"role": "user", "content": "{{item.query}} {{item.response}}"}],
+    "labels": ["bad", "good"],
+    "passing_labels": ["good"],
+    "range": [0, 1],
+    "pass_threshold": 0.5,
+}
 ROW = {
     "query": "What is the capital of France?",
     "response": "Paris is the capital of France.",
@@ -177,7 +189,7 @@ def test_every_published_builtin_is_served_from_its_contract_or_refused_clearly(
         "testing_criteria": [_criterion(name, contract)],
     }
     created = client.post("/evals", json=body)
-    if contract.subtype == "openai_graders":
+    if contract.subtype == "openai_graders" and "deployment_name" not in contract.init_params:
         assert created.status_code == 400 and "OpenAI grader" in created.json()["error"]["message"]
         return
     assert created.status_code == 201, created.text

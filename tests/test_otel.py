@@ -298,9 +298,13 @@ def test_importing_the_cli_loads_no_opentelemetry() -> None:
     assert [m for m in out.split() if m.startswith("opentelemetry")] == []
 
 
-def test_a_large_report_streams_its_rows_back_from_the_per_query_file(run_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_query", ["parquet", "jsonl"])
+def test_a_large_report_streams_its_rows_back_from_the_per_query_file(
+    run_dir: Path, tmp_path: Path, per_query: str
+) -> None:
     """A report that keeps only its worst rows in memory (more queries than ``table_rows``) sends the same events,
-    read back from its per-query JSONL; one that wrote no such file is refused rather than send a few rows."""
+    read back from its per-query file (Parquet, the default, or JSON lines); one that wrote no such file is refused
+    rather than send a few rows."""
     import inspect
 
     from foundry_bridge.errors import UsageError
@@ -308,8 +312,8 @@ def test_a_large_report_streams_its_rows_back_from_the_per_query_file(run_dir: P
     if "table_rows" not in inspect.signature(build_report).parameters:
         pytest.skip("needs the streaming report (per-query JSONL beside it)")
     everything, n = _emit(run_dir)
-    queries = tmp_path / "r.queries.jsonl"
-    large = build_report(run_dir, queries_out=queries, per_query="jsonl", table_rows=3)
+    queries = tmp_path / f"r.queries.{per_query}"
+    large = build_report(run_dir, queries_out=queries, per_query=per_query, table_rows=3)  # type: ignore[arg-type]
     assert not large.per_query.complete  # type: ignore[attr-defined]
     exporter = InMemoryLogRecordExporter()
     provider = LoggerProvider(resource=Resource.create(resource_attributes(large)))

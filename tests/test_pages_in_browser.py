@@ -116,6 +116,13 @@ window.addEventListener('load', function () {
     });
   }
   out.text = document.body.innerText;
+  var link = document.querySelector('#verdict td a[href^="#drill-"]');  // the first "worst ↓" link, followed
+  if (link) {
+    var target = document.querySelector(link.getAttribute('href'));
+    link.click();
+    var box = target.getBoundingClientRect();
+    out.worst = {query: target.getAttribute('data-query-id'), top: box.top, text: target.innerText};
+  }
   root.setAttribute('data-probe', JSON.stringify(out));
 });
 """
@@ -219,6 +226,15 @@ def test_the_report_page_reads_clean_and_answers_first(tmp_path: Path) -> None:
     k = report.params.stage_k
     for name in (f"MRR@{k}", f"recall@{k}", "groundedness mean", "relevance mean", "retrieval mean"):
         assert name in headline, name
+    # the first "worst" link lands on the search stage's worst query (q07, its only one): its ranked documents
+    # with their labels, the context as sent, and each judge's reason, at the top of the window
+    worst = seen["worst"]
+    assert worst["query"] == "q07" and abs(worst["top"]) < 2, worst
+    lines = worst["text"].split("\n")
+    assert any(re.fullmatch(r"1\tpol-sick-01\t0\.610\t0 \(not relevant\)\tin the context", x) for x in lines)
+    assert any(re.fullmatch(r"2\tpol-holiday-01\t0\.550\tunjudged\tin the context", x) for x in lines)
+    assert "Labelled, not retrieved: pol-bereave-01 (label 3)" in worst["text"]
+    assert "retrieval: 1 (fail) — hand-chosen 1" in worst["text"]
 
 
 def test_a_shared_axis_is_caught() -> None:

@@ -95,15 +95,34 @@ def judge_docs_calls(plan: Any, *, asked: bool, local: Any = None) -> list[Any]:
     k = spec.k if spec is not None else DEFAULT_JUDGE_DOCS_K
     records = (QueryRecord.model_validate(r) for r in plan.records)
     requests, documents, no_text = judge_requests(records, k)
-    return [
+    model = spec.model if spec is not None else None
+    out = [
         OwnPrompt(
             name="judge-docs",
             evaluator=f"{documents} document(s) to depth {k}, graded 0–3",
             prompt=f"foundry-bridge document relevance rubric {RUBRIC_VERSION}",
             requests=requests,
             max_output=MAX_OUTPUT_TOKENS,
-            model=spec.model if spec is not None else None,
+            model=model,
             skipped=no_text,
             cached=None if local is None else cached_requests(local, requests),
         )
     ]
+    if spec is not None and spec.coverage:
+        from ..coverage import COVERAGE_VERSION, ceiling_requests
+        from ..coverage import MAX_OUTPUT_TOKENS as COVERAGE_OUTPUT
+        from ..judged import document_pairs
+
+        recs = [QueryRecord.model_validate(r) for r in plan.records]
+        for measure_name, sent in ceiling_requests(recs, document_pairs(recs, k)).items():
+            out.append(
+                OwnPrompt(
+                    name=f"judge-docs {measure_name}",
+                    evaluator=f"retrieval {measure_name}, one call per query at most (every document relevant)",
+                    prompt=f"foundry-bridge retrieval {measure_name} rubric {COVERAGE_VERSION}",
+                    requests=sent,
+                    max_output=COVERAGE_OUTPUT,
+                    model=model,
+                )
+            )
+    return out

@@ -30,9 +30,10 @@ __all__ = ["command"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "md", "html"]),
+    type=click.Choice(["text", "json", "md", "html"]),
     default=None,
-    help="Output format (default: from --out's extension, else md).",
+    help="Output format (default: from --out's extension; else plain aligned text on a terminal, Markdown "
+    "otherwise). With -q, text prints the headline numbers and the queries per stage only.",
 )
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
 @click.option(
@@ -149,11 +150,21 @@ def command(
     qrels: Path | None,
     quiet: bool,
 ) -> None:
-    from ..report import build_report, queries_path, render, write_labelling_queue, write_verdict_queue_for
+    from ..report import (
+        build_report,
+        queries_path,
+        render,
+        render_text,
+        write_labelling_queue,
+        write_verdict_queue_for,
+    )
 
     if fmt is None:
+        import sys
+
         suffix = out.suffix.lower() if out else ""
-        fmt = {".json": "json", ".html": "html", ".htm": "html"}.get(suffix, "md")
+        terminal = "text" if out is None and sys.stdout.isatty() else "md"
+        fmt = {".json": "json", ".html": "html", ".htm": "html", ".txt": "text"}.get(suffix, terminal)
     if queries_out is None and out is not None:
         queries_out = queries_path(out, per_query)
     refuse_overwrite(
@@ -179,7 +190,7 @@ def command(
     if queries_out is not None:
         kind = "Parquet" if per_query == "parquet" else "JSON lines"
         click.echo(f"wrote {queries_out} ({report.per_query.rows} queries, {kind})", err=True)
-    text = render(report, fmt)
+    text = render_text(report, quiet=quiet) if fmt == "text" else render(report, fmt)
     if out is None:
         click.echo(text, nl=False)
     else:

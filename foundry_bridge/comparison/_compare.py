@@ -48,6 +48,7 @@ from ..metrics.significance import (
     verdict,
     westfall_young,
 )
+from ..report._aggregate import _bounds as metric_bounds
 from ..report._build import foundry_key
 from ..report._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
 from ..report._model import MetricInfo, Report
@@ -634,8 +635,11 @@ def _written_checks(
             if gate.kind == "floor":
                 on = gate.on or opts.floor_on
                 values = floors[cand, gate.section, key]
+                bounds = metric_bounds(sel.infos[key])
                 checks.append(
-                    decide_floor(gate, cand, values, on=on, confidence=opts.confidence, min_n=opts.min_paired)
+                    decide_floor(
+                        gate, cand, values, on=on, confidence=opts.confidence, min_n=opts.min_paired, bounds=bounds
+                    )
                 )
                 continue
             mc = by.get((cand, gate.section, key))

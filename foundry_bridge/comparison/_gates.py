@@ -3,10 +3,11 @@ primary family, ``_compare._gate``), an absolute floor and a count of lost queri
 
 - **floor** ``recall@5>=0.9`` (also ``<=``, ``>``, ``<``; ``negative:`` for negative queries): the candidate's mean
   over its queries of the section where the metric is defined, with Student's 95 % interval of that mean
-  (``metrics.intervals.mean_t_interval``). On the interval (the default): passed when the whole interval satisfies
-  the condition (for ``>=``: its lower bound), failed when none of it does, else inconclusive — the queries the
-  test of mean = floor needs to tell the estimate from the floor with 80 % power (``metrics.power.queries_needed``
-  of the gap at α = 1 − confidence). On the estimate: the point estimate alone, passed or failed.
+  (``metrics.intervals.mean_t_interval``), cut to the metric's declared range (a 0–1 measure's: a mean of values
+  in [0, 1] is never above 1). On the interval (the default): passed when the whole interval satisfies the
+  condition (for ``>=``: its lower bound), failed when none of it does, else inconclusive — the queries the test of
+  mean = floor needs to tell the estimate from the floor with 80 % power (``metrics.power.queries_needed`` of the
+  gap at α = 1 − confidence). On the estimate: the point estimate alone, passed or failed.
 - **lost** ``lost@5<=0`` (``<`` too): queries with a relevant document in the baseline's top k and none in the
   candidate's, paired by query id — the losses of the ``hit@k`` row (``hit@k`` is 1 when a relevant document is in
   the top k), so the pairing and the labels are the comparison's own. The count against the limit; the first
@@ -23,6 +24,7 @@ and its one line of why; ``_compare._gate`` puts them into ``Comparison.gate["ch
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InputError, UsageError, located
-from ..metrics.intervals import mean_t_interval
+from ..metrics.intervals import clip, mean_t_interval
 from ..metrics.measures import is_measure_name, parse_measure
 from ..metrics.power import POWER, queries_needed
 
@@ -189,11 +191,19 @@ def _fmt(x: float | None) -> str:
 
 
 def decide_floor(
-    gate: GateSpec, candidate: str, values: Any, *, on: FloorOn, confidence: float, min_n: int
+    gate: GateSpec,
+    candidate: str,
+    values: Any,
+    *,
+    on: FloorOn,
+    confidence: float,
+    min_n: int,
+    bounds: tuple[float | None, float | None] = (None, None),
 ) -> dict[str, Any]:
     """A floor's check on the candidate's defined values of the section (module docstring): its outcome (passed,
     failed, inconclusive; skipped when fewer than ``min_n`` values: it could never be decided) and one line of
-    why."""
+    why. ``bounds``: the metric's declared range (a 0–1 measure's, a judge's 1–5): Student's interval is cut to it
+    (``metrics.intervals.clip``; a mean of 0–1 values is never above 1) and the reason says so."""
     import numpy as np
 
     v = np.asarray(values, dtype=np.float64)
@@ -214,8 +224,11 @@ def decide_floor(
         return check
     mean = float(v.mean())
     low, high = mean_t_interval(v, confidence=confidence)
+    lo, hi = bounds
+    low, high, cut = clip(low, high, -math.inf if lo is None else lo, math.inf if hi is None else hi)
     check.update(estimate=mean, low=low, high=high)
-    shown = f"mean {_fmt(mean)} [{_fmt(low)}, {_fmt(high)}] over {n} queries"
+    range_note = f", cut to the metric's range [{_fmt(lo)}, {_fmt(hi)}]" if cut else ""
+    shown = f"mean {_fmt(mean)} [{_fmt(low)}, {_fmt(high)}]{range_note} over {n} queries"
     if on == "estimate":
         check["outcome"] = "passed" if holds(mean, thr) else "failed"
         verb = "holds" if check["outcome"] == "passed" else "fails"

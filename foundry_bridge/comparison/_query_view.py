@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from ..catalog import CATALOG
 from ..columns import RunColumns
 from ..dataset import QueryRecord
+from ..report._drill import DrillJudge, documents_html, is_judge, judges_html, ranked_documents
 from ..report._format import fmt_num
 from ..results import ResultRow
 from ._compare import Comparison
@@ -61,40 +61,28 @@ def _read(run_dir: str, ids: set[str]) -> dict[str, _Seen]:
         names = ("query_id", "criterion", "evaluator", "metric", "score", "passed", "reason", "error")
         for values in columns.sql(_JUDGE_ROWS, [sorted(ids)]).fetchall():
             row = ResultRow(row=0, **dict(zip(names, values, strict=True)))
-            spec = CATALOG.get(row.evaluator)
-            if spec is not None and spec.needs_deployment:
+            if is_judge(row.evaluator):
                 seen.setdefault(str(row.query_id), _Seen()).judges.append(row)
     finally:
         columns.close()
     return seen
 
 
-def _documents(rec: QueryRecord) -> str:
-    labels = {g.document_id: g.query_relevance_label for g in rec.retrieval_ground_truth or ()}
-    rows = "".join(
-        f"<tr><td class=n>{rank}</td><td>{escape(d.document_id)}</td><td class=n>{fmt_num(d.relevance_score)}</td>"
-        f"<td class=n>{labels.get(d.document_id, '–')}</td></tr>"
-        for rank, d in enumerate(rec.retrieved_documents, 1)
-    )
-    retrieved = {d.document_id for d in rec.retrieved_documents}
-    unretrieved = [f"{d} ({label})" for d, label in labels.items() if d not in retrieved]
-    note = f"<p>Labelled, not retrieved: {escape(', '.join(unretrieved))}</p>" if unretrieved else ""
-    head = "<tr><th>rank</th><th>document</th><th>score</th><th>label</th></tr>"
-    return f"<table><thead>{head}</thead><tbody>{rows}</tbody></table>{note}"
-
-
 def _judges(rows: Sequence[ResultRow]) -> str:
-    if not rows:
-        return "<p>No judge scored this query.</p>"
-    items = []
-    for r in rows:
-        if r.error:
-            items.append(f"<li>{escape(r.criterion)}: errored — {escape(r.error)}</li>")
-            continue
-        verdict = {True: " (pass)", False: " (fail)", None: ""}[r.passed]
-        reason = f" — {escape(r.reason)}" if r.reason else ""
-        items.append(f"<li>{escape(r.criterion)}: <strong>{fmt_num(r.score)}</strong>{verdict}{reason}</li>")
-    return f"<ul>{''.join(items)}</ul>"
+    """The judges' result rows drawn as the run report's drill-down draws them (``_drill.judges_html``)."""
+    return judges_html(
+        [
+            DrillJudge(
+                criterion=r.criterion,
+                status="errored" if r.error else ("missing" if r.score is None else "scored"),
+                score=r.score,
+                passed=r.passed,
+                reason=r.reason,
+                error=r.error,
+            )
+            for r in rows
+        ]
+    )
 
 
 def _run_column(label: str, seen: _Seen) -> str:
@@ -104,7 +92,7 @@ def _run_column(label: str, seen: _Seen) -> str:
     context = "(no context)" if rec.context is None else rec.context
     answer = "(no response)" if rec.response is None else rec.response
     return (
-        f'<div class="run"><h4>{escape(label)}</h4>{_documents(rec)}'
+        f'<div class="run"><h4>{escape(label)}</h4>{documents_html(*ranked_documents(rec))}'
         f'<h5>Context</h5><div class="text">{escape(context)}</div>'
         f'<h5>Answer</h5><div class="text">{escape(answer)}</div>'
         f"<h5>Judges</h5>{_judges(seen.judges)}</div>"

@@ -8,11 +8,14 @@ output, is the row's ``MetricComparison.verdict`` (one per metric and query kind
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
 from .._text import printable
+from ..report._blocks import Block as _Block
+from ..report._blocks import Strong, blocks_text
+from ..report._blocks import squeeze as _squeeze
+from ..report._blocks import table as _table
 from ..report._format import fmt_num
 from ..report._foundry import render_foundry_markdown
 from ._compare import Comparison, MeasureRanking, MetricComparison, PairComparison
@@ -40,32 +43,12 @@ def render_comparison_json(comparison: Comparison) -> str:
 # -- the document ---------------------------------------------------------------------------------------------------
 
 
-class Strong(str):
-    """A cell or a line shown in bold (Markdown ``**``, HTML ``<strong>``; plain text as is)."""
-
-    __slots__ = ()
-
-
-@dataclass
-class _Block:
-    kind: str  # h (heading), p (paragraph), table, list, warn, md (Markdown of another renderer)
-    text: str = ""
-    level: int = 2
-    headers: Sequence[str] = ()
-    rows: list[Sequence[str]] = field(default_factory=list)
-    items: Sequence[str] = ()
-
-
 def _h(text: str, level: int = 3) -> _Block:
     return _Block("h", text, level)
 
 
 def _p(text: str) -> _Block:
     return _Block("p", text)
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> _Block:
-    return _Block("table", headers=headers, rows=list(rows))
 
 
 def _verdict_cell(verdict: str, judges_differ: bool = False) -> str:
@@ -430,34 +413,12 @@ def render_comparison_markdown(comparison: Comparison, *, max_worse: int = 10) -
     return printable(_squeeze("\n".join(out)))
 
 
-def _squeeze(text: str) -> str:
-    return text.rstrip() + "\n"
-
-
-def _aligned(headers: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(r[j])) for r in [headers, *rows]) for j in range(len(headers))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [headers, *rows]]
-    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
-
-
 def render_comparison_text(comparison: Comparison, *, quiet: bool = False, max_worse: int = 10) -> str:
     """The document as plain text for a terminal (aligned columns, nothing escaped); ``quiet``: the verdict and gate
     lines only."""
     if quiet:
         return printable("\n".join([*verdict_lines(comparison), *gate_lines(comparison)]) + "\n")
-    out: list[str] = []
-    for b in _document(comparison, max_worse):
-        if b.kind == "h":
-            out += [b.text, "=" * len(b.text) if b.level <= 2 else "-" * len(b.text)]
-        elif b.kind in ("p", "md", "gate"):
-            out.append(b.text)
-        elif b.kind == "table":
-            out += _aligned(b.headers, b.rows)
-        else:
-            out += [("warning: " if b.kind == "warn" else "- ") + i for i in b.items]
-        if b.kind != "list" or b.items:
-            out.append("")
-    return printable(_squeeze("\n".join(out)))
+    return blocks_text(_document(comparison, max_worse))
 
 
 def _html_text(text: str) -> str:
@@ -502,6 +463,27 @@ def _scale_group(m: MetricComparison) -> str:
     return m.metric
 
 
+_MIN_SPAN = {"0–1 metrics": 0.05, "1–5 scores": 0.2}  # the least half-width drawn: 5 % of the scale's width
+
+
+def _spans(rows: Sequence[MetricComparison]) -> dict[str, float]:
+    """Per scale group (``_scale_group``), the half-width of its axis: the farthest any of its rows' deltas or
+    interval ends reaches from 0, and at least a sane minimum, so a group whose deltas are all 0 (or tiny) is drawn
+    on a readable scale, never ±0: 5 % of the scale for 0–1 metrics and 1–5 scores (±0.05, ±0.2), else 5 % of the
+    group's largest |mean| (1 when every mean is 0)."""
+    reach: dict[str, list[float]] = {}
+    means: dict[str, list[float]] = {}
+    for m in rows:
+        group = _scale_group(m)
+        reach.setdefault(group, []).extend(abs(v) for v in (m.delta, m.ci_low, m.ci_high) if v is not None)
+        means.setdefault(group, []).extend(abs(v) for v in (m.baseline_mean, m.candidate_mean) if v is not None)
+    spans = {}
+    for group, values in reach.items():
+        least = _MIN_SPAN.get(group) or 0.05 * max(means[group], default=0.0) or 1.0
+        spans[group] = max(least, *values)
+    return spans
+
+
 def deltas_svg(comparison: Comparison, *, section: str = "positive", width: int = 760) -> str:
     """The shown metrics' deltas on ``section``'s queries as an inline SVG interval plot: a row per (candidate,
     metric), the mean delta as a dot and its confidence interval as a bar, around a line at 0, each row on its
@@ -510,11 +492,7 @@ def deltas_svg(comparison: Comparison, *, section: str = "positive", width: int 
     rows = [m for m in comparison.metrics if m.section == section and m.delta is not None]
     if not rows:
         return ""
-    spans: dict[str, float] = {}
-    for m in rows:
-        values = [abs(v) for v in (m.delta, m.ci_low, m.ci_high) if v is not None]
-        group = _scale_group(m)
-        spans[group] = max(spans.get(group, 1e-12), *values)
+    spans = _spans(rows)
     label_w, scale_w, row_h, top = 260, 60, 22, 20
     plot_w = width - label_w - scale_w - 20
     height = top + row_h * len(rows) + 6

@@ -13,9 +13,6 @@ from rank) — goes through the row parser every reader uses (``reader.row_parse
 ``DatasetError`` naming the file, line and field. Documents past the first ``depth`` distinct ones are not validated
 (``validate`` checks them). The readers run the context-assembly check and the abstention heuristic while streaming,
 so document texts, contexts and responses are never held for more than one query.
-
-(``benchmarks/bench_readers.py`` measured DuckDB's ``read_ndjson_objects`` with the mapping's paths as JSON path
-expressions against this reader: slower and three times the memory; see ``docs/benchmarks.md``.)
 """
 
 from __future__ import annotations
@@ -130,14 +127,19 @@ def _struct(
     must = {path[:i] for path in required for i in range(1, len(path) + 1)}
     defaults = defaults or {}
     counter = iter(range(1_000_000))
+    attrs: dict[tuple[str, ...], str] = {}  # each path's dotted attribute name
 
-    def build(node: dict[str, Any], prefix: tuple[str, ...]) -> type:
+    def build(node: dict[str, Any], prefix: tuple[str, ...], names: tuple[str, ...]) -> type:
         fields: list[tuple[str, Any, Any] | tuple[str, Any]] = []
         rename: dict[str, str] = {}
         for key, value in node.items():
             attr = f"f{next(counter)}"
             rename[attr] = key
-            typ = value[1] if isinstance(value, tuple) else build(value, (*prefix, key))
+            if isinstance(value, tuple):
+                typ = value[1]
+                attrs[value[2]] = ".".join((*names, attr))
+            else:
+                typ = build(value, (*prefix, key), (*names, attr))
             if (*prefix, key) in must:
                 fields.append((attr, typ))
             elif isinstance(value, tuple) and value[2] in defaults:
@@ -146,23 +148,7 @@ def _struct(
                 fields.append((attr, typ | None, None))
         return msgspec.defstruct(f"{name}{next(counter)}", fields, rename=rename, kw_only=True, gc=False)
 
-    root = build(tree, ())
-
-    # resolve each path to attribute names by walking the generated types
-    attrs: dict[tuple[str, ...], str] = {}
-    for path in leaves:
-        typ, names = root, []
-        for seg in path:
-            info = msgspec.structs.fields(typ)
-            f = next(f for f in info if f.encode_name == seg)
-            names.append(f.name)
-            inner = [
-                a
-                for a in (f.type, *getattr(f.type, "__args__", ()))
-                if isinstance(a, type) and hasattr(a, "__struct_fields__")
-            ]
-            typ = inner[0] if inner else None
-        attrs[path] = ".".join(names)
+    root = build(tree, (), ())
     return root, attrs
 
 
@@ -333,16 +319,15 @@ class _FastConfig:
         want_content = bool(d and d.content and f.context)
         top_k = d is not None and 1 <= depth <= _TOP_K_MAX_DEPTH
 
-        # strict: ids are JSON strings (no conversion); lenient, per line on demand: integer ids read as strings
+        # the raw-list decoders read integer ids too (as strings); the top-k one, tried first on every line
+        # (see _top_reader), only JSON strings
         def decoders(id_type: Any, top: bool) -> tuple[Any, Any, dict[Any, str], dict[Any, str], dict[Any, str]]:
             return _decoders(f, id_type, top, depth=depth, want_content=want_content)
 
-        self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str, False)
-        self.row_dec_l, self.docs_dec_l, *attrs_l = decoders(str | int, False)
-        # the common case, tried first on every line (see _top_reader)
+        self.row_dec, self.docs_dec, row_attrs, doc_attrs, lab_attrs = decoders(str | int, False)
         self.top_dec: Any
         self.top_dec, _, *attrs_t = decoders(str, True) if top_k else (None, None, row_attrs, doc_attrs, lab_attrs)
-        if attrs_l != [row_attrs, doc_attrs, lab_attrs] or attrs_t != attrs_l:
+        if attrs_t != [row_attrs, doc_attrs, lab_attrs]:
             raise _Fallback("internal: decoder layouts differ")
         # in top_dec's types the ids and label values are never None, nor is a score whose objects are the id's
         id_path = _split(d.document_id) if d else ()
@@ -530,7 +515,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
     depth, threshold, phrases, min_prefix = cfg.depth, cfg.threshold, cfg.phrases, cfg.min_prefix
     row_dec, docs_dec = cfg.row_dec.decode, cfg.docs_dec.decode if cfg.docs_dec else None
     get_qid, get_kind, get_context, get_response = cfg.get_qid, cfg.get_kind, cfg.get_context, cfg.get_response
-    get_docs, get_doc_id, get_score = cfg.get_docs, cfg.get_doc_id, cfg.get_score
+    get_docs, get_score = cfg.get_docs, cfg.get_score
     get_labels, get_lab_id, get_lab_value = cfg.get_labels, cfg.get_lab_id, cfg.get_lab_value
     ranked = cfg.ranked
     validation_error = msgspec.ValidationError
@@ -538,12 +523,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
 
     def read(line: bytes) -> None:
         try:
-            try:
-                row = row_dec(line)
-                lenient = False
-            except validation_error:
-                row = cfg.row_dec_l.decode(line)
-                lenient = True
+            row = row_dec(line)
             qid = get_qid(row)
             if type(qid) is not str or not qid:
                 qid = _query_id(qid)
@@ -551,10 +531,10 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             qrels: dict[str, int] | None
             if labs is None:
                 qrels = None
-            elif lenient:
-                qrels = {_str_id(get_lab_id(x)): get_lab_value(x) for x in labs}
             else:
                 qrels = {get_lab_id(x): get_lab_value(x) for x in labs}
+                if not _all_text(qrels):  # an integer id is read as its text
+                    qrels = {_str_id(get_lab_id(x)): get_lab_value(x) for x in labs}
             if qrels and (None in qrels or None in qrels.values()):
                 raise _Fallback("label or label id missing")
 
@@ -564,14 +544,8 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             if raws is None and ranked:  # the ranking absent or null: the records path words and locates it
                 raise _Fallback("no ranking")
             if raws:
-                blob = b"[" + join(raws[:depth]) + b"]"
-                try:
-                    docs = docs_dec(blob)  # type: ignore[misc]
-                    ids = list(map(get_doc_id, docs))
-                except validation_error:
-                    docs, ids = _lenient_docs(cfg, blob)
-                if None in ids:
-                    raise _Fallback("document id missing")
+                docs = docs_dec(b"[" + join(raws[:depth]) + b"]")  # type: ignore[misc]
+                ids = _doc_ids(cfg, docs)
                 n = len(ids)
                 if len(set(ids)) == n and len(raws) <= depth:
                     n_ret = n
@@ -601,24 +575,30 @@ def _query_id(value: Any) -> str:
     raise _Fallback("query id missing, empty or not a string")
 
 
-def _lenient_docs(cfg: _FastConfig, blob: bytes) -> tuple[list[Any], list[str]]:
-    docs = cfg.docs_dec_l.decode(blob)
-    return docs, [_str_id(cfg.get_doc_id(x)) for x in docs]
+def _all_text(values: Iterable[Any]) -> bool:
+    """Every value a string (``str.join`` refuses anything else, and is the fastest look at them all)."""
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
+
+
+def _doc_ids(cfg: _FastConfig, docs: list[Any]) -> list[str]:
+    """The documents' ids, an integer id read as its text; a missing one sends the line to the row parser."""
+    ids = list(map(cfg.get_doc_id, docs))
+    if _all_text(ids):
+        return ids
+    if None in ids:
+        raise _Fallback("document id missing")
+    return [str(i) for i in ids]
 
 
 def _dedup_docs(cfg: _FastConfig, raws: list[Any], docs: list[Any], ids: list[str]) -> tuple[list[Any], list[str], int]:
     """First occurrences (all documents decoded when needed): the top ``depth`` docs, their ids, the distinct count."""
-    import msgspec
-
     if len(raws) > cfg.depth:
-        blob = b"[" + b",".join(raws) + b"]"
-        try:
-            docs = cfg.docs_dec.decode(blob)
-            ids = list(map(cfg.get_doc_id, docs))
-        except msgspec.ValidationError:
-            docs, ids = _lenient_docs(cfg, blob)
-    if None in ids:
-        raise _Fallback("document id missing")
+        docs = cfg.docs_dec.decode(b"[" + b",".join(raws) + b"]")
+        ids = _doc_ids(cfg, docs)
     first: dict[str, Any] = {}
     for i, x in zip(ids, docs, strict=True):
         if i not in first:

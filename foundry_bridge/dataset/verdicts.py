@@ -24,6 +24,7 @@ import numpy as np
 
 from .._io import atomic_open, dumps
 from ..errors import DatasetError
+from ..wire import to_number
 from .rows import JsonLimitError, jsonl_rows
 
 __all__ = [
@@ -127,11 +128,16 @@ def _text(row: Mapping[str, Any], name: str, where: tuple[str, int], *, required
     value = row.get(name)
     if value is None or value == "":
         if required:
-            raise DatasetError(f"missing {name}", file=where[0], line=where[1], field=name, hint=_HINT)
+            raise _bad(where, name, f"missing {name}", _HINT)
         return None
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise DatasetError(f"{name} must be a string, got {value!r}", file=where[0], line=where[1], field=name)
+        raise _bad(where, name, f"{name} must be a string, got {value!r}")
     return str(value)
+
+
+def _bad(where: tuple[str, int], name: str, message: str, hint: str | None = None) -> DatasetError:
+    """The error of field ``name`` of the line at ``where`` (file, line)."""
+    return DatasetError(message, file=where[0], line=where[1], field=name, hint=hint)
 
 
 def _verdict(row: Mapping[str, Any], source: str, line: int) -> HumanVerdict | None:
@@ -162,14 +168,10 @@ def _queue_place(row: Mapping[str, Any], where: tuple[str, int]) -> tuple[int, f
         ("queue_next_key", after is None or after >= 0),
     ):
         if not ok:
-            raise DatasetError(
-                f"{name} must be what the verdict queue wrote, got {row.get(name)!r}",
-                file=where[0],
-                line=where[1],
-                field=name,
-                hint="keep the queue's fields as written, or remove every queue_* field (the label then counts as "
-                "uniform)",
+            hint = (
+                "keep the queue's fields as written, or remove every queue_* field (the label then counts as uniform)"
             )
+            raise _bad(where, name, f"{name} must be what the verdict queue wrote, got {row.get(name)!r}", hint)
     assert share is not None
     return int(place), share, math.inf if after is None else after
 
@@ -181,13 +183,9 @@ def _probability(row: Mapping[str, Any], where: tuple[str, int]) -> float | None
     if number is None:
         return None
     if not 0 < number <= 1:
-        raise DatasetError(
-            f"inclusion_probability must be a number in (0, 1], got {value!r}",
-            file=where[0],
-            line=where[1],
-            field="inclusion_probability",
-            hint="keep the value the verdict queue wrote, or remove the field (the label then counts as uniform)",
-        )
+        message = f"inclusion_probability must be a number in (0, 1], got {value!r}"
+        hint = "keep the value the verdict queue wrote, or remove the field (the label then counts as uniform)"
+        raise _bad(where, "inclusion_probability", message, hint)
     return number
 
 
@@ -196,10 +194,8 @@ def _number(value: Any) -> float | None:
     range check refuses it with its own field and fix)."""
     if value is None or value == "":
         return None
-    try:
-        return float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        return math.nan
+    number = to_number(value)
+    return math.nan if number is None else number
 
 
 def _score(value: Any, where: tuple[str, int]) -> float | None:
@@ -207,13 +203,8 @@ def _score(value: Any, where: tuple[str, int]) -> float | None:
     if number is None:
         return None
     if not math.isfinite(number):
-        raise DatasetError(
-            f"score must be a finite number, got {value!r}",
-            file=where[0],
-            line=where[1],
-            field="score",
-            hint="use the judge's scale (e.g. 1-5), or 'passed' for a yes/no verdict",
-        )
+        hint = "use the judge's scale (e.g. 1-5), or 'passed' for a yes/no verdict"
+        raise _bad(where, "score", f"score must be a finite number, got {value!r}", hint)
     return number
 
 
@@ -227,13 +218,8 @@ def _passed(value: Any, where: tuple[str, int]) -> bool | None:
         return True
     if word in _NO:
         return False
-    raise DatasetError(
-        f"passed must be true or false, got {value!r}",
-        file=where[0],
-        line=where[1],
-        field="passed",
-        hint="true/false (JSONL), or yes/no, pass/fail, thumbs up/thumbs down (CSV)",
-    )
+    hint = "true/false (JSONL), or yes/no, pass/fail, thumbs up/thumbs down (CSV)"
+    raise _bad(where, "passed", f"passed must be true or false, got {value!r}", hint)
 
 
 def _csv_rows(path: Path, questions: Mapping[str, str]) -> Iterator[HumanVerdict | None]:

@@ -45,9 +45,8 @@ _SKIPPED = {"n_rel"}  # a count of labels, not an evaluation
 
 
 def report_rows(report: Report) -> Iterator[QueryRow]:
-    """Every query row of ``report``: read back from the per-query JSONL file when the report did not keep every
-    row in memory (``per_query.complete`` false: a large run), else ``report.queries``. Written for the streaming
-    report (``per_query``) and the in-memory one alike."""
+    """Every query row of ``report``: read back from the per-query file (Parquet or JSON lines) when the report did
+    not keep every row in memory (``per_query.complete`` false: a large run), else ``report.queries``."""
     from ..report import QueryRow
 
     per_query = getattr(report, "per_query", None)
@@ -58,6 +57,12 @@ def report_rows(report: Report) -> Iterator[QueryRow]:
                 "this report kept only some query rows in memory and wrote none: give report --out (or --queries) "
                 "so every row is written, and --otel reads them back"
             )
+        if getattr(per_query, "format", "jsonl") == "parquet":
+            import pyarrow.parquet as pq
+
+            for batch in pq.ParquetFile(path).iter_batches(1024):
+                yield from map(QueryRow.model_validate, batch.to_pylist())
+            return
         with Path(path).open("rb") as fh:
             for line in fh:
                 if line.strip():

@@ -20,12 +20,12 @@ from typing import Any
 from .._text import did_you_mean
 from ..catalog import INPUT_TYPE_SCHEMAS, get_evaluator
 from ..errors import MappingError
-from ..wire import item_template, parse_template
+from ..wire import item_template, parse_template, template_fields
 from .loader import defaults_taken, expand_param, param_type_problem
 from .model import Mapping, available_fields
 from .plan import CriterionPlan, EnvDefault, Plan, RowSpool
 
-__all__ = ["build_criteria", "build_eval_body", "build_plan", "item_fields", "item_schema"]
+__all__ = ["build_criteria", "build_eval_body", "build_plan", "grader_fields", "item_fields", "item_schema"]
 
 
 def _criterion_name(entry_name: str | None, default: str, taken: set[str], index: int) -> str:
@@ -111,12 +111,25 @@ def _field_of(template: str) -> str | None:
     return parsed[1] if parsed is not None and parsed[0] == "item" else None
 
 
+def grader_fields(c: CriterionPlan) -> list[str]:
+    """The item fields a model grader's ``input`` messages read through ``{{item.x}}`` templates (``label_model``,
+    ``score_model``: no data mapping); none for another criterion."""
+    out: list[str] = []
+    messages = c.init.get("input")
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for source, path in template_fields(content) if isinstance(content, str) else ():
+            top = path.split(".", 1)[0]
+            if source == "item" and top not in out:
+                out.append(top)
+    return out
+
+
 def item_fields(criteria: Iterable[CriterionPlan]) -> list[str]:
-    """The item fields the criteria read, in first-use order."""
+    """The item fields the criteria read (data mappings, and graders' ``input`` templates), in first-use order."""
     out: list[str] = []
     for c in criteria:
-        for template in c.data_mapping.values():
-            f = _field_of(template)
+        for f in [_field_of(t) for t in c.data_mapping.values()] + grader_fields(c):
             if f is not None and f not in out:
                 out.append(f)
     return out
@@ -144,6 +157,8 @@ def item_schema(criteria: Iterable[CriterionPlan]) -> dict[str, Any]:
                 types[f] = t
             if inp in spec.required_inputs and f not in required:
                 required.append(f)
+        for f in grader_fields(c):  # any JSON value: a grader's template writes it into its message as text
+            types.setdefault(f, "string_object_or_messages")
     return {
         "type": "object",
         "properties": {f: dict(INPUT_TYPE_SCHEMAS[t]) for f, t in types.items()},

@@ -89,6 +89,9 @@ class JudgeDocsSpec(_Strict):
     )
     reranker: str | None = Field(None, description="the model that ranks the system's documents, if any")
     generator: str | None = Field(None, description="the model that writes the system's answers, if any")
+    coverage: bool = Field(
+        False, description="also judge retrieval coverage and utilization per query (two judge calls each)"
+    )
 
 
 class Mapping(_Strict):

@@ -1,20 +1,19 @@
 """The few distribution functions the trust statistics need.
 
-``t_quantile(p, df)`` is Student's t quantile from ``scipy.special.stdtrit`` (imported when first called: scipy is
-a run-time dependency for it, a well-kept library rather than a hand-written inverse incomplete beta). The rest is
-pure ``math``: ``normal_sf(z)`` = P(Z > z) = erfc(z/√2)/2; ``normal_quantile(p)`` inverts the normal CDF by
-bisection on it (to 1e-12, ample for interval bounds); ``binom_cdf(k, n)`` = P(X ≤ k) for X ~ Binomial(n, 1/2)
-(McNemar's exact test): summed exactly in integers up to n = 1000, beyond that in log space (log C(n, i) as a
-cumulative sum of log((n − i + 1)/i), relative error below 1e-7) so a million discordant pairs stay fast.
+``t_quantile(p, df)`` (Student's t quantile) and ``binom_cdf(k, n)`` (P(X ≤ k) for X ~ Binomial(n, 1/2),
+McNemar's exact test) are ``scipy.special``'s ``stdtrit`` and ``bdtr``, imported when first called (a well-kept
+library rather than a hand-written incomplete beta). The rest is pure ``math``: ``normal_sf(z)`` = P(Z > z) =
+erfc(z/√2)/2; ``normal_quantile(p)`` is ``statistics.NormalDist``'s inverse CDF; ``binom_pmf`` from log-gamma.
 """
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["binom_cdf", "binom_pmf", "normal_quantile", "normal_sf", "t_quantile"]
+__all__ = ["average_ranks", "binom_cdf", "binom_pmf", "normal_quantile", "normal_sf", "t_quantile"]
 
 _EXACT_UP_TO = 1000
 
@@ -28,14 +27,7 @@ def normal_quantile(p: float) -> float:
     """The z with P(Z ≤ z) = p, for 0 < p < 1."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
-    lo, hi = -40.0, 40.0
-    while hi - lo > 1e-12:
-        mid = (lo + hi) / 2
-        if 1.0 - normal_sf(mid) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return NormalDist().inv_cdf(p)
 
 
 def t_quantile(p: float, df: float) -> float:
@@ -53,20 +45,27 @@ def binom_pmf(k: int, n: int) -> float:
     """P(X = k) for X ~ Binomial(n, 1/2)."""
     if not 0 <= k <= n:
         return 0.0
-    if n <= _EXACT_UP_TO:
-        return math.comb(n, k) / 2**n
     return math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - n * math.log(2.0))
 
 
 def binom_cdf(k: int, n: int) -> float:
-    """P(X ≤ k) for X ~ Binomial(n, 1/2)."""
+    """P(X ≤ k) for X ~ Binomial(n, 1/2) (``scipy.special.bdtr``)."""
     if k < 0:
         return 0.0
     if k >= n:
         return 1.0
-    if n <= _EXACT_UP_TO:
-        return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    i = np.arange(1, k + 1, dtype=np.float64)
-    log_pmf = np.concatenate([[0.0], np.cumsum(np.log(n - i + 1) - np.log(i))]) - n * math.log(2.0)
-    top = float(log_pmf.max())
-    return min(1.0, math.exp(top) * float(np.exp(log_pmf - top).sum()))
+    from scipy.special import bdtr
+
+    return float(bdtr(k, n, 0.5))
+
+
+def average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """1-based ranks of ``values``, tied values sharing the mean of their ranks (``scipy.stats.rankdata``'s
+    "average"), and the sizes of the tie groups in ascending order of value."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    sizes = np.diff(np.append(starts, values.size))
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat(starts + (sizes + 1) / 2.0, sizes)
+    return ranks, sizes

@@ -124,7 +124,6 @@ class Config:
     hi: int
     thresholds: tuple[Any, ...]  # one per metric, in ``METRICS`` order (holes, holes_ratio: the catalog's 0)
     primary: Any  # threshold of the envelope verdict
-    numeric_thresholds: bool  # every threshold a plain int/float/bool: numpy may compare
 
 
 def make_config(init_params: Mapping[str, Any]) -> Config:
@@ -149,8 +148,7 @@ def make_config(init_params: Mapping[str, Any]) -> Config:
         raise DocumentRetrievalError(MSG_MIN_MAX)
     thresholds = tuple(p[m.threshold_param] if m.threshold_param else m.default_threshold for m in _SPECS)
     primary = p["ndcg_threshold"] if p["ndcg_threshold"] is not None else 0.5
-    numeric = all(type(t) in (int, float, bool) and (type(t) is not int or abs(t) <= 2**53) for t in thresholds)
-    return Config(lo, hi, thresholds, primary, numeric)
+    return Config(lo, hi, thresholds, primary)
 
 
 @lru_cache(maxsize=64)

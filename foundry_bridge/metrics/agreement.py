@@ -196,12 +196,8 @@ def krippendorff_alpha(ratings: Any, *, level: Level = "ordinal", categories: Sc
     cats = _categories([data], categories)
     if cats.size > _MAX_CATEGORIES:
         raise ValueError(f"{cats.size} distinct values is too many for {level} α: use level='interval'")
-    rated = ~np.isnan(data)
-    cells = np.nonzero(rated)[1] * cats.size + np.searchsorted(cats, data[rated])
-    counts = np.bincount(cells, minlength=data.shape[1] * cats.size).reshape(data.shape[1], cats.size).astype(float)
-    m = counts.sum(axis=1)
-    counts = counts[m >= 2]
-    inv = 1.0 / (m[m >= 2] - 1.0)
+    counts = _unit_counts(data, cats)
+    inv = 1.0 / (counts.sum(axis=1) - 1.0)
     coincidence = (counts * inv[:, None]).T @ counts - np.diag((counts * inv[:, None]).sum(axis=0))
     n_c = coincidence.sum(axis=1)
     n = n_c.sum()
@@ -253,13 +249,7 @@ def alpha_interval(
     coincidence = _unit_bootstrap(per_unit.reshape(-1, k * k), sizes, resamples, seed).reshape(resamples, k, k)
     n_c = coincidence.sum(axis=2)
     n = n_c.sum(axis=1)
-    if level == "ordinal":
-        cum = np.concatenate([np.zeros((resamples, 1)), np.cumsum(n_c, axis=1)], axis=1)
-        lo = np.minimum.outer(np.arange(k), np.arange(k))
-        hi = np.maximum.outer(np.arange(k), np.arange(k))
-        delta = (cum[:, hi + 1] - cum[:, lo] - (n_c[:, :, None] + n_c[:, None, :]) / 2.0) ** 2
-    else:
-        delta = np.broadcast_to(_delta(cats, n_c[0], level), (resamples, k, k))
+    delta = _delta(cats, n_c, level)
     expected = (n_c[:, :, None] * n_c[:, None, :] * delta).sum(axis=(1, 2))
     observed = (coincidence * delta).sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -287,16 +277,17 @@ def _interval_alpha(data: np.ndarray) -> float:
 
 
 def _delta(cats: np.ndarray, n_c: np.ndarray, level: Level) -> np.ndarray:
-    """The squared difference δ²_ck of each pair of categories at ``level``."""
+    """The squared difference δ²_ck of each pair of categories at ``level`` (ordinal: from the category totals
+    ``n_c``, one row of them or a stack of rows, one per resample)."""
     if level == "nominal":
         return 1.0 - np.eye(cats.size)
     if level == "interval":
         return (cats[:, None] - cats[None, :]) ** 2
-    cum = np.concatenate([[0.0], np.cumsum(n_c)])
+    cum = np.concatenate([np.zeros((*n_c.shape[:-1], 1)), np.cumsum(n_c, axis=-1)], axis=-1)
     lo = np.minimum.outer(np.arange(cats.size), np.arange(cats.size))
     hi = np.maximum.outer(np.arange(cats.size), np.arange(cats.size))
-    between = cum[hi + 1] - cum[lo]  # Σ_{g=lo..hi} n_g
-    return (between - (n_c[:, None] + n_c[None, :]) / 2.0) ** 2
+    between = cum[..., hi + 1] - cum[..., lo]  # Σ_{g=lo..hi} n_g
+    return (between - (n_c[..., :, None] + n_c[..., None, :]) / 2.0) ** 2
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._arrays import QueryArrays, RecordLike, check_threshold, from_records
+from ._dist import average_ranks
 from .abstention import DEFAULT_ABSTENTION_PHRASES, is_abstention
 
 __all__ = [
@@ -40,16 +41,7 @@ def roc_auc(positive: np.ndarray, negative: np.ndarray) -> float:
     n_pos, n_neg = len(pos), len(neg)
     if n_pos == 0 or n_neg == 0:
         return math.nan
-    values = np.concatenate([pos, neg])
-    order = np.argsort(values, kind="mergesort")
-    sorted_vals = values[order]
-    # average ranks (1-based) over ties
-    boundaries = np.flatnonzero(np.diff(sorted_vals)) + 1
-    starts = np.concatenate(([0], boundaries))
-    ends = np.concatenate((boundaries, [len(values)]))
-    avg = (starts + ends + 1) / 2.0  # mean of ranks starts+1 .. ends
-    ranks = np.empty(len(values))
-    ranks[order] = np.repeat(avg, ends - starts)
+    ranks, _ = average_ranks(np.concatenate([pos, neg]))
     u = ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2.0
     return float(u / (n_pos * n_neg))
 

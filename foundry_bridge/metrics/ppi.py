@@ -156,6 +156,30 @@ def _raters_note(raters: RaterSpread) -> str:
     return f", {raters.raters} raters' variance" if raters.variance > 0 else ""
 
 
+def _t_estimate(
+    method: str,
+    mean: float,
+    variance: float,
+    counts: tuple[int, int],
+    confidence: float,
+    v: np.ndarray | None,
+    raters: RaterSpread,
+    *,
+    n: int,
+    design: str = "",
+    pad: bool = True,
+) -> Estimate:
+    """``mean`` ± t₍df₎·√(``variance`` + the raters'), df = n − 1 or Satterthwaite's with the raters
+    (``_with_raters``), moved and cut to the scale ``v`` (``_on_scale``); ``interval`` names the df, the
+    ``design``, the pseudo-rows (``pad``, with a scale) and the raters."""
+    df = _with_raters(variance, n - 1, raters)
+    low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
+    pseudo = f", {PSEUDO_ROWS:g} pseudo-rows" if pad and v is not None else ""
+    how = f"t, {_df_text(df)} df{design}{pseudo}" + _raters_note(raters)
+    mean, low, high, cut = _on_scale(mean, low, high, v)
+    return Estimate(method, mean, low, high, *counts, confidence, how, cut)
+
+
 def _z(confidence: float) -> float:
     return normal_quantile(two_sided(confidence))
 
@@ -323,11 +347,7 @@ def _ppi_t(
     s_y, c, s_f = _padded_moments(yy, ff, v)  # s²(y − λf), padded, = s_y − 2λc + λ²s_f at every λ
     variance = _per_fold(lam_u, lambda lam_: lam_**2 * s2_u) / big_n
     variance += _per_fold(lam_y, lambda lam_: s_y - 2 * lam_ * c + lam_**2 * s_f) / n
-    df = _with_raters(variance, n - 1, raters)
-    low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
-    how = f"t, {_df_text(df)} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "") + _raters_note(raters)
-    mean, low, high, cut = _on_scale(mean, low, high, v)
-    return Estimate(method, mean, low, high, n, big_n, confidence, how, cut)
+    return _t_estimate(method, mean, variance, (n, big_n), confidence, v, raters, n=n)
 
 
 def _uniform_point(y: np.ndarray, f: np.ndarray, f_u: np.ndarray, lam_y: np.ndarray, lam_u: np.ndarray) -> float:
@@ -375,18 +395,14 @@ def _single(
         return _too_few(method, mean, counts, confidence, minimum if minimum > 1 else None)
     if _is_rate(v):
         if raters.variance > 0 and 0 < mean < 1:
-            n_star = _effective_n(mean, values.size, raters, confidence)
+            n_star = _effective_n(mean, values.size, mean * (1 - mean) / values.size, raters, confidence)
             low, high = wilson(mean * n_star, n_star, confidence=confidence)
             how = f"Wilson score, effective n {n_star:.3g} ({raters.raters} raters' variance)"
             return Estimate(method, mean, low, high, *counts, confidence, how)
         low, high = wilson(float(values.sum()), values.size, confidence=confidence)
         return Estimate(method, mean, low, high, *counts, confidence, "Wilson score")
     variance = _residual_variance(values, np.zeros_like(values), 0.0, v) / values.size
-    df = _with_raters(variance, values.size - 1, raters)
-    low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
-    how = f"t, {_df_text(df)} df" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "") + _raters_note(raters)
-    mean, low, high, cut = _on_scale(mean, low, high, v)
-    return Estimate(method, mean, low, high, *counts, confidence, how, cut)
+    return _t_estimate(method, mean, variance, counts, confidence, v, raters, n=values.size)
 
 
 def _weighted_single(
@@ -420,27 +436,21 @@ def _weighted_single(
         spread += float(w.mean()) ** 2 * PSEUDO_ROWS * float(((v - mean) ** 2).mean())
         rows += PSEUDO_ROWS
     variance = n * spread / ((rows - 1) * float(w.sum()) ** 2)
-    df = _with_raters(variance, n - 1, raters)
-    total = variance + raters.variance
     if _is_rate(v):
-        t = t_quantile(two_sided(confidence), df)
-        n_star = n if not 0 < mean < 1 else min(n, mean * (1 - mean) / total * (_z(confidence) / t) ** 2)
+        n_star = _effective_n(mean, n, variance, raters, confidence)
         low, high = wilson(mean * n_star, n_star, confidence=confidence)
         return Estimate(method, mean, low, high, *counts, confidence, f"Wilson score, effective n {n_star:.3g}")
-    low, high = t_interval(mean, total, df, confidence=confidence)
-    how = f"t, {_df_text(df)} df, Hájek" + (f", {PSEUDO_ROWS:g} pseudo-rows" if v is not None else "")
-    mean, low, high, cut = _on_scale(mean, low, high, v)
-    return Estimate(method, mean, low, high, *counts, confidence, how + _raters_note(raters), cut)
+    return _t_estimate(method, mean, variance, counts, confidence, v, raters, n=n, design=", Hájek")
 
 
-def _effective_n(p: float, n: int, raters: RaterSpread, confidence: float) -> float:
-    """Korn & Graubard's effective n of a proportion whose variance is p(1 − p)/n plus the raters':
-    n* = p(1 − p)/V · (z/t_df)², df Satterthwaite's (at most n)."""
-    base = p * (1 - p) / n
-    total = base + raters.variance
-    df = satterthwaite([(base, n - 1), (raters.variance, raters.df)])
+def _effective_n(p: float, n: int, variance: float, raters: RaterSpread, confidence: float) -> float:
+    """Korn & Graubard's effective n of a proportion p whose variance is ``variance`` plus the raters':
+    n* = p(1 − p)/V · (z/t_df)², V the sum, df Satterthwaite's; at most n, and n when p is 0 or 1."""
+    if not 0 < p < 1:
+        return float(n)
+    df = _with_raters(variance, n - 1, raters)
     z = _z(confidence)
-    return min(float(n), p * (1 - p) / total * (z / t_quantile(two_sided(confidence), df)) ** 2)
+    return min(float(n), p * (1 - p) / (variance + raters.variance) * (z / t_quantile(two_sided(confidence), df)) ** 2)
 
 
 @dataclass(frozen=True)
@@ -937,8 +947,7 @@ def ipw_ppi_mean(
         gy, gf, gw = _grid(v)
         errors += float((1 / p).mean()) ** 2 * _per_fold(lam_y, lambda lam_: float((gw * (gy - lam_ * gf) ** 2).sum()))
     variance = _per_fold(lam_all, lambda lam_: lam_**2 * s2_f) / big_n + errors / big_n**2
-    df = _with_raters(variance, n - 1, raters)
-    low, high = t_interval(mean, variance + raters.variance, df, confidence=confidence)
-    mean, low, high, cut = _on_scale(mean, low, high, v)
-    how = f"t, {_df_text(df)} df, Horvitz–Thompson" + _raters_note(raters)
-    return Estimate(method, mean, low, high, n, big_n - n, confidence, how, cut)
+    counts = (n, big_n - n)
+    return _t_estimate(
+        method, mean, variance, counts, confidence, v, raters, n=n, design=", Horvitz–Thompson", pad=False
+    )

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..catalog import MetricKind  # the catalog's kind of a metric: it chooses the test
-from ._dist import binom_cdf, binom_pmf, normal_quantile, normal_sf
+from ._dist import average_ranks, binom_cdf, binom_pmf, normal_quantile, normal_sf
 from .intervals import clip, padded_variance, t_interval
 
 __all__ = [
@@ -157,16 +157,7 @@ def mcnemar(
 
 def _signed_ranks(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """Average ranks of |d| (zeros already removed), the tie-group sizes, and whether there are ties."""
-    absd = np.abs(d)
-    order = np.argsort(absd, kind="stable")
-    sorted_abs = absd[order]
-    starts = np.concatenate([[True], sorted_abs[1:] != sorted_abs[:-1]])
-    group = np.cumsum(starts) - 1
-    sizes = np.bincount(group)
-    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    avg = first + (sizes + 1) / 2.0  # 1-based average rank of each group
-    ranks = np.empty(d.size)
-    ranks[order] = avg[group]
+    ranks, sizes = average_ranks(np.abs(d))
     return ranks, sizes, bool((sizes > 1).any())
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ._emulator import PROJECT_ENDPOINT, FoundryEmulator, Store
 from ._faults import FaultConfig, parse_faults
-from ._relevance import stand_in_grade
+from ._graders import stand_in_cuts
 from ._scoring import overlap, tokens
 from ._server import MockServer, serve
 
@@ -25,6 +25,6 @@ __all__ = [
     "overlap",
     "parse_faults",
     "serve",
-    "stand_in_grade",
+    "stand_in_cuts",
     "tokens",
 ]

@@ -10,6 +10,7 @@ import httpx
 
 from ._common import MOCK_USER, EmulatorBase, _bad, _json_response
 from ._evaluators import Served, served, unserved_reason
+from ._graders import check_grader
 from ._scoring import template_fields
 
 __all__ = ["EvalRoutes"]
@@ -66,6 +67,9 @@ class EvalRoutes(EmulatorBase):
             raise _bad(f"{where}: initialization_parameters must be an object.", "initialization_parameters")
         init = init or {}
         _check_init(where, spec, init)
+        problem = check_grader(spec.primary.name, init) if spec.kind == "grader" else None
+        if problem is not None:
+            raise _bad(f"{where}: initialization_parameters: {problem} ({spec.name}).", "initialization_parameters")
         if self.strict_evaluators and mapping:  # the pre-#14 checks: the service itself accepts these (recorded)
             _check_inputs(where, spec, mapping)
             _check_templates(where, mapping, properties)

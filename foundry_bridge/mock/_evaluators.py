@@ -13,9 +13,11 @@ project's catalog), never from a list of names:
 - ``safety``: the Azure AI safety service's evaluators (subtype ``service``): a benign stand-in (severity 0,
   booleans at their passing value), or, for those comparing a response with a ``context``, the overlap rule;
 - ``stand_in``: the other code evaluators that need no model (bbeh, ifeval, regex_match,
-  task_navigation_efficiency): a lexical-overlap stand-in on their published metrics.
+  task_navigation_efficiency): a lexical-overlap stand-in on their published metrics;
+- ``grader``: the OpenAI graders that call a model (subtype ``openai_graders`` with a ``deployment_name``:
+  ``label_model``, ``score_model``): the lexical stand-in of ``_graders``.
 
-OpenAI graders (subtype ``openai_graders``) are refused at create: the emulator cannot run them.
+The other OpenAI graders (string_check, text_similarity, python_grader) are refused at create.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from ..wire import resolve_threshold
 
 __all__ = ["ScorerKind", "Served", "served", "threshold_of", "unserved_reason"]
 
-ScorerKind = Literal["ranking", "computed", "judge", "safety", "stand_in"]
+ScorerKind = Literal["ranking", "computed", "judge", "safety", "stand_in", "grader"]
 _JUDGE_PARAM = "deployment_name"
+_GRADERS = "openai_graders"
 _NLP_INPUTS = frozenset({"response", "ground_truth"})
 
 
@@ -80,6 +83,8 @@ def _kind(contract: Contract, spec: EvaluatorSpec | None) -> ScorerKind:
         return "ranking"
     if contract.subtype == "service":
         return "safety"
+    if contract.subtype == _GRADERS:
+        return "grader"
     if _JUDGE_PARAM in contract.init_params:
         return "judge"
     only = contract.metrics[0] if len(contract.metrics) == 1 else None
@@ -99,8 +104,8 @@ def _class_name(contract: Contract, spec: EvaluatorSpec | None) -> str:
 def _served_by_name() -> dict[str, Served]:
     out = {}
     for name, contract in published_contracts().items():
-        if contract.subtype == "openai_graders":
-            continue
+        if contract.subtype == _GRADERS and _JUDGE_PARAM not in contract.init_params:
+            continue  # string_check, text_similarity, python_grader: not run here
         spec = CATALOG.get(name)
         out[name] = Served(contract, spec, _kind(contract, spec), _class_name(contract, spec))
     return out

@@ -15,6 +15,8 @@ every row of that evaluator is errored with it, so a run does not retry the down
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,9 +52,37 @@ def _evaluator(item: Served, init: Mapping[str, Any]) -> Callable[..., Mapping[s
         if found is None:
             import azure.ai.evaluation as sdk
 
+            _sdk_logs_to_stderr()
             cls = getattr(sdk, item.sdk_class)
             found = _EVALUATORS[key] = cls(**dict(kwargs))
     return found
+
+
+class _Stderr:
+    """The ``sys.stderr`` of the moment a line is written (a stream bound once may be closed by then)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def _sdk_logs_to_stderr() -> None:
+    """azure-ai-evaluation's batch engine logs through handlers bound to ``sys.stdout`` at its import: that would
+    mix its lines into a command's output (``--format json`` on stdout), and an stdout swapped and closed since (a
+    test runner, an embedding program) makes every later row fail with "I/O operation on closed file". Its
+    handlers write to the current stderr instead, warnings and above only."""
+    try:
+        from azure.ai.evaluation._legacy._common import _logging as sdk_logging
+    except ImportError:  # another layout of the SDK: its own handlers stay
+        return
+    for logger in (getattr(sdk_logging, n, None) for n in ("flow_logger", "bulk_logger", "logger")):
+        if isinstance(logger, logging.Logger):
+            logger.setLevel(max(logger.level, logging.WARNING))
+            for handler in logger.handlers:
+                if isinstance(handler, logging.StreamHandler):
+                    handler.stream = _Stderr()  # not setStream: it flushes the old, maybe closed, stream
 
 
 def _results(item: Served, out: Mapping[str, Any]) -> tuple[list[NlpResult], bool]:

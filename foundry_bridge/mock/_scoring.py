@@ -6,6 +6,8 @@ name; templates, input presence and NaN rules are ``foundry_bridge.wire``'s:
 - ``ranking`` (document retrieval): the project's local metrics (``foundry_bridge.metrics.docret``, the service's
   exact arithmetic), in the ``single`` (1.17+, ``properties``) or ``per_metric`` shape;
 - ``computed`` (bleu, gleu, meteor, f1, rouge): azure-ai-evaluation itself (``_nlp.py``);
+- ``grader`` (the OpenAI model graders ``label_model``, ``score_model``): the lexical stand-in of ``_graders``
+  over the parts their ``input`` messages read, with the label or score, verdict and reason;
 - ``judge``, ``safety``, ``stand_in``: a **mock score** from lexical overlap between the mapped inputs (see
   ``overlap``), on the metric's published type, range and direction — never a model's judgement; the ``reason``
   says so. Judges and safety evaluators carry a mock ``sample`` (the judge call) and report token usage.
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,7 +29,9 @@ from ..contracts import MetricContract
 from ..metrics.docret import document_retrieval
 from ..wire import is_present, passes, render_mapping, template_fields
 from ._evaluators import Served, threshold_of
+from ._graders import grade, grader_parts, rendered_messages
 from ._nlp import NlpResult, NlpUnavailable, compute
+from ._words import tokens
 
 __all__ = [
     "DocretShape",
@@ -51,24 +54,9 @@ DocretShape = Literal["single", "per_metric"]
 Outcome = Literal["passed", "failed", "errored"]
 RESULT_TYPE = "azure_ai_evaluator"
 SAFETY_MODEL = "azure_ai_system_model"  # the model name the service reports for its safety evaluators (recorded)
-_WORD = re.compile(r"[a-z0-9]+")
-_STOPWORD_TEXT = (
-    "a an the of to in on and or for is are was were be been being it its this that these those with as at by "
-    "from what which who whom how do does did i you my your our we they he she them their there here not no can "
-    "will would should could may might has have had about into than then so if"
-)
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # Inputs that describe tools, not text to compare.
 _NON_TEXT_INPUTS = frozenset({"tool_definitions", "tool_calls"})
 _MISSING = "Either 'conversation' or individual inputs must be provided."
-
-
-def tokens(value: Any) -> set[str]:
-    """Lower-cased alphanumeric words of a value (JSON-encoded if not a string), minus common English stopwords."""
-    if value is None:
-        return set()
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return {t for t in _WORD.findall(text.lower()) if t not in _STOPWORDS}
 
 
 def overlap(candidate: set[str], reference: set[str]) -> float:
@@ -327,6 +315,25 @@ def _score_mock(crit: StoredCriterion, inputs: Mapping[str, Any]) -> Scored:
     return Scored("passed" if verdict else "failed", results, usage=usage)
 
 
+def _score_grader(crit: StoredCriterion, item: Mapping[str, Any], sample: Mapping[str, Any] | None) -> Scored:
+    served, messages = crit.evaluator, list(crit.init.get("input") or [])
+    try:
+        value, passed, label, threshold, reason = grade(
+            served.primary.name, crit.init, grader_parts(messages, item, sample)
+        )
+    except ValueError as exc:
+        return Scored("errored", error=f"{served.sdk_class}: {exc}")
+    result = _result(crit.name, served.primary.name, value, passed, threshold, reason)
+    if label is not None:  # label_model answers with the label it chose
+        result["label"] = label
+    usage = None
+    if crit.model is not None:
+        result["sample"], usage = _mock_sample(
+            crit.model, {"input": rendered_messages(messages, item, sample)}, reason, label or value
+        )
+    return Scored("passed" if passed else "failed", [result], usage=usage)
+
+
 def score(
     crit: StoredCriterion,
     item: Mapping[str, Any],
@@ -335,6 +342,8 @@ def score(
 ) -> Scored:
     """Score one row for one criterion. ``unavailable`` (per run) remembers computed evaluators that cannot run
     here, so their failure is not retried on every row."""
+    if crit.evaluator.kind == "grader":  # no data mapping: its input messages read the row
+        return _score_grader(crit, item, sample)
     inputs = crit.inputs(item, sample)
     problem = _missing_detail(crit.evaluator, inputs)
     if problem is not None:
@@ -354,7 +363,7 @@ def criterion_from_wire(
     recorded: ``gpt-4o-mini-2024-07-18``) and under the service's system model for safety evaluators."""
     init = wire.get("initialization_parameters") or {}
     model = None
-    if served.kind == "judge":
+    if served.kind in ("judge", "grader"):
         model = f"{init.get('deployment_name') or init.get('model') or 'mock-judge'}-{model_version}"
     elif served.kind == "safety":
         model = SAFETY_MODEL

@@ -1,7 +1,8 @@
 """One report: Foundry scores and local metrics merged, per query and in aggregate.
 
 - ``build_report(run_dir) -> Report`` reads a run folder; ``render_json`` / ``render_markdown`` /
-  ``render_html`` are pure functions of the report; ``write_labelling_queue`` writes the holes to label next.
+  ``render_html`` / ``render_text`` (a terminal) are pure functions of the report; ``write_labelling_queue``
+  writes the holes to label next.
 - ``trust_section(run_dir, verdicts)`` is the report's "Can the judge be trusted?" section (docs/trust.md).
 """
 
@@ -12,6 +13,7 @@ from ._build import ReportError, build_report, foundry_key
 from ._html import render_html
 from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
+from ._plain import render_text
 from ._queue import write_labelling_queue
 from ._render import FORMATS, queries_path, render, render_json
 from ._stages import STAGE_RULES, attribute_stage
@@ -34,6 +36,7 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
+    "render_text",
     "render_trust_html",
     "render_trust_markdown",
     "report_json_schema",

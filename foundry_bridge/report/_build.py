@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from ..runfolder import RunFolder, RunFolderError
 from ..wire import resolve_threshold
 from ._aggregate import aggregate_foundry, aggregate_local, defined, distribution, summary_infos
 from ._columns import Columns, LocalColumns, ScoreColumn
+from ._drill import build_drill, stand_in
 from ._model import (
     LIST_CAP,
     STAGES,
@@ -455,7 +456,9 @@ def read_run(run_dir: str | os.PathLike[str], stage_k: int | None = None) -> _Bu
 
 def _row_inputs(b: _Built, specs: dict[str, EvaluatorSpec | None], judge_based: bool = False) -> RowInputs:
     judges = _answer_judges(b.params, specs, b.scores)
-    return RowInputs(b.run, [*b.local.keys_, "n_rel"], b.scores, judges, f"hit@{b.params.stage_k}", judge_based)
+    stand_in = b.run_in.manifest.get("backend") == "mock"  # the emulator: its answer judges are a stand-in
+    hit = f"hit@{b.params.stage_k}"
+    return RowInputs(b.run, [*b.local.keys_, "n_rel"], b.scores, judges, hit, judge_based, stand_in)
 
 
 @gc_paused()
@@ -499,7 +502,7 @@ def build_report(
     keep = n_rows <= table_rows
     inp = _row_inputs(b, specs, judge_based=relabel is not None)
     rows = stream_rows(inp, worst=worst)
-    wanted = None if keep else sorted({r for rs in rows.worst.values() for r in rs})
+    wanted = None if keep else sorted({r for w in (rows.worst, rows.worst_ruled) for rs in w.values() for r in rs})
     with tempfile.TemporaryDirectory(prefix="foundry-bridge-rows-") as tmp:
         work = Path(tmp)
         if queries_out is None:  # only the rows the report shows
@@ -531,6 +534,8 @@ def build_report(
     step("report", 4, 4)
     report._queries = _adapter(QueryRow).validate_python(shown)
     report._columns = Columns(b.run, b.local, b.scores)
+    records = partial(b.run_in.folder.records_at, plan=b.run_in.plan)  # the drilled rows' records, read at the end
+    report._drill = build_drill(report, rows.worst_ruled if stand_in(report) else rows.worst, records)
     return report
 
 

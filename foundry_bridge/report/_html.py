@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from .._text import printable
 from ._aggregate import bins, counts
+from ._drill import drill_html, stage_links
 from ._format import fmt_num, fmt_pct
 from ._markdown import (
     PARTIAL_LABEL,
@@ -54,6 +55,10 @@ word-break:break-word}.stage-search{background:#fde8e6}.stage-assembly{backgroun
 .stage-generation{background:#fbe3f2}.scroll{overflow-x:auto}.stage-ok{background:#e6f4ea}.stage-unknown{background:#eee}
 #verdict{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}#verdict h2{flex-basis:100%;margin-top:12px}
 #verdict table{margin:0}.trust-line{flex-basis:100%;margin:0}
+details.drill{border:1px solid var(--line);padding:4px 10px;margin:8px 0}details.drill h4{margin:8px 0 4px}
+div.text{white-space:pre-wrap;word-break:break-word;border:1px solid var(--line);padding:6px;max-height:320px;
+overflow:auto}div.dropped{background:#fff1db;border-left:4px solid var(--neg);margin-top:4px}tr.dropped td{
+background:#fff1db;font-weight:600}
 .headline{display:flex;flex-wrap:wrap;gap:6px 22px;flex-basis:100%;margin:4px 0}.headline b{font-size:20px;
 display:block}.headline span{color:var(--muted)}
 """
@@ -365,9 +370,12 @@ _STAGE_FILL = {
 }
 
 
-def stage_svg(counts: dict[str, int], *, width: int = 560, height: int = 74) -> str:
+def stage_svg(
+    counts: dict[str, int], *, width: int = 560, height: int = 74, links: dict[str, str] | None = None
+) -> str:
     """The stage split as one horizontal bar (a segment per stage, width = share of the queries, failing stages
-    first), each segment labelled with its count and linking to the worst queries; the legend below it."""
+    first), each segment labelled with its count and linking to the stage's worst query (``links``, else the
+    table of the worst queries); the legend below it."""
     order = ("search", "assembly", "generation", "unknown", "ok")
     total = sum(counts.get(s, 0) for s in order)
     bar_h, x = 34, 0.0
@@ -391,7 +399,8 @@ def stage_svg(counts: dict[str, int], *, width: int = 560, height: int = 74) -> 
             if w >= 24
             else ""
         )
-        parts.append(f'<a href="#worst">{rect}{label}</a>' if s not in ("ok", "unknown") else rect + label)
+        to = (links or {}).get(s, "#worst")
+        parts.append(f'<a href="{to}">{rect}{label}</a>' if s not in ("ok", "unknown") else rect + label)
         x += w
     lx = 0
     for s in order:
@@ -414,15 +423,18 @@ def _headline(report: Report) -> str:
 def _stages(report: Report) -> list[str]:
     """The verdict, first on the page: the headline numbers, the stage picture, the table (what to fix, the worst
     queries a click away), the basis of the stages, the judge-trust headline."""
-    parts = ['<section id="verdict"><h2>Where queries fail</h2>', _headline(report), stage_svg(bar_counts(report))]
+    bar = stage_svg(bar_counts(report), links=stage_links(report))
+    parts = ['<section id="verdict"><h2>Where queries fail</h2>', _headline(report), bar]
     if stand_in(report):
         parts.append(f'<p class="meta" id="stand-in">{_e(STAND_IN_WHY)}</p>')
     parts.append(
         "<table><thead><tr><th>stage</th><th>queries</th><th>what to fix</th><th>which</th></tr></thead><tbody>"
     )
+    drill = stage_links(report)  # each stage's worst query, drilled into
     for css, label, count, ids, hint in stage_rows(report):
         more = f" … and {count - len(ids)} more" if count > len(ids) else ""
-        link = ' <a href="#worst">worst ↓</a>' if count and css not in ("ok", "unknown") and label == css else ""
+        to = drill.get(css, "#worst")
+        link = f' <a href="{to}">worst ↓</a>' if count and css not in ("ok", "unknown") and label == css else ""
         parts.append(
             f'<tr><td class="stage-{css}">{_e(label)}</td><td class=n>{count}</td><td>{_e(hint)}</td>'
             f"<td>{_e(', '.join(ids[:8]) + (' …' if len(ids) > 8 and not more else '') + more)}{link}</td></tr>"
@@ -528,6 +540,7 @@ def render_html(report: Report) -> str:
     parts.extend([*_negatives(report), *_canaries(report)])
     parts.extend([render_trust_html(report.trust)] if report.trust and report.trust.shown else [])
     parts.extend(_per_query(report))
+    parts.append(drill_html(report))
     parts.extend(_holes(report))
     parts.append(f"</main><script>{_JS}</script></body></html>")
     return printable("\n".join(parts) + "\n")

@@ -10,6 +10,7 @@ from .._text import printable
 from ..catalog import CATALOG
 from ..metrics.measures import measure_for_key
 from ._aggregate import summary_infos
+from ._drill import drill_markdown, stage_links, stand_in
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, Provenance, QueryRow, Report, Section
 from ._trust import render_trust_markdown, trust_headline
@@ -60,11 +61,6 @@ STAND_IN_WHY = (
     "fail (ok, or generation without an abstention) says nothing about the answer, so those queries are counted "
     "apart and left out of the stage bar."
 )
-
-
-def stand_in(report: Report) -> bool:
-    """The run is the emulator's (the manifest's backend ``mock``) and some stage rests on its stand-in judge."""
-    return report.provenance.backend == "mock" and any(report.stages.judged.values())
 
 
 def bar_counts(report: Report) -> dict[str, int]:
@@ -130,39 +126,48 @@ def per_query_note(report: Report, code: Callable[[str], str] = str) -> str:
     return f"every query ({pq.rows}): not written ({code('foundry-bridge report --out FILE')} writes them beside FILE)"
 
 
-def _section_table(report: Report, section: Section, infos: list[MetricInfo] | None = None) -> list[str]:
-    lines = [
-        "| metric | coverage | errored | missing / undefined | mean | pass rate | threshold |",
-        "|---|---|---|---|---|---|---|",
-    ]
+def section_rows(
+    report: Report, section: Section, infos: list[MetricInfo] | None = None
+) -> tuple[list[list[str]], list[bool], list[str]]:
+    """One section's metric table as plain cells (shared by the renderers): the rows (metric key, coverage, errored,
+    missing / undefined, mean, pass rate, threshold), per row whether a Foundry metric's coverage is short, and the
+    local metrics undefined for every query of the section (left out of the rows)."""
+    rows: list[list[str]] = []
+    short: list[bool] = []
+    hidden: list[str] = []
     for info in summary_metric_keys(report) if infos is None else infos:
         agg = section.metrics.get(info.key)
-        if agg is None or (info.source == "local" and agg.scored == 0):
-            continue  # e.g. rank metrics on negative queries: undefined by definition (no relevant label)
-        label = md_escape(info.key)
-        measure = measure_for_key(info.key) if info.source == "local" else None
-        if measure is not None and measure.spec.mean_label:
-            label += f" (mean = {measure.spec.mean_label})"
+        if agg is None:
+            continue
+        if info.source == "local" and agg.scored == 0:
+            hidden.append(info.key)  # e.g. rank metrics on negative queries: undefined by definition (no label)
+            continue
         if info.source == "local":
-            missing = str(agg.undefined)
-            errored = "–"
-            pass_rate = "–"
+            missing, errored, pass_rate = str(agg.undefined), "–", "–"
         else:
-            missing = str(agg.missing)
-            errored = str(agg.errored)
+            missing, errored = str(agg.missing), str(agg.errored)
             pass_rate = fmt_pct(agg.passed, agg.passed + agg.failed)
         coverage = f"{agg.scored}/{agg.queries}"
-        if info.source == "foundry" and agg.queries and agg.scored < agg.queries:
-            coverage = f"**{coverage}**"
-        lines.append(
-            f"| {label} | {coverage} | {errored} | {missing} | {fmt_num(agg.mean)} | {pass_rate} | "
-            f"{fmt_num(info.threshold)} |"
-        )
-    hidden = [
-        m.key
-        for m in (summary_metric_keys(report) if infos is None else infos)
-        if m.source == "local" and m.key in section.metrics and section.metrics[m.key].scored == 0
-    ]
+        rows.append([info.key, coverage, errored, missing, fmt_num(agg.mean), pass_rate, fmt_num(info.threshold)])
+        short.append(info.source == "foundry" and bool(agg.queries) and agg.scored < agg.queries)
+    return rows, short, hidden
+
+
+def mean_note(key: str) -> str:
+    """What a local metric's mean is called, beside its key (``rr@3`` → `` (mean = MRR)``); else nothing."""
+    measure = measure_for_key(key)
+    return f" (mean = {measure.spec.mean_label})" if measure is not None and measure.spec.mean_label else ""
+
+
+SECTION_HEADERS = ("metric", "coverage", "errored", "missing / undefined", "mean", "pass rate", "threshold")
+
+
+def _section_table(report: Report, section: Section, infos: list[MetricInfo] | None = None) -> list[str]:
+    rows, short, hidden = section_rows(report, section, infos)
+    lines = ["| " + " | ".join(SECTION_HEADERS) + " |", "|---" * len(SECTION_HEADERS) + "|"]
+    for (key, coverage, *rest), bold in zip(rows, short, strict=True):
+        cells = [md_escape(key) + mean_note(key), f"**{coverage}**" if bold else coverage, *rest]
+        lines.append("| " + " | ".join(cells) + " |")
     if hidden:
         lines.append("")
         lines.append(
@@ -193,16 +198,19 @@ def negative_rows(report: Report) -> list[dict[str, object]]:
     return rows
 
 
-def _negative_table(report: Report, limit: int) -> list[str]:
-    rows = negative_rows(report)
+def negative_table(
+    report: Report, limit: int, esc: Callable[[str], str] = md_escape, no: str = "**no**"
+) -> tuple[list[str], list[list[str]]]:
+    """The negative queries' table (shared by the text renderers): headers and the first ``limit`` rows, dataset
+    text through ``esc``, a query that did not abstain shown as ``no``."""
     keys = [m.key for m in report.metrics if m.source == "foundry" and m.primary]
     head = ["query", "kind rule", "abstained", "top score", "surfaced", *keys, "stage"]
-    lines = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|---" * len(head) + "|"]
-    yes_no = {True: "yes", False: "**no**", None: "–"}
-    for r in rows[:limit]:
+    yes_no = {True: "yes", False: no, None: "–"}
+    rows = []
+    for r in negative_rows(report)[:limit]:
         cells = [
-            md_escape(r["query_id"]),
-            md_escape(r["rule"]),
+            esc(str(r["query_id"])),
+            esc(str(r["rule"])),
             yes_no[r["abstained"]],  # type: ignore[index]
             fmt_num(r["top_score"]),  # type: ignore[arg-type]
             fmt_num(r["surfaced"]),  # type: ignore[arg-type]
@@ -214,10 +222,16 @@ def _negative_table(report: Report, limit: int) -> list[str]:
             else:
                 cells.append(fmt_num(fs.score) + {True: " ✓", False: " ✗", None: ""}[fs.passed])
         cells.append(str(r["stage"]))
-        lines.append("| " + " | ".join(cells) + " |")
-    shown = min(limit, len(rows))
-    if report.negative.queries > shown:
-        lines.append(f"\n_… and {report.negative.queries - shown} more negative queries_")
+        rows.append(cells)
+    return [esc(h) for h in head], rows
+
+
+def _negative_table(report: Report, limit: int) -> list[str]:
+    head, rows = negative_table(report, limit)
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    if report.negative.queries > len(rows):
+        lines.append(f"\n_… and {report.negative.queries - len(rows)} more negative queries_")
     return lines
 
 
@@ -245,18 +259,19 @@ def _has_unsafe(url: str) -> bool:
     return any(c.isspace() or ord(c) < 32 or ord(c) == 127 or c in "<>`" for c in url)
 
 
-def _failed_metrics(report: Report, q: QueryRow) -> str:
+def failed_metrics(report: Report, q: QueryRow, esc: Callable[[str], str] = md_escape) -> str:
+    """A query's primary Foundry metrics that failed, errored or are missing, keys through ``esc``."""
     primary = {m.key for m in report.metrics if m.source == "foundry" and m.primary}
     bits = []
     for key, fs in q.foundry.items():
         if key not in primary:
             continue
         if fs.status == "errored":
-            bits.append(f"{md_escape(key)}: errored")
+            bits.append(f"{esc(key)}: errored")
         elif fs.status == "missing":
-            bits.append(f"{md_escape(key)}: missing")
+            bits.append(f"{esc(key)}: missing")
         elif fs.passed is False:
-            bits.append(f"{md_escape(key)} {fmt_num(fs.score)} ✗")
+            bits.append(f"{esc(key)} {fmt_num(fs.score)} ✗")
     return "; ".join(bits)
 
 
@@ -350,13 +365,15 @@ def _stages(report: Report) -> list[str]:
     link to the worst queries; then the judge-trust headline."""
     total = sum(report.stages.counts.values())
     worst = _anchor(_worst_heading(report))
+    drill = stage_links(report, markdown=True)  # each stage's worst query, drilled into
     out = ["### Where queries fail", ""]
     if numbers := headline(report):
         out += [" · ".join(f"**{value}** {md_escape(what)}" for value, what in numbers), ""]
     out += ["| stage | queries | share | what to fix | which |", "|---|---|---|---|---|"]
     for stage, label, count, ids, hint in stage_rows(report):
         shown = ", ".join(md_escape(i) for i in ids[:8]) + (" …" if count > 8 else "")
-        link = f" · [worst ↓]({worst})" if count and stage not in ("ok", "unknown") and label == stage else ""
+        to = drill.get(stage, worst)
+        link = f" · [worst ↓]({to})" if count and stage not in ("ok", "unknown") and label == stage else ""
         share = f"`{_bar(count, total)}` {fmt_pct(count, total)}"
         out.append(f"| **{label}** | {count} | {share} | {hint} | {shown}{link} |")
     out += ["", f"_{stage_basis(report)}_", ""]
@@ -442,7 +459,7 @@ def _worst(report: Report, max_queries: int) -> list[str]:
             partial = f" · {PARTIAL_LABEL}" if q.search_partial else ""
             out.append(
                 f"| {md_escape(q.query_id)} | {q.kind} | **{q.stage}**{partial} | {md_escape(q.stage_reason, 160)} "
-                f"| {_failed_metrics(report, q) or '–'} |"
+                f"| {failed_metrics(report, q) or '–'} |"
             )
         more = f"… and {total - len(shown)} more; " if total > len(shown) else ""
         out.append(f"\n_{more}{per_query_note(report, _code)}_")
@@ -477,6 +494,7 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
         *_canaries(report),
         *([render_trust_markdown(report.trust)] if report.trust and report.trust.shown else []),
         *_worst(report, max_queries),
+        *drill_markdown(report),
         *_label_next(report, max_holes),
     ]
     return printable("\n".join(out).rstrip() + "\n")

@@ -295,6 +295,7 @@ class Report(_Model):
     _queries: list[QueryRow] = PrivateAttr(default_factory=list)
     _columns: Any = PrivateAttr(None)  # report._build.Columns: what compare reads
     _holes: Any = PrivateAttr(None)  # report._queue.Holes: the whole labelling queue
+    _drill: list[Any] = PrivateAttr(default_factory=list)  # report._drill.DrillQuery: the per-query drill-down
 
     def __eq__(self, other: object) -> bool:
         """Equal published content (the JSON): the rows and columns held in memory are not compared."""
@@ -306,6 +307,12 @@ class Report(_Model):
     def queries(self) -> list[QueryRow]:
         """The per-query rows held in memory (every row when ``per_query.complete``)."""
         return self._queries
+
+    @property
+    def drill(self) -> list[Any]:
+        """The per-query drill-down (``report._drill.DrillQuery``, a module above this one): the worst queries of
+        each failing stage, worst first."""
+        return self._drill
 
     def metric(self, key: str) -> MetricInfo:
         for m in self.metrics:

@@ -52,6 +52,7 @@ class RowInputs:
     judges: list[Judge]
     hit_key: str
     judge_based: bool = False  # the labels are a judge's (report --qrels): every stage reason says so
+    stand_in: bool = False  # the emulator's stand-in judges: ``worst_ruled`` leaves out the rows they decided
 
 
 @dataclass
@@ -67,6 +68,7 @@ class RowsOut:
     search_partial_ids: list[str] = field(default_factory=list)  # the first LIST_CAP of them
     judged: dict[str, int] = field(default_factory=dict)  # per stage, queries decided by the answer judges
     judged_ids: dict[str, list[str]] = field(default_factory=dict)  # the first LIST_CAP of them per stage
+    worst_ruled: dict[str, list[int]] = field(default_factory=dict)  # ``worst`` without judge-decided rows (stand-in)
 
 
 def _canary(query_id: str, canary: str, judges: list[JudgeScore]) -> CanaryFlag:
@@ -174,6 +176,7 @@ def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
     partial_of = np.zeros(n, bool)
     reasons: dict[str, int] = {}
     heaps: dict[str, list[tuple[tuple[int, float, int], int]]] = {s: [] for s in STAGES}
+    ruled: dict[str, list[tuple[tuple[int, float, int], int]]] = {s: [] for s in STAGES}
     stage_index: dict[str, int] = {s: k for k, s in enumerate(STAGES)}
     canaries = _Canaries()
     stages = _Stages(inp.judges, inp.judge_based)
@@ -219,12 +222,17 @@ def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
         for j in (j for j, x in enumerate(canary) if x is not None):
             canaries.add(lo + j, _canary(qids[j], canary[j], stages.verdicts(per_row[j])))
         failed, scaled = _badness(inp.judges, judged, m)
+        by_rule = ~np.asarray(by_judge, bool) if inp.stand_in else None
         for st, heap in heaps.items():
             at = np.flatnonzero(code == stage_index[st])
-            for j in at[np.lexsort((at, scaled[at], -failed[at]))][:worst].tolist():  # the block's worst first
+            at = at[np.lexsort((at, scaled[at], -failed[at]))]  # the block's worst first
+            for j in at[:worst].tolist():
                 _push(heap, ((int(failed[j]), -float(scaled[j]), -(lo + j)), lo + j), worst)
+            for j in [] if by_rule is None else at[by_rule[at]][:worst].tolist():
+                _push(ruled[st], ((int(failed[j]), -float(scaled[j]), -(lo + j)), lo + j), worst)
         lo = hi
     out.worst = {s: [r for _, r in sorted(h, reverse=True)] for s, h in heaps.items()}
+    out.worst_ruled = {s: [r for _, r in sorted(h, reverse=True)] for s, h in ruled.items()} if inp.stand_in else {}
     out.canaries, out.canary_counts = canaries.shown(), canaries.counts
     import pyarrow as pa
 
