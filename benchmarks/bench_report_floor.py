@@ -41,7 +41,9 @@ def _engine(run_dir: Path, out: Path) -> None:
     """The per-query rows' JSON from the run's sealed columns (``RunColumns``' views), made by DuckDB alone, written
     block by block."""
     sys.path.insert(0, str(HERE.parent))
-    from foundry_bridge.columns import RunColumns, string_spans
+    import numpy as np
+
+    from foundry_bridge.columns import RunColumns
 
     run = RunColumns.open(run_dir)
     con, n = run.con, run.n_queries
@@ -67,8 +69,10 @@ def _engine(run_dir: Path, out: Path) -> None:
                 f"(SELECT row, {pivot} FROM results WHERE row >= {lo} AND row < {hi} GROUP BY row) p ON p.row = q.row "
                 f"WHERE q.row >= {lo} AND q.row < {hi} ORDER BY q.row"
             ).to_arrow_table()
-            for chunk in got.column("j").chunks:
-                fh.write(string_spans(chunk)[0])
+            for chunk in got.column("j").chunks:  # the text as it lies in the Arrow buffer: no str per row
+                buffers = chunk.buffers()
+                ends = np.frombuffer(buffers[1], np.int32, len(chunk) + 1, chunk.offset * 4)
+                fh.write(memoryview(buffers[2])[int(ends[0]) : int(ends[-1])])
 
 
 def main() -> int:
@@ -83,8 +87,8 @@ def main() -> int:
     if args.worker_engine:
         _engine(*args.worker_engine)
         return 0
-    if args.run is None or not (args.run / "columns").is_dir():
-        ap.error("RUN must be a sealed run folder (bench_scale.py --paths local makes them)")
+    if args.run is None:
+        ap.error("give RUN, a run folder (bench_scale.py --paths local makes them)")
     args.run = args.run.resolve()  # the steps run in benchmarks/data/scale/
     args.base_run = args.base_run.resolve() if args.base_run else None
     work = Path(tempfile.mkdtemp(prefix="bench-report-floor-"))

@@ -1,31 +1,32 @@
-"""A run's results as columns (Parquet), and ``RunColumns``: the one reader of a run folder's results.
+"""A run folder's tables: a cache of its log, and ``RunColumns``, the one reader of a run folder's results.
 
-A finished run folder gets a ``columns/`` folder (``seal``): ``results.parquet`` (``results.jsonl`` as DuckDB
-reads it, in file order), ``queries-NNNNN.parquet`` (one file per block of 16,384 records: each query's id, kind,
-kind source, abstention, text facts, the local ranking metrics at every k and the per-query facts the report and
-the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document: row, rank, document id),
-``queue.parquet`` (each unlabelled document's holes counted, ``QUEUE_DOCS``: what ``report._queue`` ranks) and
-``meta.json`` (the parameters the facts were computed with, the counts, the negative-query report, the sizes of
-the files they were read from). The runner seals a run when it finishes, with the per-query facts ``run`` computed
-while its plan read the records (``prepare_facts``, ``QueryFacts``); a folder written by an earlier version
-(or whose ``results.jsonl`` / ``records.jsonl`` changed since, or read with other parameters, e.g. another
-``--stage-k``) is sealed on its first read: in place, or in a temporary folder when the run folder is read-only.
-``results.jsonl`` stays the append log that makes a run resumable.
+A run folder is its log: ``results.jsonl`` (appended as results are collected: what makes a run resumable) and its
+records (``records.jsonl``, else ``plan.json``'s). The tables made from them live in ``columns/``:
+``results.parquet`` (``results.jsonl`` in file order), ``queries-NNNNN.parquet`` (one file per block of 16,384
+records: each query's id, kind, kind source, abstention, text facts, the local ranking metrics at every k and the
+per-query facts the report and the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document:
+row, rank, document id) and ``meta.json`` (the negative-query report of the records, and ``key``: what the tables
+were made from). They are a cache: ``RunColumns.open`` makes them again when they are missing or their key differs
+from the folder's (``_key``: the parameters the facts are computed with, and each source file's size with a hash of
+its first and last MiB: an appended result, a rewritten run or other ``--stage-k`` all change it). A folder
+written by an earlier version simply has no (or another) key. A read-only folder gets its tables in a temporary
+folder.
 
-Every group-by, join and ranking over these files is a query of an embedded DuckDB (``connect``: a memory limit,
-spilling to ``TMPDIR``); the statistics stay numpy on columns fetched one at a time (``RunColumns.column``).
-DuckDB is imported here only, when a run is read or sealed: never on the ``--help`` or ``validate`` paths. The
-per-query facts are written by Arrow (``_write_parquet``), each column of its declared type (``_FACT_TYPES``), never
-inferred from the values, and outside the engine's memory limit (one row may hold a long text).
+Every count, group-by, join and ranking over these files is a query of an embedded DuckDB (``connect``: a memory
+limit, spilling to ``TMPDIR``); the statistics stay numpy on columns fetched one at a time (``RunColumns.column``).
+DuckDB is imported here only, when a run is read: never on the ``--help`` or ``validate`` paths. Every column's type
+is declared (``_RESULT_TYPES``, ``_FACT_TYPES``), never inferred from the values; the per-query facts are written by
+Arrow (``_write_parquet``), outside the engine's memory limit (one row may hold a long text).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,44 +35,27 @@ import numpy as np
 
 from ._io import dumps, held, loads, remove_stale, write_json
 from .mapping.plan import Plan
-from .runfolder import RunFolder, RunFolderError
+from .runfolder import RESULT_COLUMNS, RunFolder, RunFolderError
 
 if TYPE_CHECKING:
     import duckdb
 
-    from .metrics._arrays import Codes, Texts
+    from .metrics._arrays import Codes
 
 __all__ = [
     "COLUMNS_DIR",
     "FactParams",
-    "QueryFacts",
     "RunColumns",
     "connect",
-    "prepare_facts",
     "record_response_id",
     "seal",
 ]
 
 COLUMNS_DIR = "columns"
 _WORK = f".{COLUMNS_DIR}.*"  # the temporary folder ``seal`` fills beside ``columns/``
-FORMAT = 5  # the layout of columns/: a folder sealed with another is sealed again
 BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
 MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "128MB")
 
-# result row fields as results.jsonl holds them (results.ResultRow), with the SQL type DuckDB reads them as
-_RESULT_TYPES = {
-    "row": "BIGINT",
-    "query_id": "VARCHAR",
-    "criterion": "VARCHAR",
-    "evaluator": "VARCHAR",
-    "metric": "VARCHAR",
-    "score": "DOUBLE",
-    "label": "VARCHAR",
-    "passed": "BOOLEAN",
-    "threshold": "DOUBLE",
-    "reason": "VARCHAR",
-    "error": "VARCHAR",
-}
 # per-query fact columns (besides the local metrics) and their SQL types
 _FACT_TYPES = {
     "row": "BIGINT",
@@ -101,6 +85,7 @@ def connect(spill: Path) -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill)})
+    con.execute("SET enable_progress_bar = false")
     con.execute("SET preserve_insertion_order = true")
     con.execute("SET parquet_metadata_cache = true")  # a report queries the same files once per block of rows
     return con
@@ -126,14 +111,10 @@ class FactParams:
     @classmethod
     def for_plan(cls, plan: Plan, stage_k: int | None = None) -> FactParams:
         """The plan mapping's cutoffs (default [10]) with ``stage_k`` (default: the largest) added."""
-        return cls.for_mapping(plan.mapping, stage_k)
-
-    @classmethod
-    def for_mapping(cls, mapping: Any, stage_k: int | None = None) -> FactParams:
-        """``for_plan`` from the mapping itself (``mapping.Mapping``), before a plan is built."""
         from .metrics._arrays import check_threshold
         from .metrics.ranking import normalize_ks
 
+        mapping = plan.mapping
         ms = mapping.metrics
         ks = sorted(set(ms.k)) or [10]
         k_stage = stage_k or max(ks)
@@ -165,17 +146,28 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _sources(folder: RunFolder) -> dict[str, list[int] | None]:
-    """Size and modification time of the files the columns are read from (a change means: seal again)."""
-    out: dict[str, list[int] | None] = {}
-    for key in ("results", "records", "plan"):
-        try:
-            st = folder.file(key).stat()
-        except FileNotFoundError:
-            out[key] = None
-        else:
-            out[key] = [st.st_size, st.st_mtime_ns]
-    return out
+_EDGE = 1 << 20  # the bytes hashed at each end of a source file
+
+
+def _fingerprint(path: Path) -> list[Any] | None:
+    """A source file's size and a hash of its first and last MiB (None: no such file). The run folder's files are
+    logs, appended to or written anew, never edited in place: any change of theirs changes this."""
+    try:
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            digest = hashlib.sha256(fh.read(_EDGE))
+            if size > _EDGE:
+                fh.seek(max(size - _EDGE, _EDGE))
+                digest.update(fh.read())
+    except FileNotFoundError:
+        return None
+    return [size, digest.hexdigest()]
+
+
+def _key(folder: RunFolder, params: FactParams) -> dict[str, Any]:
+    """What a run folder's tables are made from: the facts' parameters and the source files' fingerprints."""
+    sources = {key: _fingerprint(folder.file(key)) for key in ("results", "records", "plan")}
+    return {"params": params.key(), "sources": sources}
 
 
 def record_response_id(rec: Any, field: str | None) -> str | None:
@@ -185,13 +177,11 @@ def record_response_id(rec: Any, field: str | None) -> str | None:
     return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
-class QueryFacts:
-    """The per-query facts of a run's records, computed as the records are handed over one at a time (``add``;
-    ``tap`` passes an iterator through) and written a block of ``BLOCK`` records at a time into ``folder``:
-    ``queries-NNNNN.parquet`` (the facts, the local metrics at every k, ``top_grades``) and ``holes-NNNNN.parquet``.
-    The run feeds it while it builds its plan from the records it has just read (so ``seal`` need not read
-    ``records.jsonl`` again); ``seal`` feeds it from ``records.jsonl`` for any other folder. ``finish`` writes the
-    last block; ``meta`` then holds the counts and the negative-query report."""
+class _QueryFacts:
+    """The per-query facts of a run's records, computed as ``seal`` hands the records over one at a time (``add``)
+    and written a block of ``BLOCK`` records at a time into ``folder``: ``queries-NNNNN.parquet`` (the facts, the
+    local metrics at every k, ``top_grades``) and ``holes-NNNNN.parquet``. ``finish`` writes the last block;
+    ``meta`` then holds the negative-query report."""
 
     def __init__(self, params: FactParams, folder: Path) -> None:
         from .canaries import CanaryCase
@@ -201,8 +191,7 @@ class QueryFacts:
 
         self.params, self.folder = params, folder
         self.parts = NegativeParts(params.stage_k, params.surface_threshold, keep=_LIST_CAP)
-        self.n = self.n_holes = self._index = 0
-        self.done = False
+        self.n = self._index = 0
         self._case_of, self._assembly, self._holds = CanaryCase.from_record, assembly_check, context_holds_relevant
         self._start()
 
@@ -215,13 +204,6 @@ class QueryFacts:
         derived = ("query_id", "kind", "kind_source", "abstains", "contradiction", "found", "best")
         self._facts: dict[str, list[Any]] = {k: [] for k in _FACT_TYPES if k not in derived}
         self._holes: dict[str, list[Any]] = {"row": [], "rank": [], "document_id": []}
-
-    def tap(self, records: Iterable[Any]) -> Iterator[Any]:
-        """``records`` unchanged, each added on its way through; ``finish`` once they are all through."""
-        for rec in records:
-            self.add(rec)
-            yield rec
-        self.finish()
 
     def add(self, rec: Any) -> None:
         """One record (a ``QueryRecord`` or alike), the next row."""
@@ -256,23 +238,14 @@ class QueryFacts:
 
     def finish(self) -> None:
         """Write the last block."""
-        if self.done:
-            return
         if self._facts["row"]:
             self._flush()
-        self.done = True
-
-    def remove(self) -> None:
-        """Delete ``folder`` (facts prepared under ``TMPDIR``, once sealed)."""
-        shutil.rmtree(self.folder, ignore_errors=True)
 
     @property
     def meta(self) -> dict[str, Any]:
-        """What ``meta.json`` says of the facts: the counts and the negative-query report with its lists."""
+        """What ``meta.json`` says of the records: the negative-query report with its lists."""
         parts = self.parts
         return {
-            "queries": self.n,
-            "holes": self.n_holes,
             "negative": parts.report() if parts.n_neg else {},
             "negative_lists": {
                 "surfaced_evidence": parts.surfaced_ids,
@@ -305,7 +278,6 @@ class QueryFacts:
         h = self._holes
         path = self.folder / f"holes-{self._index:05d}.parquet"
         _write_parquet(path, {"row": "BIGINT", "rank": "BIGINT", "document_id": "VARCHAR"}, h)
-        self.n_holes += len(h["row"])
         self.n += arrays.n_queries
         self._index += 1
         self._start()
@@ -325,13 +297,6 @@ def _write_parquet(path: Path, types: dict[str, str], columns: dict[str, Any]) -
     pq.write_table(pa.Table.from_arrays(data, schema=schema), path)
 
 
-def prepare_facts(records: Iterable[Any], plan_mapping: Any) -> tuple[Iterator[Any], QueryFacts]:
-    """``records`` passed through a ``QueryFacts`` under the mapping's parameters (``FactParams.for_mapping``),
-    written to a folder under ``TMPDIR`` (removed with ``QueryFacts.remove``): what ``run`` hands to ``seal``."""
-    facts = QueryFacts(FactParams.for_mapping(plan_mapping), Path(tempfile.mkdtemp(prefix="foundry-bridge-facts-")))
-    return facts.tap(records), facts
-
-
 _LIST_CAP = 100  # as report._model.LIST_CAP: the negative-query report's lists keep this many rows
 
 
@@ -346,7 +311,7 @@ def _holes(top: Sequence[str], qrels: dict[str, int] | None, k: int) -> list[tup
     return [(rank, doc) for rank, doc in enumerate(top[:k], start=1) if doc not in labelled]
 
 
-# each unlabelled document's holes: how many, the best rank, the sum of ranks and Σ 1/rank in the engine's order
+# each unlabelled document's holes: how many, the best rank, the sum of ranks and Σ 1/rank
 QUEUE_DOCS = (
     "SELECT document_id, count(*) AS n, min(rank) AS best, sum(rank)::DOUBLE AS rank_sum, sum(1.0 / rank) AS approx "
     "FROM holes GROUP BY document_id"
@@ -359,11 +324,15 @@ def _glob_literal(path: Path) -> str:
     return _sql_path(Path("".join(f"[{c}]" if c in "[*?" else c for c in str(path))))
 
 
-def _views(con: duckdb.DuckDBPyConnection, path: Path, duplicates: bool = True) -> None:
+_PAIR_ROWS = "SELECT * FROM results WHERE criterion = c AND metric = m"
+
+
+def _views(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """The views over a ``columns/`` folder: ``queries``, ``results`` (with its file order as ``seq``), ``cell``
     (the results with the last row of a duplicated (row, criterion, metric) winning), ``criterion_error`` (each
-    row's first error of a criterion), ``cell_of(criterion, metric)`` (``cell`` of one pair; the result rows
-    themselves when no row is ``duplicates``), ``holes`` and, once sealed, ``queue_docs``."""
+    row's first error of a criterion), ``cell_of(criterion, metric)`` (``cell`` of one pair: once ``_result_counts``
+    has found no duplicate, the pair's rows themselves), ``holes`` and
+    ``queue_docs`` (each unlabelled document's holes counted: what ``report._queue`` ranks)."""
     q = _glob_literal(path)
     con.execute(f"CREATE OR REPLACE VIEW queries AS SELECT * FROM read_parquet('{q}/queries-*.parquet')")
     con.execute(
@@ -374,74 +343,37 @@ def _views(con: duckdb.DuckDBPyConnection, path: Path, duplicates: bool = True) 
         "CREATE OR REPLACE VIEW cell AS SELECT * FROM results "
         "QUALIFY row_number() OVER (PARTITION BY row, criterion, metric ORDER BY seq DESC) = 1"
     )
-    last = " QUALIFY row_number() OVER (PARTITION BY row ORDER BY seq DESC) = 1" if duplicates else ""
     con.execute(  # one (criterion, metric)'s cells: chosen before the window, which then holds only them
-        f"CREATE OR REPLACE MACRO cell_of(c, m) AS TABLE SELECT * FROM results WHERE criterion = c AND metric = m{last}"
+        f"CREATE OR REPLACE MACRO cell_of(c, m) AS TABLE {_PAIR_ROWS} "
+        "QUALIFY row_number() OVER (PARTITION BY row ORDER BY seq DESC) = 1"
     )
     con.execute(
         "CREATE OR REPLACE VIEW criterion_error AS SELECT row, criterion, arg_min(error, seq) AS error FROM results "
         "WHERE error IS NOT NULL GROUP BY row, criterion"
     )
     con.execute(f"CREATE OR REPLACE VIEW holes AS SELECT * FROM read_parquet('{q}/holes-*.parquet')")
-    if (path / "queue.parquet").exists():
-        con.execute(f"CREATE OR REPLACE VIEW queue_docs AS SELECT * FROM read_parquet('{q}/queue.parquet')")
+    con.execute(f"CREATE OR REPLACE VIEW queue_docs AS {QUEUE_DOCS}")
 
 
 def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Path) -> None:
-    """``results.jsonl`` → ``results.parquet`` (file order kept). A line DuckDB cannot read is located by the run
-    folder's own validating reader (file, line, field)."""
-    import duckdb
-
-    path = folder.file("results")
-    out = _sql_path(target / "results.parquet")
-    if not path.exists():
-        list(folder.iter_results())  # says why (an unfinished run, or not a run folder)
-    cols = ", ".join(f"{_quote(k)}: '{t}'" for k, t in _RESULT_TYPES.items())
-    select = ", ".join(_quote(k) for k in _RESULT_TYPES)
-    source = f"read_json('{_glob_literal(path)}', format='newline_delimited', columns={{{cols}}})"
-    if path.stat().st_size == 0:
-        source = f"(SELECT {', '.join(f'NULL::{t} AS {_quote(k)}' for k, t in _RESULT_TYPES.items())} LIMIT 0)"
-    try:
-        con.execute(f"COPY (SELECT {select} FROM {source}) TO '{out}' (FORMAT PARQUET)")
-    except duckdb.Error as exc:
-        for _ in folder.iter_results():  # the validating reader names the line
-            pass
-        raise RunFolderError(f"cannot be read as result rows: {exc}", file=str(path)) from None
-
-
-def _result_counts(con: duckdb.DuckDBPyConnection, n_queries: int) -> dict[str, int]:
-    """What every report states of the result rows (the view ``results``), counted once when the run is sealed:
-    ``rows``, ``errored`` (rows with an error), ``out_of_range`` (rows pointing at a dataset row that does not
-    exist) and ``duplicates`` (in-range rows repeating a (row, criterion, metric): the last one is kept)."""
-    rows, errored, out_of_range, in_range, distinct = con.execute(
-        "SELECT count(*), count(error), count(*) FILTER (WHERE row < 0 OR row >= $n), "
-        "count(*) FILTER (WHERE row >= 0 AND row < $n), (SELECT count(*) FROM (SELECT DISTINCT row, criterion, "
-        "metric FROM results WHERE row >= 0 AND row < $n)) FROM results",
-        {"n": n_queries},
-    ).fetchall()[0]
-    return {
-        "rows": int(rows),
-        "errored": int(errored),
-        "out_of_range": int(out_of_range),
-        "duplicates": int(in_range) - int(distinct),
-    }
+    """``results.jsonl`` → ``results.parquet`` (file order kept), read by the run folder's one reader of it."""
+    sql = folder.results_sql([k for k in RESULT_COLUMNS if k != "properties"])
+    with folder.results_errors():
+        con.execute(f"COPY ({sql}) TO '{_sql_path(target / 'results.parquet')}' (FORMAT PARQUET)")
 
 
 def seal(
     folder: RunFolder,
-    params: FactParams | None = None,
+    params: FactParams,
     *,
     target: Path | None = None,
     plan: Plan | None = None,
-    facts: QueryFacts | None = None,
     relabel: Callable[[Any], Any] | None = None,
 ) -> Path:
-    """Write ``columns/`` for the run in ``folder`` (or into ``target``), replacing what is there; its path.
-    ``facts``: the per-query facts the run computed while it read the records (``prepare_facts``), copied when
-    they are complete and of these parameters; otherwise computed here from ``records.jsonl``, each record through
-    ``relabel`` when given (``report --qrels``: judge labels in place of the records' own)."""
+    """Write the tables of the run in ``folder`` into ``target`` (default: its ``columns/``), replacing what is
+    there; their path. The per-query facts are computed from the records, each through ``relabel`` when given
+    (``report --qrels``: judge labels in place of the records' own)."""
     plan = plan or folder.read_plan(items=False, records=False)
-    params = params or FactParams.for_plan(plan)
     final = target or folder.path / COLUMNS_DIR
     remove_stale(final.parent, _WORK)  # the work folders of a seal that was killed
     work = Path(tempfile.mkdtemp(prefix=f".{COLUMNS_DIR}.", dir=final.parent))
@@ -449,31 +381,17 @@ def seal(
     con = connect(spill)
     try:
         with held(work):  # a later seal removes it only once this process is gone
-            sources = _sources(folder)
-            if relabel is None and facts is not None and facts.done and facts.params == params and facts.n:
-                for part in sorted(facts.folder.glob("*.parquet")):
-                    shutil.copyfile(part, work / part.name)
-            else:
-                facts = QueryFacts(params, work)
-                for rec in folder.iter_records(plan):
-                    facts.add(rec if relabel is None else relabel(rec))
-                facts.finish()
+            key = _key(folder, params)  # before reading: a source changed meanwhile makes the next read seal again
+            facts = _QueryFacts(params, work)
+            for rec in folder.iter_records(plan):
+                facts.add(rec if relabel is None else relabel(rec))
+            facts.finish()
             if not facts.n:
                 raise RunFolderError(
                     "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
                 )
             _seal_results(con, folder, work)
-            _views(con, work)
-            con.execute(f"COPY ({QUEUE_DOCS}) TO '{_sql_path(work / 'queue.parquet')}'")
-            meta = {
-                "format": FORMAT,
-                "params": params.key(),
-                "sources": sources,
-                **facts.meta,
-                "local_keys": params.local_keys,
-                "results": _result_counts(con, facts.n),
-            }
-            write_json(work / "meta.json", meta)
+            write_json(work / "meta.json", {"key": key, **facts.meta})
             if final.exists():
                 shutil.rmtree(final)
             os.replace(work, final)
@@ -494,21 +412,13 @@ def _read_meta(path: Path) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def _fresh(meta: dict[str, Any] | None, folder: RunFolder, params: FactParams) -> bool:
-    return (
-        meta is not None
-        and meta.get("format") == FORMAT
-        and meta.get("params") == params.key()
-        and meta.get("sources") == _sources(folder)
-    )
-
-
 class RunColumns:
     """The one reader of a run folder's results: per-query columns, result rows, holes — as DuckDB views
-    (``queries``, ``results`` with its file order as ``seq``, ``holes``) and as numpy columns fetched one at a time.
+    (``queries``, ``results`` with its file order as ``seq``, ``cell``, ``holes``, ``queue_docs``) and as numpy
+    columns fetched one at a time.
 
-    ``open`` seals the folder first when it has no up-to-date ``columns/`` (a folder of an earlier version: converted
-    once, in place; a read-only folder: into a temporary folder, removed with the object)."""
+    ``open`` makes the tables first when they are missing or stale (``_key``): in the run folder, or in a temporary
+    folder (removed by ``close``) when the run folder is read-only or the records are relabelled."""
 
     def __init__(self, folder: RunFolder, path: Path, meta: dict[str, Any], params: FactParams) -> None:
         self.folder, self.path, self.meta, self.params = folder, path, meta, params
@@ -516,34 +426,22 @@ class RunColumns:
         self._spill: Path | None = _spill_dir()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._observed: tuple[dict[str, list[str]], dict[str, str]] | None = None
-        self._defined: list[str] = []  # views a reader defined (``define``), made again on a new connection
+        self._counts: tuple[int, int, int, int] | None = None
+        self._n: int | None = None
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
-        """The engine's connection with the views, opened at the first query (again after ``release``)."""
+        """The engine's connection with the views, opened at the first query."""
         if self._con is None:
             if self._spill is None:
                 raise RunFolderError("the run's columns were closed", file=str(self.path))
-            con = connect(self._spill)
-            _views(con, self.path, duplicates=self.anomalies()[1] > 0)
-            for sql in self._defined:
-                con.execute(sql)
-            self._con = con
+            self._con = connect(self._spill)
+            _views(self._con, self.path)
         return self._con
 
     def define(self, sql: str) -> None:
-        """Run ``sql`` (a ``CREATE OR REPLACE VIEW``) now and on every later connection."""
-        self._defined.append(sql)
+        """Run ``sql`` (a ``CREATE OR REPLACE VIEW``) on the connection."""
         self.con.execute(sql)
-
-    def release(self) -> None:
-        """Close the connection (the next query opens another): an engine instance keeps memory its queries used
-        (≈ 50 MB after a group-by over a million queries' results), so a caller holding several runs — compare —
-        releases each between its uses."""
-        if self._con is not None:
-            with contextlib.suppress(Exception):
-                self._con.close()
-            self._con = None
 
     @classmethod
     def open(
@@ -554,8 +452,8 @@ class RunColumns:
         plan: Plan | None = None,
         relabel: Callable[[Any], Any] | None = None,
     ) -> RunColumns:
-        """The run's columns (sealed first when stale); with ``relabel`` (each record with other labels), always
-        sealed afresh into a temporary folder: the run folder's own columns keep its own labels."""
+        """The run's tables (made first when missing or stale); with ``relabel`` (each record with other labels),
+        always made afresh into a temporary folder: the run folder's own tables keep its own labels."""
         folder = RunFolder(run_dir)
         folder.require_dir()
         plan = plan or folder.read_plan(items=False, records=False)
@@ -563,33 +461,36 @@ class RunColumns:
         path = folder.path / COLUMNS_DIR
         remove_stale(folder.path, _WORK)  # what a killed report's seal left, whether or not this one seals
         meta = _read_meta(path)
-        temporary = None
-        if relabel is not None:
-            temporary = Path(tempfile.mkdtemp(prefix="foundry-bridge-columns-"))
+        stale = meta is None or meta.get("key") != _key(folder, params)
+        elsewhere = relabel is not None  # relabelled tables never replace the run folder's own
+        if stale and not elsewhere:
+            try:
+                seal(folder, params, plan=plan)
+            except PermissionError:  # a read-only run folder: the tables go to a temporary folder
+                elsewhere = True
+        temporary = Path(tempfile.mkdtemp(prefix="foundry-bridge-columns-")) if elsewhere else None
+        if temporary is not None:
             try:
                 path = seal(folder, params, target=temporary / COLUMNS_DIR, plan=plan, relabel=relabel)
             except BaseException:
                 shutil.rmtree(temporary, ignore_errors=True)
                 raise
+        if stale or temporary is not None:
             meta = _read_meta(path)
-        elif not _fresh(meta, folder, params):
-            try:
-                seal(folder, params, plan=plan)
-            except PermissionError:  # a read-only run folder: the columns go to a temporary folder
-                temporary = Path(tempfile.mkdtemp(prefix="foundry-bridge-columns-"))
-                path = seal(folder, params, target=temporary / COLUMNS_DIR, plan=plan)
-            meta = _read_meta(path)
-            if meta is None:
-                raise RunFolderError("the run's columns could not be written", file=str(path))
-        out = cls(folder, path, meta or {}, params)
+        if meta is None:
+            raise RunFolderError("the run's columns could not be written", file=str(path))
+        out = cls(folder, path, meta, params)
         out._temporary = temporary
         return out
 
     def close(self) -> None:
-        """Close the connection; remove the engine's spill folder (and temporary columns)."""
+        """Close the connection; remove the engine's spill folder (and temporary tables)."""
         if not hasattr(self, "_spill"):
             return
-        self.release()
+        if self._con is not None:
+            with contextlib.suppress(Exception):
+                self._con.close()
+            self._con = None
         if self._spill is not None:
             shutil.rmtree(self._spill, ignore_errors=True)
             self._spill = None
@@ -610,14 +511,16 @@ class RunColumns:
     # -- counts ------------------------------------------------------------------------------------------------
     @property
     def n_queries(self) -> int:
-        return int(self.meta["queries"])
+        if self._n is None:
+            self._n = int(self.scalar("SELECT count(*) FROM queries"))
+        return self._n
 
     @property
     def local_keys(self) -> list[str]:
-        return list(self.meta["local_keys"])
+        return self.params.local_keys
 
     def sql(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
-        """Run a query over the views (``queries``, ``results``, ``holes``)."""
+        """Run a query over the views (``queries``, ``results``, ``cell``, ``holes``, ``queue_docs``)."""
         return self.con.execute(query, params) if params is not None else self.con.execute(query)
 
     def arrow(self, query: str, params: Sequence[Any] | None = None) -> Any:
@@ -636,36 +539,29 @@ class RunColumns:
         return row[0] if row else None
 
     # -- per-query columns, in row order ------------------------------------------------------------------------
+    def _rows(self, lo: int, hi: int | None) -> str:
+        hi = self.n_queries if hi is None else hi
+        return "" if (lo, hi) == (0, self.n_queries) else f" WHERE row >= {int(lo)} AND row < {int(hi)}"
+
     def column(self, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """One per-query column (rows ``lo`` to ``hi``) as numpy: numbers as float64 with NULL as NaN, booleans
-        as bool (NULL False), small integers as int8, anything else as Python objects."""
-        hi = self.n_queries if hi is None else hi
-        where = "" if (lo, hi) == (0, self.n_queries) else f" WHERE row >= {int(lo)} AND row < {int(hi)}"
-        got = self.sql(f"SELECT {_quote(name)} AS v FROM queries{where}").fetchnumpy()["v"]
-        return _filled(got)
+        as bool (NULL False), anything else as Python objects (NULL None)."""
+        col = _quote(name)
+        kind = self.scalar(f"SELECT typeof({col}) FROM queries LIMIT 1")
+        where = self._rows(lo, hi)
+        if kind == "BOOLEAN":
+            flags = self.sql(f"SELECT coalesce({col}, false) AS v FROM queries{where} ORDER BY row").fetchnumpy()
+            return np.asarray(flags["v"], bool)
+        if kind in ("DOUBLE", "BIGINT", "TINYINT"):
+            got = self.sql(f"SELECT coalesce({col}::DOUBLE, 'NaN') AS v FROM queries{where} ORDER BY row")
+            return np.asarray(got.fetchnumpy()["v"], np.float64)
+        values = self.texts(name, lo, hi) if kind is not None else []
+        return np.fromiter(values, dtype=object, count=len(values))
 
     def texts(self, name: str, lo: int = 0, hi: int | None = None) -> list[Any]:
         """A text (or list) column as Python values, rows ``lo`` to ``hi``."""
-        hi = self.n_queries if hi is None else hi
-        where = "" if (lo, hi) == (0, self.n_queries) else f" WHERE row >= {int(lo)} AND row < {int(hi)}"
-        return [r[0] for r in self.sql(f"SELECT {_quote(name)} FROM queries{where}").fetchall()]
-
-    def text_column(self, name: str) -> Texts:
-        """A text column of every query, in row order, copied from the engine's buffers into a ``Texts`` (no
-        Python string per query)."""
-        from .metrics._arrays import Texts
-
-        out = Texts()
-        for chunk in self.arrow(f"SELECT {_quote(name)}::VARCHAR AS v FROM queries ORDER BY row").column("v").chunks:
-            if not len(chunk):
-                continue
-            none = None
-            if chunk.null_count:
-                bits = np.unpackbits(np.frombuffer(chunk.buffers()[0], np.uint8), bitorder="little")
-                none = bits[chunk.offset : chunk.offset + len(chunk)] == 0
-            data, ends = string_spans(chunk)
-            out.extend_utf8(bytes(data), ends, none)
-        return out
+        got = self.sql(f"SELECT {_quote(name)} FROM queries{self._rows(lo, hi)} ORDER BY row").fetchall()
+        return [r[0] for r in got]
 
     def code_column(self, name: str) -> Codes:
         """A column of a handful of distinct strings (a query's kind), in row order, as ``Codes`` (names in order of
@@ -686,10 +582,24 @@ class RunColumns:
         return int(self.scalar(f"SELECT count(*) FROM queries WHERE {condition}"))
 
     # -- result rows ----------------------------------------------------------------------------------------------
+    def _result_counts(self) -> tuple[int, int, int, int]:
+        """``rows``, ``errored`` (rows with an error), ``out_of_range`` (rows pointing at a dataset row that does
+        not exist) and ``duplicates`` (in-range rows repeating a (row, criterion, metric): the last one is kept)."""
+        if self._counts is None:
+            rows, errored, out_of_range, in_range, distinct = self.one(
+                "SELECT count(*), count(error), count(*) FILTER (WHERE row < 0 OR row >= $n), "
+                "count(*) FILTER (WHERE row >= 0 AND row < $n), (SELECT count(*) FROM (SELECT DISTINCT row, "
+                "criterion, metric FROM results WHERE row >= 0 AND row < $n)) FROM results",
+                {"n": self.n_queries},
+            )
+            self._counts = (int(rows), int(errored), int(out_of_range), int(in_range) - int(distinct))
+            if self._counts[3] == 0:  # no duplicate: a pair's cells are its rows, no window needed (≈ 20 ms each)
+                self.con.execute(f"CREATE OR REPLACE MACRO cell_of(c, m) AS TABLE {_PAIR_ROWS}")
+        return self._counts
+
     def result_counts(self) -> tuple[int, int]:
-        """(result rows, rows with an error), as counted when the run was sealed."""
-        counts = self.meta["results"]
-        return int(counts["rows"]), int(counts["errored"])
+        """(result rows, rows with an error)."""
+        return self._result_counts()[:2]
 
     def observed(self) -> tuple[dict[str, list[str]], dict[str, str]]:
         """The (criterion → metrics) the in-range result rows hold, in order of first appearance, and each
@@ -713,36 +623,5 @@ class RunColumns:
         return observed, {c: e for c, (_, e) in evaluator_of.items()}
 
     def anomalies(self) -> tuple[int, int]:
-        """(rows pointing outside the dataset, duplicated (row, criterion, metric) rows), as counted when the run was
-        sealed (``_result_counts``)."""
-        counts = self.meta["results"]
-        return int(counts["out_of_range"]), int(counts["duplicates"])
-
-
-def string_spans(chunk: Any) -> tuple[memoryview, np.ndarray]:
-    """An Arrow string array's text as it lies in its buffer: the bytes of its values, one after the other, and each
-    value's end offset in them."""
-    n, buffers = len(chunk), chunk.buffers()
-    offsets = np.frombuffer(buffers[1], np.int32, n + 1, chunk.offset * 4).astype(np.int64)
-    return memoryview(buffers[2])[int(offsets[0]) : int(offsets[-1])], offsets[1:] - offsets[0]
-
-
-def _filled(values: Any) -> np.ndarray:
-    """A fetched column with NULL as NaN (numbers) or None (objects)."""
-    if isinstance(values, np.ma.MaskedArray):
-        if values.dtype.kind == "f":
-            return np.ma.filled(values, np.nan)
-        if values.dtype.kind in "iu":
-            return np.ma.filled(values.astype(np.float64), np.nan)
-        if values.dtype.kind == "b":
-            return np.ma.filled(values, False)
-        return _objects_of(values)
-    return np.asarray(values)
-
-
-def _objects_of(values: Any) -> np.ndarray:
-    if isinstance(values, np.ma.MaskedArray):
-        out = np.asarray(values.data, dtype=object).copy()
-        out[np.ma.getmaskarray(values)] = None
-        return out
-    return np.asarray(values, dtype=object)
+        """(rows pointing outside the dataset, duplicated (row, criterion, metric) rows)."""
+        return self._result_counts()[2:]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -36,6 +35,7 @@ from .results import RUN_FILES, ResultRow
 
 __all__ = [
     "FAILED_STATUSES",
+    "RESULT_COLUMNS",
     "DamagedRunFolderError",
     "Manifest",
     "RunFolder",
@@ -54,6 +54,23 @@ FAILED_STATUSES = ("failed", "canceled", "cancelled")
 # the files a run writes once it has executed: stale after a reset
 _OUTPUT_FILES = ("results", "manifest", "output_items")
 _CHUNK_BYTES = 4 << 20  # JSONL lines parsed and validated at once (bounded memory)
+# a result row's fields (``results.ResultRow``) as results.jsonl holds them, each with its declared SQL type
+RESULT_COLUMNS = {
+    "row": "BIGINT",
+    "query_id": "VARCHAR",
+    "criterion": "VARCHAR",
+    "evaluator": "VARCHAR",
+    "metric": "VARCHAR",
+    "score": "DOUBLE",
+    "label": "VARCHAR",
+    "passed": "BOOLEAN",
+    "threshold": "DOUBLE",
+    "reason": "VARCHAR",
+    "error": "VARCHAR",
+    "properties": "JSON",
+}
+_BATCH_ROWS = 65_536  # result rows made into ``ResultRow`` s at once
+_REQUIRED = ("row", "criterion", "evaluator", "metric")  # the fields a result row cannot be without
 LOCK_FILE = ".foundry-bridge.lock"  # the OS-level lock of the folder
 HOLDER_FILE = ".foundry-bridge.lock.json"  # who holds it: pid, host, since
 
@@ -450,7 +467,6 @@ class RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         for key in _OUTPUT_FILES:
             self.file(key).unlink(missing_ok=True)
-        shutil.rmtree(self.path / "columns", ignore_errors=True)  # columns.COLUMNS_DIR: the results as columns
 
     # -- rows ----------------------------------------------------------------------------------------------------
     def output_items_writer(self) -> AbstractContextManager[IO[Any]]:
@@ -468,16 +484,67 @@ class RunFolder:
                 n += 1
         return n
 
-    def iter_results(self) -> Iterator[ResultRow]:
-        """The ``ResultRow`` s of ``results.jsonl``, in file order (a run that has not finished says so)."""
-        state = None if self.file("results").exists() else self.read_state()
-        if state is not None and state.status != "completed":
+    def results_sql(self, fields: Sequence[str] = tuple(RESULT_COLUMNS)) -> str:
+        """The one reading of ``results.jsonl``: a DuckDB ``SELECT`` of ``fields`` over its lines in file order, each
+        of its declared type (``RESULT_COLUMNS``), never inferred; a row without a required field fails the query.
+        Run it inside ``results_errors`` (a line that is not a result row is then named). A run that has not
+        finished (or a folder that is not a run's) says so here."""
+        path = self.file("results")
+        if not path.exists():
+            state = self.read_state()
+            if state is not None and state.status != "completed":
+                raise RunFolderError(
+                    f"not written yet: the run has not finished ({RUN_FILES['state']} says {state.status!r})",
+                    file=str(path),
+                    hint=f"`foundry-bridge run --resume {self.path}` finishes it, or run again with --force",
+                )
+            raise RunFolderError(_NOT_A_RUN, file=str(path))
+        select = ", ".join(_sql_name(k) for k in fields)
+        if path.stat().st_size == 0:
+            return f"SELECT {', '.join(f'NULL::{RESULT_COLUMNS[k]} AS {_sql_name(k)}' for k in fields)} LIMIT 0"
+        types = ", ".join(f"{_sql_name(k)}: '{t}'" for k, t in RESULT_COLUMNS.items())
+        literal = "".join(f"[{c}]" if c in "[*?" else c for c in str(path)).replace("'", "''")  # not a pattern
+        missing = " OR ".join(f"{_sql_name(k)} IS NULL" for k in _REQUIRED)
+        return (
+            f"SELECT {select} FROM read_json('{literal}', format = 'newline_delimited', columns = {{{types}}}) "
+            f"WHERE CASE WHEN {missing} THEN error('a result row without one of {', '.join(_REQUIRED)}') ELSE true END"
+        )
+
+    @contextlib.contextmanager
+    def results_errors(self) -> Iterator[None]:
+        """Run a query of ``results_sql`` inside: an error of the engine reading ``results.jsonl`` becomes a
+        ``RunFolderError`` naming the file and the first line that is not a result row (found by validating the
+        lines one at a time, only once the engine has failed)."""
+        import duckdb
+
+        try:
+            yield
+        except duckdb.Error as exc:
+            path = self.file("results")
+            with path.open("rb") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if line.strip():
+                        _validate_line(path, lineno, line, ResultRow, "a result row")
             raise RunFolderError(
-                f"not written yet: the run has not finished ({RUN_FILES['state']} says {state.status!r})",
-                file=str(self.file("results")),
-                hint=f"`foundry-bridge run --resume {self.path}` finishes it, or run again with --force",
-            )
-        yield from self._iter_validated("results", ResultRow, "a result row")
+                f"cannot be read as result rows: {exc}", file=str(path), hint=_line_hint(path)
+            ) from None
+
+    def iter_results(self) -> Iterator[ResultRow]:
+        """The ``ResultRow`` s of ``results.jsonl``, in file order (read by ``results_sql``, a batch at a time)."""
+        import duckdb
+
+        sql = self.results_sql()
+        con = duckdb.connect(config={"memory_limit": "256MB", "threads": 1})  # one thread: file order, no buffer
+        con.execute("SET enable_progress_bar = false")
+        try:
+            with self.results_errors():
+                for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
+                    for row in batch.to_pylist():
+                        props = row["properties"]
+                        row["properties"] = None if props is None else loads(props)
+                        yield ResultRow.model_construct(**row)
+        finally:
+            con.close()
 
     def iter_records(self, plan: Plan) -> Iterator[QueryRecord]:
         """The query records (``records.jsonl``, else ``plan.json``'s ``records``)."""
@@ -541,6 +608,10 @@ class RunFolder:
         if state is not None and state.status:
             raw["status"] = state.status
         return raw
+
+
+def _sql_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _line_hint(path: Path) -> str:

@@ -25,7 +25,6 @@ from typing import Any, Literal
 from . import __version__
 from ._io import dumps, loads
 from .catalog import CATALOG
-from .columns import QueryFacts, seal
 from .dataset.frames import Table
 from .errors import BackendError, UsageError, describe_os_error, for_cli, for_python, option, spelled
 from .mapping.model import Mapping
@@ -353,22 +352,6 @@ def plan_evaluation(
     under ``mapping`` (a file, a loaded ``Mapping``, or None: the packaged default), read through the validation
     gate (``validate.gated_records``): ``ValidationFailed`` lists every error once the data is read, before
     anything is written or sent. ``skip_validation`` reads it unchecked after a ``ValidationSkipped`` warning."""
-    return _planned(data, mapping, name=name, skip_validation=skip_validation, command=command, facts=False)[0]
-
-
-def _planned(
-    data: str | os.PathLike[str] | Table,
-    mapping: Mapping | str | os.PathLike[str] | None,
-    *,
-    name: str | None = None,
-    skip_validation: bool,
-    command: str,
-    facts: bool,
-) -> tuple[Plan, QueryFacts | None]:
-    """``plan_evaluation``'s plan and, with ``facts``, the per-query facts computed from the same records as the
-    plan reads them (``columns.prepare_facts``: the run seals them without reading records.jsonl again; the
-    caller removes them)."""
-    from .columns import prepare_facts
     from .mapping import build_plan, load_mapping
     from .validate import gated_records
 
@@ -377,14 +360,7 @@ def _planned(
     gate_mapping = model if mapping_path is None else mapping_path  # a file names itself in the problems
     records = gated_records(data, gate_mapping, command=command, skip_validation=skip_validation)
     dataset = data if isinstance(data, str | os.PathLike) else None
-    if not facts:
-        return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path), None
-    records, computed = prepare_facts(records, model)
-    try:
-        return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path), computed
-    except BaseException:
-        computed.remove()
-        raise
+    return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path)
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -442,9 +418,7 @@ def run_evaluation(
                 raise _nothing_to_resume(RunFolder(out))
             owned.enter_context(RunFolder(out).lock())
             backend, backend_options = _resumed_backend(RunFolder(out), backend, backend_options, force=force)
-        plan, facts = _plan_of(data, out, mapping, resume=resume, skip_validation=skip_validation)
-        if facts is not None:
-            owned.callback(facts.remove)  # removed once every run (the repeats too) has sealed them
+        plan = _plan_of(data, out, mapping, resume=resume, skip_validation=skip_validation)
         chosen = _backend_of(backend, backend_options, repeats=repeats, resume=resume)
         dataset = data if isinstance(data, str | os.PathLike) else plan.dataset_path
         folder = choose_out(plan, chosen, out, force=force, dataset=dataset)
@@ -455,13 +429,13 @@ def run_evaluation(
         decision = prepare_run(plan, chosen, folder.path, resume=resume, force=force)
         if before_run is not None:
             before_run(plan, chosen)
-        summary = _execute(decision, plan, chosen, progress, notify, facts)
+        summary = _execute(decision, plan, chosen, progress, notify)
         for i in range(2, repeats + 1):
             again = get_backend("local", **backend_options, repeat=i)
             folder = RunFolder(summary.run_dir.with_name(f"{summary.run_dir.name}.repeat{i}"))
             with folder.lock():
                 decision = prepare_run(plan, again, folder.path, resume=False, force=force)
-                summary.repeat_dirs.append(_execute(decision, plan, again, progress, notify, facts).run_dir)
+                summary.repeat_dirs.append(_execute(decision, plan, again, progress, notify).run_dir)
     return summary
 
 
@@ -475,15 +449,14 @@ def _plan_of(
     *,
     resume: bool,
     skip_validation: bool,
-) -> tuple[Plan, QueryFacts | None]:
-    """The plan to run: ``data`` itself, the plan of ``data`` through the gate (with the facts computed on the
-    way, ``_planned``), or on ``resume`` the folder's; facts are None where no records were read here."""
+) -> Plan:
+    """The plan to run: ``data`` itself, the plan of ``data`` through the gate, or on ``resume`` the folder's."""
     if isinstance(data, Plan):
-        return data, None
+        return data
     if data is not None:
-        return _planned(data, mapping, skip_validation=skip_validation, command="run", facts=True)
+        return plan_evaluation(data, mapping, skip_validation=skip_validation, command="run")
     if resume and out is not None:
-        return RunFolder(out).read_plan(), None
+        return RunFolder(out).read_plan()
     what = spelled("data (a file, a directory, a table or a Plan)", "DATA (a JSONL file or TREC directory)")
     raise UsageError(f"give {what}, or {option('resume', cli='--resume RUN_DIR')}" + spelled(" with out=", ""))
 
@@ -574,7 +547,6 @@ def _execute(
     backend: Backend,
     progress: ProgressCallback | None,
     notify: Callable[[str], None] | None,
-    facts: QueryFacts | None = None,
 ) -> RunSummary:
     """``execute_run``, each failure worded with how to continue."""
     from azure.core.exceptions import AzureError
@@ -583,7 +555,7 @@ def _execute(
 
     run_dir = decision.folder.path
     try:
-        return execute_run(decision, plan, backend, progress, notify, facts)
+        return execute_run(decision, plan, backend, progress, notify)
     except RunFailedError as exc:
         raise RunFailedError(
             f"{_template(exc)}. Once the cause is fixed, {_resume_call(run_dir)} submits the failed part again",
@@ -661,13 +633,10 @@ def execute_run(
     backend: Backend,
     progress: ProgressCallback | None = None,
     notify: Callable[[str], None] | None = None,
-    facts: QueryFacts | None = None,
 ) -> RunSummary:
     """Carry out ``decision``: reuse (no request sent), or preflight, write the plan, execute while the result
-    rows stream into ``results.jsonl`` (counted on the way), then the final state, the manifest and the run's
-    columns (``columns.seal``; ``facts``: the per-query facts computed while the plan's records were read,
-    ``columns.prepare_facts``, else they are computed from ``records.jsonl``). ``notify`` gets one line per
-    service id as it is created."""
+    rows stream into ``results.jsonl`` (counted on the way), then the final state and the manifest. ``notify``
+    gets one line per service id as it is created."""
     folder = decision.folder
     if decision.action == "reuse":
         summary = summarize(folder.iter_results(), plan, folder.path, backend.name)
@@ -698,8 +667,6 @@ def execute_run(
     summary.report_url = ctx.manifest.get("report_url")
     summary.retried = int(ctx.manifest.get("retried") or 0)
     folder.write_manifest(_manifest(plan, backend, summary, state, ctx.manifest, started, decision.resume))
-    if len(plan.records):  # a plan made by hand of items alone has no per-query facts: its report says so
-        seal(folder, plan=plan, facts=facts)  # the results and per-query facts as columns: what reports read
     return summary
 
 

@@ -1,5 +1,5 @@
-"""RunColumns: a run's results and per-query facts as Parquet, read through DuckDB; folders of earlier versions
-converted once, on their first read."""
+"""A run folder is its log; its tables are a cache: made on the first report, read again while the log is unchanged,
+made again once it changes (a resumed run's results), and the report they give is the one main gave."""
 
 from __future__ import annotations
 
@@ -77,8 +77,24 @@ def test_a_run_folder_of_the_version_before_is_converted_once_and_reported_the_s
     _close(rows, [json.loads(line) for line in base])
     stamp = (sealed / "meta.json").stat().st_mtime_ns
     build_report(old_run, queries_out=tmp_path / "q.parquet")
-    assert (sealed / "meta.json").stat().st_mtime_ns == stamp  # read again, not converted again
+    assert (sealed / "meta.json").stat().st_mtime_ns == stamp  # read again, not made again
     _close(_parquet_rows(tmp_path / "q.parquet"), rows)  # the same rows in either format
+
+
+def test_a_run_folder_made_by_main_with_its_tables_is_reported_the_same(tmp_path: Path) -> None:
+    """A folder ``run`` wrote at main 9346a2b, its tables (``columns/`` with the format-5 ``meta.json``) beside its
+    log: the tables are made again from the log (main's carry no key), and the report and the per-query rows equal
+    main's within 1e-9."""
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "main-9346a2b", run)
+    assert "key" not in json.loads((run / COLUMNS_DIR / "meta.json").read_text(encoding="utf-8"))
+    report = build_report(run, queries_out=tmp_path / "q.jsonl", per_query="jsonl")
+    assert "key" in json.loads((run / COLUMNS_DIR / "meta.json").read_text(encoding="utf-8"))
+    expected = json.loads((DATA / "main-9346a2b.report.json").read_text(encoding="utf-8"))
+    _close(_without_moving(json.loads(render_json(report))), _without_moving(expected))
+    rows = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text(encoding="utf-8").splitlines()]
+    base = (DATA / "main-9346a2b.queries.jsonl").read_text(encoding="utf-8").splitlines()
+    _close(rows, [json.loads(line) for line in base])
 
 
 def test_the_parquet_rows_hold_the_reports_numbers(old_run: Path, tmp_path: Path) -> None:
@@ -120,13 +136,41 @@ def test_a_run_folder_whose_path_holds_glob_characters_is_read_as_it_is(tmp_path
     assert report["coverage"]["result_rows"] > 0 and (odd / COLUMNS_DIR / "results.parquet").is_file()
 
 
-def test_columns_are_sealed_again_when_results_change(old_run: Path) -> None:
-    RunColumns.open(old_run).close()
-    results = old_run / "results.jsonl"
-    lines = results.read_text(encoding="utf-8").splitlines(keepends=True)
-    results.write_text("".join(lines[:-1]), encoding="utf-8")
-    run = RunColumns.open(old_run)
-    assert run.result_counts()[0] == len(lines) - 1
+def _append(run: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` appended to the run's results, the manifest counting them: what a resumed run leaves."""
+    with (run / "results.jsonl").open("a", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in rows)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["results"] += len(rows)
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_a_stale_cache_is_made_again_when_a_resumed_run_adds_results(old_run: Path, tmp_path: Path) -> None:
+    before = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "a.parquet")))
+    lines = [json.loads(line) for line in (old_run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    first = lines[0]  # judged again by the resumed run, with another score
+    _append(old_run, [dict(first, score=0.25, reason="judged again")])
+    after = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "b.parquet")))
+    assert after["coverage"]["result_rows"] == before["coverage"]["result_rows"] + 1
+    key = first["metric"] if first["metric"] == first["criterion"] else f"{first['criterion']}/{first['metric']}"
+    assert _parquet_rows(tmp_path / "a.parquet")[first["row"]]["foundry"][key]["score"] == first["score"] != 0.25
+    cell = _parquet_rows(tmp_path / "b.parquet")[first["row"]]["foundry"][key]
+    assert cell["score"] == 0.25 and cell["reason"] == "judged again"
+    kind = _parquet_rows(tmp_path / "a.parquet")[first["row"]]["kind"]
+    n = before[kind]["metrics"][key]["scored"]
+    want = before[kind]["metrics"][key]["mean"] + (0.25 - first["score"]) / n
+    assert after[kind]["metrics"][key]["mean"] == pytest.approx(want, rel=1e-9)
+
+
+def test_a_cache_made_with_other_parameters_is_made_again(old_run: Path) -> None:
+    """``--stage-k`` changes the per-query facts: the tables are made again for it, and again for the default."""
+
+    def stage_k(report: Any) -> int:
+        return int(json.loads(render_json(report))["stages"]["stage_k"])
+
+    default = stage_k(build_report(old_run))
+    assert stage_k(build_report(old_run, stage_k=1)) == 1 != default
+    assert stage_k(build_report(old_run)) == default
 
 
 def test_a_read_only_run_folder_is_read_through_temporary_columns(
@@ -165,9 +209,9 @@ def test_the_last_of_duplicated_result_rows_wins(old_run: Path, tmp_path: Path) 
     assert cell["score"] == 0.25 and cell["reason"] == "judged again"
 
 
-def test_result_rows_outside_the_dataset_and_errors_are_counted_once_sealed(old_run: Path) -> None:
-    """The counts every report states of the result rows (kept in the sealed columns, not counted per report):
-    rows, rows with an error, rows pointing outside the dataset, duplicates."""
+def test_result_rows_outside_the_dataset_and_errors_are_counted(old_run: Path) -> None:
+    """The counts every report states of the result rows: rows, rows with an error, rows pointing outside the
+    dataset, duplicates."""
     results = old_run / "results.jsonl"
     lines = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
     n_queries = len((old_run / "records.jsonl").read_text(encoding="utf-8").splitlines())
@@ -202,6 +246,24 @@ def test_a_damaged_results_line_is_named_by_line(old_run: Path) -> None:
     assert err.value.line == 3
 
 
+@pytest.mark.parametrize("line", ['{"row": "x"}', '{"row": 1, "evaluator": "e", "metric": "m"}', '{"row": 1,'])
+def test_a_results_line_that_is_not_a_result_row_is_named_by_line(old_run: Path, line: str) -> None:
+    """A wrong type, a missing field (here ``criterion``) or broken JSON: the run's one reader of its results
+    names the line, for ``report`` and for a resumed or reused run alike."""
+    from foundry_bridge.runfolder import RunFolder
+
+    results = old_run / "results.jsonl"
+    lines = results.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[4] = line + "\n"
+    results.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(RunFolderError) as err:
+        build_report(old_run)
+    assert err.value.line == 5 and err.value.file == str(results)
+    with pytest.raises(RunFolderError) as again:
+        list(RunFolder(old_run).iter_results())
+    assert again.value.line == 5
+
+
 def test_local_metrics_are_columns_fetched_one_at_a_time(old_run: Path) -> None:
     run = RunColumns.open(old_run)
     column = run.column("ndcg@10")
@@ -210,49 +272,21 @@ def test_local_metrics_are_columns_fetched_one_at_a_time(old_run: Path) -> None:
     assert np.isnan(column[negative]).all()  # a negative query has no relevant label: undefined
 
 
-def test_a_run_seals_the_facts_it_computed_while_reading_its_records(
-    benefits_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``run`` computes the per-query facts as its plan reads the records, and seals them without reading
-    ``records.jsonl`` again; the facts equal those a folder sealed from ``records.jsonl`` gets."""
+def test_a_run_writes_only_its_log_and_the_first_report_makes_the_tables(benefits_jsonl: Path, tmp_path: Path) -> None:
     from foundry_bridge.cli import main
-    from foundry_bridge.runfolder import RunFolder
 
-    real = RunFolder.iter_records
-    read_again: list[Path] = []
-
-    def iter_records(self: RunFolder, plan: Any) -> Any:
-        read_again.append(self.path)
-        return real(self, plan)
-
-    monkeypatch.setattr(RunFolder, "iter_records", iter_records)
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the prepared facts go (TMPDIR)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as info:
         main(["run", str(benefits_jsonl), "--backend", "mock", "--out", str(out), "-q"])
     assert info.value.code in (0, None)
-    assert read_again == [] and (out / COLUMNS_DIR / "meta.json").is_file()
-    assert not list(scratch.glob("foundry-bridge-facts-*"))  # the prepared facts are removed
-    sealed = RunColumns.open(out)
-    facts = sealed.sql("SELECT * FROM queries ORDER BY row").fetchall()
-    meta = dict(sealed.meta)
-    sealed.close()
-
-    shutil.rmtree(out / COLUMNS_DIR)
-    again = RunColumns.open(out)  # sealed from records.jsonl
-    assert read_again == [out]
-    assert again.sql("SELECT * FROM queries ORDER BY row").fetchall() == facts
-    assert {k: v for k, v in again.meta.items() if k != "sources"} == {k: v for k, v in meta.items() if k != "sources"}
-    again.close()
+    assert (out / "results.jsonl").is_file() and not (out / COLUMNS_DIR).exists()
+    report = json.loads(render_json(build_report(out)))
+    assert report["coverage"]["queries"] == 14 and (out / COLUMNS_DIR / "meta.json").is_file()
 
 
-def test_a_released_connection_reopens_at_the_next_query_and_a_closed_one_says_so(old_run: Path) -> None:
+def test_closed_columns_say_so(old_run: Path) -> None:
     run = RunColumns.open(old_run)
-    before = run.column("ndcg@3")
-    run.release()  # compare releases each run's engine between its uses
-    np.testing.assert_array_equal(run.column("ndcg@3"), before)
+    assert run.column("ndcg@3").shape == (14,)
     run.close()
     with pytest.raises(RunFolderError, match="closed"):
         run.column("ndcg@3")

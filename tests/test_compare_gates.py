@@ -235,7 +235,7 @@ def test_a_floor_s_interval_is_cut_to_a_0_1_metric_s_range(tmp_path: Path) -> No
     # a ceiling at the top of the range holds: uncut, the interval would straddle 1 (inconclusive)
     assert ceiling["outcome"] == "passed" and ceiling["high"] == 1.0
     # a metric without a declared range keeps Student's interval as it is
-    from foundry_bridge.report._gates import decide_floor, parse_condition
+    from foundry_bridge.comparison._gates import decide_floor, parse_condition
 
     spec = parse_condition("distracting@5>=0")
     assert spec is not None

@@ -43,7 +43,7 @@ def test_the_table_says_worse_without_a_gate_where_holm_over_the_copies_could_no
 def _compare(*args: str, env: dict[str, str]) -> tuple[int, str]:
     result = CliRunner().invoke(cli, ["compare", *args], env=env)
     code = getattr(result.exception, "exit_code", result.exit_code)
-    return int(code), result.output
+    return int(code), result.stdout  # progress lines go to stderr
 
 
 def test_every_output_says_worse_for_rr3_gated(tmp_path: Path) -> None:

@@ -13,10 +13,8 @@ import pytest
 
 from foundry_bridge import columns
 from foundry_bridge.cli import main
-from foundry_bridge.columns import RunColumns, prepare_facts
-from foundry_bridge.dataset import read_records
-from foundry_bridge.dataset.records import QueryRecord
-from foundry_bridge.mapping import load_mapping
+from foundry_bridge.columns import RunColumns
+from foundry_bridge.runner import plan_evaluation
 
 Capture = pytest.CaptureFixture[str]
 
@@ -61,9 +59,16 @@ def test_run_of_3000_clean_rows_and_one_rare_row_last(benefits_jsonl: Path, tmp_
         run.close()
 
 
-def _records(benefits_jsonl: Path, tmp_path: Path, rows: list[dict[str, Any]]) -> tuple[list[QueryRecord], Any]:
-    mapping = load_mapping(None)
-    return list(read_records(_write(tmp_path / "data.jsonl", iter(rows)), mapping)), mapping
+def _folder(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
+    """A run folder of ``rows`` as ``run`` writes it before any result arrives: plan, items, records, and an empty
+    ``results.jsonl``."""
+    from foundry_bridge.runfolder import RunFolder
+
+    folder = RunFolder(tmp_path / "run")
+    folder.path.mkdir()
+    folder.write_plan(plan_evaluation(_write(tmp_path / "data.jsonl", iter(rows))))
+    folder.file("results").write_bytes(b"")
+    return folder.path
 
 
 def _schema(path: Path) -> dict[str, str]:
@@ -77,41 +82,36 @@ def test_a_list_empty_in_every_block_but_one_keeps_its_type(
     clean = _clean_row(benefits_jsonl)
     rows = [dict(clean, query_id=f"q{i:05d}") for i in range(3 * 2048)]
     rows[2 * 2048 - 1] = _rare(clean)
-    records, mapping = _records(benefits_jsonl, tmp_path, rows)
-    passed, facts = prepare_facts(records, mapping)
+    run = RunColumns.open(_folder(tmp_path, rows))
     try:
-        assert len(list(passed)) == len(rows) and facts.done and facts.n == len(rows) and facts.n_holes == 1
-        parts = sorted(facts.folder.glob("queries-*.parquet"))
+        parts = sorted(run.path.glob("queries-*.parquet"))
         assert len(parts) == 3
         for part in parts:  # the same declared types in every block, whatever its rows hold
             schema = _schema(part)
             assert schema["dropped_relevant"] == schema["holes"] == "VARCHAR[]", part.name
             assert schema["canary"] == schema["response_id"] == "VARCHAR", part.name
-        for part in sorted(facts.folder.glob("holes-*.parquet")):
+        for part in sorted(run.path.glob("holes-*.parquet")):
             assert _schema(part) == {"row": "BIGINT", "rank": "BIGINT", "document_id": "VARCHAR"}, part.name
-        got = duckdb.sql(
-            f"SELECT row, query_id, dropped_relevant, holes FROM read_parquet('{facts.folder}/queries-*.parquet') "
+        got = run.sql(
+            "SELECT row, query_id, dropped_relevant, holes FROM queries "
             "WHERE len(dropped_relevant) > 0 OR len(holes) > 0"
         ).fetchall()
         assert got == [(2 * 2048 - 1, "rare", ["pol-leave-02"], ["pol-new-01"])]
-        holes = duckdb.sql(f"SELECT * FROM read_parquet('{facts.folder}/holes-*.parquet')").fetchall()
-        assert holes == [(2 * 2048 - 1, 4, "pol-new-01")]
+        assert run.sql("SELECT * FROM holes").fetchall() == [(2 * 2048 - 1, 4, "pol-new-01")]
     finally:
-        facts.remove()
+        run.close()
 
 
 def test_a_row_of_50_mb_is_written_with_the_engine_memory_limit(benefits_jsonl: Path, tmp_path: Path) -> None:
     assert columns.MEMORY_LIMIT == "128MB"  # the engine's default limit: the facts must fit beside it
     clean = _clean_row(benefits_jsonl)
-    records, mapping = _records(benefits_jsonl, tmp_path, [dict(clean, query_id=f"q{i}") for i in range(2000)])
-    last = records[-1]
-    big = (last.context or "") + " Employees are eligible for benefits." * (50_000_000 // 37)  # its context kept
-    records[-1] = last.model_copy(update={"query": big, "context": big, "response": big})
-    passed, facts = prepare_facts(records, mapping)
+    rows = [dict(clean, query_id=f"q{i}") for i in range(2000)]
+    big = (clean["context"] or "") + " Employees are eligible for benefits." * (50_000_000 // 37)  # its context kept
+    rows[-1] = dict(clean, query_id="big", query=big, context=big, response=big)
+    run = RunColumns.open(_folder(tmp_path, rows))
     try:
-        assert len(list(passed)) == 2000 and facts.done
-        part = next(facts.folder.glob("queries-*.parquet"))
+        part = f"{run.path}/queries-*.parquet"
         got = duckdb.sql(f"SELECT length(query), length(response) FROM '{part}' WHERE row = 1999").fetchall()
         assert got == [(len(big), len(big))]
     finally:
-        facts.remove()
+        run.close()

@@ -280,15 +280,14 @@ _FOUNDRY_AGGREGATE = (
 
 
 def _foundry_aggregates(col: ScoreColumn) -> dict[bool, Any]:
-    """A Foundry metric's aggregates per kind (``True``: negative), one ``GROUP BY`` of its view."""
-    out = {}
-    for negative, n, scored, errored, missing, mean, median, lo, hi, n_pass, n_fail in col.run.sql(
-        _FOUNDRY_AGGREGATE.format(view=col.view)
-    ).fetchall():
-        out[bool(negative)] = aggregate_foundry(n, scored, errored, missing, mean, median, lo, hi, n_pass, n_fail)
-    for negative in (False, True):
-        out.setdefault(negative, aggregate_foundry(0, 0, 0, 0, None, None, None, None, 0, 0))
-    return out
+    """A Foundry metric's aggregates per kind (``True``: negative), one ``GROUP BY`` of its view (one metric at a
+    time: the views of every metric in one query exceed the engine's memory limit at 100k queries)."""
+    got = {
+        bool(neg): aggregate_foundry(*rest)
+        for neg, *rest in col.run.sql(_FOUNDRY_AGGREGATE.format(view=col.view)).fetchall()
+    }
+    empty = aggregate_foundry(0, 0, 0, 0, None, None, None, None, 0, 0)
+    return {neg: got.get(neg, empty) for neg in (False, True)}
 
 
 def _metrics(b: _Built) -> _Metrics:
@@ -314,11 +313,11 @@ def _metrics(b: _Built) -> _Metrics:
                 **{k: getattr(got[False], k) + getattr(got[True], k) for k in ("scored", "errored", "missing")},
             }
             if info.key in summary:
-                got_v = col.run.sql(f"SELECT score, kind = 'negative' AS neg FROM {col.view} WHERE status = 0")
-                fetched = got_v.fetchnumpy()
-                score = np.ma.filled(np.ma.asarray(fetched["score"], np.float64), np.nan)
-                neg = np.asarray(fetched["neg"], bool)
-                shown[info.key] = distribution(info, defined(score[~neg]), defined(score[neg]))
+                fetched = col.run.sql(
+                    f"SELECT score, kind = 'negative' AS neg FROM {col.view} WHERE status = 0 AND NOT isnan(score)"
+                ).fetchnumpy()
+                score, neg = np.asarray(fetched["score"], np.float64), np.asarray(fetched["neg"], bool)
+                shown[info.key] = distribution(info, score[~neg], score[neg])
     distributions = [d for d in (shown[m.key] for m in summary_infos(b.infos)) if d is not None]
     return _Metrics(sections, per_metric, distributions)
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..catalog import CATALOG
 from ..columns import RunColumns, _quote
-from ..metrics._arrays import Codes, Texts
+from ..metrics._arrays import Codes
 from ..wire import passed_for_kind
 
 __all__ = ["ERRORED", "MISSING", "SCORED", "STATUSES", "Columns", "ScoreColumn"]
@@ -82,12 +82,14 @@ class ScoreColumn:
 
     def numbers(self) -> dict[str, np.ndarray]:
         """``status``, ``score`` (NaN none) and ``passed`` (-1 none, 0, 1: read for the kind) of every query."""
-        got = self.run.sql(f"SELECT status, score, passed::TINYINT AS passed FROM {self.view} ORDER BY row")
-        f = got.fetchnumpy()
+        f = self.run.sql(
+            "SELECT status, coalesce(score, 'NaN') AS score, coalesce(passed::TINYINT, -1) AS passed "
+            f"FROM {self.view} ORDER BY row"
+        ).fetchnumpy()
         return {
             "status": np.asarray(f["status"], np.int8),
-            "score": np.ma.filled(np.ma.asarray(f["score"], np.float64), np.nan),
-            "passed": np.ma.filled(np.ma.asarray(f["passed"], np.int8), -1),
+            "score": np.asarray(f["score"], np.float64),
+            "passed": np.asarray(f["passed"], np.int8),
         }
 
     def status(self) -> np.ndarray:
@@ -124,8 +126,8 @@ class Columns:
         self.run, self.local, self.foundry = run, local, foundry
 
     @cached_property
-    def query_ids(self) -> Texts:
-        return self.run.text_column("query_id")
+    def query_ids(self) -> list[str]:
+        return self.run.texts("query_id")
 
     @cached_property
     def kinds(self) -> Codes:

@@ -4,10 +4,10 @@ A hole is a retrieved document in a query's top K without any label for that que
 their first position). Documents are ranked by priority = Σ 1/rank over their appearances, then by count, best
 rank, id; a document's queries by (rank, query id).
 
-The ranking is one ``GROUP BY`` of the engine, made when the run is sealed (``columns.QUEUE_DOCS``, the view
-``queue_docs``). Its ``sum`` adds in no set order, so a priority equals the left-to-right sum to 1e-9 relative, not
-to the last bit; the order compares priorities rounded to 1e-9, so two documents whose sums differ only in the last
-bits fall to the tie-breaks (count, best rank, id) whichever order the engine added in.
+The ranking is one ``GROUP BY`` of the engine (the view ``queue_docs``) and an ``ORDER BY``. Its ``sum`` adds in no
+set order, so a priority is Σ 1/rank to 1e-9 relative, not to the last bit; the order compares priorities rounded
+to 1e-9, so two documents of equal priority fall to the tie-breaks (count, best rank, id) whichever order the engine
+added in.
 """
 
 from __future__ import annotations
@@ -26,91 +26,66 @@ from ._model import LIST_CAP, Report
 __all__ = ["LABEL_PLACEHOLDER", "Queue", "write_labelling_queue"]
 
 LABEL_PLACEHOLDER = "?"
+# the documents in queue order: priority rounded to 1e-9 (the engine's sum is Σ 1/rank to 1e-9, not to the bit), then
+# count, best rank, id
 _RANKED = (
-    "SELECT document_id, n, best, rank_sum, approx FROM queue_docs "
-    "ORDER BY round(approx, 9) DESC, n DESC, best, document_id"
+    "SELECT *, row_number() OVER (ORDER BY round(approx, 9) DESC, n DESC, best, document_id) AS place FROM queue_docs"
 )
+# every hole of the documents ranked ``place <= $docs``, in queue order, the first ``$holes`` of each document
+_HOLES = (
+    f"SELECT r.document_id, r.n, r.best, r.rank_sum, r.approx, h.rank, q.query_id, q.query FROM ({_RANKED}) r "
+    "JOIN holes h USING (document_id) JOIN queries q ON q.row = h.row WHERE r.place <= $docs "
+    "QUALIFY row_number() OVER (PARTITION BY r.place ORDER BY h.rank, q.query_id, h.row) <= $holes "
+    "ORDER BY r.place, h.rank, q.query_id, h.row"
+)
+_ALL = 1 << 62  # no limit
 
 
 @dataclass
 class _Doc:
-    """A ranked document: its statistics and its holes as (rank, query id, query row), in (rank, query id) order."""
+    """A ranked document: its statistics and its holes as (rank, query id, query text), in (rank, query id)
+    order."""
 
     doc_id: str
     count: int
     best: int
     rank_sum: float
     priority: float
-    holes: list[tuple[int, str, int]]
+    holes: list[tuple[int, str, str | None]]
 
 
 class Queue:
-    """The labelling queue of a run's columns."""
+    """The labelling queue of a run's columns: the views ``holes`` and ``queue_docs``, ranked by the engine."""
 
     def __init__(self, run: RunColumns) -> None:
         self.run = run
-        self.n_holes = int(run.meta.get("holes", 0))
+        self.n_docs, self.n_holes, self._most = (
+            int(v) for v in run.one("SELECT count(*), coalesce(sum(n), 0), coalesce(max(n), 0) FROM queue_docs")
+        )
         self._docs: list[_Doc] | None = None
-        self._stats: tuple[int, int] | None = None
-
-    def _ensure(self) -> tuple[int, int]:
-        if self._stats is None:
-            n, most = self.run.one("SELECT count(*), coalesce(max(n), 0) FROM queue_docs")
-            self._stats = (int(n), int(most))
-        return self._stats
-
-    @property
-    def n_docs(self) -> int:
-        return self._ensure()[0]
-
-    def _ranked(self, limit: int | None) -> list[tuple[str, int, int, float, float]]:
-        """(document, count, best, rank sum, priority) of the ``limit`` most urgent documents (all: None)."""
-        rows = self.run.sql(_RANKED + ("" if limit is None else f" LIMIT {int(limit)}")).fetchall()
-        return [(str(d), int(n), int(b), float(s), float(p)) for d, n, b, s, p in rows]
-
-    def _holes(self, docs: list[str], limit: int | None) -> dict[str, list[tuple[int, str, int]]]:
-        """Each document's holes as (rank, query id, row) in (rank, query id) order, the first ``limit``."""
-        out: dict[str, list[tuple[int, str, int]]] = {d: [] for d in docs}
-        if not docs:
-            return out
-        self.run.con.register("queue_wanted", {"document_id": _array(docs)})
-        try:
-            cur = self.run.sql(
-                "SELECT h.document_id, h.rank, q.query_id, h.row FROM holes h "
-                "JOIN queue_wanted w ON h.document_id = w.document_id JOIN queries q ON q.row = h.row "
-                "ORDER BY h.document_id, h.rank, q.query_id, h.row"
-            )
-            while batch := cur.fetchmany(65_536):
-                for doc, rank, qid, row in batch:
-                    hs = out[doc]
-                    if limit is None or len(hs) < limit:
-                        hs.append((int(rank), str(qid), int(row)))
-        finally:
-            self.run.con.unregister("queue_wanted")
-        return out
 
     def summary(self, limit: int = LIST_CAP) -> list[_Doc]:
         """The ``limit`` most urgent documents, each with its first ``limit`` holes."""
         if self._docs is None:
-            ranked = self._ranked(limit)
-            holes = self._holes([d for d, *_ in ranked], limit)
-            self._docs = [_Doc(d, n, b, s, p, holes[d]) for d, n, b, s, p in ranked]
+            docs: dict[str, _Doc] = {}
+            for doc, n, best, rank_sum, priority, rank, qid, query in self.run.sql(
+                _HOLES, {"docs": limit, "holes": limit}
+            ).fetchall():
+                d = docs.setdefault(doc, _Doc(doc, int(n), int(best), float(rank_sum), float(priority), []))
+                d.holes.append((int(rank), str(qid), query))
+            self._docs = list(docs.values())
         return self._docs
 
     def truncated(self, limit: int = LIST_CAP) -> bool:
         """Does the report's list (``limit`` documents, ``limit`` queries each) leave holes out?"""
-        n_docs, most = self._ensure()
-        return n_docs > limit or most > limit
+        return self.n_docs > limit or self._most > limit
 
-    def iter_pairs(self) -> Iterator[tuple[str, str, int, float, int]]:
-        """Every hole in queue order: ``(document id, query id, rank, priority, row)``."""
-        ranked = self._ranked(None)
-        for lo in range(0, len(ranked), 4096):
-            part = ranked[lo : lo + 4096]
-            holes = self._holes([d for d, *_ in part], None)
-            for d, _, _, _, p in part:
-                for rank, qid, row in holes[d]:
-                    yield d, qid, rank, p, row
+    def iter_pairs(self) -> Iterator[tuple[str, str, int, float, str | None]]:
+        """Every hole in queue order: ``(document id, query id, rank, priority, query text)``."""
+        cur = self.run.sql(_HOLES, {"docs": _ALL, "holes": _ALL})
+        while batch := cur.fetchmany(65_536):
+            for doc, _, _, _, priority, rank, qid, query in batch:
+                yield str(doc), str(qid), int(rank), float(priority), query
 
     def entries(self, limit: int = LIST_CAP) -> list[dict[str, Any]]:
         """The ``limit`` most urgent documents as ``HoleEntry`` fields, each with its first ``limit`` queries."""
@@ -126,55 +101,22 @@ class Queue:
             for d in self.summary(limit)[:limit]
         ]
 
-    def query_text(self, rows: list[int]) -> dict[int, str | None]:
-        """The query text of some rows."""
-        if not rows:
-            return {}
-        self.run.con.register("queue_rows", {"row": _array(rows)})
-        try:
-            got = self.run.sql("SELECT q.row, q.query FROM queries q JOIN queue_rows r ON q.row = r.row").fetchall()
-        finally:
-            self.run.con.unregister("queue_rows")
-        return {int(r): t for r, t in got}
-
-
-def _array(values: list[Any]) -> Any:
-    import numpy as np
-
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
-
 
 def _pairs(report: Report) -> Iterator[tuple[str, str, int, float, str | None]]:
     """(document, query id, rank, priority, query text) in queue order: the whole queue when the report carries
     its holes, else the queue the report lists."""
     queue: Queue | None = report._holes
     if queue is not None and queue.truncated():
-        pending: list[tuple[str, str, int, float, int]] = []
-        for pair in queue.iter_pairs():
-            pending.append(pair)
-            if len(pending) >= 65_536:
-                yield from _with_text(queue, pending)
-                pending = []
-        yield from _with_text(queue, pending)
+        yield from queue.iter_pairs()
         return
     if queue is not None:
-        rows = [row for d in queue.summary() for _, _, row in d.holes]
-        by_row = queue.query_text(rows)
-        text = {qid: by_row.get(row) for d in queue.summary() for _, qid, row in d.holes}
+        text = {qid: query for d in queue.summary() for _, qid, query in d.holes}
     else:
         text = {q.query_id: q.query for q in report.queries}
     for hole in report.labelling_queue:
         for where in hole.queries:
             qid = str(where["query_id"])
             yield hole.document_id, qid, int(where["rank"]), hole.priority, text.get(qid)
-
-
-def _with_text(queue: Queue, pairs: list[tuple[str, str, int, float, int]]) -> Iterator[tuple[Any, ...]]:
-    text = queue.query_text(sorted({p[4] for p in pairs}))
-    for doc, qid, rank, priority, row in pairs:
-        yield doc, qid, rank, priority, text.get(row)
 
 
 def write_labelling_queue(report: Report, path: str | os.PathLike[str], *, fmt: str | None = None) -> int:

@@ -105,7 +105,7 @@ class _Judge:
 class _Columns:
     """The one pass over the folder: the run's query ids, the judges' columns, the qrels truth, canary cases."""
 
-    query_ids: Sequence[str]  # metrics._arrays.Texts
+    query_ids: Sequence[str]
     judges: dict[str, _Judge]  # criterion → columns
     truth: np.ndarray  # context_holds_relevant as 1/0, NaN unknown
     cases: list[CanaryCase]
@@ -142,7 +142,7 @@ def _collect(run: RunColumns) -> _Columns:
     """The run's query ids, qrels truth and canary cases (its per-query columns), and each judge's last score and
     verdict per row (rows without an error), one judge at a time."""
     n = run.n_queries
-    query_ids = run.text_column("query_id")  # one buffer, not a str object per query
+    query_ids = run.texts("query_id")
     truth = np.asarray(run.column("holds_relevant"), np.float64) if n else np.zeros(0)
     cases: list[CanaryCase] = []
     canary = np.zeros(n, bool)
