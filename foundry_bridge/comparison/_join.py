@@ -104,6 +104,7 @@ def folder_table(run_dir: str | os.PathLike[str], stage_k: int | None, work: Pat
                 f"SELECT row, {_literal(key + PASS)} AS key, {verdict} AS value, NULL AS score, NULL AS scored "
                 f"FROM {view}"
             )
+    parts = parts or ["SELECT NULL AS row, NULL AS key, NULL AS value, NULL AS score, NULL AS scored LIMIT 0"]
     queries, cells = work / f"queries-{index}.parquet", work / f"cells-{index}"
     cells.mkdir()
     b.run.sql(
@@ -137,44 +138,18 @@ def arrays_table(
     import pyarrow.parquet as pq
 
     n = len(query_ids)
-    rows = pa.array(np.arange(n, dtype=np.int64))
+    rows = np.arange(n, dtype=np.int64)
     queries, cells = work / f"queries-{index}.parquet", work / f"cells-{index}"
     cells.mkdir()
-    pq.write_table(
-        pa.table(
-            {
-                "row": rows,
-                "query_id": pa.array(list(query_ids), pa.string()),
-                "kind": pa.array(["positive"] * n, pa.string()),
-            }
-        ),
-        queries,
-    )
-    parts = []
-    for key, v in values.items():
+    kinds = {"row": pa.int64(), "query_id": pa.string(), "kind": pa.string()}
+    pq.write_table(pa.table([rows, list(query_ids), ["positive"] * n], schema=pa.schema(kinds)), queries)
+    types = pa.schema({"row": pa.int64(), "key": pa.string(), "value": pa.float64(), "score": pa.float64(),
+                       "scored": pa.bool_()})  # fmt: skip
+    for m, (key, v) in enumerate(values.items()):  # one file a measure, as a run folder's
         v = np.asarray(v, np.float64)
         value = pa.array(v, pa.float64(), mask=np.isnan(v))
-        parts.append(
-            pa.table(
-                {
-                    "row": rows,
-                    "key": pa.array([key] * n, pa.string()),
-                    "value": value,
-                    "score": value,
-                    "scored": pa.nulls(n, pa.bool_()),
-                }
-            )
-        )
-    schema = pa.schema(
-        [
-            ("row", pa.int64()),
-            ("key", pa.string()),
-            ("value", pa.float64()),
-            ("score", pa.float64()),
-            ("scored", pa.bool_()),
-        ]
-    )
-    pq.write_table(pa.concat_tables(parts) if parts else schema.empty_table(), cells / "0.parquet")
+        pq.write_table(pa.table([rows, [key] * n, value, value, pa.nulls(n, pa.bool_())], schema=types),
+                       cells / f"{m}.parquet")  # fmt: skip
     return RunTable(infos=infos, queries=queries, cells=cells, run_dir=run_dir)
 
 
