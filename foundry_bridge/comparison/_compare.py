@@ -417,8 +417,9 @@ def _compare_pair(
     scores: dict[str, list[Any]] = {s: [] for s in sections}
     for key in sel.compared:
         info, kind = sel.infos[key], sel.kinds[key]
+        values = eng.vectors(key)
         for section in sections:
-            b_all, c_all = eng.vectors(key, section)
+            b_all, c_all = values[section]
             tests[section].add(PairedSample(b_all, c_all, kind))
             scores[section].append(flip_scores(b_all, c_all, kind))
             stat = paired.stats[section, key]

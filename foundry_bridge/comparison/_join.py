@@ -236,14 +236,16 @@ class Engine:
             worse.setdefault((section, key), []).append({"query_id": qid, "baseline": a, "candidate": b})
         return Paired(queries, {s: int(sizes.get(s, 0)) for s in SECTIONS}, stats, worse)
 
-    def vectors(self, key: str, section: str) -> tuple[Any, Any]:
-        """``key``'s paired values in the pair's ``section``, in A's order (NaN: undefined)."""
+    def vectors(self, key: str) -> dict[str, tuple[Any, Any]]:
+        """``key``'s paired values per section of the pair, in A's order (NaN: undefined): one read of the pair
+        table a metric."""
         import numpy as np
 
-        got = self.con.execute(
-            "SELECT va, vb FROM pair WHERE key = ? AND section = ? ORDER BY pos", [key, section]
-        ).fetchnumpy()
-        return tuple(np.ma.filled(np.ma.asarray(got[c], np.float64), np.nan) for c in ("va", "vb"))  # type: ignore[return-value]
+        got = self.con.execute("SELECT section, va, vb FROM pair WHERE key = ? ORDER BY section, pos", [key])
+        f = got.fetchnumpy()
+        section = np.asarray(f["section"], dtype=object)
+        a, b = (np.ma.filled(np.ma.asarray(f[c], np.float64), np.nan) for c in ("va", "vb"))
+        return {s: (a[section == s], b[section == s]) for s in SECTIONS}
 
     def id_order(self, key: str, section: str) -> Any:
         """The section's paired queries (A's order) sorted by query id: the flips' row order."""
