@@ -21,6 +21,9 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what a type checker reads; at run time each name is imported on first use (``__getattr__``)
     from ._evaluate import evaluate as evaluate
+    from .comparison._compare import Comparison as Comparison
+    from .comparison._compare import compare_runs as compare
+    from .comparison._compare import compare_runs as compare_runs
     from .errors import BackendError as BackendError
     from .errors import DatasetError as DatasetError
     from .errors import FoundryBridgeError as FoundryBridgeError
@@ -32,9 +35,6 @@ if TYPE_CHECKING:  # what a type checker reads; at run time each name is importe
     from .mapping.model import Mapping as Mapping
     from .report._build import ReportError as ReportError
     from .report._build import build_report as build_report
-    from .report._compare import Comparison as Comparison
-    from .report._compare import compare_runs as compare
-    from .report._compare import compare_runs as compare_runs
     from .report._model import Report as Report
     from .runner import RunSummary as RunSummary
     from .runner import plan_evaluation as plan_evaluation
@@ -49,15 +49,15 @@ if TYPE_CHECKING:  # what a type checker reads; at run time each name is importe
 _EXPORTS: dict[str, tuple[str, str]] = {
     "evaluate": ("_evaluate", "evaluate"),
     "validate": ("validate", ""),
-    "compare": ("report._compare", "compare_runs"),
-    "compare_runs": ("report._compare", "compare_runs"),
+    "compare": ("comparison._compare", "compare_runs"),
+    "compare_runs": ("comparison._compare", "compare_runs"),
     "build_report": ("report._build", "build_report"),
     "run_evaluation": ("runner", "run_evaluation"),
     "plan_evaluation": ("runner", "plan_evaluation"),
     "load_mapping": ("mapping.loader", "load_mapping"),
     "Mapping": ("mapping.model", "Mapping"),
     "Report": ("report._model", "Report"),
-    "Comparison": ("report._compare", "Comparison"),
+    "Comparison": ("comparison._compare", "Comparison"),
     "ValidationReport": ("validate._report", "ValidationReport"),
     "RunSummary": ("runner", "RunSummary"),
     "ProgressCallback": ("runner_protocol", "ProgressCallback"),

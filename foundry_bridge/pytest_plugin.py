@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from .comparison import Comparison
     from .integrations.junit import GateCase
-    from .report import Comparison
 
 __all__ = ["GateItem", "foundry_bridge_gate"]
 
@@ -85,7 +85,7 @@ def _compare(
     resamples: int = 10_000,
     alpha: float = 0.05,
 ) -> Comparison:
-    from .report import compare_runs
+    from .comparison import compare_runs
 
     return compare_runs(
         [baseline, candidate],

@@ -82,7 +82,8 @@ def synthetic_runs(tmp: Path) -> tuple[Path, Path]:
 
 
 def _today(tmp: Path) -> dict[str, Any]:  # the code before the streaming rewrite
-    from foundry_bridge.report import build_report, compare_runs, render_comparison_json, render_json
+    from foundry_bridge.comparison import compare_runs, render_comparison_json
+    from foundry_bridge.report import build_report, render_json
 
     a, b = synthetic_runs(tmp)
     report = build_report(a)

@@ -162,15 +162,16 @@ LAYERS: dict[str, set[str]] = {
     "graded": BASE | {"mapping", "runfolder", "runner"},  # grader criteria run by the runner (#37)
     "coverage": BASE | {"graded", "local"},  # retrieval coverage and utilization (#37)
     "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock", "graded", "coverage"},
-    "integrations": BASE | {"report", "runfolder", "columns"},
-    "pytest_plugin": BASE | {"report", "integrations"},
+    "comparison": BASE | {"metrics", "dataset", "mapping", "runfolder", "columns", "report"},
+    "integrations": BASE | {"report", "comparison", "runfolder", "columns"},
+    "pytest_plugin": BASE | {"report", "comparison", "integrations"},
     "commands": BASE
     | {"metrics", "dataset", "mapping", "validate", "runfolder", "runner_protocol", "runner"}
-    | {"foundry", "mock", "local", "report", "canaries", "estimate", "integrations", "columns", "traces", "judged"}
-    | {"graded", "coverage"},
+    | {"foundry", "mock", "local", "report", "comparison", "canaries", "estimate", "integrations", "columns", "traces"}
+    | {"judged", "graded", "coverage"},
     "cli": BASE | {"metrics", "commands"},
     "__main__": {"cli"},
-    "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report"},
+    "_evaluate": BASE | {"dataset", "mapping", "validate", "runner_protocol", "runner", "report", "comparison"},
 }
 # The package root is the public facade: it names every unit's exports, importing them only for type checkers
 # (TYPE_CHECKING) and on first use (``__getattr__``), so every layer may still read ``__version__`` from it.
@@ -219,6 +220,19 @@ def test_imports_point_down_the_layers() -> None:
                 bad.append(f"{path.relative_to(ROOT)}:{lineno}: {source} imports {target}")
     assert bad == [], "imports against the layering (docs/architecture.md):\n" + "\n".join(bad)
     assert units >= {"metrics", "dataset", "mapping", "runfolder", "foundry", "mock", "local", "report", "commands"}
+
+
+def test_report_never_imports_compare() -> None:
+    """compare stands above the report (it reads runs' tables and the report's models); the report knows nothing
+    of it, at any depth, TYPE_CHECKING included."""
+    assert "comparison" not in LAYERS["report"] and "report" in LAYERS["comparison"]
+    found = [
+        f"{path.relative_to(ROOT)}:{lineno}: {target}"
+        for path in sorted((PACKAGE / "report").rglob("*.py"))
+        for lineno, target in _project_imports(path)
+        if _unit(target) == "comparison"
+    ]
+    assert found == [], "report/ imports comparison/ (move what both need down into report/ or metrics/)"
 
 
 def test_the_layering_check_catches_an_upward_import(tmp_path: Path) -> None:

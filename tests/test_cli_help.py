@@ -58,8 +58,8 @@ def test_every_option_has_help_and_every_help_ends_with_its_exit_codes(path: str
 
 
 def test_the_exit_code_table_is_the_exception_tree() -> None:
+    from foundry_bridge.comparison import CompareGateFailed, CompareGateInconclusive
     from foundry_bridge.errors import FoundryBridgeError, UsageError
-    from foundry_bridge.report import CompareGateFailed, CompareGateInconclusive
 
     assert set(EXIT_CODES) == {path for path, _ in COMMANDS}
     assert (FoundryBridgeError.exit_code, UsageError.exit_code) == (1, 2) and set(COMMON) == {0, 1, 2}

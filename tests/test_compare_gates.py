@@ -23,8 +23,8 @@ from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 from foundry_bridge.cli import cli
+from foundry_bridge.comparison import compare_runs, render_comparison_json, render_comparison_markdown
 from foundry_bridge.errors import FoundryBridgeError, UsageError
-from foundry_bridge.report import compare_runs, render_comparison_json, render_comparison_markdown
 
 IMPROVED = ["q01", "q03", "q04", "q06", "q07", "q09", "q10"]
 RAW_P = 2 / 128  # relevance's exact sign-flip p (+-2 on 7 queries, 0 on 4)
@@ -186,7 +186,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 
 def _gate(tmp_path: Path, *gates: str, **options) -> dict:
-    from foundry_bridge.report import compare_run_files
+    from foundry_bridge.comparison import compare_run_files
 
     qrels, a, b = _files(tmp_path)
     cmp = compare_run_files(qrels, [a, b], metrics=["rr@5"], fail_on=list(gates), **options)
@@ -221,7 +221,7 @@ def test_a_floor_on_the_interval_passes_fails_or_is_inconclusive_with_the_querie
 
 def test_a_floor_s_interval_is_cut_to_a_0_1_metric_s_range(tmp_path: Path) -> None:
     """a as the candidate: recall@5 is 1 on 34 queries and 0 on q34 (rank 8), so Student's interval reaches past 1."""
-    from foundry_bridge.report import compare_run_files
+    from foundry_bridge.comparison import compare_run_files
 
     v = np.array([1.0] * 34 + [0.0])
     low, high = stats.t.interval(0.95, N - 1, loc=v.mean(), scale=v.std(ddof=1) / np.sqrt(N))
@@ -235,7 +235,7 @@ def test_a_floor_s_interval_is_cut_to_a_0_1_metric_s_range(tmp_path: Path) -> No
     # a ceiling at the top of the range holds: uncut, the interval would straddle 1 (inconclusive)
     assert ceiling["outcome"] == "passed" and ceiling["high"] == 1.0
     # a metric without a declared range keeps Student's interval as it is
-    from foundry_bridge.report._gates import decide_floor, parse_condition
+    from foundry_bridge.comparison._gates import decide_floor, parse_condition
 
     spec = parse_condition("distracting@5>=0")
     assert spec is not None

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from foundry_bridge.cli import cli
-from foundry_bridge.report import compare_run_files
+from foundry_bridge.comparison import compare_run_files
 
 WORSE = 8
 

@@ -18,7 +18,7 @@ from report_helpers import JUDGE_SCORES, write_run
 from statsmodels.stats.power import TTestPower
 
 from foundry_bridge.cli import cli
-from foundry_bridge.report import compare_runs, render_comparison_markdown
+from foundry_bridge.comparison import compare_runs, render_comparison_markdown
 
 IMPROVED = ["q01", "q03", "q04", "q06", "q07", "q09", "q10"]
 DIFFS = np.array([-2.0] * 7 + [0.0] * 4)  # bad − good relevance on the eleven positive queries

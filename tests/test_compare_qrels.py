@@ -28,11 +28,11 @@ from trec_sweep_helpers import (
 )
 
 from foundry_bridge.cli import cli
+from foundry_bridge.comparison import compare_run_files, render_comparison_markdown
+from foundry_bridge.comparison._files import score_run_files
 from foundry_bridge.errors import FoundryBridgeError
 from foundry_bridge.metrics.pairs import compact_letters, competition_ranks
 from foundry_bridge.metrics.significance import paired_generator, sign_flip_test
-from foundry_bridge.report import compare_run_files, render_comparison_markdown
-from foundry_bridge.report._compare_files import score_run_files
 
 # ours → pytrec_eval's (the runs are 30 deep: rr@100 is recip_rank, recall@100 is recall_100)
 MEASURES = {"ndcg@10": "ndcg_cut_10", "ndcg@20": "ndcg_cut_20", "precision@5": "P_5", "recall@100": "recall_100"}

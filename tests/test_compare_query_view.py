@@ -9,8 +9,8 @@ from pathlib import Path
 
 from report_helpers import JUDGE_SCORES, NDCG3, sample_records, write_run
 
-from foundry_bridge.report import compare_runs, render_comparison_html
-from foundry_bridge.report._query_view import changed_queries
+from foundry_bridge.comparison import compare_runs, render_comparison_html
+from foundry_bridge.comparison._query_view import changed_queries
 
 WORSE_NDCG = ("q01", "q02", "q03", "q04", "q05", "q08", "q10", "q11")
 WORSE_GROUNDED = ("q01", "q03", "q05", "q06", "q08", "q10", "q11")

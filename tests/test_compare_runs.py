@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from report_helpers import ERROR, JUDGE_SCORES, write_run
 
 from foundry_bridge.cli import cli, main
+from foundry_bridge.comparison import compare_runs, parse_fail_on, render_comparison_markdown
 from foundry_bridge.errors import UsageError
 from foundry_bridge.metrics.significance import paired_generator, sign_flip_test
-from foundry_bridge.report import compare_runs, parse_fail_on, render_comparison_markdown
 
 IMPROVED = ["q01", "q03", "q04", "q06", "q07", "q09", "q10"]  # 7 positive queries
 
@@ -135,13 +135,16 @@ def test_a_query_in_one_run_only_is_reported(runs, tmp_path: Path) -> None:
 
 
 def test_a_candidate_in_another_order_pairs_by_query_id(runs, tmp_path: Path) -> None:
-    """The same queries in reverse order (paired by id, not row by row) give the aligned candidate's numbers."""
+    """The same queries in reverse order (paired by id, not row by row) give the aligned candidate's numbers (to
+    1e-9: the engine sums in its own order)."""
+    from test_report_golden import _differences
+
     reordered = write_run(tmp_path / "reordered", scores=_scores(5), edit_records=lambda rs: rs[::-1])
     aligned = compare_runs([runs["base"], runs["better"]], labels=["base", "cand"])
     shuffled = compare_runs([runs["base"], reordered], labels=["base", "cand"])
     assert len(aligned.metrics) == len(shuffled.metrics) > 10
     for a, b in zip(aligned.metrics, shuffled.metrics, strict=True):
-        assert a.model_dump() == b.model_dump(), a.metric
+        assert _differences(b.model_dump(), a.model_dump()) == [], a.metric
     assert [c.model_dump() for c in shuffled.coverage] == [c.model_dump() for c in aligned.coverage]
     assert shuffled.queries[0].only_in_baseline == shuffled.queries[0].only_in_candidate == []
 
@@ -335,3 +338,29 @@ def test_compare_cli_prints_one_table_one_gate_line_and_none_means_none(runs, ca
     assert all(m["p_adjusted"] == m["p_value"] for m in rows)
     code, _, err = _main([*args[:-2], "--gate-correction", "bh", "--correction", "holm"], capsys)
     assert code == 3 and "Benjamini–Hochberg over 1 <" in err and "Holm" not in err
+
+
+def test_options_as_a_dataclass_or_as_keywords_give_one_comparison(runs) -> None:
+    from foundry_bridge.comparison import CompareOptions
+
+    chosen = {"fail_on": ["relevance"], "correction": "holm", "n_resamples": 500, "coverage_drop": 1.0}
+    as_keywords = compare_runs([runs["base"], runs["better"]], **chosen)
+    as_options = compare_runs([runs["base"], runs["better"]], CompareOptions(**chosen))
+    assert as_options.model_dump() == as_keywords.model_dump()
+    assert as_options.n_resamples == 500 and as_options.gate["checked"]
+    with pytest.raises(TypeError, match="fail_onn"):
+        compare_runs([runs["base"], runs["better"]], fail_onn=["relevance"])
+
+
+def test_compare_attributes_no_stage_and_builds_no_report(runs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pairing reads the runs' tables: a stage attribution or a whole report would fail here."""
+    from foundry_bridge.report import _build, _rows
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compare built a report")
+
+    monkeypatch.setattr(_rows, "stream_rows", refuse)
+    monkeypatch.setattr(_build, "build_report", refuse)
+    cmp = compare_runs([runs["base"], runs["better"]], correction="none")
+    assert cmp.get("better", "relevance").verdict == "better"
+    assert "stages" not in cmp.runs[0].model_dump()

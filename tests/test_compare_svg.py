@@ -13,7 +13,7 @@ import pytest
 from report_helpers import JUDGE_SCORES, write_run
 
 from foundry_bridge.cli import main
-from foundry_bridge.report import compare_runs, deltas_svg
+from foundry_bridge.comparison import compare_runs, deltas_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -1,6 +1,6 @@
 """Judge drift (issue #24 item 6): compare names each judge metric's two judges and flags a change of judge; with
 --anchor OLD NEW (the same frozen rows judged by the old and the new judge) it tells "judge changed" from "system
-changed" by the documented rule (report._drift), the numbers checked against scipy and sklearn.
+changed" by the documented rule (compare._drift), the numbers checked against scipy and sklearn.
 
 Hand-made run folders of the benefits sample (11 positive, 3 negative queries), relevance scores chosen here:
 - a new judge that scores +1 on 10 of the 11 positive anchor rows, and the same system judged by it (+1 on 9 of
@@ -23,9 +23,9 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from foundry_bridge.cli import cli
+from foundry_bridge.comparison import MetricComparison, compare_runs, render_comparison_markdown
+from foundry_bridge.comparison._drift import drift_verdict
 from foundry_bridge.errors import FoundryBridgeError
-from foundry_bridge.report import MetricComparison, compare_runs, render_comparison_markdown
-from foundry_bridge.report._drift import drift_verdict
 from foundry_bridge.runfolder import judge_identities
 
 POSITIVE = [f"q{i:02d}" for i in range(1, 12)]

@@ -19,8 +19,8 @@ from test_judged_docs import BENEFITS, hidden
 from trec_sweep_helpers import read_trec_qrels, read_trec_run
 
 from foundry_bridge.cli import cli
+from foundry_bridge.comparison._files import score_run_files
 from foundry_bridge.errors import FoundryBridgeError
-from foundry_bridge.report._compare_files import score_run_files
 
 
 def invoke(args: list[object]) -> tuple[int, str, bytes]:

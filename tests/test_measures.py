@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from report_helpers import write_run
 
 from foundry_bridge.cli import cli, main
+from foundry_bridge.comparison import compare_runs, parse_fail_on
 from foundry_bridge.errors import UsageError
 from foundry_bridge.metrics.measures import (
     COLUMNS,
@@ -24,7 +25,7 @@ from foundry_bridge.metrics.measures import (
     parse_measure,
 )
 from foundry_bridge.metrics.ranking import ranking_metrics
-from foundry_bridge.report import build_report, compare_runs, parse_fail_on
+from foundry_bridge.report import build_report
 
 
 def _every_spelling() -> list[str]:

@@ -180,8 +180,8 @@ def test_comparison_and_validation_reports_are_frames(tmp_path: Path) -> None:
 
 
 def test_compare_with_one_run_names_the_python_call_and_the_cli_its_arguments(tmp_path: Path) -> None:
+    from foundry_bridge.comparison import compare_runs
     from foundry_bridge.errors import UsageError
-    from foundry_bridge.report import compare_runs
 
     with pytest.raises(UsageError) as info:
         compare_runs([BENEFITS])

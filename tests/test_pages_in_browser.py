@@ -28,8 +28,9 @@ from typing import Any
 import pytest
 from report_helpers import JUDGE_SCORES, NDCG3, write_run
 
-from foundry_bridge.report import build_report, compare_runs, render_comparison_html, render_html
-from foundry_bridge.report._compare_render import verdict_lines
+from foundry_bridge.comparison import compare_runs, render_comparison_html
+from foundry_bridge.comparison._render import verdict_lines
+from foundry_bridge.report import build_report, render_html
 
 pytestmark = pytest.mark.browser
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from foundry_bridge import mock, runner
-from foundry_bridge.report import build_report, compare_runs, render_html, render_markdown
+from foundry_bridge.comparison import compare_runs
+from foundry_bridge.report import build_report, render_html, render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "benefits" / "rag_eval.jsonl"

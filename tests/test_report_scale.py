@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from scale_helpers import COMPARE, GOLDEN, compare_numbers, report_numbers, synthetic_runs
 
-from foundry_bridge.report import build_report, compare_runs, render_comparison_json, render_json
+from foundry_bridge.comparison import compare_runs, render_comparison_json
+from foundry_bridge.report import build_report, render_json
 
 
 @pytest.fixture(scope="module")

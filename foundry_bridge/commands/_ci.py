@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from ..comparison import Comparison
     from ..integrations.otel import Source
-    from ..report import Comparison, Report
+    from ..report import Report
 
 __all__ = ["compare_ci_options", "junit_path", "publish_comparison", "publish_report", "report_ci_options"]
 

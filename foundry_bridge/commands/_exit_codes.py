@@ -2,7 +2,7 @@
 docs/cli.md are generated from it (``exit_codes_epilog``), never written by hand per command.
 
 The codes are the ``exit_code`` attributes of the exception tree (``errors.FoundryBridgeError`` 1,
-``errors.UsageError`` 2, ``report.CompareGateFailed`` 3, ``report.CompareGateInconclusive`` 4; a test holds the
+``errors.UsageError`` 2, ``comparison.CompareGateFailed`` 3, ``comparison.CompareGateInconclusive`` 4; a test holds the
 table to them) and click's own (2 for a usage error it finds, 130 after Ctrl-C).
 Importing this module loads nothing but the standard library.
 """

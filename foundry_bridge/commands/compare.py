@@ -264,8 +264,7 @@ def command(
     out: Path | None,
     quiet: bool,
 ) -> None:
-    from ..errors import UsageError
-    from ..report import (
+    from ..comparison import (
         CompareGateFailed,
         CompareGateInconclusive,
         GateSpec,
@@ -278,8 +277,9 @@ def command(
         render_comparison_json,
         render_comparison_markdown,
         render_comparison_text,
-        trust_section,
     )
+    from ..errors import UsageError
+    from ..report import trust_section
 
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...]")

@@ -25,7 +25,7 @@ from .._io import atomic_open
 from .._text import printable
 
 if TYPE_CHECKING:
-    from ..report import Comparison, MetricComparison
+    from ..comparison import Comparison, MetricComparison
 
 __all__ = ["GateCase", "gate_cases", "render_junit", "write_junit"]
 
@@ -103,7 +103,7 @@ def _metric_cases(comparison: Comparison, reasons: list[str]) -> list[GateCase]:
 
 def _written_case(check: dict[str, Any], reasons: list[str]) -> GateCase:
     """A floor's or a lost gate's case, named by the gate as written (``positive recall@5 >= 0.9``): its outcome
-    and one line of why are the gate's (``report._gates``), the message and the text alike."""
+    and one line of why are the gate's (``comparison._gates``), the message and the text alike."""
     name, outcome, reason = f"{check['section']} {check['gate']}", check["outcome"], check["reason"]
     if outcome == "failed":
         reason = _claim(reasons, reason) or reason

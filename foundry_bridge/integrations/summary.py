@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, cast
 from .._text import printable
 
 if TYPE_CHECKING:
-    from ..report import Comparison, Report
+    from ..comparison import Comparison
+    from ..report import Report
     from .otel import Exporter, Source
 
 __all__ = ["STEP_SUMMARY_LIMIT", "append_step_summary", "publish_comparison", "publish_report"]
@@ -123,7 +124,7 @@ def publish_comparison(
 ) -> None:
     """``compare``'s CI side: the Markdown comparison to the step summary, and with ``junit`` the JUnit XML file.
     ``out``: the file ``compare`` wrote (``--out``), named by the note of a cut summary."""
-    from ..report import render_comparison_markdown
+    from ..comparison import render_comparison_markdown
 
     path = append_step_summary(render_comparison_markdown(comparison), full_text=_where(out))
     if path is not None:

@@ -1,5 +1,5 @@
 """The one comparison engine: paired tests chosen by the metric's kind, effect sizes with intervals, one family
-corrected as asked, and one verdict. Arrays in, typed results out; ``report._compare`` pairs the runs and renders.
+corrected as asked, and one verdict. Arrays in, typed results out; ``comparison`` pairs the runs and renders.
 
 Pass/fail → McNemar (exact, mid-p); an ordinal judge score → Wilcoxon signed-rank (p as ``scipy.stats.wilcoxon``'s
 default); a continuous metric → the paired sign-flip test of the mean difference (exact when 2^m ≤ the

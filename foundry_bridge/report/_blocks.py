@@ -1,5 +1,5 @@
 """A document as a list of blocks (headings, paragraphs, tables, lists, warnings), and its plain-text spelling for a
-terminal: aligned columns, headings underlined, nothing escaped. The comparison (``_compare_render``) and the run
+terminal: aligned columns, headings underlined, nothing escaped. The comparison (``comparison._render``) and the run
 report (``_plain``) build their documents of these blocks; each renderer only spells them."""
 
 from __future__ import annotations

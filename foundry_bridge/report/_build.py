@@ -55,7 +55,7 @@ from ._rows import Judge, RowInputs, RowsOut, fetch_rows, stream_rows, write_jso
 from ._stages import STAGE_RULES
 from ._trust import PASS_RATE_HALF_WIDTH, SCORE_HALF_WIDTH, trust_section
 
-__all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key"]
+__all__ = ["DEFAULT_WORST", "TABLE_ROWS", "ReportError", "build_report", "foundry_key", "read_run"]
 
 DEFAULT_WORST = 10  # worst queries shown per stage
 TABLE_ROWS = 2000  # up to this many queries, the report holds every row (the HTML's per-query table)
@@ -445,6 +445,12 @@ def _read(
     infos = _metric_infos(local.keys_, expected, found, params)
     scores = _score_columns(expected, found, run)
     return _Built(run_in, params, run, negative, found, infos, scores, local, warnings), specs
+
+
+def read_run(run_dir: str | os.PathLike[str], stage_k: int | None = None) -> _Built:
+    """A run's columns, metrics and parameters as the report reads them, without building a report: no row, no
+    stage, no canary, no queue (compare writes its tables from them)."""
+    return _read(run_dir, stage_k)[0]
 
 
 def _row_inputs(b: _Built, specs: dict[str, EvaluatorSpec | None], judge_based: bool = False) -> RowInputs:

@@ -1,4 +1,4 @@
-"""DataFrames out of a report, a comparison (``Report.to_pandas()`` and friends).
+"""DataFrames out of a report (``Report.to_pandas()`` and friends).
 
 pandas and polars are optional: each is imported inside the function that needs it, never by ``import
 foundry_bridge``. The per-query frame is built from the report's per-query rows, a row at a time: the rows
@@ -26,16 +26,12 @@ from .._lazy import optional_module
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from ._compare_model import MetricComparison
     from ._model import Report
 
 __all__ = [
     "FOUNDRY_FIELDS",
     "QUERY_FIELDS",
     "aggregates_frame",
-    "comparison_frame",
     "per_query_columns",
     "query_frame",
 ]
@@ -174,15 +170,3 @@ def aggregates_frame(report: Report, *, polars: bool = False) -> Any:
         rows, columns=["metric", "section", "source", "criterion", *_AGGREGATE_INTS, *_AGGREGATE_FLOATS]
     )
     return frame.astype({**dict.fromkeys(_AGGREGATE_INTS, "int64"), **dict.fromkeys(_AGGREGATE_FLOATS, "float64")})
-
-
-def comparison_frame(metrics: Sequence[MetricComparison], *, polars: bool = False) -> Any:
-    """``Comparison.to_pandas()``: one row per (candidate, section, metric) test of ``comparison.metrics``, with
-    the ``MetricComparison`` fields (the ``got_worse`` list left out: ``n_got_worse`` counts it)."""
-    rows = [m.model_dump(exclude={"got_worse"}) for m in metrics]
-    if polars:
-        return _polars().DataFrame(rows, strict=False)
-    pd = _pandas()
-    frame = pd.DataFrame(rows)
-    floats = ["baseline_mean", "candidate_mean", "delta", "ci_low", "ci_high", "p_value", "p_adjusted"]
-    return frame.astype(dict.fromkeys([c for c in floats if c in frame.columns], "float64"))

@@ -13,10 +13,10 @@ from html import escape
 
 from ..columns import RunColumns
 from ..dataset import QueryRecord
+from ..report._drill import DrillJudge, documents_html, is_judge, judges_html, ranked_documents
+from ..report._format import fmt_num
 from ..results import ResultRow
 from ._compare import Comparison
-from ._drill import DrillJudge, documents_html, is_judge, judges_html, ranked_documents
-from ._format import fmt_num
 
 __all__ = ["changed_queries", "query_view_html"]
 

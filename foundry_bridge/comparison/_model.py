@@ -1,12 +1,14 @@
 """The comparison's published rows: one test per (candidate, section, metric), the runs compared, coverage and the
-queries each run lacks, and every pair's ranking (``--all-pairs``). Computed by ``report._compare``."""
+queries each run lacks, and every pair's ranking (``--all-pairs``). Computed by ``comparison._compare``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._lazy import optional_module
 from ..metrics.significance import MetricKind, Verdict
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "RankedSystem",
     "RunSummaryRow",
     "Section_",
+    "comparison_frame",
 ]
 
 Section_ = Literal["positive", "negative"]
@@ -39,7 +42,6 @@ class RunSummaryRow(_Model):
     negative: int
     scores_scored: int = 0
     scores_expected: int = 0
-    stages: dict[str, int] = Field(default_factory=dict)
     means: dict[str, float | None] = Field(default_factory=dict, description="section:metric → mean")
 
 
@@ -156,3 +158,15 @@ class AllPairs(_Model):
     )
     rankings: list[MeasureRanking]
     pairs: list[PairComparison] = Field(description="every pair (A earlier on the command line), effect B − A")
+
+
+def comparison_frame(metrics: Sequence[MetricComparison], *, polars: bool = False) -> Any:
+    """``Comparison.to_pandas()``: one row per (candidate, section, metric) test of ``comparison.metrics``, with
+    the ``MetricComparison`` fields (the ``got_worse`` list left out: ``n_got_worse`` counts it)."""
+    rows = [m.model_dump(exclude={"got_worse"}) for m in metrics]
+    if polars:
+        return optional_module("polars", "polars DataFrames").DataFrame(rows, strict=False)
+    pd = optional_module("pandas", "DataFrames")
+    frame = pd.DataFrame(rows)
+    floats = ["baseline_mean", "candidate_mean", "delta", "ci_low", "ci_high", "p_value", "p_adjusted"]
+    return frame.astype(dict.fromkeys([c for c in floats if c in frame.columns], "float64"))

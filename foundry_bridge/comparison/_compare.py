@@ -2,8 +2,9 @@
 
 The statistics are ``metrics.significance``'s, the one comparison engine: each metric's test by its kind (the
 sign-flip for continuous metrics, Wilcoxon for a judge's ordinal score, McNemar for pass/fail — a judge's verdict,
-keyed ``<metric key>/pass``, and boolean metrics), one family, one ``Verdict``. This module pairs the queries and
-keeps the table; ``_compare_render`` prints it.
+keyed ``<metric key>/pass``, and boolean metrics), one family, one ``Verdict``. Pair → test → gate: the runs'
+tables are joined by query id (``_join``: the engine pairs, counts and ranks), this module tests each metric's
+paired vectors and keeps the table; ``_render`` prints it.
 
 The first run is the baseline; every other run is a candidate compared with it. Queries are paired by
 ``query_id``; positive and negative queries are compared separately; a query present in only one run is listed,
@@ -17,21 +18,18 @@ test at its own α unless a correction across gates is asked for, so a new gate 
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .._io import gc_paused
 from .._text import did_you_mean
-from ..catalog import CATALOG
 from ..errors import FoundryBridgeError, UsageError, spelled
-from ..metrics._arrays import Codes, IdIndex, same_distinct
 from ..metrics.measures import is_measure_name, measure_for_key, parse_measure
 from ..metrics.power import POWER, min_detectable_delta, queries_needed
 from ..metrics.significance import (
@@ -50,10 +48,17 @@ from ..metrics.significance import (
     verdict,
     westfall_young,
 )
-from ._aggregate import _bounds as metric_bounds
-from ._build import build_report, foundry_key
-from ._columns import SCORED
-from ._compare_model import (
+from ..report._aggregate import _bounds as metric_bounds
+from ..report._build import foundry_key
+from ..report._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
+from ..report._model import MetricInfo, Report
+from ..report._trust import noise_bands
+from ._drift import JudgeDrift, drift_rows
+from ._gate_trust import GateTrust, judge_trust_by_key, untrusted
+from ._gates import FloorOn, GateSpec, _canonical, as_gate, decide_floor, decide_lost, parse_fail_on, underpowered
+from ._join import PASS, SECTIONS, Engine, Paired, RunTable, engine, folder_table
+from ._join import metric_kind as _kind
+from ._model import (
     AllPairs,
     CandidateQueries,
     CoverageChange,
@@ -65,18 +70,11 @@ from ._compare_model import (
     Section_,
     _Model,
 )
-from ._drift import JudgeDrift, drift_rows
-from ._foundry import FoundryComparison, FoundryRequest, LocalLine, beside_foundry
-from ._gate_trust import GateTrust, judge_trust_by_key, untrusted
-from ._gates import FloorOn, GateSpec, _canonical, as_gate, decide_floor, decide_lost, parse_fail_on, underpowered
-from ._model import LIST_CAP, STAGES, MetricInfo, Report
-from ._trust import noise_bands
 
 __all__ = [
     "AllPairs",
     "CompareGateFailed",
     "CompareOptions",
-    "ComparedRun",
     "Comparison",
     "CoverageChange",
     "MeasureRanking",
@@ -90,9 +88,7 @@ __all__ = [
 ]
 
 SecondaryCorrection = Literal["westfall-young", "holm", "bh", "none"]
-PASS = "/pass"  # a judge's pass/fail verdict beside its score: ``<score key>/pass``
 MIN_PAIRED = 10  # fewer paired queries than this: "too few paired queries", no decision
-_SECTIONS: tuple[Section_, ...] = ("positive", "negative")
 _HEADLINE = ("rr", "recall", "ndcg")  # the local measures of the sweep table, at the stage k
 
 TEST_NAME = (
@@ -171,14 +167,14 @@ class Comparison(_Model):
         raise KeyError((candidate, metric, section))
 
     def to_pandas(self) -> Any:
-        """A pandas DataFrame with one row per (candidate, section, metric) test (``report._frames``)."""
-        from ._frames import comparison_frame
+        """A pandas DataFrame with one row per (candidate, section, metric) test (``_model.comparison_frame``)."""
+        from ._model import comparison_frame
 
         return comparison_frame(self.metrics)
 
     def to_polars(self) -> Any:
         """``to_pandas`` as a polars DataFrame."""
-        from ._frames import comparison_frame
+        from ._model import comparison_frame
 
         return comparison_frame(self.metrics, polars=True)
 
@@ -187,63 +183,6 @@ _TWO_RUNS = spelled(
     "compare_runs() needs at least two runs: [run_a, run_b, ...]",
     "compare needs at least two runs: RUN_A RUN_B [RUN_C ...]",
 )
-
-
-class ComparedRun(Protocol):
-    """What compare reads of a run: each query's id and kind, and each metric's values (a report's ``Columns``, or
-    the local measures computed from a run file, ``_compare_files``)."""
-
-    @property
-    def query_ids(self) -> Sequence[str]: ...
-
-    @property
-    def kinds(self) -> Codes: ...
-
-    @property
-    def foundry(self) -> Mapping[str, Any]: ...
-
-    def values(self, key: str, source: str) -> Any: ...
-
-
-class _Run:
-    """One run's queries for pairing: its columns (its report's, or ``columns`` given), each row's kind code (into
-    ``kind_names``) and, made only when a pairing needs it, its ids by value (``index``). Nothing per query is a
-    Python object."""
-
-    def __init__(self, report: Report | None, columns: ComparedRun | None = None) -> None:
-        if columns is None:
-            columns = None if report is None else report._columns
-        if columns is None:
-            raise UsageError("compare needs reports built by build_report (a report read from JSON has no columns)")
-        self.report = report
-        self.columns: ComparedRun = columns
-        self.kind_names = sorted(columns.kinds.names)
-        self.row_kind = columns.kinds.coded(self.kind_names)
-        self._index: IdIndex | None = None
-
-    @property
-    def index(self) -> IdIndex:
-        """The query ids by value (made at the first pairing that needs it, then kept for the next candidate)."""
-        if self._index is None:
-            self._index = IdIndex(self.columns.query_ids)
-        return self._index
-
-    def ids(self, rows: Any) -> list[str]:
-        """The query ids of ``rows``, in row order."""
-        import numpy as np
-
-        return [self.columns.query_ids[r] for r in np.sort(rows).tolist()]
-
-    def values(self, key: str, source: str, kind: MetricKind = "continuous") -> Any:
-        """``key``'s value per row, NaN where undefined; a pass/fail (``kind`` boolean, or a ``/pass`` key) is the
-        verdict as 0/1."""
-        import numpy as np
-
-        if source == "local" or kind != "boolean":
-            return self.columns.values(key, source)
-        cells = self.columns.foundry[key.removesuffix(PASS)].numbers()  # the verdicts read for each query's kind
-        passed = np.asarray(cells["passed"])
-        return np.where((cells["status"] == SCORED) & (passed >= 0), passed, np.nan).astype(np.float64)
 
 
 def run_names(
@@ -332,21 +271,6 @@ class _Selection:
         return self.chosen + [k for k in self.common if k not in self.chosen]
 
 
-def _kind(info: MetricInfo) -> tuple[MetricKind, bool]:
-    """A metric's kind by the catalog (local measures and unknown metrics: continuous), and whether it is a
-    judge's score (a judge's ordinal or continuous score: its pass/fail verdict is compared too, as ``/pass``)."""
-    spec = CATALOG.get(info.evaluator or "") if info.source == "foundry" else None
-    if spec is None:
-        return "continuous", False
-    try:
-        kind = spec.metric(info.metric).kind
-    except KeyError:
-        return "continuous", False
-    if kind == "boolean":
-        return "boolean", False
-    return ("ordinal" if kind == "ordinal" else "continuous"), spec.needs_deployment
-
-
 def _with_pass_rows(infos: dict[str, MetricInfo]) -> tuple[dict[str, MetricInfo], dict[str, MetricKind]]:
     """Every metric's info and kind, each judge score followed by its pass/fail row (``<key>/pass``)."""
     out: dict[str, MetricInfo] = {}
@@ -412,169 +336,52 @@ def _select(
     return _Selection(infos, kinds, common, chosen, specs, others)
 
 
-@dataclass(frozen=True)
-class _Settings:
-    seed: int
-    n_resamples: int
-    alpha: float
-    confidence: float
-
-
-@dataclass
-class _Pairing:
-    """A candidate's queries against the baseline's: per section, the paired rows of each run (baseline order),
-    and each baseline row's row in the candidate (-1: the candidate lacks it; None: the same rows)."""
-
-    queries: CandidateQueries
-    rows: dict[str, tuple[Any, Any]]
-    cand_row: Any | None
-
-
-def _pair(base: _Run, cand: _Run, name: str, base_name: str, warnings: list[str]) -> _Pairing:
-    """Runs with the same distinct query ids in the same order pair row by row (no index is made); otherwise by
-    their ids by value (``metrics._arrays.IdIndex``), a repeated id's last row standing for it."""
-    import numpy as np
-
-    to_base = np.array([base.kind_names.index(k) if k in base.kind_names else -1 for k in cand.kind_names] or [0])
-    base_kind: Any  # per baseline query (a row here, a distinct id below): its kind code,
-    rows_of: Any  # its first row (the order it is listed and paired in), its paired row in each run,
-    base_rows: Any  # whether the candidate has it and its kind code there (in the baseline's codes)
-    cand_rows: Any
-    cand_row: Any | None  # per baseline row: the candidate's row of its id (-1: none); None: the same rows
-    if same_distinct(base.columns.query_ids, cand.columns.query_ids):
-        base_kind, rows_of = base.row_kind, np.arange(len(base.row_kind), dtype=np.int32)
-        in_cand = np.ones(len(base_kind), bool)
-        cand_kind, base_rows, cand_rows, cand_row = to_base[cand.row_kind], rows_of, rows_of, None
-        only_base: list[str] = []
-        only_cand: list[str] = []
-    else:
-        b, c = base.index, cand.index
-        in_cand, at = c.locate(b.keys)
-        in_base, _ = b.locate(c.keys)
-        base_kind, rows_of = base.row_kind[b.last], b.first
-        cand_kind = to_base[cand.row_kind[c.last[at]]] if len(at) else np.zeros(0, np.int64)
-        base_rows, cand_rows = b.last, c.last[at]
-        only_base, only_cand = base.ids(b.first[~in_cand]), cand.ids(c.first[~in_base])
-        cand_row = b.rows_in(c)
-    changed = base.ids(rows_of[in_cand & (cand_kind != base_kind)])
-    if only_base or only_cand:
-        warnings.append(
-            f"{name}: {len(only_base)} query(ies) only in {base_name}, {len(only_cand)} only in {name}: "
-            "not paired (listed under queries)"
-        )
-    if changed:
-        warnings.append(f"{name}: {len(changed)} query(ies) changed kind: compared under the baseline's kind")
-    rows: dict[str, tuple[Any, Any]] = {}
-    for section in ("positive", "negative"):
-        code = base.kind_names.index(section) if section in base.kind_names else -1
-        paired = np.flatnonzero(in_cand & (base_kind == code))
-        if cand_row is None:  # the same rows, in order
-            rows[section] = (same := paired.astype(np.int32), same)
-            continue
-        paired = paired[np.argsort(rows_of[paired], kind="stable")]  # the baseline's order
-        rows[section] = (base_rows[paired], cand_rows[paired])
-    queries = CandidateQueries(
-        candidate=name, only_in_baseline=only_base, only_in_candidate=only_cand, kind_changed=changed
-    )
-    return _Pairing(queries, rows, cand_row)
-
-
-def _got_worse(ids: Sequence[str], defined: Any, b_all: Any, c_all: Any, d: Any, worse: Any) -> list[dict[str, Any]]:
-    """The LIST_CAP queries that got worse by the most, largest change first (ties in dataset order); ``worse``
-    indexes the paired differences ``d``, ``defined`` maps them back to the section's rows."""
-    import numpy as np
-
-    order = np.argsort(-np.abs(d[worse]), kind="stable")[:LIST_CAP]
-    rows = np.flatnonzero(defined)[worse[order]]
-    return [
-        {"query_id": ids[r], "baseline": bw, "candidate": cw}
-        for r, bw, cw in zip(rows.tolist(), b_all[rows].tolist(), c_all[rows].tolist(), strict=True)
-    ]
-
-
 def _finite(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
 def _row(
-    name: str,
-    section: Section_,
-    info: MetricInfo,
-    kind: MetricKind,
-    b_all: Any,
-    c_all: Any,
-    ids: Sequence[str],
+    name: str, section: Section_, info: MetricInfo, kind: MetricKind, stat: dict[str, Any], worse: list[dict[str, Any]]
 ) -> MetricComparison:
-    """One metric of one section, candidate vs baseline, over the queries defined in both: means, Δ, wins/ties/losses
-    and the queries that got worse; the test's interval and p are added by ``_tested`` (decided later,
-    ``_correct``)."""
-    import numpy as np
-
-    defined = ~(np.isnan(b_all) | np.isnan(c_all))
-    b, c = b_all[defined], c_all[defined]
-    n_paired = int(b.size)
-    means = (float(b.mean()), float(c.mean())) if n_paired else (None, None)
-    d = c - b
-    del b, c
-    hib = info.higher_is_better
-    worse_mask = (d < 0) if hib is not False else (d > 0)
-    wins = int(np.count_nonzero((d > 0) if hib is not False else (d < 0)))
-    worse = np.flatnonzero(worse_mask)
+    """One metric of one section, candidate vs baseline, over the queries defined in both: the join's ``GROUP BY``
+    numbers (means, Δ, its sd, wins/ties/losses) and its got-worse window; the test's interval and p are added by
+    ``_tested`` (decided later, ``_correct``)."""
+    n_paired = int(stat["n_paired"])
+    mean_a, mean_b = stat["means"] if n_paired else (None, None)
     return MetricComparison(
         candidate=name,
         section=section,
         metric=info.key,
-        higher_is_better=hib,
+        higher_is_better=info.higher_is_better,
         kind=kind,
         n_paired=n_paired,
-        n_excluded=len(ids) - n_paired,
-        baseline_mean=means[0],
-        candidate_mean=means[1],
-        delta=float(d.mean()) if n_paired else None,
+        n_excluded=int(stat["n"]) - n_paired,
+        baseline_mean=mean_a,
+        candidate_mean=mean_b,
+        delta=stat["delta"] if n_paired else None,
         ci_low=None,
         ci_high=None,
-        sd_diff=_finite(float(d.std(ddof=1))) if n_paired > 1 else None,
+        sd_diff=_finite(stat["sd"]) if n_paired > 1 and stat["sd"] is not None else None,
         p_value=None,
         test="",
         significant=False,
         verdict="not comparable" if not n_paired else "no significant change",
-        wins=wins,
-        ties=int(np.count_nonzero(d == 0)),
-        losses=int(worse.size),
-        got_worse=_got_worse(ids, defined, b_all, c_all, d, worse),
-        n_got_worse=int(worse.size),
+        wins=int(stat["wins"]),
+        ties=int(stat["ties"]),
+        losses=int(stat["losses"]),
+        got_worse=worse,
+        n_got_worse=int(stat["losses"]),
     )
 
 
-def _tested(mc: MetricComparison, test: PairedTest) -> None:
-    """``mc`` with its test's interval, effect sizes and p, in place."""
-    e = test.effect
-    mc.ci_low, mc.ci_high = _finite(e.low), _finite(e.high)
-    mc.d_z, mc.d_z_low, mc.d_z_high = _finite(e.d_z), _finite(e.d_low), _finite(e.d_high)
-    mc.rank_biserial, mc.n_informative, mc.p_value, mc.test = e.rank_biserial, test.n_informative, test.p, test.test
-
-
-class _RowIds(Sequence[str]):
-    """The query ids of some rows of a run (read one at a time: only the listed ones are)."""
-
-    def __init__(self, ids: Sequence[str], rows: Any) -> None:
-        self.ids, self.rows = ids, rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, i: Any) -> Any:
-        return self.ids[int(self.rows[i])]
-
-
-def _flip_matrix(ids: Mapping[Any, Sequence[str]], scores: Mapping[Any, list[Any]]) -> Any:
+def _flip_matrix(orders: Mapping[Any, Any], scores: Mapping[Any, list[Any]]) -> Any:
     """The pair's flip scores (``metrics.significance.flip_scores``) as one (queries × rows) matrix, the rows in the
-    order ``_compare_candidate`` returns them (metric by metric, the sections within), the queries of each section
-    sorted by id: a query's flip is the same whichever run is the baseline and wherever the runs list it."""
+    order ``_compare_pair`` returns them (metric by metric, the sections within), the queries of each section
+    sorted by id (``orders``): a query's flip is the same whichever run is the baseline and wherever the runs list
+    it."""
     import numpy as np
 
     sections = list(scores)
-    orders = {s: np.argsort(np.asarray(list(ids[s]), dtype=object), kind="stable") for s in sections}
     sizes = [len(orders[s]) for s in sections]
     offsets = dict(zip(sections, np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
     columns = len(scores[sections[0]]) if sections else 0
@@ -585,46 +392,49 @@ def _flip_matrix(ids: Mapping[Any, Sequence[str]], scores: Mapping[Any, list[Any
     return out
 
 
-def _compare_candidate(
-    base: _Run, cand: _Run, names: tuple[str, str], pairing: _Pairing, sel: _Selection, settings: _Settings
-) -> tuple[list[MetricComparison], list[PairedTest], Any]:
-    """Every metric the runs share (``sel.compared``), per section, ``names`` = (baseline, candidate), a metric at a
-    time: its values are fetched, its rows and tests made, and only the sign-flips' sorted |d| wait for the
-    section's Monte Carlo (``metrics.significance.PairedTests``: one generator per section, keyed by the two names
-    unordered and the section, so swapping baseline and candidate keeps p)."""
-    name, pair = names[1], "|".join(sorted(names))
-    sections = [(s, pairing.rows[s]) for s in _SECTIONS if len(pairing.rows[s][0])]
+def _compare_pair(
+    eng: Engine, pair: tuple[int, int], names: Sequence[str], sel: _Selection, opts: CompareOptions
+) -> tuple[list[MetricComparison], list[PairedTest], Any, Paired]:
+    """Run B of ``pair`` against run A on every metric they share (``sel.compared``), per section: the join
+    (``Engine.pair``), then a metric at a time its paired vectors fetched and tested, only the sign-flips' sorted
+    |d| waiting for the section's Monte Carlo (``metrics.significance.PairedTests``: one generator per section,
+    keyed by the two names unordered and the section, so swapping baseline and candidate keeps p)."""
+    i, j = pair
+    name, key_of_pair = names[j], "|".join(sorted((names[i], names[j])))
+    low = [k for k in sel.compared if sel.infos[k].higher_is_better is False]
+    paired = eng.pair(i, j, sel.compared, low, name)
+    sections = [s for s in SECTIONS if paired.sizes[s]]
     tests = {
         s: PairedTests(
-            rng=paired_generator(settings.seed, f"{pair}|{s}"),
-            n_resamples=settings.n_resamples,
-            confidence=settings.confidence,
+            rng=paired_generator(opts.seed, f"{key_of_pair}|{s}"),
+            n_resamples=opts.n_resamples,
+            confidence=opts.confidence,
         )
-        for s, _ in sections
+        for s in sections
     }
-    ids = {s: _RowIds(base.columns.query_ids, b_rows) for s, (b_rows, _) in sections}
-    rows: dict[str, list[MetricComparison]] = {s: [] for s, _ in sections}
-    scores: dict[str, list[Any]] = {s: [] for s, _ in sections}
+    orders = {s: eng.id_order(sel.compared[0], s) for s in sections} if sel.compared else {}
+    rows: dict[str, list[MetricComparison]] = {s: [] for s in sections}
+    scores: dict[str, list[Any]] = {s: [] for s in sections}
     for key in sel.compared:
         info, kind = sel.infos[key], sel.kinds[key]
-        bv, cv = base.values(key, info.source, kind), cand.values(key, info.source, kind)
-        for section, (b_rows, c_rows) in sections:
-            b_all, c_all = bv[b_rows], cv[c_rows]
+        values = eng.vectors(key)
+        for section in sections:
+            b_all, c_all = values[section]
             tests[section].add(PairedSample(b_all, c_all, kind))
             scores[section].append(flip_scores(b_all, c_all, kind))
-            rows[section].append(_row(name, section, info, kind, b_all, c_all, ids[section]))
-        del bv, cv
+            stat = paired.stats[section, key]
+            rows[section].append(_row(name, section, info, kind, stat, paired.worse.get((section, key), [])))
     done = {s: t.done() for s, t in tests.items()}
-    for section, _ in sections:
+    for section in sections:
         for mc, test in zip(rows[section], done[section], strict=True):
             _tested(mc, test)
-    ordered = [(rows[s][k], done[s][k]) for k in range(len(sel.compared)) for s, _ in sections]  # metric by metric
-    return [mc for mc, _ in ordered], [test for _, test in ordered], _flip_matrix(ids, scores)
+    ordered = [(rows[s][k], done[s][k]) for k in range(len(sel.compared)) for s in sections]  # metric by metric
+    return [mc for mc, _ in ordered], [test for _, test in ordered], _flip_matrix(orders, scores), paired
 
 
 @dataclass
 class _Compared:
-    """``_compare_columns``' result: every row with its test and its pair of runs (indexes into the runs), the
+    """``_compare_pairs``' result: every row with its test and its pair of runs (indexes into the runs), the
     baseline's coverage changes and each candidate's unpaired queries."""
 
     rows: list[MetricComparison]
@@ -635,87 +445,45 @@ class _Compared:
     flips: dict[tuple[int, int], Any]  # each pair's flip scores, one column per row of the pair, in order
 
 
-def _compare_columns(
-    runs: Sequence[_Run],
+def _compare_pairs(
+    eng: Engine,
     names: list[str],
     sel: _Selection,
-    settings: _Settings,
+    opts: CompareOptions,
     warnings: list[str],
     pairs: Sequence[tuple[int, int]],
 ) -> _Compared:
-    """Each pair of runs (``pairs``: (A, B) indexes, B compared with A; (0, j): a candidate against the baseline)
-    on their columns: pairing, the tests of every metric the runs share and section; for the baseline's pairs also
-    the unpaired queries, their warnings and coverage. One pairing is in memory at a time, and none once this
-    returns."""
+    """Each pair of runs (``pairs``: (A, B) indexes, B compared with A; (0, j): a candidate against the baseline):
+    the join, the tests of every metric the runs share and section; for the baseline's pairs also the unpaired
+    queries, their warnings and coverage."""
     out = _Compared([], [], [], [], [], {})
-    base_scored: dict[str, int] = {}
     for i, j in pairs:
-        a, b, baseline = runs[i], runs[j], i == 0
-        pairing = _pair(a, b, names[j], names[i], warnings if baseline else [])
-        rows, done, out.flips[i, j] = _compare_candidate(a, b, (names[i], names[j]), pairing, sel, settings)
+        rows, done, out.flips[i, j], paired = _compare_pair(eng, (i, j), names, sel, opts)
         out.rows += rows
         out.tests += done
         out.owners += [(i, j)] * len(rows)
-        if baseline:
-            out.queries.append(pairing.queries)
-            out.coverage += _coverage_changes(a, b, names[j], pairing, base_scored)
-        del pairing
+        if i == 0:
+            q = paired.queries
+            if q.only_in_baseline or q.only_in_candidate:
+                warnings.append(
+                    f"{names[j]}: {len(q.only_in_baseline)} query(ies) only in {names[0]}, "
+                    f"{len(q.only_in_candidate)} only in {names[j]}: not paired (listed under queries)"
+                )
+            if q.kind_changed:
+                warnings.append(
+                    f"{names[j]}: {len(q.kind_changed)} query(ies) changed kind: compared under the baseline's kind"
+                )
+            out.queries.append(q)
+            out.coverage += eng.coverage(j, names[j], eng.tables[0].foundry_keys)
     return out
 
 
-def _coverage_changes(
-    base: _Run, cand: _Run, name: str, pairing: _Pairing, scored: dict[str, int]
-) -> list[CoverageChange]:
-    """Coverage over the baseline's queries: a query the candidate lost counts as not scored (Foundry metrics of a
-    run folder; a run file has none)."""
-    import numpy as np
-
-    if base.report is None:
-        return []
-
-    n = len(base.columns.query_ids)
-    at = pairing.cand_row
-    out: list[CoverageChange] = []
-    for key in base.report.coverage.get("per_metric", {}):
-        if key not in scored:
-            col = base.columns.foundry.get(key)
-            scored[key] = 0 if col is None else int(np.count_nonzero(col.status() == SCORED))
-        c_col = cand.columns.foundry.get(key)
-        c_status = None if c_col is None else c_col.status()
-        if c_status is not None and at is not None:
-            c_status = c_status[at[at >= 0]]
-        c_scored = 0 if c_status is None else int(np.count_nonzero(c_status == SCORED))
-        b_rate = scored[key] / n if n else None
-        c_rate = c_scored / n if n else None
-        out.append(
-            CoverageChange(
-                candidate=name,
-                metric=key,
-                baseline=b_rate,
-                candidate_coverage=c_rate,
-                drop=(b_rate or 0.0) - (c_rate or 0.0),
-            )
-        )
-    return out
-
-
-@dataclass(frozen=True)
-class _GateRule:
-    """How the gate decides: α for each gate, the correction across the gate's tests (``none``: each at its own
-    α), the fewest paired queries a test needs, the judge-noise bands, the tolerated coverage drop (``None``: 0
-    when ``--fail-on`` is given, else unchecked) and whether a gate that cannot fire is skipped (else an error)."""
-
-    alpha: float
-    correction: Correction
-    min_paired: int
-    noise: Mapping[str, float]
-    coverage_drop: float | None
-    allow_empty: bool
-    power_delta: float | None = None
-    trust: Mapping[str, GateTrust] | None = None
-    trust_floor: float | None = None
-    floor_on: FloorOn = "interval"
-    confidence: float = 0.95
+def _tested(mc: MetricComparison, test: PairedTest) -> None:
+    """``mc`` with its test's interval, effect sizes and p, in place."""
+    e = test.effect
+    mc.ci_low, mc.ci_high = _finite(e.low), _finite(e.high)
+    mc.d_z, mc.d_z_low, mc.d_z_high = _finite(e.d_z), _finite(e.d_low), _finite(e.d_high)
+    mc.rank_biserial, mc.n_informative, mc.p_value, mc.test = e.rank_biserial, test.n_informative, test.p, test.test
 
 
 def _spec(section: str, metric: str) -> str:
@@ -774,7 +542,7 @@ def _checks(
     sel: _Selection,
     candidates: Sequence[str],
     by: Mapping[tuple[str, str, str], MetricComparison],
-    rule: _GateRule,
+    opts: CompareOptions,
 ) -> list[dict[str, Any]]:
     """One check per ``--fail-on`` (section, metric) × candidate, undecided: ``passed`` with its test's p, or
     ``skipped`` with why it could never fire (``_cannot_fire``); each with its test's power (``_power``)."""
@@ -782,8 +550,8 @@ def _checks(
     for section, metric, tol in sel.gate_specs:
         for cand in candidates:
             mc = by.get((cand, section, metric))
-            why = _cannot_fire(mc, cand, section, metric, rule.min_paired)
-            asked = rule.power_delta if rule.power_delta is not None else (tol if tol > 0 else None)
+            why = _cannot_fire(mc, cand, section, metric, opts.min_paired)
+            asked = opts.power_delta if opts.power_delta is not None else (tol if tol > 0 else None)
             checks.append(
                 {
                     "kind": "relative",
@@ -798,7 +566,7 @@ def _checks(
                     "p_gate": None,
                     "outcome": "skipped" if why else "passed",
                     "reason": why,
-                    "power": _power(mc, rule.alpha, asked),
+                    "power": _power(mc, opts.alpha, asked),
                 }
             )
     return checks
@@ -829,21 +597,21 @@ def _coverage_reasons(coverage: list[CoverageChange], tolerated: float) -> list[
     ]
 
 
-def _not_decided(checks: list[dict[str, Any]], rule: _GateRule, reasons: list[str]) -> list[str]:
-    """With a trust floor (``rule.trust_floor``), each decided check on a judge metric whose judge is not trusted
+def _not_decided(checks: list[dict[str, Any]], opts: CompareOptions, reasons: list[str]) -> list[str]:
+    """With a trust floor (``opts.trust_floor``), each decided check on a judge metric whose judge is not trusted
     (``_gate_trust.untrusted``: κ unknown or below the floor, or the corrected interval wider than the Δ asked —
     the power's Δ, else the observed |Δ|) becomes ``inconclusive``, neither passed nor failed: its failure reason
     leaves ``reasons``. Returns the inconclusive checks' reasons."""
-    if rule.trust_floor is None or rule.trust is None:
+    if opts.trust_floor is None or opts.trust is None:
         return []
     out: list[str] = []
     for c in checks:
-        trust = rule.trust.get(c["metric"])
+        trust = opts.trust.get(c["metric"])
         if c["outcome"] == "skipped" or trust is None:
             continue
         asked = c["power"]["delta"]
         effect = asked if asked is not None else (abs(c["delta"]) if c["delta"] else None)
-        why = untrusted(trust, rule.trust_floor, effect, c["power"]["queries_needed"])
+        why = untrusted(trust, opts.trust_floor, effect, c["power"]["queries_needed"])
         if not why:
             continue
         if c["outcome"] == "failed":
@@ -857,7 +625,7 @@ def _written_checks(
     sel: _Selection,
     names: Sequence[str],
     by: Mapping[tuple[str, str, str], MetricComparison],
-    rule: _GateRule,
+    opts: CompareOptions,
     floors: Mapping[tuple[str, str, str], Any],
 ) -> list[dict[str, Any]]:
     """One check per floor or lost gate × candidate (``_gates.decide_floor``, ``_gates.decide_lost``): a floor on
@@ -866,12 +634,12 @@ def _written_checks(
     for gate, key in sel.gates:
         for cand in names[1:]:
             if gate.kind == "floor":
-                on = gate.on or rule.floor_on
+                on = gate.on or opts.floor_on
                 values = floors[cand, gate.section, key]
                 bounds = metric_bounds(sel.infos[key])
                 checks.append(
                     decide_floor(
-                        gate, cand, values, on=on, confidence=rule.confidence, min_n=rule.min_paired, bounds=bounds
+                        gate, cand, values, on=on, confidence=opts.confidence, min_n=opts.min_paired, bounds=bounds
                     )
                 )
                 continue
@@ -905,7 +673,7 @@ def _gate(
     names: Sequence[str],
     comparisons: list[MetricComparison],
     coverage: list[CoverageChange],
-    rule: _GateRule,
+    opts: CompareOptions,
     floors: Mapping[tuple[str, str, str], Any] | None = None,
 ) -> dict[str, Any]:
     """The gate's one decision (``Comparison.gate``; the exit code, the JUnit cases and the pytest items read it).
@@ -917,9 +685,9 @@ def _gate(
     tolerated delta, so the table, the gate and the exit code say the same. A Foundry metric's coverage dropping by
     more than ``coverage_drop`` fails too. The false-alarm rate across gates is stated by ``_false_alarm``."""
     by = {(mc.candidate, str(mc.section), mc.metric): mc for mc in comparisons}
-    checks = _checks(sel, names[1:], by, rule)
-    written = _written_checks(sel, names, by, rule, floors or {})
-    if not rule.allow_empty:
+    checks = _checks(sel, names[1:], by, opts)
+    written = _written_checks(sel, names, by, opts, floors or {})
+    if not opts.allow_empty_gate:
         _refuse_empty(checks + written)
     ran = [c for c in checks if c["p"] is not None]
     reasons: list[str] = []
@@ -932,14 +700,14 @@ def _gate(
             c["outcome"] = "failed"
             c["reason"] = (
                 f"{mc.candidate}: {mc.section} {mc.metric} regressed by {abs(mc.delta or 0):.4g} "
-                f"({how} < {rule.alpha}; tolerated {c['tolerated']:g})"
+                f"({how} < {opts.alpha}; tolerated {c['tolerated']:g})"
             )
             reasons.append(c["reason"])
         else:
             c["reason"] = f"{mc.candidate}: {mc.section} {mc.metric}: {mc.verdict} ({how})"
             if mc.verdict == "worse":
                 c["reason"] += f", within the tolerated {c['tolerated']:g}"
-    inconclusive = _not_decided(checks, rule, reasons)
+    inconclusive = _not_decided(checks, opts, reasons)
     inconclusive += _underpowered(checks, by)
     for c in written:
         if c["outcome"] == "failed":
@@ -947,17 +715,17 @@ def _gate(
         elif c["outcome"] == "inconclusive":
             inconclusive.append(c["reason"])
     checks += written
-    checked = bool(sel.gate_specs or sel.gates) or rule.coverage_drop is not None
+    checked = bool(sel.gate_specs or sel.gates) or opts.coverage_drop is not None
     if checked:
-        reasons += _coverage_reasons(coverage, rule.coverage_drop or 0.0)
-    rate, statement = _false_alarm(len(ran), rule.alpha, rule.correction)
+        reasons += _coverage_reasons(coverage, opts.coverage_drop or 0.0)
+    rate, statement = _false_alarm(len(ran), opts.alpha, opts.gate_correction)
     return {
         "checked": checked,
         "failed": bool(reasons),
         "reasons": reasons,
         "inconclusive": inconclusive,
-        "alpha": rule.alpha,
-        "correction": rule.correction,
+        "alpha": opts.alpha,
+        "correction": opts.gate_correction,
         "tests": len(ran),
         "false_alarm_rate": rate,
         "false_alarm": statement if sel.gate_specs or sel.gates else "coverage only (no --fail-on)",
@@ -1061,176 +829,110 @@ def _local_lines(comparisons: list[MetricComparison], sel: _Selection) -> list[L
 noise_bands_by_key = noise_bands  # the name compare's callers know: each judge's bands under its report keys
 
 
-def _summary_row(rep: Report, name: str, chosen: list[str]) -> RunSummaryRow:
-    means: dict[str, float | None] = {}
-    for key in chosen:
-        for sec in (rep.positive, rep.negative):
-            agg = sec.metrics.get(key)
-            if agg is not None and sec.queries:
-                means[f"{sec.kind}:{key}"] = agg.mean
-    return RunSummaryRow(
-        label=name,
-        run_dir=rep.provenance.run_dir,
-        backend=rep.provenance.backend,
-        queries=int(rep.coverage.get("queries", 0)),
-        positive=rep.positive.queries,
-        negative=rep.negative.queries,
-        scores_scored=int(rep.coverage.get("scores_scored", 0)),
-        scores_expected=int(rep.coverage.get("scores_expected", 0)),
-        stages={s: rep.stages.counts.get(s, 0) for s in STAGES},
-        means=means,
-    )
+noise_bands_by_key = noise_bands  # the name compare's callers know: each judge's bands under its report keys
 
 
-def _headline(base: Report, metrics: Sequence[str] | None, chosen: list[str]) -> list[str]:
+def _headline(base: RunTable, metrics: Sequence[str] | None, chosen: list[str]) -> list[str]:
     """The sweep table's metrics: those asked for, else rr, recall and ndcg at the stage k and the primary Foundry
     metrics."""
     if metrics:
         return list(chosen)
-    k = base.params.stage_k
-    wanted = [(m @ k).key for m in map(parse_measure, _HEADLINE)]
-    wanted += [m.key for m in base.metrics if m.source == "foundry" and m.primary]
+    k = base.stage_k
+    wanted = [(m @ k).key for m in map(parse_measure, _HEADLINE)] if k is not None else []
+    wanted += [m.key for m in base.infos if m.source == "foundry" and m.primary]
     return [key for key in wanted if key in chosen]
 
 
-def _lean_report(run: str | os.PathLike[str]) -> Report:
-    """A run's report as compare needs it: no rows kept, no trust section, and only its columns' numbers (no
-    reasons, no holes)."""
-    report = build_report(run, worst=0, table_rows=0, trust=False)
-    report._holes = None
-    gc.collect()  # compare runs with the collector paused: the build's cycles go now, not after the next build
-    return report
-
-
-def _reports(
-    runs: Sequence[str | os.PathLike[str] | Report], progress: Callable[[str, int, int | None], None] | None
-) -> list[Report]:
-    """Each run's lean report (a built one as given), saying how many are read."""
-    reports: list[Report] = []
-    for run in runs:
-        reports.append(run if isinstance(run, Report) else _lean_report(run))
-        if progress is not None:
-            progress("reading runs", len(reports), len(runs))
-    return reports
+def _options(options: CompareOptions | None, choices: Mapping[str, Any]) -> CompareOptions:
+    """``options`` with ``choices`` (``CompareOptions``' fields as keywords, the Python API's spelling) put in."""
+    known = {f.name for f in fields(CompareOptions)}
+    unknown = sorted(set(choices) - known)
+    if unknown:
+        raise TypeError(f"compare_runs() got unexpected keyword argument(s) {', '.join(unknown)}")
+    return replace(options or CompareOptions(), **choices)
 
 
 @gc_paused()
 def compare_runs(
     runs: Sequence[str | os.PathLike[str] | Report],
+    options: CompareOptions | None = None,
     *,
-    metrics: Sequence[str] | None = None,
-    seed: int = 42,
-    n_resamples: int = 10_000,
-    alpha: float = 0.05,
-    confidence: float = 0.95,
-    fail_on: Sequence[str | GateSpec] = (),
-    coverage_drop: float | None = None,
     labels: Sequence[str] | None = None,
-    correction: SecondaryCorrection = "westfall-young",
-    gate_correction: Correction = "holm",
-    allow_empty_gate: bool = False,
-    min_paired: int = MIN_PAIRED,
-    noise: Mapping[str, float] | None = None,
-    judge_tests: bool = True,
     foundry: FoundryRequest | None = None,
-    all_pairs: bool = False,
-    power_delta: float | None = None,
-    trust: Mapping[str, GateTrust] | None = None,
-    trust_floor: float | None = None,
     anchor: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
     anchor_verdicts: str | os.PathLike[str] | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
-    floor_on: FloorOn = "interval",
+    **choices: Any,
 ) -> Comparison:
-    """Compare runs (folders or built reports); the first is the baseline. Never raises on a failed gate:
-    read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
+    """Compare run folders (or built reports: their folders); the first is the baseline. Pair → test → gate: each
+    run's metrics become a table of the engine (``_join``), each pair of runs is joined by query id, each metric's
+    paired differences tested (``metrics.significance``), the exploratory family corrected, the gate decided.
+    Never raises on a failed gate: read ``comparison.gate["failed"]`` (the CLI turns it into exit code 3).
 
-    ``metrics`` and ``fail_on`` name report keys: a Foundry key as written, or a local measure in any
-    ``parse_measure`` spelling (``MRR@10`` = ``rr@10``; ``ndcg`` alone = ndcg at every k of the runs). Every
-    metric the runs share is compared; ``metrics`` chooses the ones shown (``Comparison.metrics``, the sweep).
-    ``correction``: multiplicity control of the exploratory family, every test of every shared metric
-    (``_correct``). The gate (``_gate``) decides each ``fail_on`` test at ``alpha`` on its own p, or corrected
-    across the gate's tests with ``gate_correction`` (holm, bh), and states the false-alarm rate across gates; a
-    gate whose test cannot run (no comparable pair, fewer than ``min_paired``) is a ``UsageError``, or a skipped
-    check with ``allow_empty_gate``. ``noise``: report metric key → the judge-noise band (``noise_bands_by_key``);
-    a difference inside it is not a change. Each metric's test is chosen by its kind (``metrics.significance``): a
-    judge's score by Wilcoxon and its pass/fail verdict (``<key>/pass``) by McNemar, both in the one table and the
-    one family; ``judge_tests=False`` leaves the ``/pass`` rows out. Steps: build the reports → select the metrics →
-    per candidate: pair the queries, test each section's metrics → correct the exploratory family → gate →
-    summaries. ``foundry``: ask Foundry for its own comparison of the run folders (called with them before
-    anything else, e.g. ``foundry._insights.request_comparison``), shown beside the local rows, never gated.
-    ``all_pairs``: also every pair of candidates (``Comparison.all_pairs``: the runs ranked by each shown metric,
-    which pairs differ, compact letters, win/tie/loss matrix, effect sizes), all pairs in the one family; the gate
-    still compares each candidate with the baseline. Each gate check carries its test's power (``_power``): the
-    minimum detectable |Δ| at the current n and the queries needed for ``power_delta`` (default: the check's
-    tolerated drop when > 0), at ``alpha`` with 80 % power (``metrics.power``). ``trust`` (``judge_trust_by_key``
-    of the baseline's trust section) with ``trust_floor`` (a κ): a gated judge metric whose judge is below the floor
-    or whose corrected interval is wider than the gate's Δ is ``inconclusive`` (``gate["inconclusive"]``; the CLI's
-    exit 4 when nothing failed), with the labels / queries it needs (``_not_decided``). ``fail_on`` also takes
-    floors (``recall@5>=0.9``) and lost-query limits (``lost@5<=0``), as text or parsed (``_gates.GateSpec``, a
-    gate file's: ``_gates.load_gate_file``); a floor is decided on its candidate's 95 % interval or, with
-    ``floor_on="estimate"``, its point estimate; a relative gate that could not have seen the change asked about
-    is inconclusive too (``_gates``).
-    Each judge metric's row names the two runs' judges (``judges``, ``runfolder.judge_identities``) and says when
-    they differ (``judges_differ``). ``anchor`` (OLD, NEW): run folders of the same frozen rows judged by the old
-    and the new judge; ``Comparison.drift`` tells per judge metric "judge changed" from "system changed"
-    (``_drift``, the rule and its formulas), with each judge's κ against ``anchor_verdicts`` (human verdicts on the
-    anchor rows) when given.
-    ``progress(stage, done, total)``: ``("reading runs", i, len(runs))`` after each run's report is built (the
-    long part; the tests that follow take a fraction of it).
+    ``options`` (``CompareOptions``), or its fields as keywords (``fail_on=["rr@10"]``, ``n_resamples=500``):
+
+    - ``metrics`` and ``fail_on`` name report keys: a Foundry key as written, or a local measure in any
+      ``parse_measure`` spelling (``MRR@10`` = ``rr@10``; ``ndcg`` alone = ndcg at every k of the runs). Every
+      metric the runs share is compared; ``metrics`` chooses the ones shown. Each metric's test follows its kind: a
+      judge's score by Wilcoxon and its pass/fail verdict (``<key>/pass``) by McNemar, in the one table and the one
+      family (``judge_tests=False`` leaves the ``/pass`` rows out).
+    - ``correction``: the exploratory family's (``_correct``). The gate (``_gate``) decides each ``fail_on`` test at
+      ``alpha``, or corrected across the gate's tests with ``gate_correction``; a gate that cannot run (fewer than
+      ``min_paired``) is a ``UsageError``, or a skipped check with ``allow_empty_gate``. ``fail_on`` also takes
+      floors (``recall@5>=0.9``, decided on the candidate's interval or, ``floor_on="estimate"``, its mean) and
+      lost-query limits (``lost@5<=0``) (``_gates``); ``coverage_drop``: the tolerated drop of a Foundry metric's
+      coverage. Each check carries its power (``power_delta``); ``trust`` (``judge_trust_by_key``) with
+      ``trust_floor`` makes a gated judge metric whose judge is not trusted ``inconclusive`` (exit 4).
+    - ``noise``: report key → the judge's noise band (``noise_bands_by_key``): a change inside it is not a change.
+    - ``all_pairs``: every pair of runs tested and ranked (``Comparison.all_pairs``); the gate still compares each
+      candidate with the baseline.
+
+    ``labels``: the runs' names (default: their folders'). ``foundry``: Foundry's own comparison of the folders,
+    shown beside the local rows, never gated (e.g. ``foundry._insights.request_comparison``). ``anchor`` (OLD, NEW):
+    folders of the same frozen rows judged by the old and the new judge: ``Comparison.drift`` tells "judge
+    changed" from "system changed" (``_drift``), with each judge's κ against ``anchor_verdicts`` when given.
+    ``progress(stage, done, total)``: ``("reading runs", i, len(runs))`` after each run's tables are written.
+
+    Example::
+
+        comparison = compare_runs(["runs/a", "runs/b"], fail_on=["rr@10"])
+        comparison.get("b", "rr@10").verdict  # 'worse', 'better', 'no significant change', ...
     """
+    opts = _options(options, choices)
     if len(runs) < 2:
         raise UsageError(_TWO_RUNS)
     answer = foundry(runs) if foundry is not None else None
-    reports = _reports(runs, progress)
-    names = run_names([r.provenance.run_dir for r in reports], labels)
+    with engine() as (work, con):
+        tables = []
+        for i, run in enumerate(runs):
+            folder, k = (run.provenance.run_dir, run.params.stage_k) if isinstance(run, Report) else (run, None)
+            tables.append(folder_table(folder, k, work, i))
+            if progress is not None:
+                progress("reading runs", i + 1, len(runs))
+        names = run_names([t.run_dir for t in tables], labels)
+        eng = Engine(con, tables)
 
-    def describe(chosen: list[str]) -> tuple[list[str], list[RunSummaryRow]]:
-        rows = [_summary_row(rep, name, chosen) for rep, name in zip(reports, names, strict=True)]
-        return _headline(reports[0], metrics, chosen), rows
+        def describe(chosen: list[str]) -> tuple[list[str], list[RunSummaryRow]]:
+            rows = [eng.summary(i, name, chosen) for i, name in enumerate(names)]
+            return _headline(tables[0], opts.metrics, chosen), rows
 
-    comparison = compare_sources(
-        [_Run(r) for r in reports],
-        names,
-        [r.metrics for r in reports],
-        describe,
-        CompareOptions(
-            metrics=metrics,
-            seed=seed,
-            n_resamples=n_resamples,
-            alpha=alpha,
-            confidence=confidence,
-            fail_on=fail_on,
-            coverage_drop=coverage_drop,
-            correction=correction,
-            gate_correction=gate_correction,
-            allow_empty_gate=allow_empty_gate,
-            min_paired=min_paired,
-            noise=noise,
-            judge_tests=judge_tests,
-            all_pairs=all_pairs,
-            power_delta=power_delta,
-            trust=trust,
-            trust_floor=trust_floor,
-            floor_on=floor_on,
-        ),
-        answer,
-    )
-    _name_judges(comparison, reports, names)
+        comparison = compare_sources(eng, names, describe, opts, answer)
+    _name_judges(comparison, tables, names)
     if anchor is not None:
-        engine = {"seed": seed, "n_resamples": n_resamples, "alpha": alpha, "confidence": confidence,
-                  "correction": correction, "min_paired": min_paired}  # fmt: skip
-        comparison.drift = _anchor_drift(comparison, anchor, anchor_verdicts, engine)
+        engine_opts = CompareOptions(seed=opts.seed, n_resamples=opts.n_resamples, alpha=opts.alpha,
+                                     confidence=opts.confidence, correction=opts.correction,
+                                     min_paired=opts.min_paired)  # fmt: skip
+        comparison.drift = _anchor_drift(comparison, anchor, anchor_verdicts, engine_opts)
     return comparison
 
 
-def _name_judges(comparison: Comparison, reports: Sequence[Report], names: Sequence[str]) -> None:
+def _name_judges(comparison: Comparison, tables: Sequence[RunTable], names: Sequence[str]) -> None:
     """Each judge metric's row gets the two runs' judges (``runfolder.judge_identities`` of their folders), and
     ``judges_differ`` when both are named and differ (all-pairs rows are left as they are)."""
     from ..runfolder import judge_identities
 
-    judges = [judge_identities(r.provenance.run_dir) for r in reports]
-    criterion = {m.key: m.criterion for r in reports for m in r.metrics if m.source == "foundry" and m.criterion}
+    judges = [judge_identities(t.run_dir) for t in tables]
+    criterion = {m.key: m.criterion for t in tables for m in t.infos if m.source == "foundry" and m.criterion}
     at = {name: i for i, name in enumerate(names)}
     for mc in comparison.metrics:
         crit = criterion.get(mc.metric.removesuffix(PASS))
@@ -1245,17 +947,17 @@ def _anchor_drift(
     comparison: Comparison,
     anchor: tuple[str | os.PathLike[str], str | os.PathLike[str]],
     verdicts: str | os.PathLike[str] | None,
-    engine: Mapping[str, Any],
+    engine: CompareOptions,
 ) -> JudgeDrift:
     """The anchor's own comparison (OLD as baseline, NEW as candidate; the one engine with the comparison's
-    ``engine`` settings, its own family, the judge tests on) and, per judge metric of ``comparison``, the drift
+    ``engine`` opts, its own family, the judge tests on) and, per judge metric of ``comparison``, the drift
     verdict (``_drift.drift_rows``); with ``verdicts``, each anchor judge's κ against the humans
     (``trust_section`` → ``judge_trust_by_key``)."""
+    from ..report._trust import trust_section
     from ..runfolder import judge_identities
-    from ._trust import trust_section
 
     old, new = anchor
-    shift = compare_runs([old, new], labels=["old judge", "new judge"], **engine)
+    shift = compare_runs([old, new], engine, labels=["old judge", "new judge"])
     trusts = [judge_trust_by_key(trust_section(r, verdicts)) for r in anchor] if verdicts is not None else [{}, {}]
     return JudgeDrift(
         old=str(old),
@@ -1301,47 +1003,27 @@ def _pairs_of(n: int, all_pairs: bool) -> list[tuple[int, int]]:
 
 
 def compare_sources(
-    runs: Sequence[_Run],
-    names: list[str],
-    infos: Sequence[Sequence[MetricInfo]],
-    describe: Describe,
-    opts: CompareOptions,
-    answer: Any = None,
+    eng: Engine, names: list[str], describe: Describe, opts: CompareOptions, answer: Any = None
 ) -> Comparison:
-    """The comparison of runs given as columns (``_Run``) with their metrics (``infos``, one list per run):
-    select the metrics → per pair of runs: pair the queries, test each section's metrics → correct the one family
-    → gate → summaries (``describe``: the shown keys → the sweep's metrics and one ``RunSummaryRow`` per run) and,
-    with ``opts.all_pairs``, the ranking of every metric (``AllPairs``); ``answer``: Foundry's own comparison, put
-    beside the local rows. Steps and rules: ``compare_runs``."""
+    """The comparison of the runs of ``eng`` (run folders' or run files' tables): select the metrics → per pair
+    of runs: join, test each section's metrics → correct the one family → gate → summaries (``describe``: the
+    shown keys → the sweep's metrics and one ``RunSummaryRow`` per run) and, with ``opts.all_pairs``, the ranking
+    of every metric (``AllPairs``); ``answer``: Foundry's own comparison, put beside the local rows. Steps and
+    rules: ``compare_runs``."""
     warnings: list[str] = []
-    sel = _select(infos, opts.metrics, opts.fail_on, warnings)
+    sel = _select([t.infos for t in eng.tables], opts.metrics, opts.fail_on, warnings)
     if not opts.judge_tests:
         sel = _without_pass_rows(sel)
-    settings = _Settings(opts.seed, opts.n_resamples, opts.alpha, opts.confidence)
-    pairs = _pairs_of(len(runs), opts.all_pairs)
-    done = _compare_columns(runs, names, sel, settings, warnings, pairs)
+    done = _compare_pairs(eng, names, sel, opts, warnings, _pairs_of(len(names), opts.all_pairs))
     family, primary, left_out = _correct(done, sel, opts, names)
     baseline_rows = [mc for mc, (i, _) in zip(done.rows, done.owners, strict=True) if i == 0]
-    rule = _GateRule(
-        opts.alpha,
-        opts.gate_correction,
-        opts.min_paired,
-        opts.noise or {},
-        opts.coverage_drop,
-        opts.allow_empty_gate,
-        opts.power_delta,
-        opts.trust,
-        opts.trust_floor,
-        opts.floor_on,
-        opts.confidence,
-    )
     floors = {
-        (names[j], gate.section, key): _section_values(runs[j], sel, key, gate.section)
+        (names[j], gate.section, key): eng.section_values(j, key, gate.section)
         for gate, key in sel.gates
         if gate.kind == "floor"
-        for j in range(1, len(runs))
+        for j in range(1, len(names))
     }
-    gate = _gate(sel, names, baseline_rows, done.coverage, rule, floors)  # a gate that cannot fire stops here
+    gate = _gate(sel, names, baseline_rows, done.coverage, opts, floors)  # a gate that cannot fire stops here
     shown = set(sel.chosen)
     headline, summaries = describe(sel.chosen)
     return Comparison(
@@ -1365,31 +1047,16 @@ def compare_sources(
         gate=gate,
         warnings=warnings,
         foundry_comparison=beside_foundry(answer, names, _local_lines(baseline_rows, sel)),
-        all_pairs=_all_pairs(runs, names, sel, done) if opts.all_pairs else None,
+        all_pairs=_all_pairs(eng, names, sel, done) if opts.all_pairs else None,
     )
 
 
-def _section_values(run: _Run, sel: _Selection, key: str, section: str) -> Any:
-    """A run's values of ``key`` over its queries of ``section`` where it is defined (NaN left out)."""
-    import numpy as np
-
-    code = run.kind_names.index(section) if section in run.kind_names else -1
-    values = np.asarray(run.values(key, sel.infos[key].source, sel.kinds[key]), np.float64)[run.row_kind == code]
-    return values[~np.isnan(values)]
-
-
-def _system_means(run: _Run, sel: _Selection, key: str, section: str) -> float | None:
-    """A run's mean of ``key`` over its queries of ``section`` where it is defined (NaN left out)."""
-    from ..metrics.ranking import nan_mean
-
-    return nan_mean(_section_values(run, sel, key, section), "drop")
-
-
-def _all_pairs(runs: Sequence[_Run], names: list[str], sel: _Selection, done: _Compared) -> AllPairs:
+def _all_pairs(eng: Engine, names: list[str], sel: _Selection, done: _Compared) -> AllPairs:
     """Every pair's rows (shown metrics) and, per shown metric and section, the systems ranked by their means
     (``metrics.pairs.competition_ranks``), the pairs that differ after correction, their compact letters
     (``metrics.pairs.compact_letters``) and the win/tie/loss matrix."""
     from ..metrics.pairs import compact_letters, competition_ranks
+    from ..metrics.ranking import nan_mean
 
     shown = set(sel.chosen)
     pairs = [
@@ -1399,12 +1066,12 @@ def _all_pairs(runs: Sequence[_Run], names: list[str], sel: _Selection, done: _C
     ]
     rankings: list[MeasureRanking] = []
     for key in sel.chosen:
-        for section in _SECTIONS:
+        for section in SECTIONS:
             rows = [pc for pc in pairs if pc.metric == key and pc.section == section]
             if not any(pc.n_paired for pc in rows):
                 continue
             hib = sel.infos[key].higher_is_better
-            means = [_system_means(run, sel, key, section) for run in runs]
+            means = [nan_mean(eng.section_values(i, key, section), "drop") for i in range(len(names))]
             ranks = competition_ranks(means, higher_is_better=hib)
             order = sorted(range(len(names)), key=lambda i: (ranks[i], i))
             differ = [(pc.baseline, pc.candidate) for pc in rows if pc.significant]

@@ -29,8 +29,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._compare_model import MetricComparison
 from ._gate_trust import GateTrust
+from ._model import MetricComparison
 
 __all__ = ["DRIFT_RULE", "DriftRow", "DriftVerdict", "JudgeDrift", "drift_rows", "drift_verdict", "judges_note"]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._model import foundry_key
-from ._trust_model import JudgeEntry, MeanOut, TrustSection
+from ..report._model import foundry_key
+from ..report._trust_model import JudgeEntry, MeanOut, TrustSection
 
 __all__ = ["GateTrust", "judge_trust_by_key", "untrusted"]
 

@@ -12,15 +12,14 @@ from html import escape
 from typing import Any
 
 from .._text import printable
-from ._blocks import Block as _Block
-from ._blocks import Strong, blocks_text
-from ._blocks import squeeze as _squeeze
-from ._blocks import table as _table
+from ..report._blocks import Block as _Block
+from ..report._blocks import Strong, blocks_text
+from ..report._blocks import squeeze as _squeeze
+from ..report._blocks import table as _table
+from ..report._format import fmt_num
+from ..report._foundry import render_foundry_markdown
 from ._compare import Comparison, MeasureRanking, MetricComparison, PairComparison
 from ._drift import judges_note
-from ._format import fmt_num
-from ._foundry import render_foundry_markdown
-from ._model import STAGES
 from ._query_view import query_view_html
 
 __all__ = [
@@ -151,16 +150,16 @@ def _mark(mc: MetricComparison | None) -> str:
 
 
 def _sweep(comparison: Comparison) -> list[_Block]:
-    """Runs × headline metrics on positive queries: mean and Δ vs the baseline (run folders: coverage and stages)."""
+    """Runs × headline metrics on positive queries: mean and Δ vs the baseline (run folders: coverage)."""
     by = {(m.candidate, m.section, m.metric): m for m in comparison.metrics}
     heads = comparison.headline[:10]
     folders = comparison.qrels is None
-    headers = ["run", *(("coverage", *STAGES) if folders else ()), *heads]
+    headers = ["run", *(("coverage",) if folders else ()), *heads]
     rows: list[Sequence[str]] = []
     for run in comparison.runs:
         cells = [run.label]
         if folders:
-            cells += [f"{run.scores_scored}/{run.scores_expected}", *(str(run.stages.get(s, 0)) for s in STAGES)]
+            cells.append(f"{run.scores_scored}/{run.scores_expected}")
         cells += [fmt_num(run.means.get(f"positive:{h}")) + _mark(by.get((run.label, "positive", h))) for h in heads]
         rows.append(cells)
     what = "positive queries" if folders else "every qrels topic"

@@ -1,5 +1,5 @@
 """``compare --qrels QRELS RUN…``: run files (TREC, BEIR ``.json``, the project's JSONL) scored with the local
-measures at compare time, then compared by the one engine (``_compare.compare_sources``: the same pairing, tests,
+measures at compare time, then compared by the one engine (``_compare.compare_sources``: the same join, tests,
 family, gate, JUnit and rendering as run folders). No run folder, no Foundry column.
 
 The per-query values are trec_eval's with ``-c`` (and pytrec_eval's on the topics a run has):
@@ -25,24 +25,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..metrics._arrays import Codes
 from ..metrics.measures import Measure, is_measure_name, parse_measure
-from ._compare import (
-    _TWO_RUNS,
-    CompareOptions,
-    Comparison,
-    RunSummaryRow,
-    _Run,
-    compare_sources,
-    run_names,
-)
+from ..report._model import MetricInfo
+from ._compare import _TWO_RUNS, CompareOptions, Comparison, RunSummaryRow, compare_sources, run_names
 from ._gates import GateSpec, as_gate
-from ._model import MetricInfo
+from ._join import Engine, arrays_table, engine
 
 __all__ = ["DEFAULT_MEASURES", "TOPICS_RULE", "ScoredRuns", "compare_run_files", "score_run_files"]
 
@@ -52,19 +44,6 @@ TOPICS_RULE = (
     "trec_eval -c: every qrels topic, in one section; a run's query not in the qrels left out, a qrels topic a run "
     "lacks scored as an empty ranking; a judged topic without a relevant label counts as 0"
 )
-
-
-@dataclass
-class _MeasureColumns:
-    """One run file's per-topic values of the measures compared (``_compare.ComparedRun``): every topic positive."""
-
-    query_ids: Sequence[str]
-    kinds: Codes
-    local: dict[str, Any]
-    foundry: dict[str, Any] = field(default_factory=dict)
-
-    def values(self, key: str, source: str) -> Any:
-        return self.local[key]
 
 
 def _measures(metrics: Sequence[str] | None, fail_on: Sequence[str | GateSpec]) -> list[Measure]:
@@ -235,16 +214,12 @@ def compare_run_files(
         qrels, runs, measures, relevance_threshold=relevance_threshold, mapping_path=mapping_path, labels=labels
     )
     topics, names = scored.topics, scored.names
-    kinds = Codes()
-    for _ in topics:
-        kinds.append("positive")
     infos = [
         MetricInfo(
             key=m.key, source="local", metric=m.key, higher_is_better=m.higher_is_better, definition=m.definition
         )
         for m in measures
     ]
-    sources = [_Run(None, _MeasureColumns(topics, kinds, values)) for values in scored.values]
     judged = np.ones(len(topics), bool)  # every topic is a qrels topic
     means = [{k: average(v, judged, "trec_eval") for k, v in values.items()} for values in scored.values]
 
@@ -269,7 +244,12 @@ def compare_run_files(
         judge_tests=False,
         **options,
     )
-    comparison = compare_sources(sources, names, [infos] * len(sources), describe, opts)
+    with engine() as (work, con):
+        tables = [
+            arrays_table(topics, values, infos, str(path), work, i)
+            for i, (values, path) in enumerate(zip(scored.values, runs, strict=True))
+        ]
+        comparison = compare_sources(Engine(con, tables), names, describe, opts)
     who, notes = relevance_labels or (None, ())
     comparison.warnings = [*notes, *scored.warnings, *comparison.warnings]
     comparison.qrels = {

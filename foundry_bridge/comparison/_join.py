@@ -1,0 +1,360 @@
+"""Runs as tables, and pairing them as a join of the engine.
+
+Each run is a Parquet file of its queries (``row``, ``query_id``, ``kind``) and a folder of its cells, one per
+query and metric key (``row``, ``key``, ``value``: what compare pairs, NULL where undefined, errored or missing;
+``score``: what the run's report averages; ``scored``: a Foundry metric's status is scored). A run folder's are
+written by its own engine from the report's views (``report._build.read_run``: no per-query row, no stage, no
+canary, no queue); a run file's from the measures computed at compare time (``_files``).
+
+One connection reads every run's files. A query id stands for its last row and is listed at its first
+(``ids<i>``). Pairing runs A and B is ``JOIN … USING (query_id, key)`` under A's kind (the section); the queries
+only in one run are anti-joins; n, means, Δ, its sd and wins/ties/losses per (section, key) one ``GROUP BY``; the
+queries that got worse by the most a window. Only each metric's paired vectors, in A's order, leave the engine for
+the tests (``metrics.significance``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..catalog import CATALOG
+from ..columns import _quote
+from ..metrics.significance import MetricKind
+from ..report._model import LIST_CAP, MetricInfo
+from ._model import CandidateQueries, CoverageChange, RunSummaryRow, Section_
+
+__all__ = ["PASS", "SECTIONS", "Engine", "RunTable", "arrays_table", "engine", "folder_table", "metric_kind"]
+
+PASS = "/pass"  # a judge's pass/fail verdict beside its score: ``<score key>/pass``
+SECTIONS: tuple[Section_, ...] = ("positive", "negative")
+
+
+@dataclass
+class RunTable:
+    """One run as compare reads it: its metrics, its two Parquet files (module docstring) and, for the sweep, where
+    it came from and how its report averages a local metric (``nan_policy``)."""
+
+    infos: list[MetricInfo]
+    queries: Path
+    cells: Path
+    run_dir: str
+    backend: str | None = None
+    nan_policy: str = "drop"
+    stage_k: int | None = None
+    foundry_keys: list[str] = field(default_factory=list)  # coverage: each Foundry metric (no /pass row)
+
+
+def metric_kind(info: MetricInfo) -> tuple[MetricKind, bool]:
+    """A metric's kind by the catalog (local measures and unknown metrics: continuous), and whether it is a
+    judge's score (a judge's ordinal or continuous score: its pass/fail verdict is compared too, as ``/pass``)."""
+    spec = CATALOG.get(info.evaluator or "") if info.source == "foundry" else None
+    if spec is None:
+        return "continuous", False
+    try:
+        kind = spec.metric(info.metric).kind
+    except KeyError:
+        return "continuous", False
+    if kind == "boolean":
+        return "boolean", False
+    return ("ordinal" if kind == "ordinal" else "continuous"), spec.needs_deployment
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def folder_table(run_dir: str | os.PathLike[str], stage_k: int | None, work: Path, index: int) -> RunTable:
+    """A run folder's tables (``queries-<index>``, ``cells-<index>`` in ``work``), written by its own engine from
+    the report's views. A boolean metric's value is its verdict read for the query's kind (0/1); a judge's score
+    has its verdict beside it as ``<key>/pass`` (``metric_kind``)."""
+    from ..report._build import read_run
+
+    b = read_run(run_dir, stage_k)
+    parts: list[str] = []
+    for info in b.infos:
+        kind, judge = metric_kind(info)
+        key = info.key
+        if info.source == "local":
+            v = _quote(key)
+            value = f"CASE WHEN isnan({v}) THEN NULL ELSE {v} END"
+            parts.append(
+                f"SELECT row, {_literal(key)} AS key, {value} AS value, {value} AS score, NULL AS scored FROM queries"
+            )
+            continue
+        view = b.scores[key].view
+        score = "CASE WHEN status = 0 AND NOT isnan(score) THEN score END"
+        verdict = "CASE WHEN status = 0 AND passed IS NOT NULL THEN passed::DOUBLE END"
+        value = verdict if kind == "boolean" else score
+        parts.append(
+            f"SELECT row, {_literal(key)} AS key, {value} AS value, {score} AS score, status = 0 AS scored FROM {view}"
+        )
+        if judge:
+            parts.append(
+                f"SELECT row, {_literal(key + PASS)} AS key, {verdict} AS value, NULL AS score, NULL AS scored "
+                f"FROM {view}"
+            )
+    parts = parts or ["SELECT NULL AS row, NULL AS key, NULL AS value, NULL AS score, NULL AS scored LIMIT 0"]
+    queries, cells = work / f"queries-{index}.parquet", work / f"cells-{index}"
+    cells.mkdir()
+    b.run.sql(
+        f"COPY (SELECT row::BIGINT AS row, query_id::VARCHAR AS query_id, kind::VARCHAR AS kind FROM queries) "
+        f"TO '{_path(queries)}' (FORMAT parquet)"
+    )
+    for n, part in enumerate(parts):  # a query each: the engine's memory holds one metric's view at a time
+        b.run.sql(
+            f"COPY (SELECT row::BIGINT AS row, key::VARCHAR AS key, value::DOUBLE AS value, score::DOUBLE AS score, "
+            f"scored::BOOLEAN AS scored FROM ({part})) TO '{_path(cells / f'{n}.parquet')}' (FORMAT parquet)"
+        )
+    b.run.close()
+    return RunTable(
+        infos=list(b.infos),
+        queries=queries,
+        cells=cells,
+        run_dir=str(Path(b.run_in.run_dir).resolve()),
+        backend=b.run_in.manifest.get("backend"),
+        nan_policy=b.params.nan_policy,
+        stage_k=b.params.stage_k,
+        foundry_keys=[m.key for m in b.infos if m.source == "foundry"],
+    )
+
+
+def arrays_table(
+    query_ids: Sequence[str], values: dict[str, Any], infos: list[MetricInfo], run_dir: str, work: Path, index: int
+) -> RunTable:
+    """A run file's tables: every topic positive, each measure's values (NaN: undefined) as cells."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = len(query_ids)
+    rows = np.arange(n, dtype=np.int64)
+    queries, cells = work / f"queries-{index}.parquet", work / f"cells-{index}"
+    cells.mkdir()
+    kinds = {"row": pa.int64(), "query_id": pa.string(), "kind": pa.string()}
+    pq.write_table(pa.table([rows, list(query_ids), ["positive"] * n], schema=pa.schema(kinds)), queries)
+    types = pa.schema({"row": pa.int64(), "key": pa.string(), "value": pa.float64(), "score": pa.float64(),
+                       "scored": pa.bool_()})  # fmt: skip
+    for m, (key, v) in enumerate(values.items()):  # one file a measure, as a run folder's
+        v = np.asarray(v, np.float64)
+        value = pa.array(v, pa.float64(), mask=np.isnan(v))
+        pq.write_table(pa.table([rows, [key] * n, value, value, pa.nulls(n, pa.bool_())], schema=types),
+                       cells / f"{m}.parquet")  # fmt: skip
+    return RunTable(infos=infos, queries=queries, cells=cells, run_dir=run_dir)
+
+
+@dataclass
+class Paired:
+    """One pair's join: the unpaired queries and, per (section, key), the GROUP BY's numbers and the got-worse
+    window's rows."""
+
+    queries: CandidateQueries
+    sizes: dict[str, int]  # paired queries per section
+    stats: dict[tuple[str, str], dict[str, Any]]
+    worse: dict[tuple[str, str], list[dict[str, Any]]]
+
+
+class Engine:
+    """One connection over every run's tables (``tables``), views per run ``i``: ``queries<i>``, ``cells<i>``,
+    ``ids<i>`` (each query id once: its first row, its last row and that row's kind) and ``v<i>`` (each id's cells
+    of its last row)."""
+
+    def __init__(self, con: Any, tables: Sequence[RunTable]) -> None:
+        self.con, self.tables = con, tables
+        for i, t in enumerate(tables):
+            con.execute(f"CREATE VIEW queries{i} AS SELECT * FROM read_parquet('{_path(t.queries)}')")
+            con.execute(f"CREATE VIEW cells{i} AS SELECT * FROM read_parquet('{_path(t.cells)}/*.parquet')")
+            con.execute(
+                f"CREATE VIEW ids{i} AS SELECT query_id, min(row) AS first, max(row) AS last, arg_max(kind, row) "
+                f"AS kind FROM queries{i} GROUP BY query_id"
+            )
+            con.execute(
+                f"CREATE VIEW v{i} AS SELECT d.query_id, d.first, d.kind, c.key, c.value FROM ids{i} d "
+                f"JOIN cells{i} c ON c.row = d.last"
+            )
+
+    def pair(self, i: int, j: int, keys: Sequence[str], lower_is_better: Sequence[str], name: str) -> Paired:
+        """Run ``j`` against run ``i`` on ``keys``: the join into the temporary table ``pair`` (A's kind is the
+        section, A's first row the order), its anti-joins, its ``GROUP BY`` and its got-worse window (a key in
+        ``lower_is_better`` got worse when it rose)."""
+        con = self.con
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE pair AS SELECT a.kind AS section, key, a.first AS pos, query_id, "
+            f"a.value AS va, b.value AS vb, b.value - a.value AS d FROM v{i} a JOIN v{j} b USING (query_id, key) "
+            "WHERE list_contains($keys, key) AND a.kind IN ('positive', 'negative')",
+            {"keys": list(keys)},
+        )
+
+        def ids(sql: str) -> list[str]:
+            return [r[0] for r in con.execute(sql).fetchall()]
+
+        queries = CandidateQueries(
+            candidate=name,
+            only_in_baseline=ids(f"SELECT query_id FROM ids{i} ANTI JOIN ids{j} USING (query_id) ORDER BY first"),
+            only_in_candidate=ids(f"SELECT query_id FROM ids{j} ANTI JOIN ids{i} USING (query_id) ORDER BY first"),
+            kind_changed=ids(
+                f"SELECT query_id FROM ids{i} a JOIN ids{j} b USING (query_id) WHERE a.kind <> b.kind ORDER BY a.first"
+            ),
+        )
+        sizes = dict(
+            con.execute(f"SELECT kind, count(*) FROM ids{i} SEMI JOIN ids{j} USING (query_id) GROUP BY kind").fetchall()
+        )
+        stats: dict[tuple[str, str], dict[str, Any]] = {}
+        for section, key, n, n_paired, mean_a, mean_b, delta, sd, up, same, down in con.execute(
+            "SELECT section, key, count(*), count(d), avg(va) FILTER (d IS NOT NULL), avg(vb) FILTER (d IS NOT NULL), "
+            "avg(d), stddev_samp(d), count(*) FILTER (d > 0), count(*) FILTER (d = 0), count(*) FILTER (d < 0) "
+            "FROM pair GROUP BY ALL"
+        ).fetchall():
+            low = key in lower_is_better
+            stats[section, key] = {
+                "n": n,
+                "n_paired": n_paired,
+                "means": (mean_a, mean_b),
+                "delta": delta,
+                "sd": sd,
+                "wins": down if low else up,
+                "ties": same,
+                "losses": up if low else down,
+            }
+        worse: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for section, key, qid, a, b in con.execute(
+            "SELECT section, key, query_id, va, vb FROM pair WHERE CASE WHEN list_contains($low, key) THEN d > 0 "
+            "ELSE d < 0 END QUALIFY row_number() OVER (PARTITION BY section, key ORDER BY abs(d) DESC, pos) <= $cap "
+            "ORDER BY section, key, abs(d) DESC, pos",
+            {"low": list(lower_is_better), "cap": LIST_CAP},
+        ).fetchall():
+            worse.setdefault((section, key), []).append({"query_id": qid, "baseline": a, "candidate": b})
+        return Paired(queries, {s: int(sizes.get(s, 0)) for s in SECTIONS}, stats, worse)
+
+    def vectors(self, key: str) -> dict[str, tuple[Any, Any]]:
+        """``key``'s paired values per section of the pair, in A's order (NaN: undefined): one read of the pair
+        table a metric."""
+        import numpy as np
+
+        got = self.con.execute("SELECT section, va, vb FROM pair WHERE key = ? ORDER BY section, pos", [key])
+        f = got.fetchnumpy()
+        section = np.asarray(f["section"], dtype=object)
+        a, b = (np.ma.filled(np.ma.asarray(f[c], np.float64), np.nan) for c in ("va", "vb"))
+        return {s: (a[section == s], b[section == s]) for s in SECTIONS}
+
+    def id_order(self, key: str, section: str) -> Any:
+        """The section's paired queries (A's order) sorted by query id: the flips' row order."""
+        import numpy as np
+
+        got = self.con.execute(
+            "SELECT rank FROM (SELECT pos, row_number() OVER (ORDER BY query_id) AS rank FROM pair WHERE key = ? "
+            "AND section = ?) ORDER BY pos",
+            [key, section],
+        ).fetchnumpy()
+        return np.argsort(np.asarray(got["rank"]), kind="stable")
+
+    def coverage(self, j: int, name: str, keys: Sequence[str]) -> list[CoverageChange]:
+        """Coverage of each Foundry metric over the baseline's rows: its scored share in the baseline, and the
+        share of those rows whose query id is scored in run ``j`` (a query it lacks counts as not scored)."""
+        if not keys:
+            return []
+        n = int(self.con.execute("SELECT count(*) FROM queries0").fetchone()[0])
+        base = dict(
+            self.con.execute(
+                "SELECT key, count(*) FILTER (scored) FROM cells0 WHERE list_contains($k, key) GROUP BY key",
+                {"k": list(keys)},
+            ).fetchall()
+        )
+        cand = dict(
+            self.con.execute(
+                f"SELECT c.key, count(*) FILTER (c.scored) FROM queries0 q JOIN ids{j} d USING (query_id) "
+                f"JOIN cells{j} c ON c.row = d.last WHERE list_contains($k, c.key) GROUP BY c.key",
+                {"k": list(keys)},
+            ).fetchall()
+        )
+        out = []
+        for key in keys:
+            b_rate = base.get(key, 0) / n if n else None
+            c_rate = cand.get(key, 0) / n if n else None
+            out.append(
+                CoverageChange(
+                    candidate=name,
+                    metric=key,
+                    baseline=b_rate,
+                    candidate_coverage=c_rate,
+                    drop=(b_rate or 0.0) - (c_rate or 0.0),
+                )
+            )
+        return out
+
+    def section_values(self, j: int, key: str, section: str) -> Any:
+        """Run ``j``'s defined values of ``key`` over its rows of ``section``, in row order."""
+        import numpy as np
+
+        got = self.con.execute(
+            f"SELECT c.value FROM queries{j} q JOIN cells{j} c USING (row) WHERE c.key = ? AND q.kind = ? "
+            "AND c.value IS NOT NULL ORDER BY row",
+            [key, section],
+        ).fetchnumpy()
+        return np.asarray(got["value"], np.float64)
+
+    def summary(self, i: int, label: str, chosen: Sequence[str]) -> RunSummaryRow:
+        """Run ``i``'s row of the sweep: its queries by kind, its Foundry scores scored of expected, and each shown
+        metric's mean per kind as its report states it (a local metric under the run's NaN policy)."""
+        t = self.tables[i]
+        kinds = dict(self.con.execute(f"SELECT kind, count(*) FROM queries{i} GROUP BY kind").fetchall())
+        n = sum(kinds.values())
+        scored = self.con.execute(
+            f"SELECT count(*) FILTER (scored) FROM cells{i} WHERE list_contains($k, key)", {"k": t.foundry_keys}
+        ).fetchone()[0]
+        source = {m.key: m.source for m in t.infos}
+        got = {
+            (kind, key): (mean, undefined, zerofilled)
+            for kind, key, mean, undefined, zerofilled in self.con.execute(
+                f"SELECT q.kind, c.key, avg(c.score), count(*) - count(c.score), avg(coalesce(c.score, 0)) "
+                f"FROM queries{i} q JOIN cells{i} c USING (row) WHERE list_contains($k, c.key) GROUP BY ALL",
+                {"k": [k for k in chosen if k in source]},
+            ).fetchall()
+        }
+        means: dict[str, float | None] = {}
+        for key in chosen:
+            for kind in SECTIONS:
+                if (kind, key) not in got:
+                    continue
+                mean, undefined, zerofilled = got[kind, key]
+                if source[key] == "local" and t.nan_policy == "propagate" and undefined:
+                    mean = None
+                elif source[key] == "local" and t.nan_policy == "zerofill":
+                    mean = zerofilled
+                means[f"{kind}:{key}"] = mean
+        return RunSummaryRow(
+            label=label,
+            run_dir=t.run_dir,
+            backend=t.backend,
+            queries=n,
+            positive=int(kinds.get("positive", 0)),
+            negative=int(kinds.get("negative", 0)),
+            scores_scored=int(scored or 0),
+            scores_expected=n * len(t.foundry_keys),
+            means=means,
+        )
+
+
+@contextmanager
+def engine() -> Iterator[tuple[Path, Any]]:
+    """A work folder for the runs' tables and one connection (``columns.connect``: memory limit, spilling there),
+    both gone on exit."""
+    from ..columns import connect
+
+    work = Path(tempfile.mkdtemp(prefix="foundry-bridge-compare-"))
+    con = connect(work)
+    try:
+        yield work, con
+    finally:
+        con.close()
+        shutil.rmtree(work, ignore_errors=True)
