@@ -6,7 +6,9 @@
 ``RUN`` is a sealed run folder of ``bench_scale.py``'s local path (``--paths local``). Whole processes, each
 measured like ``bench_scale.py`` (wall, CPU = user + system, peak RSS), ``--repeats`` times alternating, medians:
 
-- **report**: ``report RUN --format json --out R`` — the report and its per-query file ``R.queries.jsonl``.
+- **report**: ``report RUN --format json --per-query jsonl --out R`` — the report and its per-query file
+  ``R.queries.jsonl`` (the rows the engine bound below writes, and the base's format).
+- **parquet**: the same report with its default per-query file, ``R.queries.parquet`` (what a user runs).
 - **base** (with ``--base``): the same command from another checkout (a worktree of the commit to compare with), on
   ``--base-run`` (a copy of RUN without ``columns/``, which an older version may not read).
 - **start-up**: importing what every report imports before its first row (the CLI, ``report``, DuckDB).
@@ -94,8 +96,10 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-report-floor-"))
     py, me = sys.executable, str(Path(__file__).resolve())
     report = work / "r.json"
+    cli = [py, "-m", "foundry_bridge", "report", str(args.run), "--format", "json", "--out"]
     steps: dict[str, list[str]] = {
-        "report": [py, "-m", "foundry_bridge", "report", str(args.run), "--format", "json", "--out", str(report)],
+        "report": [*cli, str(report), "--per-query", "jsonl"],
+        "parquet": [*cli, str(work / "p.json")],
         "start-up": [py, "-c", "import foundry_bridge.cli, foundry_bridge.report, duckdb"],
         "write": [
             py,
