@@ -9,8 +9,7 @@ limit; then the TREC sample's run files (``compare --qrels``) with every pair. P
 Provenance: regenerate only when an output is meant to change, ``python tests/compare_join_helpers.py`` (it writes
 with whichever ``foundry_bridge`` is imported). The files were written by the code of main at 7390e32 (run from
 /work/main: pairing by ``IdIndex`` over a whole report per run, before issue #35 item 4; first at 9346a2b, again
-after main gained the floors cut to the metric's range), then each run's ``stages`` (the stage counts of the run
-report, which compare no longer builds) deleted from them by hand; nothing else changed.
+after main gained the floors cut to the metric's range).
 """
 
 from __future__ import annotations

@@ -63,10 +63,6 @@ after the queries to look at (q07, q06, then generation's q04, q03, q05, n02, q0
 with labels, the context, the dropped passage of q06, the response, each judge's reason), and each stage's
 "worst ↓" link points at its worst query's card; the HTML's CSS gains the card styles. Nothing else changed.
 
-``compare.json`` and ``compare.md`` edited by issue #35 item 4 (compare is a join; no report is built per run): each
-run's ``stages`` counts are gone from the JSON (the runs' stage attribution is the run report's, which compare no
-longer builds) and the Markdown sweep table loses its five stage columns. The stages were deleted from the stored
-JSON by hand, so every other number is still the one the earlier code wrote (equal to 1e-9 with the join's).
 """
 
 from __future__ import annotations

@@ -352,15 +352,19 @@ def test_options_as_a_dataclass_or_as_keywords_give_one_comparison(runs) -> None
         compare_runs([runs["base"], runs["better"]], fail_onn=["relevance"])
 
 
-def test_compare_attributes_no_stage_and_builds_no_report(runs, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pairing reads the runs' tables: a stage attribution or a whole report would fail here."""
-    from foundry_bridge.report import _build, _rows
+def test_compare_builds_no_report_and_its_stage_counts_are_the_reports(runs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pairing reads the runs' tables: building a report, its per-query rows or its sections would fail here; the
+    sweep's stage counts are each run's report's (the one stage rule, run over the rows, none kept)."""
+    from foundry_bridge.report import _build, build_report
+
+    expected = [build_report(runs[name]).stages.counts for name in ("base", "better")]
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("compare built a report")
 
-    monkeypatch.setattr(_rows, "stream_rows", refuse)
-    monkeypatch.setattr(_build, "build_report", refuse)
+    for name in ("build_report", "write_rows", "fetch_rows", "_assemble"):
+        monkeypatch.setattr(_build, name, refuse)
     cmp = compare_runs([runs["base"], runs["better"]], correction="none")
     assert cmp.get("better", "relevance").verdict == "better"
-    assert "stages" not in cmp.runs[0].model_dump()
+    assert [r.stages for r in cmp.runs] == expected
+    assert sum(expected[0].values()) == cmp.runs[0].queries

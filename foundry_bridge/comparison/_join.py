@@ -49,6 +49,7 @@ class RunTable:
     nan_policy: str = "drop"
     stage_k: int | None = None
     foundry_keys: list[str] = field(default_factory=list)  # coverage: each Foundry metric (no /pass row)
+    stages: dict[str, int] = field(default_factory=dict)  # queries per stage (run folders)
 
 
 def metric_kind(info: MetricInfo) -> tuple[MetricKind, bool]:
@@ -80,7 +81,7 @@ def folder_table(run_dir: str | os.PathLike[str], stage_k: int | None, work: Pat
     has its verdict beside it as ``<key>/pass`` (``metric_kind``)."""
     from ..report._build import read_run
 
-    b = read_run(run_dir, stage_k)
+    b, stages = read_run(run_dir, stage_k)
     parts: list[str] = []
     for info in b.infos:
         kind, judge = metric_kind(info)
@@ -126,6 +127,7 @@ def folder_table(run_dir: str | os.PathLike[str], stage_k: int | None, work: Pat
         nan_policy=b.params.nan_policy,
         stage_k=b.params.stage_k,
         foundry_keys=[m.key for m in b.infos if m.source == "foundry"],
+        stages=stages,
     )
 
 
@@ -341,6 +343,7 @@ class Engine:
             negative=int(kinds.get("negative", 0)),
             scores_scored=int(scored or 0),
             scores_expected=n * len(t.foundry_keys),
+            stages=t.stages,
             means=means,
         )
 

@@ -42,6 +42,7 @@ class RunSummaryRow(_Model):
     negative: int
     scores_scored: int = 0
     scores_expected: int = 0
+    stages: dict[str, int] = Field(default_factory=dict)
     means: dict[str, float | None] = Field(default_factory=dict, description="section:metric → mean")
 
 

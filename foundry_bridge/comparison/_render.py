@@ -18,6 +18,7 @@ from ..report._blocks import squeeze as _squeeze
 from ..report._blocks import table as _table
 from ..report._format import fmt_num
 from ..report._foundry import render_foundry_markdown
+from ..report._model import STAGES
 from ._compare import Comparison, MeasureRanking, MetricComparison, PairComparison
 from ._drift import judges_note
 from ._query_view import query_view_html
@@ -150,16 +151,16 @@ def _mark(mc: MetricComparison | None) -> str:
 
 
 def _sweep(comparison: Comparison) -> list[_Block]:
-    """Runs × headline metrics on positive queries: mean and Δ vs the baseline (run folders: coverage)."""
+    """Runs × headline metrics on positive queries: mean and Δ vs the baseline (run folders: coverage and stages)."""
     by = {(m.candidate, m.section, m.metric): m for m in comparison.metrics}
     heads = comparison.headline[:10]
     folders = comparison.qrels is None
-    headers = ["run", *(("coverage",) if folders else ()), *heads]
+    headers = ["run", *(("coverage", *STAGES) if folders else ()), *heads]
     rows: list[Sequence[str]] = []
     for run in comparison.runs:
         cells = [run.label]
         if folders:
-            cells.append(f"{run.scores_scored}/{run.scores_expected}")
+            cells += [f"{run.scores_scored}/{run.scores_expected}", *(str(run.stages.get(s, 0)) for s in STAGES)]
         cells += [fmt_num(run.means.get(f"positive:{h}")) + _mark(by.get((run.label, "positive", h))) for h in heads]
         rows.append(cells)
     what = "positive queries" if folders else "every qrels topic"

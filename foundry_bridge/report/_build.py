@@ -447,10 +447,13 @@ def _read(
     return _Built(run_in, params, run, negative, found, infos, scores, local, warnings), specs
 
 
-def read_run(run_dir: str | os.PathLike[str], stage_k: int | None = None) -> _Built:
-    """A run's columns, metrics and parameters as the report reads them, without building a report: no row, no
-    stage, no canary, no queue (compare writes its tables from them)."""
-    return _read(run_dir, stage_k)[0]
+def read_run(run_dir: str | os.PathLike[str], stage_k: int | None = None) -> tuple[_Built, dict[str, int]]:
+    """A run's columns, metrics and parameters as the report reads them, and its queries per stage (the report's
+    stage rule over every row), without building a report: no row kept, no canary, no queue (compare writes its
+    tables from them and shows the stage counts in its sweep)."""
+    b, specs = _read(run_dir, stage_k)
+    stage = stream_rows(_row_inputs(b, specs), worst=0).stage
+    return b, {s: int(np.count_nonzero(stage == k)) for k, s in enumerate(STAGES)}
 
 
 def _row_inputs(b: _Built, specs: dict[str, EvaluatorSpec | None], judge_based: bool = False) -> RowInputs:
