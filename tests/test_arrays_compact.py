@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from foundry_bridge.metrics._arrays import Codes, IdIndex, Texts, same_distinct
+from foundry_bridge.metrics._arrays import Codes, Texts
 
 
 def test_texts_hold_any_string_and_none() -> None:
@@ -22,15 +20,6 @@ def test_texts_hold_any_string_and_none() -> None:
     assert texts == values
 
 
-def test_texts_sort_keys_sort_as_python_strings() -> None:
-    values = ["b", "a", "ab", "é", "z", "", "a"]
-    texts = Texts()
-    for v in values:
-        texts.append(v)
-    order = np.argsort(texts.sort_keys(), kind="stable").tolist()
-    assert order == sorted(range(len(values)), key=lambda i: values[i])
-
-
 def test_codes_join_parts_with_other_names() -> None:
     a, b = Codes(), Codes()
     for k in ["positive", "negative", "positive"]:
@@ -41,31 +30,6 @@ def test_codes_join_parts_with_other_names() -> None:
     assert list(a) == ["positive", "negative", "positive", "unknown", "negative"]
     assert a.mask("negative").tolist() == [False, True, False, False, True]
     assert a.mask("absent").tolist() == [False] * 5
-
-
-def _texts(values: list[str]) -> Texts:
-    texts = Texts()
-    for v in values:
-        texts.append(v)
-    return texts
-
-
-def test_ids_pair_by_value_as_a_dict_built_in_row_order_does() -> None:
-    rng = np.random.default_rng(5)
-    base = [f"q{int(i)}" for i in rng.integers(0, 60, 200)]  # repeats, and ids the other lacks
-    cand = [f"q{int(i)}" for i in rng.integers(20, 90, 150)] + ["é", "e"]
-    last_row = {q: i for i, q in enumerate(cand)}  # the last one wins
-    expected = [last_row.get(q, -1) for q in base]
-    for a, b in ((base, cand), (_texts(base), _texts(cand))):
-        assert IdIndex(a).rows_in(IdIndex(b)).tolist() == expected
-
-
-def test_same_distinct_ids_are_equal_lists_without_a_repeat() -> None:
-    ids = ["q2", "q10", "q1"]
-    assert same_distinct(_texts(ids), _texts(ids)) and same_distinct(ids, list(ids))
-    assert not same_distinct(_texts(ids), _texts(ids[::-1]))  # the same ids in another order
-    assert not same_distinct(_texts(ids), _texts(ids[:2]))
-    assert not same_distinct(_texts([*ids, "q1"]), _texts([*ids, "q1"]))  # a repeat: pair by value instead
 
 
 def test_codes_say_each_row_as_an_index_into_other_names() -> None:

@@ -28,7 +28,6 @@ __all__ = [
     "AddQuery",
     "ArraysBuilder",
     "Codes",
-    "IdIndex",
     "LabelRangeError",
     "QueryArrays",
     "RecordLike",
@@ -36,8 +35,6 @@ __all__ = [
     "check_threshold",
     "from_records",
     "record_adder",
-    "same_distinct",
-    "sort_keys",
 ]
 
 
@@ -122,72 +119,6 @@ class Texts(Sequence[str]):
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
-
-    def sort_keys(self) -> np.ndarray:
-        """The strings as fixed-width bytes (``S`` dtype): sorting them sorts by code point, as ``str`` does."""
-        n = len(self.ends)
-        ends = np.frombuffer(self.ends, np.int64) if n else np.zeros(0, np.int64)
-        starts = np.concatenate(([0], ends[:-1])) if n else ends
-        width = max(int((ends - starts).max()) if n else 0, 1)
-        out = np.zeros((n, width), np.uint8)
-        data = np.frombuffer(bytes(self.buf), np.uint8)
-        for lo in range(0, n, 65_536):  # the scatter's index arrays a block of strings at a time
-            s, e = starts[lo : lo + 65_536], ends[lo : lo + 65_536]
-            lengths = e - s
-            rows = np.repeat(np.arange(lo, lo + len(s)), lengths)
-            cols = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-            out[rows, cols] = data[int(s[0]) if len(s) else 0 : int(e[-1]) if len(e) else 0]
-        return out.view(f"S{width}").ravel()
-
-
-def sort_keys(texts: Sequence[str]) -> np.ndarray:
-    """Strings as fixed-width bytes that sort as ``str`` does (``Texts.sort_keys``, or encoded one by one)."""
-    if isinstance(texts, Texts):
-        return texts.sort_keys()
-    return np.array([t.encode("utf-8", "surrogatepass") for t in texts], "S")
-
-
-class IdIndex:
-    """Ids (a run's query ids) by value: the distinct ids sorted (``keys``), each one's first and last row, and the
-    distinct id of every row, as 4-byte row numbers below 2^31 rows. Pairing two runs by id with it holds no Python
-    object per id (``rows_in``); a repeated id pairs by its last row, as a dict built in row order would."""
-
-    def __init__(self, ids: Sequence[str]) -> None:
-        keys = sort_keys(ids)
-        index = np.int32 if len(keys) < 2**31 else np.int64
-        order = np.argsort(keys, kind="stable").astype(index)
-        ordered = keys[order]
-        new = np.ones(len(order), bool)
-        new[1:] = ordered[1:] != ordered[:-1]
-        del ordered
-        starts = np.flatnonzero(new)
-        ends = np.append(starts[1:], len(order))
-        self.keys = keys[order[starts]]
-        del keys
-        self.first, self.last = order[starts], order[ends - 1]
-        self.unique_of = np.empty(len(order), index)
-        self.unique_of[order] = np.cumsum(new, dtype=index) - 1
-
-    def locate(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each of ``keys`` (sort keys): whether it is here, and its distinct id's index here (0 where not)."""
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        found = (self.keys[at] == keys) if len(self.keys) else np.zeros(len(keys), bool)
-        return found, np.where(found, at, 0)
-
-    def rows_in(self, other: IdIndex) -> np.ndarray:
-        """For each row here, ``other``'s row of the same id (its last one when repeated); -1 where it has none."""
-        found, at = other.locate(self.keys)
-        return np.where(found, other.last[at], -1)[self.unique_of]
-
-
-def same_distinct(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Whether two id lists are equal and hold no id twice. Then row i of one is row i of the other, and pairing
-    them needs no index (compare's fast path, and its judge-test family's)."""
-    if len(a) != len(b) or a != b:
-        return False
-    keys = sort_keys(a)
-    keys.sort()
-    return not bool(np.any(keys[1:] == keys[:-1]))
 
 
 class Codes(Sequence[str]):

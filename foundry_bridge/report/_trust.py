@@ -44,7 +44,6 @@ from ..dataset.verdicts import (
     write_verdict_queue,
 )
 from ..errors import DatasetError
-from ..metrics._arrays import IdIndex, same_distinct
 from ..metrics.agreement import (
     MIN_AGREEMENT_ROWS,
     agreement,
@@ -378,8 +377,7 @@ def _noise(cols: _Columns, again: Sequence[_Columns]) -> list[NoiseEntry]:
     """Each judge's repeats × rows matrices (the repeat runs aligned on this run's query ids), its noise and bands."""
     if not again:
         return []
-    here = None if all(same_distinct(cols.query_ids, o.query_ids) for o in again) else IdIndex(cols.query_ids)
-    pairs = [_paired_rows(cols.query_ids, other.query_ids, here) for other in again]
+    pairs = [_paired_rows(cols.query_ids, other.query_ids) for other in again]
     out = []
     for name, judge in cols.judges.items():
         scores, passed = [cols.real(judge.score)], [cols.real(judge.passed)]
@@ -406,12 +404,13 @@ def _noise(cols: _Columns, again: Sequence[_Columns]) -> list[NoiseEntry]:
     return out
 
 
-def _paired_rows(ids: Sequence[str], other: Sequence[str], here: IdIndex | None) -> np.ndarray:
+def _paired_rows(ids: Sequence[str], other: Sequence[str]) -> np.ndarray:
     """For each row of ``ids``, ``other``'s row of the same query id (its last when repeated), -1 where it has none:
-    the pairing ``compare`` makes (``metrics._arrays``: no index when both list the same distinct ids in order)."""
-    if same_distinct(ids, other):
+    the pairing ``compare`` makes."""
+    if list(ids) == list(other) and len(set(ids)) == len(ids):
         return np.arange(len(ids), dtype=np.int64)
-    return (here or IdIndex(ids)).rows_in(IdIndex(other)).astype(np.int64)
+    last = {q: i for i, q in enumerate(other)}
+    return np.fromiter((last.get(q, -1) for q in ids), np.int64, len(ids))
 
 
 def _finite(value: float) -> float | None:
