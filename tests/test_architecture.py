@@ -67,6 +67,26 @@ def test_cli_help_loads_no_heavy_dependency() -> None:
     assert {m for m in loaded if m.startswith(HEAVY)} == set()
 
 
+def test_a_report_that_tests_nothing_loads_no_dataframe_or_evaluation_library(tmp_path: Path) -> None:
+    """A run's report (no human verdicts, no repeats) once its tables are made reads them through the engine: pandas
+    (0.4 s to import; pyarrow's conversions pull it in, so the first report, which writes the tables with Arrow,
+    still pays it), the evaluation SDKs and the table readers stay unloaded."""
+    from foundry_bridge import build_report, run_evaluation
+
+    run = tmp_path / "run"
+    run_evaluation(ROOT / "samples" / "benefits" / "rag_eval.jsonl", backend="mock", out=run)
+    build_report(run)  # the tables, made
+    code = (
+        "import sys\nfrom foundry_bridge.cli import main\n"
+        f"sys.argv=['foundry-bridge','report',{str(run)!r},'--format','json','--out',{str(tmp_path / 'r.json')!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    loaded = _modules_loaded_by(code)
+    assert (tmp_path / "r.json").is_file()
+    heavy = ("pandas", "azure.ai.evaluation", "azure.identity", "ranx", "pytrec_eval", "numba", "polars", "datasets")
+    assert {m for m in loaded if m.startswith(heavy)} == set()
+
+
 def test_every_command_has_help_and_is_documented() -> None:
     runner = CliRunner()
     docs = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))

@@ -234,14 +234,11 @@ def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
     out.worst = {s: [r for _, r in sorted(h, reverse=True)] for s, h in heaps.items()}
     out.worst_ruled = {s: [r for _, r in sorted(h, reverse=True)] for s, h in ruled.items()} if inp.stand_in else {}
     out.canaries, out.canary_counts = canaries.shown(), canaries.counts
-    import pyarrow as pa
-
-    con = inp.run.con
+    con = inp.run.con  # numpy columns as they are: pyarrow's conversion would import pandas (0.4 s) for them
+    con.register("stage_rows", {"row": np.arange(n), "stage": out.stage, "reason": reason, "partial": partial_of})
     con.register(
-        "stage_rows", pa.table({"row": np.arange(n), "stage": out.stage, "reason": reason, "partial": partial_of})
+        "stage_reasons", {"code": np.arange(len(reasons), dtype=np.int32), "reason": np.array(list(reasons), object)}
     )
-    codes = pa.array(range(len(reasons)), pa.int32())
-    con.register("stage_reasons", pa.table({"code": codes, "reason": pa.array(list(reasons), pa.string())}))
     return out
 
 
