@@ -7,7 +7,7 @@ relevance scores — and compares them with every pair tested, relative, floor a
 limit; then the TREC sample's run files (``compare --qrels``) with every pair. Paths are replaced by placeholders.
 
 Provenance: regenerate only when an output is meant to change, ``python tests/compare_join_helpers.py`` (it writes
-with whichever ``foundry_bridge`` is imported). The files were written by the code of main at 7390e32 (run from
+with whichever ``foundry_bridge`` is imported). The files were written by the code of main at 8a586a9 (run from
 /work/main: pairing by ``IdIndex`` over a whole report per run, before issue #35 item 4; first at 9346a2b, again
 after main gained the floors cut to the metric's range).
 """
