@@ -65,6 +65,7 @@ __all__ = [
     "read_provenance",
     "read_query_queue",
     "relabeller",
+    "run_vs_human",
 ]
 
 JUDGE_LABELLED = "judge-labelled"
@@ -821,3 +822,30 @@ def relabeller(qrels: str | os.PathLike[str], spec: Any = None) -> tuple[Callabl
             for line in summary_lines(prov["coverage"]["summary"])
         ]
     return relabel, notes
+
+
+def run_vs_human(
+    run_dir: str | os.PathLike[str], qrels: str | os.PathLike[str], human_qrels: str | os.PathLike[str]
+) -> dict[str, Any]:
+    """``report --qrels J --human-qrels H``: ``compare_with_human`` on a run folder's positive ranked queries (the
+    records as the run sent them; queries declared negative left out), at the run mapping's cutoffs and relevance
+    threshold: κ of the judge's grades against the human labels and each ranking metric's corrected mean."""
+    from .columns import FactParams
+    from .dataset.columnar import read_qrels_file
+    from .runfolder import RunFolder
+
+    folder = RunFolder(run_dir)
+    plan = folder.read_plan(items=False)
+    params = FactParams.for_plan(plan)
+    rankings: dict[str, list[tuple[float | None, str]]] = {}
+    negative = 0
+    for rec in folder.iter_records(plan):
+        if rec.kind == "negative" and rec.kind_source == "declared":
+            negative += 1
+        elif rec.retrieved_documents:
+            rankings[rec.query_id] = [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
+    human = read_qrels_file(os.fspath(human_qrels))
+    out = compare_with_human(
+        rankings, read_qrels_file(os.fspath(qrels)), human, ks=params.ks, threshold=params.relevance_threshold
+    )
+    return {**out, "declared_negative_left_out": negative, "human_qrels": os.fspath(human_qrels)}

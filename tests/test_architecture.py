@@ -181,7 +181,7 @@ LAYERS: dict[str, set[str]] = {
     "estimate": BASE,
     "graded": BASE | {"mapping", "runfolder", "runner"},  # grader criteria run by the runner (#37)
     "coverage": BASE | {"graded", "local"},  # retrieval coverage and utilization (#37)
-    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock", "graded", "coverage"},
+    "judged": BASE | {"dataset", "mapping", "metrics", "local", "mock", "graded", "coverage", "runfolder", "columns"},
     "comparison": BASE | {"metrics", "dataset", "mapping", "runfolder", "columns", "report"},
     "integrations": BASE | {"report", "comparison", "runfolder", "columns"},
     "pytest_plugin": BASE | {"report", "comparison", "integrations"},
@@ -530,7 +530,14 @@ def test_the_run_and_plan_commands_leave_the_work_to_the_library() -> None:
 # Parquet; ``RunColumns`` is the one reader everything else — report, trust, compare, OTel, JUnit, the pytest
 # plugin — goes through).
 # graded.py reads back a grader run's labels per item for judge-docs: a plan of items alone, sealed into no columns
-RESULTS_OPENERS = {"runfolder.py", "runner.py", "results.py", "columns.py", "graded.py"}
+RESULTS_OPENERS = {
+    "runfolder.py",
+    "runner.py",
+    "results.py",
+    "columns.py",
+    "graded.py",
+    "judged.py",
+}  # judged: rankings
 _RESULT_READERS = {"iter_results", "read_results", "iter_records", "LoadedRun"}
 _RUN_FILES_READ = {"results", "records"}
 

@@ -210,3 +210,39 @@ def _per_query(qrels: dict[str, Any], runs: dict[str, dict[str, float]], order: 
     """pytrec_eval's nDCG@10 per query in ``order``; a query without a relevant label is 0 (trec_eval's mean)."""
     got = pytrec_eval.RelevanceEvaluator({q: v for q, v in qrels.items() if q in runs}, {"ndcg_cut.10"}).evaluate(runs)
     return np.array([got.get(q, {}).get("ndcg_cut_10", 0.0) for q in order])
+
+
+def test_the_run_report_shows_kappa_and_corrected_means_as_metrics_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report RUN --qrels J --human-qrels H`: the section of the run report holds metrics' κ (= scikit-learn's) and
+    corrected means, in JSON, Markdown and HTML."""
+    from sklearn.metrics import cohen_kappa_score
+
+    data, human, _ = hidden(tmp_path, copies=3)
+    out, run = tmp_path / "judged.qrels", tmp_path / "run"
+    assert invoke(["judge-docs", data, "--out", out, "--k", "10"])[0] == 0
+    mapping = tmp_path / "m.yaml"  # the default mapping without document_retrieval (it needs labels in the data)
+    default = (ROOT / "mappings" / "default.yaml").read_text().splitlines()
+    mapping.write_text("\n".join(ln for ln in default if "builtin.document_retrieval" not in ln) + "\n")
+    assert invoke(["run", data, "--mapping", mapping, "--backend", "mock", "--out", run, "--quiet"])[0] == 0
+    code, text, _ = invoke(["report", run, "--qrels", out, "--human-qrels", human, "--out", tmp_path / "r.json"])
+    assert code == 0, text
+    v = json.loads((tmp_path / "r.json").read_text())["judged_vs_human"]
+    judged, humans = read_trec_qrels(out), read_trec_qrels(human)
+    pairs = [(judged[q][d], g) for q in humans for d, g in humans[q].items() if d in judged.get(q, {})]
+    j, h = np.array(pairs).T
+    assert v["agreement"]["weighted_kappa"] == pytest.approx(cohen_kappa_score(j, h, weights="quadratic"), rel=1e-9)
+    code, _, raw = invoke(["metrics", data, "--qrels", out, "--human-qrels", human, "--k", "10"])
+    assert code == 0
+    m = orjson.loads(raw)["judged_vs_human"]["corrected"]["ndcg@10"]
+    for est in ("judge_only", "human_only", "ppi", "ppi_plus"):
+        assert v["corrected"]["ndcg@10"][est]["mean"] == pytest.approx(m[est]["mean"], rel=1e-9)
+    for fmt, marker in (("md", "## Judge labels against human labels"), ("html", '<section id="judged-vs-human">')):
+        code, page, _ = invoke(["report", run, "--qrels", out, "--human-qrels", human, "--format", fmt])
+        assert code == 0 and marker in page and f"{m['ppi']['mean']:.3f} " in page.split(marker, 1)[1]
+    for args in (["--human-qrels", human], ["--qrels", out, "--human-qrels", out]):  # no --qrels; judge labels
+        with pytest.raises(SystemExit) as exc:
+            main(["report", str(run), *map(str, args)])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "--human-qrels" in err and "Traceback" not in err

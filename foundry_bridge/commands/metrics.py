@@ -457,52 +457,16 @@ def render_text(doc: dict[str, Any]) -> str:
     return printable("\n".join(lines) + "\n")
 
 
-def _estimate_text(e: dict[str, Any] | None) -> str:
-    """``mean [low, high]``, or "too few labels (need N)" (the trust section's wording)."""
-    if e is None or e["mean"] is None or math.isnan(e["mean"]):
-        return "–"
-    if e["need_labels"] is not None:
-        return f"too few labels (need {e['need_labels']})"
-    return f"{e['mean']:.3f} [{e['low']:.3f}, {e['high']:.3f}]" + ("†" if e["clipped"] else "")
-
-
 def _vs_human_text(v: dict[str, Any]) -> list[str]:
-    """The judge-vs-human section: κ, the confusion table, the corrected means."""
-    lines = ["", f"judge-labelled vs human labels: {v['human_queries']} of {v['queries']} queries human-labelled"]
-    if v["declared_negative_left_out"]:
-        lines.append(f"  ({v['declared_negative_left_out']} queries declared negative left out: positive queries only)")
-    a = v["agreement"]
-    if a is None:
-        why = "human labels off the 0–3 scale" if v["off_scale_human_labels"] else "no (query, document) pair in both"
-        lines.append(f"  weighted κ: – ({why})")
-    else:
-        ci = a["weighted_kappa_interval"]
-        interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and not math.isnan(ci[0]) else ""
-        lines.append(
-            f"  weighted κ (quadratic): {_fmt(a['weighted_kappa'])}{interval} on {a['pairs']} documents of "
-            f"{a['queries']} queries; exact agreement {_fmt(a['exact_agreement'])}"
-        )
-        lines.append("  judge grade \\ human grade: " + "  ".join(f"{int(g):>4}" for g in a["grades"]))
-        for g, row in zip(a["grades"], a["confusion"], strict=True):
-            lines.append(f"  {int(g):>25}: " + "  ".join(f"{n:>4}" for n in row))
-    lines.append(f"  {'mean over queries':<18}{'judge only':>24}{'human only':>28}{'PPI':>28}{'PPI++':>28}")
-    for key, m in v["corrected"].items():
-        cells = [_estimate_text(m[w]) for w in ("judge_only", "human_only", "ppi", "ppi_plus")]
-        lines.append(f"  {key:<18}" + "".join(f"{c:>{24 if i == 0 else 28}}" for i, c in enumerate(cells)))
-    from ..metrics.ppi import WEIGHTED_NOTE
+    """The judge-vs-human section (``report._vs_human.vs_human_parts``): κ, the confusion table, the corrected means."""
+    from ..report._blocks import aligned
+    from ..report._vs_human import vs_human_parts
 
-    weighted = any(m.get("design") == WEIGHTED_NOTE for m in v["corrected"].values())
-    design = (
-        "weighted by 1/(the query queue's inclusion probability)"
-        if weighted
-        else "take the human-labelled queries as a uniform random sample"
-    )
-    lines.append(f"  (95 % intervals; PPI/PPI++ {design}; † clipped)")
-    queue = v.get("queue")
-    if queue:
-        lines.append(f"  query queue {queue['file']}: its first {queue['labelled_prefix']} places labelled")
-        lines += [f"  {note}" for note in queue["notes"]]
-    return lines
+    lines, tables, notes = vs_human_parts(v)
+    out = ["", f"judge-labelled vs human labels: {lines[0]}", *(f"  {line}" for line in lines[1:])]
+    for head, rows in tables:
+        out += [f"  {line}" for line in aligned(head, rows)]
+    return [*out, f"  ({notes[0]})", *(f"  {n}" for n in notes[1:])]
 
 
 @click.command(

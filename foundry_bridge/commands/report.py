@@ -8,6 +8,7 @@ from typing import Literal
 import click
 
 from .._io import atomic_open
+from ..errors import UsageError
 from ..metrics.measures import measures_labels
 from ..metrics.ppi import QUEUE_SEED
 from ._ci import publish_report, report_ci_options
@@ -129,6 +130,12 @@ __all__ = ["command"]
     "stage attribution (search / assembly) from them, marked judge-based; circularity warned when the mapping's "
     "judge_docs names the judge as the system's reranker or generator.",
 )
+@click.option(
+    "--human-qrels",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Human qrels for some of the run's queries (with --qrels): a section with the judge's weighted κ against "
+    "them and each ranking metric's mean corrected by PPI / PPI++, as metrics --human-qrels computes them.",
+)
 @quiet_option
 def command(
     run_dir: Path,
@@ -148,6 +155,7 @@ def command(
     target_pass_rate: float,
     target_score: float,
     qrels: Path | None,
+    human_qrels: Path | None,
     quiet: bool,
 ) -> None:
     from ..report import (
@@ -169,8 +177,10 @@ def command(
         queries_out = queries_path(out, per_query)
     refuse_overwrite(
         {"--out": out, "--queries": queries_out, "--labelling-queue": queue, "--verdict-queue": verdict_queue},
-        [run_dir, human_verdicts, *repeats, qrels],
+        [run_dir, human_verdicts, *repeats, qrels, human_qrels],
     )
+    if human_qrels is not None and qrels is None:
+        raise UsageError("--human-qrels corrects judge-labelled qrels: give --qrels the file judge-docs wrote")
     relabel, notes = None, list[str]()
     if qrels is not None:
         from ..judged import relabeller
@@ -178,13 +188,20 @@ def command(
 
         spec = RunFolder(run_dir).read_plan(items=False, records=False).mapping.judge_docs
         relabel, notes = relabeller(qrels, spec)
+    vs_human = None
+    if human_qrels is not None and qrels is not None:
+        from ..judged import read_provenance, run_vs_human
+
+        if read_provenance(human_qrels) is not None:
+            raise UsageError(f"--human-qrels {human_qrels} is judge-labelled (judge-docs wrote it): give human labels")
+        vs_human = run_vs_human(run_dir, qrels, human_qrels)
     from ._progress import command_progress
 
     progress, done = command_progress(quiet)
     report = build_report(
         run_dir, stage_k=stage_k, queries_out=queries_out, per_query=per_query, worst=worst,
         human_verdicts=human_verdicts, repeats=repeats, label_targets=(target_pass_rate, target_score),
-        progress=progress, relabel=relabel, judged_notes=notes,
+        progress=progress, relabel=relabel, judged_notes=notes, judged_vs_human=vs_human,
     )  # fmt: skip
     done()
     if queries_out is not None:

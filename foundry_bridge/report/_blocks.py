@@ -38,7 +38,7 @@ def squeeze(text: str) -> str:
     return text.rstrip() + "\n"
 
 
-def aligned(headers: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
+def aligned(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A table as plain lines: each column as wide as its widest cell, a dashed rule under the header."""
     widths = [max(len(str(r[j])) for r in [headers, *rows]) for j in range(len(headers))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [headers, *rows]]

@@ -479,6 +479,7 @@ def build_report(
     progress: Callable[[str, int, int | None], None] | None = None,
     relabel: Callable[[Any], Any] | None = None,
     judged_notes: Sequence[str] = (),
+    judged_vs_human: dict[str, Any] | None = None,
 ) -> Report:
     """Read a run folder and merge its Foundry results with the local metrics into one ``Report``.
 
@@ -534,6 +535,7 @@ def build_report(
         trust_section(run_dir, human_verdicts, repeats=repeats, run=b.run, targets=targets) if trust else None
     )
     step("report", 4, 4)
+    report.judged_vs_human = judged_vs_human
     report._queries = _adapter(QueryRow).validate_python(shown)
     report._columns = Columns(b.run, b.local, b.scores)
     records = partial(b.run_in.folder.records_at, plan=b.run_in.plan)  # the drilled rows' records, read at the end

@@ -33,6 +33,7 @@ from ._markdown import (
 )
 from ._model import STAGES, Distribution, QueryRow, Report, Section
 from ._trust import render_trust_html
+from ._vs_human import render_vs_human_html
 
 __all__ = ["histogram_svg", "render_html", "stage_svg"]
 
@@ -539,6 +540,7 @@ def render_html(report: Report) -> str:
     parts.append(_charts(report))
     parts.extend([*_negatives(report), *_canaries(report)])
     parts.extend([render_trust_html(report.trust)] if report.trust and report.trust.shown else [])
+    parts.extend([render_vs_human_html(report.judged_vs_human)] if report.judged_vs_human else [])
     parts.extend(_per_query(report))
     parts.append(drill_html(report))
     parts.extend(_holes(report))

@@ -14,6 +14,7 @@ from ._drill import drill_markdown, stage_links, stand_in
 from ._format import fmt_num, fmt_pct, md_escape
 from ._model import STAGES, MetricInfo, Provenance, QueryRow, Report, Section
 from ._trust import render_trust_markdown, trust_headline
+from ._vs_human import render_vs_human_markdown
 
 __all__ = [
     "STAGE_HINT",
@@ -493,6 +494,7 @@ def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 1
         *_negatives(report, max_queries),
         *_canaries(report),
         *([render_trust_markdown(report.trust)] if report.trust and report.trust.shown else []),
+        *([render_vs_human_markdown(report.judged_vs_human)] if report.judged_vs_human else []),
         *_worst(report, max_queries),
         *drill_markdown(report),
         *_label_next(report, max_holes),

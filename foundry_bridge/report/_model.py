@@ -290,6 +290,9 @@ class Report(_Model):
     )
     distributions: list[Distribution] = Field(default_factory=list)
     trust: TrustSection | None = Field(None, description="Can the judge be trusted? (docs/trust.md)")
+    judged_vs_human: dict[str, Any] | None = Field(
+        None, description="report --qrels J --human-qrels H: κ and PPI-corrected means (judged.run_vs_human)"
+    )
     per_query: PerQuery
     warnings: list[str] = Field(default_factory=list)
     _queries: list[QueryRow] = PrivateAttr(default_factory=list)

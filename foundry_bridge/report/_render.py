@@ -13,8 +13,10 @@ __all__ = ["FORMATS", "queries_path", "render", "render_json"]
 
 
 def render_json(report: Report) -> str:
-    """The report model as indented JSON (NaN never appears: undefined values are null)."""
-    return report.model_dump_json(indent=2) + "\n"
+    """The report model as indented JSON (NaN never appears: undefined values are null; ``judged_vs_human`` only
+    when ``report --human-qrels`` asked for it)."""
+    exclude = None if report.judged_vs_human else {"judged_vs_human"}
+    return report.model_dump_json(indent=2, exclude=exclude) + "\n"
 
 
 FORMATS: dict[str, Callable[[Report], str]] = {"json": render_json, "md": render_markdown, "html": render_html}
