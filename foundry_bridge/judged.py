@@ -48,6 +48,7 @@ __all__ = [
     "DocumentPair",
     "QueueInclusion",
     "cached_requests",
+    "check_human_qrels",
     "circularity",
     "compare_with_human",
     "document_pairs",
@@ -822,6 +823,17 @@ def relabeller(qrels: str | os.PathLike[str], spec: Any = None) -> tuple[Callabl
             for line in summary_lines(prov["coverage"]["summary"])
         ]
     return relabel, notes
+
+
+def check_human_qrels(qrels: str | os.PathLike[str] | None, human_qrels: str | os.PathLike[str]) -> None:
+    """``--human-qrels`` corrects judge-labelled qrels with human ones (``metrics``, ``report``): refused without a
+    ``--qrels`` file judge-docs wrote, or when the human file is itself judge-labelled."""
+    if qrels is None or read_provenance(qrels) is None:
+        raise UsageError("--human-qrels corrects judge-labelled qrels: give --qrels a file judge-docs wrote")
+    if read_provenance(human_qrels) is not None:
+        raise UsageError(
+            f"--human-qrels {os.fspath(human_qrels)} is judge-labelled (judge-docs wrote it): give human labels"
+        )
 
 
 def run_vs_human(

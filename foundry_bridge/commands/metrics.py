@@ -143,14 +143,11 @@ def _with_qrels(data: str, mapping: Mapping, qrels: str, s: _Settings) -> LoadRe
 def _labels(qrels: str | None, human_qrels: str | None) -> dict[str, Any]:
     """``params["relevance_labels"]``: who labelled the qrels (``judge-labelled`` with the judge's provenance when
     judge-docs wrote them, else ``human``); refuses human qrels given as judge labels' correction without them."""
-    from ..judged import JUDGE_LABELLED, read_provenance
+    from ..judged import JUDGE_LABELLED, check_human_qrels, read_provenance
 
-    prov = read_provenance(qrels) if qrels else None
     if human_qrels is not None:
-        if prov is None:
-            raise UsageError("--human-qrels corrects judge-labelled qrels: give --qrels a file judge-docs wrote")
-        if read_provenance(human_qrels) is not None:
-            raise UsageError(f"--human-qrels {human_qrels} is judge-labelled (judge-docs wrote it): give human labels")
+        check_human_qrels(qrels, human_qrels)
+    prov = read_provenance(qrels) if qrels else None
     if prov is None:
         return {"source": "human" if qrels else "dataset"}
     keys = ("backend", "judge", "rubric", "k", "date", "counts")

@@ -8,7 +8,6 @@ from typing import Literal
 import click
 
 from .._io import atomic_open
-from ..errors import UsageError
 from ..metrics.measures import measures_labels
 from ..metrics.ppi import QUEUE_SEED
 from ._ci import publish_report, report_ci_options
@@ -179,8 +178,10 @@ def command(
         {"--out": out, "--queries": queries_out, "--labelling-queue": queue, "--verdict-queue": verdict_queue},
         [run_dir, human_verdicts, *repeats, qrels, human_qrels],
     )
-    if human_qrels is not None and qrels is None:
-        raise UsageError("--human-qrels corrects judge-labelled qrels: give --qrels the file judge-docs wrote")
+    if human_qrels is not None:
+        from ..judged import check_human_qrels
+
+        check_human_qrels(qrels, human_qrels)
     relabel, notes = None, list[str]()
     if qrels is not None:
         from ..judged import relabeller
@@ -190,10 +191,8 @@ def command(
         relabel, notes = relabeller(qrels, spec)
     vs_human = None
     if human_qrels is not None and qrels is not None:
-        from ..judged import read_provenance, run_vs_human
+        from ..judged import run_vs_human
 
-        if read_provenance(human_qrels) is not None:
-            raise UsageError(f"--human-qrels {human_qrels} is judge-labelled (judge-docs wrote it): give human labels")
         vs_human = run_vs_human(run_dir, qrels, human_qrels)
     from ._progress import command_progress
 

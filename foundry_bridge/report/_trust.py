@@ -407,8 +407,6 @@ def _noise(cols: _Columns, again: Sequence[_Columns]) -> list[NoiseEntry]:
 def _paired_rows(ids: Sequence[str], other: Sequence[str]) -> np.ndarray:
     """For each row of ``ids``, ``other``'s row of the same query id (its last when repeated), -1 where it has none:
     the pairing ``compare`` makes."""
-    if list(ids) == list(other) and len(set(ids)) == len(ids):
-        return np.arange(len(ids), dtype=np.int64)
     last = {q: i for i, q in enumerate(other)}
     return np.fromiter((last.get(q, -1) for q in ids), np.int64, len(ids))
 
