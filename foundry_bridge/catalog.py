@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._text import did_you_mean
+from ._text import builtin_entry
 
 __all__ = [
     "CATALOG",
@@ -402,9 +402,4 @@ PARAM_ALIASES: dict[str, tuple[str, ...]] = {  # parameter name → the other sp
 
 def get_evaluator(name: str) -> EvaluatorSpec:
     """Look an evaluator up by Foundry name (``builtin.x``) or short name; KeyError with a did-you-mean."""
-    spec = CATALOG.get(name) or CATALOG.get(f"builtin.{name}")
-    if spec is not None:
-        return spec
-    guess = did_you_mean(name, list(CATALOG)) or did_you_mean(f"builtin.{name}", list(CATALOG))
-    hint = f"; did you mean {guess!r}?" if guess else f"; known: {', '.join(CATALOG)}"
-    raise KeyError(f"unknown evaluator {name!r}{hint}")
+    return builtin_entry(CATALOG, name, "evaluator")

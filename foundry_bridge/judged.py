@@ -224,15 +224,7 @@ def _graded(
         {"query_id": p.query_id, "document_id": p.document_id, "query": p.query, "document": p.text}
         for p in (pairs[i] for i in askable)
     )
-    model = wire.get("judge_model") or ("mock-judge" if backend == "mock" else None)
-    if model is None:
-        raise UsageError("judge-docs --backend foundry needs --judge-model: the judge model's deployment name")
-    options = {k: v for k, v in wire.items() if k not in ("judge_model", "run_dir")}
-    step = (lambda stage, done, total: progress(stage, done, total)) if progress else None
-    run = run_graders(
-        items, [grader], backend=backend, deployment=model, run_dir=wire["run_dir"], name="judge-docs",
-        progress=step, options=options,
-    )  # fmt: skip
+    run = run_graders(items, [grader], backend=backend, wire=wire, name="judge-docs", progress=progress)
     out: list[tuple[int | None, str]] = [(None, _NO_TEXT)] * len(pairs)
     for i, row in zip(askable, run.results[grader.name], strict=True):
         if row is None:
@@ -243,20 +235,13 @@ def _graded(
             out[i] = (int(row.label), row.reason or "")
         else:
             out[i] = (None, f"UNREADABLE_LABEL: the grader answered {row.label!r}, not one of 0, 1, 2, 3")
-    judge: dict[str, Any] = {"model": MOCK_MODEL if backend == "mock" else model}
+    judge: dict[str, Any] = {"model": MOCK_MODEL if backend == "mock" else run.deployment}
     if backend == "mock":
         from .mock import stand_in_cuts
 
         judge["cuts"] = [list(c) for c in stand_in_cuts(len(SCALE))]
-    judge |= {
-        "grader": grader.kind,
-        "evaluator": grader.spec.name,
-        "deployment": model,
-        "prompt_sha256": grader.prompt_sha256,
-        "run_dir": str(run.run_dir),
-        "eval_id": run.eval_id,
-        "run_ids": run.run_ids,
-    }
+    judge |= {"grader": grader.kind, "evaluator": grader.spec.name, "deployment": run.deployment}
+    judge |= {"prompt_sha256": grader.prompt_sha256, **run.ids}
     errored = sum(1 for i in askable if out[i][0] is None)
     return out, judge, {"judge_calls": len(askable), "errored": errored}
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -52,7 +53,6 @@ __all__ = [
     "prepare_run",
     "read_results",
     "run_evaluation",
-    "summarize",
 ]
 
 BACKENDS = ("cloud", "mock", "local")
@@ -154,19 +154,10 @@ class VerdictCounter:
 
     def summary(self, plan: Plan, run_dir: Path, backend: str) -> RunSummary:
         """The counts as a ``RunSummary``, with a warning naming the causes when any pair errored."""
-        per = self.per
-        summary = RunSummary(
-            run_dir=run_dir,
-            backend=backend,
-            rows=len(plan.items),
-            criteria=[c.name for c in plan.criteria],
-            results=self.results,
-            passed=sum(c["passed"] for c in per.values()),
-            failed=sum(c["failed"] for c in per.values()),
-            errored=sum(c["errored"] for c in per.values()),
-            no_verdict=sum(c["no_verdict"] for c in per.values()),
-            per_criterion=per,
-        )
+        criteria = [c.name for c in plan.criteria]
+        summary = RunSummary(run_dir, backend, len(plan.items), criteria, self.results, per_criterion=self.per)
+        for k in _ZERO:
+            setattr(summary, k, sum(c[k] for c in self.per.values()))
         if summary.errored:
             shown = ", ".join(f"{k} ×{v}" for k, v in sorted(self.causes.items(), key=lambda kv: -kv[1]))
             summary.warnings.append(
@@ -174,15 +165,6 @@ class VerdictCounter:
                 "results.jsonl with their cause and are not scores"
             )
         return summary
-
-
-def summarize(rows: Iterable[ResultRow], plan: Plan, run_dir: Path, backend: str) -> RunSummary:
-    """Count verdicts per (row, criterion) of ``rows`` (in row order, streamed: see ``VerdictCounter``) and
-    collect warnings about errored results."""
-    counter = VerdictCounter(plan)
-    for _ in counter.count(rows):
-        pass
-    return counter.summary(plan, run_dir, backend)
 
 
 def read_results(run_dir: str | os.PathLike[str]) -> list[ResultRow]:
@@ -639,7 +621,9 @@ def execute_run(
     gets one line per service id as it is created."""
     folder = decision.folder
     if decision.action == "reuse":
-        summary = summarize(folder.iter_results(), plan, folder.path, backend.name)
+        counter = VerdictCounter(plan)
+        deque(counter.count(folder.iter_results()), maxlen=0)
+        summary = counter.summary(plan, folder.path, backend.name)
         summary.reused = True
         _ids_into(summary, decision.state)
         return summary
@@ -697,12 +681,7 @@ def _manifest(
         "criteria": [{"name": c.name, "evaluator": c.evaluator, "init": c.init} for c in plan.criteria],
         "rows": len(plan.items),
         "results": summary.results,
-        "verdicts": {
-            "passed": summary.passed,
-            "failed": summary.failed,
-            "errored": summary.errored,
-            "no_verdict": summary.no_verdict,
-        },
+        "verdicts": {k: getattr(summary, k) for k in _ZERO},
         "per_criterion": summary.per_criterion,
         "warnings": summary.warnings,
         "resumed": resumed,
@@ -736,7 +715,7 @@ def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool 
     state = folder.read_state() if folder.path.is_dir() else None
     if state is None:
         raise _nothing_to_resume(folder)
-    recorded = state.backend if state is not None else None
+    recorded = state.backend
     if requested is not None and recorded and requested != recorded and not force:
         raise UsageError(f"{folder.path} was run with {option('backend', recorded)}, not {requested}")
     backend = requested or recorded
@@ -827,13 +806,11 @@ def get_backend(name: str, **options: Any) -> Backend:
     """
     options = {k: v for k, v in options.items() if v is not None}
     if name == "cloud":
-        from .foundry import ENDPOINT_ENV, FoundryBackend, FoundryClient, default_credential
+        from .foundry import ENDPOINT_ENV, FoundryBackend, FoundryClient, default_credential, validate_endpoint
 
         endpoint = options.pop("endpoint", None) or os.environ.get(ENDPOINT_ENV)
         credential = options.pop("credential", None)
         fb, cl = _split(options, _FOUNDRY_OPTIONS | _CLIENT_OPTIONS, name)
-        from .foundry import validate_endpoint
-
         endpoint = validate_endpoint(endpoint)  # before building a credential
         client = FoundryClient(endpoint, credential or default_credential(), **cl)
         return FoundryBackend(client, name="cloud", **fb)
