@@ -105,39 +105,10 @@ class FoundryBridgeWarning(UserWarning):
 
 
 class InputError(FoundryBridgeError, ValueError):
-    """Bad input, located as precisely as known: ``file:line: field: message (fix: hint)``."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        file: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-        hint: str | None = None,
-    ) -> None:
-        self.message = message
-        self.file = file
-        self.line = line
-        self.field = field
-        self.hint = hint
-        super().__init__(self.__str__())
-
-    def __str__(self) -> str:
-        return for_python(self._located())
-
-    def cli_text(self) -> str:
-        return for_cli(self._located())
-
-    def _located(self) -> str:
-        return located(self.message, file=self.file, line=self.line, field=self.field, hint=self.hint)
-
-
-class DatasetError(InputError):
-    """A dataset file or row is malformed or inconsistent. In a table (a DataFrame, parquet, Arrow...) ``row`` is
-    the 0-based row index and ``column`` the column (``field`` too): ``file`` names the table alone, and the text
-    reads ``pandas.DataFrame: row 5: context: ...``. In a JSONL file ``line`` locates it and ``row``/``column`` are
-    None."""
+    """Bad input, located as precisely as known: ``file:line: field: message (fix: hint)``. In a table (a
+    DataFrame, parquet, Arrow...) ``row`` is the 0-based row index and ``column`` the column (``field`` too):
+    ``file`` names the table alone, and the text reads ``pandas.DataFrame: row 5: context: ...``; in a file ``line``
+    locates it and ``row``/``column`` are None."""
 
     def __init__(
         self,
@@ -149,13 +120,28 @@ class DatasetError(InputError):
         hint: str | None = None,
         row: int | None = None,
     ) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+        self.hint = hint
         self.row = row
         self.column = field if row is not None else None
-        super().__init__(message, file=file, line=line, field=field, hint=hint)
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        return for_python(self._located())
+
+    def cli_text(self) -> str:
+        return for_cli(self._located())
 
     def _located(self) -> str:
         where = self.file if self.row is None else f"{self.file or 'table'}: row {self.row}"
         return located(self.message, file=where, line=self.line, field=self.field, hint=self.hint)
+
+
+class DatasetError(InputError):
+    """A dataset file or row is malformed or inconsistent."""
 
 
 class MappingError(InputError):
