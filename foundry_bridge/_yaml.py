@@ -98,21 +98,19 @@ def compose_bounded(text: str, *, file: str | None = None, duplicate_keys: bool 
 
     ``duplicate_keys``: accept a key written twice (JSON read for its line numbers: orjson keeps the last).
     """
-    loader = BoundedLoader(text, duplicate_keys=duplicate_keys)
-    try:
-        return loader.get_single_node()
-    except yaml.YAMLError as exc:
-        raise _located(exc, file) from None
-    finally:
-        loader.dispose()
+    return _read(text, file, duplicate_keys, construct=False)[1]
 
 
 def load_bounded(text: str, *, file: str | None = None) -> tuple[Any, Any]:
     """(data, node tree) of ``text``, composed once and bounded; ``MappingError`` on bad YAML or a limit."""
-    loader = BoundedLoader(text)
+    return _read(text, file, False, construct=True)
+
+
+def _read(text: str, file: str | None, duplicate_keys: bool, *, construct: bool) -> tuple[Any, Any]:
+    loader = BoundedLoader(text, duplicate_keys=duplicate_keys)
     try:
         node = loader.get_single_node()
-        return (loader.construct_document(node) if node is not None else None), node
+        return (loader.construct_document(node) if construct and node is not None else None), node
     except yaml.YAMLError as exc:
         raise _located(exc, file) from None
     finally:

@@ -453,8 +453,12 @@ def ranked_lists(
     queries carry relevance labels of their own in DATA; the queries DATA declares negative."""
     from .dataset import read_records
 
+    return _rankings(read_records(data, mapping, require_ranking=True))
+
+
+def _rankings(records: Iterable[Any]) -> tuple[dict[str, list[tuple[float | None, str]]], int, set[str]]:
     rankings, own, negative = {}, 0, set()
-    for rec in read_records(data, mapping, require_ranking=True):
+    for rec in records:
         rankings[rec.query_id] = [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
         own += bool(rec.retrieval_ground_truth)
         if rec.kind == "negative" and rec.kind_source == "declared":
@@ -834,15 +838,10 @@ def run_vs_human(
     folder = RunFolder(run_dir)
     plan = folder.read_plan(items=False)
     params = FactParams.for_plan(plan)
-    rankings: dict[str, list[tuple[float | None, str]]] = {}
-    negative = 0
-    for rec in folder.iter_records(plan):
-        if rec.kind == "negative" and rec.kind_source == "declared":
-            negative += 1
-        elif rec.retrieved_documents:
-            rankings[rec.query_id] = [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
+    ranked, _, negative = _rankings(folder.iter_records(plan))
+    rankings = {q: docs for q, docs in ranked.items() if docs and q not in negative}
     human = read_qrels_file(os.fspath(human_qrels))
     out = compare_with_human(
         rankings, read_qrels_file(os.fspath(qrels)), human, ks=params.ks, threshold=params.relevance_threshold
     )
-    return {**out, "declared_negative_left_out": negative, "human_qrels": os.fspath(human_qrels)}
+    return {**out, "declared_negative_left_out": len(negative), "human_qrels": os.fspath(human_qrels)}

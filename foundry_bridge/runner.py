@@ -234,7 +234,12 @@ def prepare_run(
     """
     identity = backend_identity(backend)
     folder = choose_out(plan, backend, out, force=force, dataset=dataset)
-    state = _read_state(folder, force=force)
+    try:
+        state = folder.read_state()
+    except RunFolderError:
+        if not force:  # with force (start over), a state too damaged to read is ignored
+            raise
+        state = None
     if not force and folder.is_finished(state, plan, backend.name, identity):
         try:
             folder.check_consistent(require_manifest=True)
@@ -280,16 +285,6 @@ def _errored_judgements(folder: RunFolder) -> int:
     local = (manifest.model_extra or {}).get("local") if manifest is not None else None
     errors = local.get("judge_errors") if isinstance(local, dict) else None
     return errors if isinstance(errors, int) and not isinstance(errors, bool) else 0
-
-
-def _read_state(folder: RunFolder, *, force: bool) -> RunState | None:
-    """``state.json``; with ``force`` (start over) one too damaged to read is ignored."""
-    try:
-        return folder.read_state()
-    except RunFolderError:
-        if force:
-            return None
-        raise
 
 
 def default_out(data: Path, backend: str) -> Path:
