@@ -16,6 +16,7 @@ from ._text import builtin_entry
 
 __all__ = [
     "CATALOG",
+    "INPUT_TYPE_ORDER",
     "INPUT_TYPE_SCHEMAS",
     "LABEL_MODEL",
     "PARAM_ALIASES",
@@ -40,6 +41,8 @@ INPUT_TYPE_SCHEMAS: dict[str, dict[str, object]] = {
     "labels": {"type": "array", "items": {"type": "object"}},
     "messages": {"type": "array", "items": {"type": "object"}},
 }
+# a field read by several inputs takes the narrowest of their types (the lowest)
+INPUT_TYPE_ORDER = {"string": 0, "documents": 0, "labels": 0, "string_or_messages": 1, "string_object_or_messages": 2}
 MetricKind = Literal["ordinal", "continuous", "boolean"]
 
 
