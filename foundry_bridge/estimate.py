@@ -548,11 +548,11 @@ def _budget_file(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     raise InputError("neither a report (no `trust` section) nor a comparison (no `gate`)", file=file, hint=_BUDGET_FIX)
 
 
-def _count(value: Any, file: str, where: str, *, optional: bool = True) -> int | None:
-    """A non-negative whole count from a budget file (None when absent and ``optional``), else a located error."""
+def _count(value: Any, file: str, where: str) -> int | None:
+    """A non-negative whole count from a budget file (None when absent), else a located error."""
     from .errors import InputError
 
-    if value is None and optional:
+    if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"expected a whole count ≥ 0, got {value!r}", file=file, field=where, hint=_BUDGET_FIX)
