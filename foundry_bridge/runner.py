@@ -48,7 +48,6 @@ __all__ = [
     "execute_run",
     "find_finished_twin",
     "get_backend",
-    "load_plan",
     "plan_evaluation",
     "prepare_run",
     "read_results",
@@ -170,11 +169,6 @@ class VerdictCounter:
 def read_results(run_dir: str | os.PathLike[str]) -> list[ResultRow]:
     """The ``ResultRow`` s of a run folder, as a list (``RunFolder.iter_results`` streams them)."""
     return list(RunFolder(run_dir).iter_results())
-
-
-def load_plan(run_dir: str | os.PathLike[str]) -> Plan:
-    """The plan saved in a run folder (``plan.json`` + ``items.jsonl`` + ``records.jsonl``)."""
-    return RunFolder(run_dir).read_plan()
 
 
 # ---------------------------------------------------------------------------------------------------------------
