@@ -1,6 +1,6 @@
-"""Retrieval coverage and retrieval utilization (Deepchecks' retrieval properties, issue #37 item 3): two judge
-calls per query over the documents ``judge-docs`` graded relevant, each a score from 0 to 1 with the judge's
-reason. docs/metrics.md ("Retrieval coverage and utilization") states the definitions and assumptions.
+"""Retrieval coverage and retrieval utilization (Deepchecks' retrieval properties): two judge calls per query over
+the documents ``judge-docs`` graded relevant, each a score from 0 to 1 with the judge's reason. docs/metrics.md
+("Retrieval coverage and utilization") states the definitions and assumptions.
 
 - **relevant documents** of a query: those ``judge-docs`` graded 2 or 3 in the same call (``judged.PASSING``), in
   rank order, their texts as graded, joined by a blank line.

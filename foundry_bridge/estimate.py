@@ -344,7 +344,7 @@ class _Prompts:
 
     def render(self, name: str, prompt: Any, inputs: dict[str, Any]) -> list[Any]:
         """The messages the library sends for ``inputs`` (``AsyncPrompty.render``: its jinja environment, then its
-        chat parser), with the template compiled once per prompt instead of once per call (half the time)."""
+        chat parser), with the template compiled once per prompt instead of once per call."""
         values = {k: ("" if inputs.get(k) is None else inputs[k]) for k in prompt._inputs}
         compiled = self.compiled.get(name)
         if compiled is None:

@@ -471,9 +471,8 @@ CORRECTED = ("ndcg", "recall", "rr")
 
 
 def _on_unit_range(estimates: dict[str, Any]) -> dict[str, Any]:
-    """Every interval of ``estimate_mean``'s output cut to [0, 1], the metrics' range (``clipped`` set when cut).
-    No pseudo-row pad (``ppi``'s ``scale``): a per-query metric is continuous, and the pad's spread over [0, 1]
-    made the intervals cover 100 % at 10 and 30 labels in the simulation (tests/test_judged_coverage.py)."""
+    """Every interval of ``estimate_mean``'s output cut to [0, 1], the metrics' range (``clipped`` set when cut);
+    no pseudo-row pad (``ppi``'s ``scale``): a per-query metric is continuous."""
     for e in estimates.values():
         if isinstance(e, dict) and "low" in e and not math.isnan(e["low"]):
             low, high = max(e["low"], 0.0), min(e["high"], 1.0)
