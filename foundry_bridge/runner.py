@@ -716,23 +716,6 @@ def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool 
 # ---------------------------------------------------------------------------------------------------------------
 _FOUNDRY_OPTIONS = {"inline_max_bytes", "max_rows_per_run", "page_size", "run_timeout", "eval_id"}
 _CLIENT_OPTIONS = {"api_version", "max_retries", "sleep", "poll_interval", "max_poll_interval", "retry_policy"}
-_LOCAL_OPTIONS = {
-    "judge_endpoint",
-    "judge_model",
-    "cache_dir",
-    "use_cache",
-    "cache_ttl",
-    "concurrency",
-    "api_key_env",
-    "azure",
-    "api_version",
-    "timeout",
-    "credential",
-    "judge_timeout",
-    "judge_retries",
-    "give_up_after",
-    "repeat",
-}
 
 
 # the command line's spelling of a keyword, where it is not ``--`` + the keyword with dashes
@@ -806,11 +789,13 @@ def get_backend(name: str, **options: Any) -> Backend:
     if name == "mock":
         return _mock_backend(options)
     if name == "local":
-        _split(options, _LOCAL_OPTIONS, name)
+        import inspect
+
         try:
             from .local import LocalBackend
         except ImportError as exc:
             raise BackendError(f"the local backend is not available: {exc}") from exc
+        _split(options, set(inspect.signature(LocalBackend).parameters), name)
         backend: Backend = LocalBackend(**options)
         return backend
     raise UsageError(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
