@@ -143,10 +143,6 @@ def parse_grade(content: str) -> dict[str, Any]:
     return {"grade": int(grade), "reason": str(answer.get("reason") or "")[:500]}
 
 
-def _user_message(pair: DocumentPair) -> str:
-    return _USER.format(query=pair.query, document=pair.text)
-
-
 def _grader() -> Any:
     """The ``label_model`` criterion judge-docs sends on Foundry and the emulator: ``RUBRIC_SCALE`` as the system
     message, the query and document through ``{{item.x}}`` templates, labels 0–3, passing 2 and 3."""
@@ -161,7 +157,7 @@ def _grader() -> Any:
 def _requests(pairs: Sequence[DocumentPair]) -> tuple[list[int], list[tuple[str, str]]]:
     """The pairs a judge can be asked about (a query and a document text), and their (system, user) messages."""
     askable = [i for i, p in enumerate(pairs) if p.query and p.text]
-    return askable, [(RUBRIC, _user_message(pairs[i])) for i in askable]
+    return askable, [(RUBRIC, _USER.format(query=pairs[i].query, document=pairs[i].text)) for i in askable]
 
 
 def judge_requests(records: Iterable[Any], k: int) -> tuple[list[tuple[str, str]], int, int]:
