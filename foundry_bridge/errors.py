@@ -28,6 +28,7 @@ __all__ = [
     "FoundryBridgeWarning",
     "InputError",
     "MappingError",
+    "TwoWay",
     "UsageError",
     "cli_text",
     "describe_os_error",
@@ -72,7 +73,7 @@ def for_cli(text: str) -> str:
 
 def cli_text(exc: BaseException) -> str:
     """What the command line prints for ``exc``: its command-line rendering when it has one, else ``str(exc)``."""
-    return exc.cli_text() if isinstance(exc, FoundryBridgeError | FoundryBridgeWarning) else str(exc)
+    return exc.cli_text() if isinstance(exc, FoundryBridgeError | TwoWay) else str(exc)
 
 
 class FoundryBridgeError(Exception):
@@ -92,9 +93,9 @@ class FoundryBridgeError(Exception):
         return for_cli(self.template) if self.template is not None else str(self)
 
 
-class FoundryBridgeWarning(UserWarning):
-    """A warning of foundry_bridge, with two renderings like ``FoundryBridgeError`` (the CLI prints ``cli_text``
-    as a red ``WARNING:`` line)."""
+class TwoWay(BaseException):
+    """A message with two renderings, like ``FoundryBridgeError``'s: ``str()`` for Python, ``cli_text()`` for the
+    command line; the base of the warnings and interruptions that are not errors."""
 
     def __init__(self, message: str) -> None:
         self.template = message
@@ -102,6 +103,10 @@ class FoundryBridgeWarning(UserWarning):
 
     def cli_text(self) -> str:
         return for_cli(self.template)
+
+
+class FoundryBridgeWarning(TwoWay, UserWarning):
+    """A warning of foundry_bridge (the CLI prints ``cli_text`` as a red ``WARNING:`` line)."""
 
 
 class InputError(FoundryBridgeError, ValueError):

@@ -27,7 +27,7 @@ from . import __version__
 from ._io import dumps, loads
 from .catalog import CATALOG
 from .dataset.frames import Table
-from .errors import BackendError, UsageError, describe_os_error, for_cli, for_python, option, spelled
+from .errors import BackendError, TwoWay, UsageError, describe_os_error, option, spelled
 from .mapping.model import Mapping
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
@@ -334,16 +334,8 @@ def plan_evaluation(
     return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path)
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run, with what the interrupted run left and how to go on (``str``: for Python;
-    ``cli_text()``: for the command line). Still a ``KeyboardInterrupt``."""
-
-    def __init__(self, message: str) -> None:
-        self.template = message
-        super().__init__(for_python(message))
-
-    def cli_text(self) -> str:
-        return for_cli(self.template)
+class RunInterrupted(TwoWay, KeyboardInterrupt):
+    """Ctrl-C during a run, with what the interrupted run left and how to go on. Still a ``KeyboardInterrupt``."""
 
 
 def run_evaluation(
