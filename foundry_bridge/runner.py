@@ -521,11 +521,11 @@ def _execute(
         return execute_run(decision, plan, backend, progress, notify)
     except RunFailedError as exc:
         raise RunFailedError(
-            f"{_template(exc)}. Once the cause is fixed, {_resume_call(run_dir)} submits the failed part again",
+            f"{exc.template or exc}. Once the cause is fixed, {_resume_call(run_dir)} submits the failed part again",
             run=exc.run,
         ) from exc
     except AzureError as exc:
-        if decision.resume and not backend.capabilities.resume_elsewhere and _status(exc) == 404:
+        if decision.resume and not backend.capabilities.resume_elsewhere and getattr(exc, "status_code", None) == 404:
             # an emulator that never held this run (its state died with the process that started it)
             state = decision.state
             raise _cannot_resume_here(decision.folder, backend, state.status if state else None) from None
@@ -536,17 +536,6 @@ def _execute(
         raise BackendError(f"{describe_os_error(exc)}; {_how_to_continue(decision.folder, backend)}") from exc
     except KeyboardInterrupt as exc:
         raise RunInterrupted(_after_interrupt(backend, run_dir)) from exc
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _template(exc: BaseException) -> str:
-    """``exc``'s message with its two-way phrases kept (to be wrapped in another message)."""
-    template = getattr(exc, "template", None)
-    return template if isinstance(template, str) else str(exc)
 
 
 def _saved_ids(folder: RunFolder) -> list[tuple[str, str]]:

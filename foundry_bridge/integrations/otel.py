@@ -14,7 +14,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import BackendError, UsageError, option, spelled
 
@@ -227,15 +227,6 @@ def _wanted(kind: str) -> str:
     return option("exporter", kind, cli=f"--otel {kind}")
 
 
-def check_exporter(kind: object) -> Exporter:
-    """``kind`` if it is one of ``EXPORTERS``, else a ``UsageError`` naming them (before anything is made)."""
-    if kind not in EXPORTERS:
-        accepted = ", ".join(repr(e) for e in EXPORTERS)
-        raise UsageError(f"unknown OpenTelemetry exporter {kind!r} for {spelled('exporter=', '--otel')}: "
-                         f"choose one of {accepted}")  # fmt: skip
-    return cast(Exporter, kind)
-
-
 def _exporter(kind: Exporter, endpoint: str | None) -> Any:
     """A standard SDK log exporter. OTLP over HTTP/protobuf reads the usual ``OTEL_EXPORTER_OTLP_*`` variables
     when ``endpoint`` is None; Azure Monitor reads ``APPLICATIONINSIGHTS_CONNECTION_STRING``."""
@@ -334,8 +325,10 @@ def emit_evaluation_events(
 
     parent = parent_context(traceparent) if traceparent is not None else None
     own = logger_provider is None
-    if own:
-        check_exporter(exporter)
+    if own and exporter not in EXPORTERS:  # before anything is made
+        accepted = ", ".join(repr(e) for e in EXPORTERS)
+        raise UsageError(f"unknown OpenTelemetry exporter {exporter!r} for {spelled('exporter=', '--otel')}: "
+                         f"choose one of {accepted}")  # fmt: skip
     provider, counted = _provider(report, exporter, endpoint) if own else (logger_provider, None)
     from opentelemetry._logs import SeverityNumber
 
