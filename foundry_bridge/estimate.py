@@ -783,11 +783,6 @@ def _cells(line: BudgetLine, *, total: bool) -> tuple[str, ...]:
     )
 
 
-def _query_runs(queries: int, new_rows: int, runs: int) -> int:
-    """Rows to answer and judge: the new queries in every run, and the labelled rows beyond them once."""
-    return queries * runs + max(0, new_rows - queries)
-
-
 def price_budget(estimate: CostEstimate, budget: Budget) -> BudgetEstimate:
     """``budget`` priced with ``estimate``'s per-row judge cost (``BudgetEstimate`` states the counting)."""
     judges = [c for c in estimate.criteria if c.how == "judge"]
@@ -801,7 +796,7 @@ def price_budget(estimate: CostEstimate, budget: Budget) -> BudgetEstimate:
     def line(
         name: str, labels: int, needed: int | None, extra: int | None, judged: int, new: int, q: int
     ) -> BudgetLine:
-        k = _query_runs(q, new, budget.runs)
+        k = q * budget.runs + max(0, new - q)  # the new queries in every run, the labelled rows beyond them once
         cost = None if per_cost is None else k * per_cost
         priced = (round(k * per_calls), round(k * per_input), round(k * per_output), cost)
         return BudgetLine(name, labels, needed, extra, judged, new, q, k, *priced)

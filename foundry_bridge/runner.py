@@ -255,7 +255,9 @@ def prepare_run(
             )
     elif state is not None and not force and not (same and not state.service_ids()):
         what = "an unfinished run of this plan" if same else "a run of another plan or dataset"
-        hint = f"{_resume_option(folder.path)} to continue it" if same else f"another {_OUT} folder"
+        hint = (
+            f"{spelled('resume=True', f'--resume {folder.path}')} to continue it" if same else f"another {_OUT} folder"
+        )
         raise UsageError(f"{folder.path} already holds {what}; use {hint}, or {option('force')} to submit again")
     if resume and not force:
         return RunDecision("resume", folder, state, resume)
@@ -496,10 +498,6 @@ def _start_over(path: Path) -> str:
     return spelled(f"force=True, out={str(path)!r}", f"--force --out {path}")
 
 
-def _resume_option(path: Path) -> str:
-    return spelled("resume=True", f"--resume {path}")
-
-
 def _resume_call(path: Path) -> str:
     return spelled(f"`run_evaluation(out={str(path)!r}, resume=True)`", f"`foundry-bridge run --resume {path}`")
 
@@ -716,13 +714,6 @@ def _split(options: dict[str, Any], allowed: set[str], backend: str) -> tuple[di
     return fb, cl
 
 
-def _capped_sleep(cap: float) -> Callable[[float], None]:
-    def sleep(seconds: float) -> None:
-        time.sleep(min(seconds, cap))
-
-    return sleep
-
-
 def _mock_backend(options: dict[str, Any]) -> Backend:
     """The cloud code path over the emulator's transport, with a static fake token; the emulator's setup is part
     of the backend's identity, and its runs live in this process's memory."""
@@ -736,7 +727,7 @@ def _mock_backend(options: dict[str, Any]) -> Backend:
     fb, cl = _split(options, _FOUNDRY_OPTIONS | _CLIENT_OPTIONS, "mock")
     if emulator is None:  # nobody reads this one's call log: recording it would keep every request and response
         emulator = FoundryEmulator(record_calls=False, **emu_kwargs)
-    cl.setdefault("sleep", _capped_sleep(0.05))
+    cl.setdefault("sleep", lambda seconds: time.sleep(min(seconds, 0.05)))
     cl.setdefault("poll_interval", 0.0)
     client = FoundryClient(endpoint, credential, transport=emulator.transport(), **cl)
     setup = {"emulator": emulator.setup()}
