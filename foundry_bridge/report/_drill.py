@@ -44,6 +44,7 @@ __all__ = [
     "is_judge",
     "judge_line",
     "judges_html",
+    "md_anchor",
     "ranked_documents",
     "stage_links",
     "stand_in",
@@ -236,7 +237,7 @@ def _md_heading(q: DrillQuery) -> str:
     return f"Query {q.query_id} ({q.stage})"
 
 
-def _md_anchor(heading: str) -> str:
+def md_anchor(heading: str) -> str:
     """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes."""
     kept = "".join(c for c in heading.lower() if c.isalnum() or c in " -_")
     return "#" + kept.replace(" ", "-")
@@ -247,7 +248,7 @@ def stage_links(report: Report, *, markdown: bool = False) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, q in enumerate(report.drill):
         if q.stage not in out:
-            out[q.stage] = _md_anchor(_md_heading(q)) if markdown else f"#{drill_anchor(i)}"
+            out[q.stage] = md_anchor(_md_heading(q)) if markdown else f"#{drill_anchor(i)}"
     return out
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ from ..metrics.agreement import (
 )
 from ..metrics.ppi import QUEUE_SEED, queue_merge, queue_order
 from ..runfolder import RunFolder
-from ._format import fmt_num, md_escape
+from ._format import fmt_num, html_table, md_escape, md_table
 from ._model import foundry_key
 from ._trust_model import (
     PASS_RATE_HALF_WIDTH,
@@ -266,36 +266,21 @@ def _retrieval(cols: _Columns) -> RetrievalCheck:
     )
 
 
-class _Verdicts(Mapping[tuple[str, str], bool | None]):
-    """(query id, evaluator) → the judge's pass verdict, looked up in the columns (no dict of every cell)."""
-
-    def __init__(self, cols: _Columns, ids: set[str]) -> None:
-        self._position = {q: i for i, q in enumerate(cols.query_ids) if q in ids}
-        self._by_evaluator: dict[str, _Judge] = {}
-        for j in cols.judges.values():
-            self._by_evaluator.setdefault(j.evaluator, j)  # the first criterion of an evaluator speaks for it
-
-    def __getitem__(self, key: tuple[str, str]) -> bool | None:
-        qid, evaluator = key
-        judge, i = self._by_evaluator.get(evaluator), self._position.get(qid)
-        if judge is None or i is None:
-            raise KeyError(key)
-        value = judge.passed[i]
-        return None if np.isnan(value) else bool(value)
-
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        return ((q, e) for e in self._by_evaluator for q in self._position)
-
-    def __len__(self) -> int:
-        return len(self._position) * len(self._by_evaluator)
-
-
 def _canaries(cols: _Columns, missing: list[str]) -> list[CanaryScore]:
     if not cols.cases:
         missing.append("no generated canary in the run (`foundry-bridge canaries DATA --out DATA2`, then run DATA2)")
         return []
     ids = {c.query_id for c in cols.cases} | {c.of for c in cols.cases}
-    return score_canaries(cols.cases, _Verdicts(cols, ids))
+    first: dict[str, _Judge] = {}
+    for j in cols.judges.values():
+        first.setdefault(j.evaluator, j)  # the first criterion of an evaluator speaks for it
+    verdicts = {
+        (q, e): None if np.isnan(j.passed[i]) else bool(j.passed[i])
+        for i, q in enumerate(cols.query_ids)
+        if q in ids
+        for e, j in first.items()
+    }
+    return score_canaries(cols.cases, verdicts)
 
 
 def _unmatched(verdicts: VerdictFile, cols: _Columns) -> tuple[int, list[str]]:
@@ -690,8 +675,7 @@ def render_trust_markdown(section: TrustSection) -> str:
     """The section as Markdown (dataset text escaped), starting with its ``##`` heading."""
 
     def table(head: list[str], rows: list[list[str]]) -> list[str]:
-        out = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
-        return out + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+        return md_table([md_escape(h) for h in head], ([_md_cell(c) for c in r] for r in rows))
 
     lines = ["## Can the judge be trusted?", "", md_escape(_source_line(section)), ""]
     if section.judges:
@@ -722,10 +706,8 @@ def render_trust_html(section: TrustSection) -> str:
     e = html.escape
 
     def table(head: list[str], rows: list[list[str]]) -> str:
-        th = "".join(f"<th>{e(h)}</th>" for h in head)
-        cell = {True: '<td class="few">{}</td>', False: "<td>{}</td>"}
-        body = "".join("<tr>" + "".join(cell[isinstance(c, _Few)].format(e(c)) for c in r) + "</tr>" for r in rows)
-        return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+        few = '<td class="few">'
+        return html_table(head, rows, lambda c: (few if isinstance(c, _Few) else "<td>") + e(c) + "</td>")
 
     parts = ['<section id="trust">', "<h2>Can the judge be trusted?</h2>", f"<p>{e(_source_line(section))}</p>"]
     if section.judges:
