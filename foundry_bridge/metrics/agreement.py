@@ -40,6 +40,7 @@ __all__ = [
     "noise_band",
     "qrels_check",
     "rater_mean",
+    "verdict_flips",
     "weighted_kappa",
 ]
 
@@ -562,7 +563,7 @@ def judge_noise(scores: Any, passed: Any = None, *, top: int = 20, categories: S
     noise = math.sqrt(float(variance.mean())) if variance.size else float("nan")
     flip_rate, flaky = None, []
     if passed is not None:
-        seen, flipped = _flips(np.atleast_2d(np.asarray(passed, dtype=np.float64)))
+        seen, flipped = verdict_flips(np.atleast_2d(np.asarray(passed, dtype=np.float64)))
         flip_rate = float(np.count_nonzero(flipped) / np.count_nonzero(seen)) if seen.any() else None
         flaky = np.nonzero(flipped)[0][:top].tolist()
     level: Level = "ordinal" if categories is not None or np.unique(s[~np.isnan(s)]).size <= 20 else "interval"
@@ -570,8 +571,9 @@ def judge_noise(scores: Any, passed: Any = None, *, top: int = 20, categories: S
     return JudgeNoise(s.shape[0], int(np.count_nonzero(twice)), noise, flip_rate, flaky, alpha, level)
 
 
-def _flips(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows with two or more verdicts, and those whose verdicts are not all the same."""
+def verdict_flips(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of a raters (or repeats, or judges) × rows matrix of 1/0/NaN verdicts: the rows with two or more verdicts,
+    and those whose verdicts are not all the same."""
     seen = np.count_nonzero(~np.isnan(p), axis=0) >= 2
     high = np.where(np.isnan(p), -np.inf, p).max(axis=0)
     low = np.where(np.isnan(p), np.inf, p).min(axis=0)

@@ -51,6 +51,7 @@ from ..metrics.agreement import (
     judge_trust,
     noise_band,
     rater_mean,
+    verdict_flips,
 )
 from ..metrics.ppi import QUEUE_SEED, queue_merge, queue_order
 from ..runfolder import RunFolder
@@ -404,11 +405,7 @@ def _spread(cols: _Columns) -> np.ndarray:
     """1 where the judges that scored a row disagree on pass/fail (two or more verdicts), else 0."""
     if not cols.judges:
         return np.zeros(len(cols.query_ids))
-    p = np.vstack([j.passed for j in cols.judges.values()])
-    seen = np.count_nonzero(~np.isnan(p), axis=0) >= 2
-    high = np.where(np.isnan(p), -np.inf, p).max(axis=0)
-    low = np.where(np.isnan(p), np.inf, p).min(axis=0)
-    return (seen & (high != low)).astype(float)
+    return verdict_flips(np.vstack([j.passed for j in cols.judges.values()]))[1].astype(float)
 
 
 def write_verdict_queue_for(
