@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..catalog import CATALOG
 from ..dataset import QueryRecord
 from ..metrics.assembly import contains_document, normalize_ws
-from ._format import fmt_num, md_escape
+from ._format import fmt_num, md_escape, md_table
 from ._model import STAGES, QueryRow, Report
 
 __all__ = [
@@ -361,10 +361,11 @@ def drill_markdown(report: Report, max_queries: int = DRILL_PER_STAGE) -> list[s
         out += [f"#### {md_escape(_md_heading(q))}", ""]
         if q.query:
             out += [f"_{md_escape(q.query, 300)}_ — {md_escape(q.stage_reason, 300)}", ""]
-        out += ["| " + " | ".join(DOCUMENT_HEADERS) + " |", "|---" * len(DOCUMENT_HEADERS) + "|"]
-        for d, (rank, doc, score, label, place) in zip(q.documents, documents_rows(q.documents)[1], strict=True):
-            place = f"**{place}**" if d.dropped else place
-            out.append(f"| {rank} | {md_escape(doc)} | {score} | {label} | {place} |")
+        cells = zip(q.documents, documents_rows(q.documents)[1], strict=True)
+        out += md_table(
+            DOCUMENT_HEADERS,
+            ([r, md_escape(i), s, lab, f"**{p}**" if d.dropped else p] for d, (r, i, s, lab, p) in cells),
+        )
         if q.unretrieved:
             out.append("")
             out.append("Labelled, not retrieved: " + ", ".join(f"{md_escape(d)} ({n})" for d, n in q.unretrieved))

@@ -35,10 +35,6 @@ from ._model import Report
 __all__ = ["render_text"]
 
 
-def _plain(text: str) -> str:
-    return text
-
-
 def _cut(text: str | None, limit: int = MD_TEXT) -> str:
     s = " ".join((text or "").split())
     return s if len(s) <= limit else s[: limit - 1] + "…"
@@ -52,7 +48,7 @@ def headline_line(report: Report) -> str:
 
 
 def _header(report: Report) -> list[Block]:
-    prov, cov, meta = report.provenance, report.coverage, meta_items(report, _plain, sha=False)
+    prov, cov, meta = report.provenance, report.coverage, meta_items(report, str, sha=False)
     if prov.report_url:
         meta.append(f"Foundry report {prov.report_url}")
     out = [
@@ -108,8 +104,8 @@ def _sections(report: Report) -> list[Block]:
 def _negatives(report: Report, limit: int) -> list[Block]:
     if not report.negative_queries.queries:
         return []
-    head, rows = negative_table(report, limit, _plain, "no")
-    out = [Block("h", "Negative queries", 3), Block("list", items=negative_items(report, _plain)), table(head, rows)]
+    head, rows = negative_table(report, limit, str, "no")
+    out = [Block("h", "Negative queries", 3), Block("list", items=negative_items(report, str)), table(head, rows)]
     if report.negative.queries > len(rows):
         out.append(Block("p", f"… and {report.negative.queries - len(rows)} more negative queries"))
     return out
@@ -118,7 +114,7 @@ def _negatives(report: Report, limit: int) -> list[Block]:
 def _canaries(report: Report) -> list[Block]:
     if not report.canaries:
         return []
-    out = [Block("h", "Judge canaries", 3), table(CANARY_HEADERS, canary_rows(report, _plain, "NO"))]
+    out = [Block("h", "Judge canaries", 3), table(CANARY_HEADERS, canary_rows(report, str, "NO"))]
     return out + ([Block("p", note)] if (note := canary_note(report)) is not None else [])
 
 
@@ -126,7 +122,7 @@ def _worst(report: Report, limit: int) -> list[Block]:
     rows = []
     for q in worst_shown(report, limit):
         stage = q.stage + (f" · {PARTIAL_LABEL}" if q.search_partial else "")
-        rows.append([q.query_id, q.kind, stage, _cut(q.stage_reason, 100), failed_metrics(report, q, _plain) or "–"])
+        rows.append([q.query_id, q.kind, stage, _cut(q.stage_reason, 100), failed_metrics(report, q, str) or "–"])
     total = sum(n for s, n in report.stages.counts.items() if s != "ok")
     out = [Block("h", f"Queries to look at ({total})", 3)]
     if not rows:
@@ -153,7 +149,7 @@ def _drill(report: Report, limit: int) -> list[Block]:
         for d in q.dropped:
             out.append(Block("p", f"Dropped: {d.document_id} (rank {d.rank}, label {d.label}): {_cut(d.text)}"))
         out.append(Block("p", "Response: " + ("(no response)" if q.response is None else _cut(q.response))))
-        out.append(Block("list", items=[judge_line(j, _plain, "") for j in q.judges] or ["no judge scored this query"]))
+        out.append(Block("list", items=[judge_line(j, str, "") for j in q.judges] or ["no judge scored this query"]))
     if len(report.drill) > limit:
         out.append(Block("p", f"{len(report.drill) - limit} more in the HTML report."))
     return out
@@ -165,7 +161,7 @@ def _label_next(report: Report, limit: int) -> list[Block]:
     n_docs = report.coverage.get("hole_documents", len(report.labelling_queue))
     return [
         Block("h", f"Label next ({n_docs} unlabelled retrieved documents)", 3),
-        table(HOLE_HEADERS, hole_rows(report, _plain)[:limit]),
+        table(HOLE_HEADERS, hole_rows(report, str)[:limit]),
     ]
 
 
