@@ -218,19 +218,12 @@ def _grid(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return gy, gf, np.full(gy.size, PSEUDO_ROWS / gy.size)
 
 
-def _pad(v: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """The pseudo-rows' values of y − λf and their weights (λ = 0: ``PSEUDO_ROWS`` spread over the k values of one
-    mean)."""
-    gy, gf, w = _grid(v)
-    return gy - lam * gf, w
-
-
-def _residual_variance(y: np.ndarray, f: np.ndarray, lam: float, v: np.ndarray | None) -> float:
-    """s²(y − λf): the n − 1-divisor variance, padded with the pseudo-rows when there is a scale."""
-    r = y - lam * f
+def _scale_variance(y: np.ndarray, v: np.ndarray | None) -> float:
+    """s²(y): the n − 1-divisor variance, padded with the pseudo-rows' human values when there is a scale."""
     if v is None:
-        return float(r.var(ddof=1))
-    return padded_variance(r, *_pad(v, lam))
+        return float(y.var(ddof=1))
+    gy, _, w = _grid(v)
+    return padded_variance(y, gy, w)
 
 
 def _per_fold(lams: np.ndarray, variance_at: Callable[[float], float]) -> float:
@@ -402,7 +395,7 @@ def _single(
             return Estimate(method, mean, low, high, *counts, confidence, how)
         low, high = wilson(float(values.sum()), values.size, confidence=confidence)
         return Estimate(method, mean, low, high, *counts, confidence, "Wilson score")
-    variance = _residual_variance(values, np.zeros_like(values), 0.0, v) / values.size
+    variance = _scale_variance(values, v) / values.size
     return _t_estimate(method, mean, variance, counts, confidence, v, raters, n=values.size)
 
 
@@ -517,33 +510,30 @@ def estimate_mean(
     budget = _Budget(y, f, f_u, v, raters, confidence)
     human_halve = budget.human_to_halve()
     need = None if target is None else budget.for_target(target)
+    out = MeanEstimates(judge_only, human_only, None, None, None, None, human_halve, target, need, raters)
     if n == 0 or big_n == 0:
-        return MeanEstimates(judge_only, human_only, None, None, None, None, human_halve, target, need, raters)
+        return out
     pi = None if probability is None else np.asarray(probability, dtype=np.float64).ravel()
     if pi is not None and not np.isnan(pi[labeled]).any():
         pi = np.where(labeled, pi, np.nan)
-        human_only = _weighted_single(y, pi[labeled], (n, big_n), confidence, v, raters)
-        plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v, raters=raters)
-        plus = ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v, raters=raters)
-        lam = _ipw_lambdas(j[scored], labeled[scored], h[scored], pi[scored])[1]
-        design = WEIGHTED_NOTE
-        return MeanEstimates(
-            judge_only, human_only, plain, plus, float(lam), None, human_halve, target, need, raters, design
+        return replace(
+            out,
+            human_only=_weighted_single(y, pi[labeled], (n, big_n), confidence, v, raters),
+            ppi=ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v, raters=raters),
+            ppi_plus=ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v, raters=raters),
+            lam=_ipw_lambdas(j[scored], labeled[scored], h[scored], pi[scored])[1],
+            design=WEIGHTED_NOTE,
         )
     lam_y, lam_u = _uniform_lambdas(y, f, f_u)
     lam = float(lam_y.mean())
+    out = replace(out, lam=lam, design=UNIFORM_NOTE)
     if n < MIN_LABELS:
         plain = _too_few(_method(1.0, False), float(f_u.mean() + (y - f).mean()), (n, big_n), confidence)
         plus = _too_few(_method(lam, True), _uniform_point(y, f, f_u, lam_y, lam_u), (n, big_n), confidence)
-        return MeanEstimates(
-            judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, UNIFORM_NOTE
-        )
+        return replace(out, ppi=plain, ppi_plus=plus)
     plus = _ppi_t(y, f, f_u, (lam_y, lam_u), True, confidence, v, raters)
     plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v, raters=raters)
-    halve = budget.ppi_to_halve()
-    return MeanEstimates(
-        judge_only, human_only, plain, plus, lam, halve, human_halve, target, need, raters, UNIFORM_NOTE
-    )
+    return replace(out, ppi=plain, ppi_plus=plus, labels_to_halve=budget.ppi_to_halve())
 
 
 def _padded_moments(y: np.ndarray, f: np.ndarray, v: np.ndarray | None) -> tuple[float, float, float]:
@@ -588,7 +578,7 @@ class _Budget:
 
     def _human(self, labels: np.ndarray) -> np.ndarray:
         """Half-width of the human-only mean at each count of labels: t₍df₎·√(s²/n' + V_raters)."""
-        s2 = _residual_variance(self.y, np.zeros_like(self.y), 0.0, self.v)
+        s2 = _scale_variance(self.y, self.v)
         variance = s2 / labels
         return _t_half(variance + self.raters.variance, self._df(variance, labels), self.confidence)
 
