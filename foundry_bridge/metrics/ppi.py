@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._dist import normal_quantile, t_quantile
-from .intervals import PSEUDO_ROWS, clip, padded_variance, satterthwaite, t_interval, two_sided, wilson
+from .intervals import PSEUDO_ROWS, clip, padded_variance, t_interval, two_sided, wilson
 
 __all__ = [
     "CROSSFIT_FOLDS",
@@ -144,9 +144,13 @@ def rater_spread(ratings: Any, *, iterations: int = 200) -> RaterSpread:
     return RaterSpread(sigma2 * weight, k - 1, k, sigma2, weight)
 
 
-def _with_raters(variance: float, df: float, raters: RaterSpread) -> float:
-    """Satterthwaite's df of the rows' variance (on ``df``) plus the raters' (on k − 1)."""
-    return satterthwaite([(variance, df), (raters.variance, raters.df)]) if raters.variance > 0 else df
+def _with_raters(variance: Any, df: Any, raters: RaterSpread) -> Any:
+    """Satterthwaite's df (V + V_r)² / (V²/df + V_r²/(k − 1)) of the rows' variance V (on ``df``) plus the raters'
+    V_r (on k − 1); ``df`` without the raters' variance. Scalars or arrays."""
+    if raters.variance <= 0:
+        return df
+    total = variance + raters.variance
+    return total**2 / (variance**2 / df + raters.variance**2 / raters.df)
 
 
 def _df_text(df: float) -> str:
@@ -569,18 +573,13 @@ class _Budget:
     raters: RaterSpread
     confidence: float
 
-    def _df(self, variance: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        r = self.raters
-        if r.variance <= 0:
-            return labels - 1
-        total = variance + r.variance
-        return total**2 / (variance**2 / (labels - 1) + r.variance**2 / r.df)
-
     def _human(self, labels: np.ndarray) -> np.ndarray:
         """Half-width of the human-only mean at each count of labels: t₍df₎·√(s²/n' + V_raters)."""
         s2 = _scale_variance(self.y, self.v)
         variance = s2 / labels
-        return _t_half(variance + self.raters.variance, self._df(variance, labels), self.confidence)
+        return _t_half(
+            variance + self.raters.variance, _with_raters(variance, labels - 1, self.raters), self.confidence
+        )
 
     def human_to_halve(self) -> int | None:
         """More labels after which the human-only half-width is half today's (None: none yet, or unreachable)."""
@@ -642,7 +641,9 @@ class _Budget:
         if big_n > 0 and start < n + big_n:
             m = np.arange(start - n, big_n, dtype=np.float64)
             variance = self._ppi(m)
-            half = _t_half(variance + self.raters.variance, self._df(variance, n + m), self.confidence)
+            half = _t_half(
+                variance + self.raters.variance, _with_raters(variance, n + m - 1, self.raters), self.confidence
+            )
             ok = np.nonzero(half <= half_width)[0]
             if ok.size:
                 return int(n + m[ok[0]])
