@@ -117,11 +117,11 @@ class _Columns:
         return np.where(self.canary, np.nan, column)
 
 
-def _judge_specs(folder: RunFolder) -> list[tuple[str, str, str, float | None, bool, list[float] | None]]:
-    """(criterion, evaluator, metric, threshold, higher is better, scale) of every judge criterion of the plan."""
+def _judges(folder: RunFolder, n: int) -> dict[str, _Judge]:
+    """Every judge criterion of the plan, its columns of ``n`` rows unscored (NaN)."""
     from ..wire import resolve_threshold
 
-    out = []
+    out = {}
     for crit in folder.read_plan(items=False, records=False).criteria:
         spec = CATALOG.get(crit.evaluator)
         if spec is None or not spec.needs_deployment:
@@ -131,9 +131,10 @@ def _judge_specs(folder: RunFolder) -> list[tuple[str, str, str, float | None, b
         if metric.kind == "ordinal" and metric.min_value is not None and metric.max_value is not None:
             scale = [float(v) for v in range(int(metric.min_value), int(metric.max_value) + 1)]
         threshold = resolve_threshold(metric, crit.init)
-        hib = metric.higher_is_better
-        out.append(
-            (crit.name, crit.evaluator, metric.name, None if threshold is None else float(threshold), hib, scale)
+        threshold = None if threshold is None else float(threshold)
+        nan = np.full(n, np.nan)
+        out[crit.name] = _Judge(
+            crit.name, crit.evaluator, metric.name, threshold, metric.higher_is_better, scale, nan, nan.copy()
         )
     return out
 
@@ -152,10 +153,7 @@ def _collect(run: RunColumns) -> _Columns:
         c = loads(case)
         cases.append(CanaryCase(qid, c["kind"], c["of"], c["expect"]))
         canary[row] = True
-    judges = {
-        c: _Judge(c, e, m, t, h, s, np.full(n, np.nan), np.full(n, np.nan))
-        for c, e, m, t, h, s in _judge_specs(run.folder)
-    }
+    judges = _judges(run.folder, n)
     for col in judges.values():
         got = run.sql(
             "SELECT row, arg_max(score, seq) FILTER (WHERE score IS NOT NULL), "
