@@ -531,11 +531,11 @@ def _pooled(
 class JudgeNoise:
     """A judge against itself over K repeats of the same rows (``run --repeats K``).
 
-        ``noise_sd`` = √(mean over rows of the within-row variance, ddof 1): the spread of one score around the row's
-        mean; ``flip_rate`` the share of rows whose pass verdict was not the same in every repeat, ``flaky`` those rows
-        (at most ``top``, by index); ``alpha`` Krippendorff's α with the repeats as raters (1: deterministic), ordinal
-    on a scale, interval for continuous scores.
-        Rows scored fewer than twice are left out (``rows`` counts the others).
+    ``noise_sd`` = √(mean over rows of the within-row variance, ddof 1): the spread of one score around the row's
+    mean; ``flip_rate`` the share of rows whose pass verdict was not the same in every repeat, ``flaky`` those rows
+    (at most ``top``, by index); ``alpha`` Krippendorff's α with the repeats as raters (1: deterministic), ordinal
+    on a scale, interval for continuous scores. Rows scored fewer than twice are left out (``rows`` counts the
+    others).
     """
 
     repeats: int

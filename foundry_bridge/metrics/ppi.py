@@ -414,13 +414,12 @@ def _weighted_single(
     """The human-only mean of labels the queue drew with probabilities π: Hájek's weighted mean ȳ = Σ(w·y)/Σw,
     w = 1/π — on the scale, like any weighted mean — with the with-replacement variance V = n/(n − 1) · Σ w_i² ·
     (y_i − ȳ)² / N̂², N̂ = Σw (Särndal, Swensson & Wretman, *Model Assisted Survey Sampling* 1992, §2.9 and §5.7:
-    no finite-population factor, so labels drawn with π = 1 still vary — the π-weighted form Σ(1 − π)/π²·… is 0
-    there and gave a zero-width interval). With equal π it is the unweighted s²/n. On a scale V is padded like the
-    unweighted means: ``PSEUDO_ROWS`` pseudo-rows spread over the scale's values, each of the labels' mean weight,
-    so V = n·(Σ w²(y − ȳ)² + 2·w̄²·mean((v − ȳ)²)) / ((n + 1)·N̂²) — equal π give exactly the unweighted padded
-    variance. Plus the raters' variance; a pass rate's interval is Wilson on Korn & Graubard's effective n (n
-    itself when ȳ is 0 or 1), a mean's t₍df₎ clipped to the scale. Fewer than ``MIN_HUMAN_LABELS`` labels: no
-    interval."""
+    no finite-population factor, so labels drawn with π = 1 still vary). With equal π it is the unweighted s²/n.
+    On a scale V is padded like the unweighted means: ``PSEUDO_ROWS`` pseudo-rows spread over the scale's values,
+    each of the labels' mean weight, so V = n·(Σ w²(y − ȳ)² + 2·w̄²·mean((v − ȳ)²)) / ((n + 1)·N̂²) — equal π give
+    exactly the unweighted padded variance. Plus the raters' variance; a pass rate's interval is Wilson on Korn &
+    Graubard's effective n (n itself when ȳ is 0 or 1), a mean's t₍df₎ clipped to the scale. Fewer than
+    ``MIN_HUMAN_LABELS`` labels: no interval."""
     method = "human only, inverse-probability weighted"
     if y.size == 0:
         return _too_few(method, float("nan"), counts, confidence, None)
@@ -865,8 +864,7 @@ def _ipw_tuned_lambda(y: np.ndarray, f: np.ndarray, pi: np.ndarray, f_all: np.nd
     """The λ minimising the weighted estimate's variance λ²·s²(f)/N + (1/N²)·Σ c_i·(y_i − λf_i)², c = (1 − π)/π²:
     λ = Σ c·f·y / (N·s²(f) + Σ c·f²) over the labelled rows (y, f, π) and the scored rows ``f_all`` (N of them),
     clipped to [0, 1] — under inverse-probability weights a label's error counts 1/π² times, so λ leans to 1 where
-    the judge is close to the humans (``tuned_lambda``'s uniform-design λ would not: with it PPI++ was noisier than
-    PPI under the queue)."""
+    the judge is close to the humans."""
     c = (1 - pi) / pi**2
     denominator = f_all.size * _var1(f_all) + float((c * f * f).sum())
     if y.size < 2 or denominator <= 0:
