@@ -36,7 +36,6 @@ __all__ = [
     "Estimate",
     "MeanEstimates",
     "QueueDraw",
-    "QueuePick",
     "RaterSpread",
     "crossfit_folds",
     "crossfit_lambdas",
@@ -44,7 +43,6 @@ __all__ = [
     "fold_count",
     "ipw_ppi_mean",
     "labelled_prefix",
-    "labelling_priority",
     "labels_for_half_width",
     "ppi_mean",
     "prefix_probabilities",
@@ -662,75 +660,22 @@ def labels_for_half_width(half_width: float, *, sd: float = 0.5, confidence: flo
     return n
 
 
-@dataclass(frozen=True)
-class QueuePick:
-    """One row to label next: its index, why, and its rank (1 = first)."""
-
-    index: int
-    rank: int
-    reason: str
-    spread: float
-
-
-def labelling_priority(
-    judge: Any, human: Any, *, spread: Any = None, limit: int = 50, prior_variance: float = 0.25
-) -> list[QueuePick]:
-    """The unlabelled rows whose label would most narrow the PPI interval, best first.
-
-    Rows are stratified by the judge's score (its distinct values; a judge with more than 10 values in deciles).
-    The rectifier's variance is Σ_b w_b² σ_b² / n_b, so one more label in stratum b removes about
-    w_b² σ̃_b² / ((n_b + 1)(n_b + 2)) (w_b the stratum's share of the rows, n_b its labels, σ̃_b² the residual
-    variance y − f there, shrunk toward the pooled one — ``prior_variance`` with no labels at all). The queue is
-    filled greedily; inside a stratum rows whose judges disagree (``spread``: e.g. max − min across judges or
-    repeats, NaN = unknown) come first, then by index. A queue row's ``reason`` names which applied.
-    """
-    j = np.asarray(judge, dtype=np.float64).ravel()
-    h = np.asarray(human, dtype=np.float64).ravel()
-    s = np.zeros_like(j) if spread is None else np.nan_to_num(np.asarray(spread, dtype=np.float64).ravel())
-    strata = _stratum_state(j, h, s, prior_variance)
-    picks: list[QueuePick] = []
-    while len(picks) < limit:
-        live = [st for st in strata if st.todo]
-        if not live:
-            break
-        best = max(live, key=lambda st: _gain(st.share, st.variance, st.labels))  # first of equals: lowest score
-        row = best.todo.pop()
-        best.labels += 1
-        why = f"judges disagree (spread {s[row]:g})" if s[row] > 0 else f"narrows the interval (judge score {j[row]:g})"
-        picks.append(QueuePick(row, len(picks) + 1, why, float(s[row])))
-    return picks
-
-
-@dataclass
-class _Stratum:
-    share: float  # w_b: the stratum's share of the scored rows
-    variance: float  # σ̃_b²
-    labels: int  # n_b, grown as the queue fills
-    todo: list[int]  # unlabelled rows, the next one last
-
-
-def _stratum_state(j: np.ndarray, h: np.ndarray, s: np.ndarray, prior_variance: float) -> list[_Stratum]:
-    """Each judge-score stratum's share, shrunk residual variance, label count and queue (next row last)."""
+def _stratum_state(j: np.ndarray, h: np.ndarray, prior_variance: float) -> list[tuple[float, np.ndarray]]:
+    """Each judge-score stratum's residual variance y − f, shrunk toward the pooled one (``prior_variance`` with no
+    labels at all): (Σ(r − r̄)² + pooled) / max(1, n_b), and its unlabelled scored rows."""
     scored = ~np.isnan(j)
     labels = np.full(j.size, -1)
     labels[scored] = _strata(j[scored])
     labeled = scored & ~np.isnan(h)
     resid = h - j
     pooled = float(np.var(resid[labeled])) if np.count_nonzero(labeled) > 1 else prior_variance
-    total = int(np.count_nonzero(scored)) or 1
-    out: list[_Stratum] = []
+    out = []
     for b in np.unique(labels[scored]):
         members = np.nonzero(labels == b)[0]
         done = members[labeled[members]]
         ss = float(((resid[done] - resid[done].mean()) ** 2).sum()) if done.size else 0.0
-        todo = members[~labeled[members]]
-        order = todo[np.lexsort((todo, -s[todo]))][::-1]  # spread descending, then index ascending, popped from the end
-        out.append(_Stratum(members.size / total, (ss + pooled) / max(1, done.size), int(done.size), order.tolist()))
+        out.append(((ss + pooled) / max(1, done.size), members[~labeled[members]]))
     return out
-
-
-def _gain(share: float, variance: float, n_b: int) -> float:
-    return share**2 * variance / ((n_b + 1) * (n_b + 2))
 
 
 def _strata(scores: np.ndarray) -> np.ndarray:
@@ -791,16 +736,15 @@ def labelled_prefix(place: Any) -> int:
 
 
 def queue_priority(judge: Any, human: Any, *, spread: Any = None, prior_variance: float = 0.25) -> np.ndarray:
-    """Each unlabelled scored row's priority (NaN: labelled or unscored): σ̃_b of its judge-score stratum (the shrunk
-    residual sd of ``labelling_priority``'s strata — Neyman allocation puts labels in proportion to w_b·σ_b) times
-    (1 + spread), so rows whose judges disagree count double."""
+    """Each unlabelled scored row's priority (NaN: labelled or unscored): σ̃_b, the shrunk residual sd of its
+    judge-score stratum (``_strata``; Neyman allocation puts labels in proportion to w_b·σ_b), times (1 + spread), so
+    rows whose judges disagree count double."""
     j = np.asarray(judge, dtype=np.float64).ravel()
     h = np.asarray(human, dtype=np.float64).ravel()
     s = np.zeros_like(j) if spread is None else np.nan_to_num(np.asarray(spread, dtype=np.float64).ravel())
     out = np.full(j.size, np.nan)
-    for st in _stratum_state(j, h, s, prior_variance):
-        rows = np.asarray(st.todo, dtype=np.intp)
-        out[rows] = math.sqrt(st.variance) * (1.0 + (s[rows] > 0))
+    for variance, rows in _stratum_state(j, h, prior_variance):
+        out[rows] = math.sqrt(variance) * (1.0 + (s[rows] > 0))
     return out
 
 
