@@ -142,3 +142,33 @@ def test_the_monte_carlo_sign_flip_agrees_with_the_exact_test() -> None:
         (d,), np.mean, permutation_type="samples", n_resamples=np.inf, alternative="two-sided"
     ).pvalue
     assert exact == pytest.approx(scipy_p, abs=1e-12)
+
+
+def test_monte_carlo_sign_flips_are_the_generators_bytes_one_position_at_a_time() -> None:
+    """Position i of a metric's sorted |d| flips by bit r of the generator's bytes for position i (R bits rounded
+    up to whole 64-bit words, first bit the highest): p = (hits + 1)/(R + 1) written out here a position at a time,
+    for metrics whose |d| takes few values (summed by runs of equal |d|) and for one whose |d| are all distinct."""
+    rng = np.random.default_rng(12)
+    diffs = [
+        np.round(rng.normal(0.05, 1.0, 4000)),  # a lattice: a few runs of equal |d|
+        np.round(rng.normal(0.02, 0.5, 700) * 4) / 4,
+        rng.normal(0.03, 1.0, 1500),  # every |d| distinct
+        np.where(rng.random(600) < 0.5, 1.0, -1.0),  # one run
+        np.concatenate([np.full(900, 0.5), rng.normal(0, 1.0, 100)]),  # a long run and single values
+    ]
+    resamples = 777
+    got = sign_flip_tests(diffs, n_resamples=resamples, rng=paired_generator(3, "pair|positive"))
+    theirs = paired_generator(3, "pair|positive")
+    nz = [np.sort(np.abs(d[d != 0])) for d in diffs]
+    width = 8 * -(-resamples // 64)
+    sums = np.zeros((resamples, len(nz)))
+    for i in range(max(v.size for v in nz)):
+        bits = np.unpackbits(np.frombuffer(theirs.bytes(width), dtype=np.uint8), count=resamples)
+        for j, v in enumerate(nz):
+            if i < v.size:
+                sums[:, j] += (1.0 - 2.0 * bits) * v[i]
+    for j, d in enumerate(diffs):
+        tol = 1e-9 * max(1.0, float(nz[j].sum()))
+        hits = int(np.count_nonzero(np.abs(sums[:, j]) >= abs(float(d.sum())) - tol))
+        assert got[j] == ((hits + 1) / (resamples + 1), f"Monte Carlo sign-flip, {resamples} resamples")
+    assert len({p for p, _ in got}) > 1

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from foundry_bridge.metrics.significance import adjust_pvalues, flip_scores, westfall_young
+from foundry_bridge.metrics.significance import _flip_stats, adjust_pvalues, flip_scores, westfall_young
 
 
 def _brute_minp(z: np.ndarray) -> tuple[list[float], list[float]]:
@@ -111,3 +111,35 @@ def test_power_is_above_holms_when_metrics_are_near_copies() -> None:
         minp += bool(np.any(adjusted < ALPHA))
         holm += bool(np.any(np.asarray(adjust_pvalues(list(raw), "holm")) < ALPHA))
     assert minp > holm + 30, (minp, holm)
+
+
+def test_monte_carlo_flips_are_the_int8_draws_of_the_generator_a_block_of_queries_at_a_time() -> None:
+    """The random flips are ``Generator.integers(0, 2, (R, block), int8)`` for blocks of 2^21 // R queries (1 = −):
+    the raw p from those draws written out here, over several blocks, R·block not a multiple of 4, a lattice of
+    ties and a column informative on a few queries only; the generator left where those draws leave it."""
+    rng = np.random.default_rng(5)
+    n, resamples = 2500, 999  # blocks of 2099 queries: two of them, the last one short
+    z = np.column_stack(
+        [
+            rng.normal(0.05, 1.0, n),
+            np.round(rng.normal(0.1, 1.0, n)),
+            np.where(rng.random(n) < 0.02, rng.normal(0.5, 1.0, n), 0.0),
+        ]
+    )
+    z[0] = 1.0  # every query informative: none is dropped before the flips
+    mine, theirs = np.random.default_rng(9), np.random.default_rng(9)
+    raw, _ = westfall_young(z, n_resamples=resamples, rng=mine)
+    again = _flip_stats(z, resamples, np.random.default_rng(9))
+    step = (1 << 21) // resamples
+    sums = np.zeros((resamples, z.shape[1]))
+    for start in range(0, n, step):
+        block = z[start : start + step]
+        signs = 1.0 - 2.0 * theirs.integers(0, 2, size=(resamples, block.shape[0]), dtype=np.int8)
+        sums += signs @ block
+    stats = np.abs(np.vstack([z.sum(axis=0), sums]))
+    tol = 1e-9 * np.maximum(1.0, np.abs(z).sum(axis=0))
+    want = (stats >= stats[0] - tol).mean(axis=0)
+    assert raw.tolist() == want.tolist()
+    assert again == pytest.approx(stats, rel=1e-12, abs=1e-9)  # every flip's statistic, not only the p
+    assert 0 < want.min() < 1  # the draws decide the p
+    assert mine.random() == theirs.random()

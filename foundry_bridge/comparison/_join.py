@@ -243,11 +243,15 @@ class Engine:
         table a metric."""
         import numpy as np
 
-        got = self.con.execute("SELECT section, va, vb FROM pair WHERE key = ? ORDER BY section, pos", [key])
+        got = self.con.execute(
+            "SELECT list_position($sections, section) AS section, va, vb FROM pair WHERE key = $key "
+            "ORDER BY section, pos",
+            {"sections": list(SECTIONS), "key": key},
+        )
         f = got.fetchnumpy()
-        section = np.asarray(f["section"], dtype=object)
+        section = np.asarray(f["section"])  # 1-based index into SECTIONS: no string leaves the engine
         a, b = (np.ma.filled(np.ma.asarray(f[c], np.float64), np.nan) for c in ("va", "vb"))
-        return {s: (a[section == s], b[section == s]) for s in SECTIONS}
+        return {s: (a[section == n], b[section == n]) for n, s in enumerate(SECTIONS, 1)}
 
     def id_order(self, key: str, section: str) -> Any:
         """The section's paired queries (A's order) sorted by query id: the flips' row order."""

@@ -217,7 +217,12 @@ def wilcoxon_signed_rank(
 # -- the sign-flip randomization test -------------------------------------------------------------------------------
 
 _EXACT_CELLS = 4_000_000  # assignments × positions enumerated at once (exact test)
-_WORK_CELLS = 1 << 21  # positions × resamples of signs held at once (Monte Carlo; 16 MiB): not the random stream
+_WORK_CELLS = 1 << 21  # queries × resamples of Westfall–Young's signs drawn at once: the shape of its random stream
+_SIGN_CELLS = 1 << 23  # positions × resamples of Monte Carlo signs unpacked at once (8 MiB): not the stream
+_RUNS_SHARE = 8  # a sign-flip's sorted |d| with at most one distinct value in 8 is summed by runs of equal values
+_LANE_MAX = 255  # positions summed at once in a byte lane
+_FLOAT_CELLS = 1 << 17  # a Monte Carlo block's signs as floats at once (1 MiB)
+_PRODUCT_CELLS = 3 << 17  # multiply-adds of one matrix product of signs (OpenBLAS threads from 2^19)
 
 
 def paired_generator(seed: int, key: str) -> Any:
@@ -262,28 +267,64 @@ def _exact_flip(f: _Flip) -> float:
     return hits / total
 
 
+def _add_product(out: np.ndarray, left: np.ndarray, right: np.ndarray, signs: bool = False) -> None:
+    """``out += left @ right`` with ``left`` 0/1 (``signs``: bytes whose top bit is the 0/1) or counts, converted to
+    floats a slice of rows at a time: each product at most ``_PRODUCT_CELLS`` multiply-adds, so the BLAS runs it on
+    the calling thread and the slice stays in the cache."""
+    rows = max(1, _PRODUCT_CELLS // max(1, left.shape[1] * right.shape[1]))
+    for r in range(0, left.shape[0], rows):
+        part = np.greater(left[r : r + rows], 127) if signs else left[r : r + rows]
+        out[r : r + rows] += part.astype(np.float64) @ right
+
+
 def _monte_carlo_hits(flips: Sequence[_Flip], n_resamples: int, rng: Any) -> list[int]:
     """Per metric, the resamples whose |Σ sᵢ|dᵢ|| reaches the observed |Σ d|: all metrics at once, a block of
-    positions at a time (sᵢ = 1 − 2·bitᵢ, so Σ sᵢzᵢ = Σ zᵢ − 2·bitsᵀz, one matrix product per block), the metrics
-    with the most positions first so a block multiplies only the metrics that reach it."""
+    positions at a time (sᵢ = 1 − 2·bitᵢ, so Σ sᵢzᵢ = Σ zᵢ − 2·Σ bitᵢzᵢ). A metric whose sorted |d| has few distinct
+    values (at most one in ``_RUNS_SHARE`` of its positions) is summed by runs of equal |d|: each resample's bits
+    counted per segment (the union of these metrics' runs), then one product of the counts and the segments'
+    |d|; every other metric sign by sign, the longest first so a block multiplies only the metrics that reach it."""
     order = sorted(range(len(flips)), key=lambda j: -flips[j].nz.size)
     sizes = np.array([flips[j].nz.size for j in order])
     # Σ zᵢ per metric, summed row after row as a (positions × metrics) matrix's column sums are
     total = np.array([flips[j].nz.reshape(-1, 1).sum(axis=0)[0] for j in order])
+    runs = [c for c, j in enumerate(order) if _distinct(flips[j].nz) * _RUNS_SHARE <= flips[j].nz.size]
+    dense = [c for c in range(len(order)) if c not in set(runs)]
+    edges = [np.zeros(1, np.int64)]
+    for c in runs:
+        nz = flips[order[c]].nz
+        edges += [np.flatnonzero(nz[1:] != nz[:-1]) + 1, np.array([nz.size])]
+    bounds = np.unique(np.concatenate(edges))  # every segment lies inside one run of each of these metrics
+    reach = int(sizes[runs].max()) if runs else 0
     width = _block_bytes(n_resamples)
-    step = max(1, _WORK_CELLS // n_resamples)
-    partial = np.zeros((n_resamples, len(order)))
+    step = max(1, _SIGN_CELLS // n_resamples)
+    by_runs, by_sign = np.zeros((n_resamples, len(runs))), np.zeros((n_resamples, len(dense)))
     for start in range(0, int(sizes[0]), step):
         stop = min(int(sizes[0]), start + step)
         raw = np.frombuffer(rng.bytes((stop - start) * width), dtype=np.uint8).reshape(stop - start, width)
-        bits = np.unpackbits(raw, axis=1, count=n_resamples).astype(np.float64)
-        active = int(np.count_nonzero(sizes > start))
-        z = np.zeros((stop - start, active))  # the block's rows of the positions × metrics matrix, zero-padded
-        for col in range(active):
-            part = flips[order[col]].nz[start:stop]
-            z[: part.size, col] = part
-        partial[:, :active] += bits.T @ z
-        del raw, bits, z  # before the next block's are made
+        bits = np.unpackbits(raw, axis=1)  # positions × resamples (padded to whole words), 0/1
+        if start < reach:
+            end = min(stop, reach)
+            first = np.union1d(bounds[(bounds > start) & (bounds < end)], np.arange(start, end, _LANE_MAX))
+            # eight resamples' bits summed at once in the bytes of a 64-bit word (no carry: ≤ 255 positions)
+            summed = np.add.reduceat(bits[: end - start].view(np.uint64), first - start, axis=0)
+            w = np.zeros((first.size, len(runs)))
+            for col, c in enumerate(runs):
+                nz = flips[order[c]].nz
+                w[:, col] = np.where(first < nz.size, nz[np.minimum(first, nz.size - 1)], 0.0)
+            _add_product(by_runs, summed.view(np.uint8)[:, :n_resamples].T, w)
+            del summed
+        active = [c for c in dense if sizes[c] > start]
+        if active:
+            z = np.zeros((stop - start, len(active)))  # the block's rows of the positions × metrics matrix, zero-padded
+            for col, c in enumerate(active):
+                part = flips[order[c]].nz[start:stop]
+                z[: part.size, col] = part
+            chunk = max(1, _FLOAT_CELLS // n_resamples)
+            for a in range(0, stop - start, chunk):
+                _add_product(by_sign[:, : len(active)], bits[a : a + chunk, :n_resamples].T, z[a : a + chunk])
+        del raw, bits  # before the next block's are made
+    partial = np.zeros((n_resamples, len(order)))
+    partial[:, runs], partial[:, dense] = by_runs, by_sign
     stats = np.abs(total - 2 * partial)
     observed = np.array([flips[j].observed - flips[j].tol for j in order])
     counts = np.count_nonzero(stats >= observed, axis=0)
@@ -291,6 +332,10 @@ def _monte_carlo_hits(flips: Sequence[_Flip], n_resamples: int, rng: Any) -> lis
     for col, j in enumerate(order):
         hits[j] = int(counts[col])
     return hits
+
+
+def _distinct(sorted_values: np.ndarray) -> int:
+    return 1 + int(np.count_nonzero(sorted_values[1:] != sorted_values[:-1])) if sorted_values.size else 0
 
 
 def _flip_p(f: _Flip, n_resamples: int) -> tuple[float, str] | None:
@@ -619,13 +664,23 @@ def _flip_stats(z: np.ndarray, n_resamples: int, rng: Any) -> np.ndarray:
     if n <= 30 and 2**n <= n_resamples:
         codes = np.arange(2**n, dtype=np.int64)
         return np.abs((1.0 - 2.0 * ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1)) @ z)
-    sums = np.zeros((n_resamples, z.shape[1]))
+    partial = np.zeros((n_resamples, z.shape[1]))
     step = max(1, _WORK_CELLS // n_resamples)
     for start in range(0, n, step):
         block = z[start : start + step]
-        bits = rng.integers(0, 2, size=(n_resamples, block.shape[0]), dtype=np.int8)
-        sums += block.sum(axis=0) - 2.0 * (bits @ block)
-    return np.abs(np.vstack([z.sum(axis=0, keepdims=True), sums]))
+        _add_product(partial, _int8_bits(rng, n_resamples, block.shape[0]), block, signs=True)
+    total = z.sum(axis=0, keepdims=True)
+    return np.abs(np.vstack([total, total - 2.0 * partial]))
+
+
+def _int8_bits(rng: Any, rows: int, cols: int) -> np.ndarray:
+    """The draw of ``rng.integers(0, 2, size=(rows, cols), dtype=np.int8)`` as bytes whose top bit is that draw's
+    bit: numpy draws such an array as the top bit of each byte of ``ceil(rows·cols / 4)`` 32-bit words, low byte
+    first, a last word's spare bytes unused; these are the same words, and the generator is left where that call
+    leaves it."""
+    cells = rows * cols
+    words = rng.integers(0, 1 << 32, size=-(-cells // 4), dtype=np.uint32)
+    return words.astype("<u4", copy=False).view(np.uint8)[:cells].reshape(rows, cols)
 
 
 def _resampled_p(stats: np.ndarray, tol: np.ndarray) -> np.ndarray:
