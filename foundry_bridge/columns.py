@@ -443,6 +443,15 @@ class RunColumns:
         """Run ``sql`` (a ``CREATE OR REPLACE VIEW``) on the connection."""
         self.con.execute(sql)
 
+    def scratch(self) -> Path:
+        """A folder for this reader's own temporary files (tables a report writes once and reads again), removed
+        with the engine's spill folder by ``close``."""
+        if self._spill is None:
+            raise RunFolderError("the run's columns were closed", file=str(self.path))
+        folder = self._spill / "scratch"
+        folder.mkdir(exist_ok=True)
+        return folder
+
     @classmethod
     def open(
         cls,

@@ -503,18 +503,20 @@ def build_report(
     step("report", 1, 4)
     n_rows = b.run.n_queries
     keep = n_rows <= table_rows
+    for col in b.scores.values():  # each metric's joins run once: its rows, aggregates and distribution read it
+        col.materialize()
     inp = _row_inputs(b, specs, judge_based=relabel is not None)
     rows = stream_rows(inp, worst=worst)
     wanted = None if keep else sorted({r for w in (rows.worst, rows.worst_ruled) for rs in w.values() for r in rs})
     with tempfile.TemporaryDirectory(prefix="foundry-bridge-rows-") as tmp:
         work = Path(tmp)
         if queries_out is None:  # only the rows the report shows
-            write_rows(inp, work, work / "rows.parquet", wanted)
+            write_rows(inp, work / "rows.parquet", wanted)
             shown = fetch_rows(inp, work / "rows.parquet", wanted)
         else:
             with atomic_open(queries_out, sweep=True) as fh:  # written where fh is, renamed into place
                 made = Path(fh.name) if per_query == "parquet" else work / "rows.parquet"
-                write_rows(inp, work, made)
+                write_rows(inp, made)
                 if per_query == "jsonl":
                     write_json_lines(inp, made, fh)
                 shown = fetch_rows(inp, made, wanted)

@@ -9,13 +9,16 @@ is the correct outcome, so it reads as passed and its reason says so.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
 from ..catalog import CATALOG
-from ..columns import RunColumns, _quote
+from ..columns import RunColumns, _glob_literal, _quote, _sql_path
 from ..metrics._arrays import Codes
 from ..wire import passed_for_kind
 
@@ -23,6 +26,9 @@ __all__ = ["ERRORED", "MISSING", "SCORED", "STATUSES", "Columns", "ScoreColumn"]
 
 STATUSES = ("scored", "errored", "missing")
 SCORED, ERRORED, MISSING = 0, 1, 2
+# rows per Parquet row group the engine writes: it holds a whole row group in memory while it writes (at its default
+# of 122,880 rows, a 100,000-query run's rows at once: beyond its memory limit with a judge's reason per query)
+ROW_GROUP = 8192
 
 
 def _literal(text: str) -> str:
@@ -39,6 +45,7 @@ class ScoreColumn:
     ) -> None:
         self.run, self.key, self.criterion, self.metric = run, key, criterion, metric
         self.view = _quote(f"score:{key}")
+        self.materialized = False  # the view reads its file (``materialize``), in row order
         spec = CATALOG.get(evaluator or "")
         flip = "FALSE"  # a fail on a negative query that abstained, read for the kind (wire.passed_for_kind)
         passed, note = True, ""
@@ -62,6 +69,20 @@ class ScoreColumn:
             f"CASE WHEN flip AND status = 0 THEN rtrim({_literal(note + '. ')} || coalesce(reason, ''), "
             "' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13)) ELSE reason END AS reason FROM s"
         )
+
+    def materialize(self) -> None:
+        """Evaluate the view once into a Parquet file of the run's scratch folder (one row per query, in row order)
+        and read it from there afterwards: the joins with the results run once however often the metric is read,
+        and the view can be joined by position with the ``queries`` (``POSITIONAL JOIN``)."""
+        fd, name = tempfile.mkstemp(suffix=".parquet", dir=self.run.scratch())
+        os.close(fd)
+        path = Path(name)
+        self.run.sql(
+            f"COPY (SELECT * FROM {self.view} ORDER BY row) TO '{_sql_path(path)}' (FORMAT parquet, ROW_GROUP_SIZE "
+            f"{ROW_GROUP})"
+        )
+        self.run.define(f"CREATE OR REPLACE VIEW {self.view} AS SELECT * FROM read_parquet('{_glob_literal(path)}')")
+        self.materialized = True
 
     def fields_sql(self, alias: str) -> str:
         """The query's ``FoundryScore`` (``_model.FoundryScore``'s fields, in its order) from this view joined as

@@ -23,7 +23,7 @@ import numpy as np
 
 from .._io import dumps
 from ..columns import RunColumns, _glob_literal, _quote, _sql_path
-from ._columns import SCORED, STATUSES, ScoreColumn
+from ._columns import ROW_GROUP, SCORED, STATUSES, ScoreColumn
 from ._model import LIST_CAP, STAGES, CanaryFlag
 from ._stages import JudgeScore, ScoreState, attribute_stage, judge_decided, missed_top_grade
 
@@ -242,76 +242,48 @@ def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
     return out
 
 
-# Parquet written by the engine in row groups of _BATCH rows: it holds a whole row group in memory while it writes
-# (at its default of 122,880 rows, a 100,000-query run's rows at once: beyond its memory limit)
-_GROUPS = f"(FORMAT parquet, ROW_GROUP_SIZE {_BATCH})"
 _ROW_FIELDS = (
     "row, query_id, kind, kind_source, query, response, canary, local, {foundry} AS foundry, abstained, "
     "dropped_relevant, holes, stage, stage_reason, search_partial"
 )
 
 
-def write_rows(inp: RowInputs, work: Path, out: Path, rows: list[int] | None = None) -> None:
+def write_rows(inp: RowInputs, out: Path, rows: list[int] | None = None) -> None:
     """The per-query rows (``_model.QueryRow``'s fields, in its order; ``rows``: only these) as Parquet at ``out``, in
-    dataset order: the facts and local metrics from ``queries`` (NaN: null), each Foundry metric's ``FoundryScore``
-    as a struct field of ``foundry``, the stage from ``stream_rows``' table.
+    dataset order, by one ``COPY`` of the engine: the facts and local metrics from ``queries`` (NaN: null), each
+    Foundry metric's ``FoundryScore`` as a struct field of ``foundry`` (no ``foundry`` column when the run has no
+    Foundry metric), the stage from ``stream_rows``' table.
 
-    The engine writes the queries' part and each Foundry metric's column to ``work``, one file each, in row order
-    (one join of the queries with one metric's cells at a time), and Arrow puts them side by side a batch at a time
-    into ``out`` (``_side_by_side``): no query of the engine holds two metrics' reasons at once (one query joining
-    them all ran out of the engine's 128 MB at 100,000 queries, with a judge's reason per query)."""
+    The ``queries``, the stages and each metric's column (``ScoreColumn.materialize``: evaluated once into a file in
+    row order) are joined by position (``POSITIONAL JOIN``): a scan of each in step, no hash table and no sort, so
+    the engine holds a row group of each at a time (one hash join of the queries with every metric's cells ran out
+    of its 128 MB at 100,000 queries, with a judge's reason per query)."""
+    for col in inp.scores.values():
+        if not col.materialized:
+            col.materialize()
     local = ", ".join(
         f"{_quote(k)} := CASE WHEN isnan(q.{_quote(k)}) THEN NULL ELSE q.{_quote(k)} END" for k in inp.local_keys
     )
     stages = "[" + ", ".join(f"'{s}'" for s in STAGES) + "]"
     where = "" if rows is None else f" WHERE q.row IN ({', '.join(str(int(r)) for r in sorted(set(rows))) or '-1'})"
-    base = work / "queries.parquet"
+    joins = "".join(f" POSITIONAL JOIN {col.view} p{c}" for c, col in enumerate(inp.scores.values()))
+    fields = ", ".join(f"{_quote(key)} := {col.fields_sql(f'p{c}')}" for c, (key, col) in enumerate(inp.scores.items()))
+    foundry = f"{_nullable(f'struct_pack({fields})')} AS foundry, " if fields else ""
     inp.run.sql(
         "COPY (SELECT q.row, q.query_id, q.kind, q.kind_source, q.query, q.response, q.canary, "
-        f"struct_pack({local}) AS local, CASE WHEN q.abstains < 0 THEN NULL ELSE q.abstains = 1 END AS abstained, "
+        f"{_nullable(f'struct_pack({local})')} AS local, {foundry}"
+        "CASE WHEN q.abstains < 0 THEN NULL ELSE q.abstains = 1 END AS abstained, "
         f"q.dropped_relevant, q.holes, {stages}[st.stage + 1] AS stage, "
         "(SELECT list(reason ORDER BY code) FROM stage_reasons)[st.reason + 1] AS stage_reason, "
-        f"st.partial AS search_partial FROM queries q POSITIONAL JOIN stage_rows st{where}) "
-        f"TO '{_sql_path(base)}' {_GROUPS}"
+        f"st.partial AS search_partial FROM queries q POSITIONAL JOIN stage_rows st{joins}{where}) "
+        f"TO '{_sql_path(out)}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP})"
     )
-    parts = []
-    for c, col in enumerate(inp.scores.values()):
-        parts.append(work / f"foundry-{c}.parquet")
-        inp.run.sql(
-            f"COPY (SELECT {col.fields_sql('q')} AS v FROM {col.view} q{where} ORDER BY q.row) "
-            f"TO '{_sql_path(parts[-1])}' {_GROUPS}"
-        )
-    _side_by_side(base, parts, list(inp.scores), out)
 
 
-def _side_by_side(base: Path, parts: list[Path], keys: list[str], out: Path) -> None:
-    """``base``'s columns with, after ``local``, a ``foundry`` struct of the ``parts``' ``v`` columns (named
-    ``keys``), row by row: the files are read in step, ``_BATCH`` rows at a time (Arrow's batches are of that size
-    in every file), and written a row group a batch."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    first = pq.ParquetFile(base)
-    readers = [first.iter_batches(_BATCH), *(pq.ParquetFile(path).iter_batches(_BATCH) for path in parts)]
-    names = list(first.schema_arrow.names)
-    at = names.index("local") + 1
-    writer = None
-    try:
-        for batches in zip(*readers, strict=True):
-            head, rest = batches[0], batches[1:]
-            if any(len(b) != len(head) for b in rest):
-                raise RuntimeError("the per-query files are out of step")  # never: each holds one row per query
-            columns = list(head.columns)
-            if rest:
-                columns.insert(at, pa.StructArray.from_arrays([b.column(0) for b in rest], names=keys))
-            batch = pa.RecordBatch.from_arrays(columns, names=[*names[:at], "foundry", *names[at:]] if rest else names)
-            writer = writer or pq.ParquetWriter(out, batch.schema)
-            writer.write_batch(batch)
-        if writer is None:  # no row at all
-            pq.write_table(first.read(), out)
-    finally:
-        if writer is not None:
-            writer.close()
+def _nullable(struct: str) -> str:
+    """A struct column the Parquet file declares optional, as every column of the per-query rows (the engine
+    declares a bare ``struct_pack`` required)."""
+    return f"CASE WHEN q.row IS NULL THEN NULL ELSE {struct} END"
 
 
 def _select(inp: RowInputs, path: Path) -> str:
