@@ -5,12 +5,12 @@ records (``records.jsonl``, else ``plan.json``'s). The tables made from them liv
 ``results.parquet`` (``results.jsonl`` in file order), ``queries-NNNNN.parquet`` (one file per block of 16,384
 records: each query's id, kind, kind source, abstention, text facts, the local ranking metrics at every k and the
 per-query facts the report and the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document:
-row, rank, document id) and ``meta.json`` (the negative-query report of the records, and ``key``: what the tables
-were made from). They are a cache: ``RunColumns.open`` makes them again when they are missing or their key differs
-from the folder's (``_key``: the parameters the facts are computed with, and each source file's size with a hash of
-its first and last MiB: an appended result, a rewritten run or other ``--stage-k`` all change it). A folder
-written by an earlier version simply has no (or another) key. A read-only folder gets its tables in a temporary
-folder.
+row, rank, document id) and ``meta.json`` (the negative-query report of the records, the result rows' counts, and
+``key``: what the tables were made from). They are a cache: ``RunColumns.open`` makes them again when they are
+missing or their key differs from the folder's (``_key``: the parameters the facts are computed with, and each
+source file's size with a hash of its first and last MiB: an appended result, a rewritten run or other ``--stage-k``
+all change it). A folder written by an earlier version simply has no (or another) key. A read-only folder gets its
+tables in a temporary folder.
 
 Every count, group-by, join and ranking over these files is a query of an embedded DuckDB (``connect``: a memory
 limit, spilling to ``TMPDIR``); the statistics stay numpy on columns fetched one at a time (``RunColumns.column``).
@@ -362,6 +362,18 @@ def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Pat
         con.execute(f"COPY ({sql}) TO '{_sql_path(target / 'results.parquet')}' (FORMAT PARQUET)")
 
 
+def _count_results(con: duckdb.DuckDBPyConnection, results: str, n: int) -> tuple[int, int, int, int]:
+    """The result rows of ``results`` (a table or ``read_parquet`` of ``results.parquet``) counted against a run of
+    ``n`` queries: ``RunColumns._result_counts``."""
+    rows, errored, out_of_range, in_range, distinct = con.execute(
+        "SELECT count(*), count(error), count(*) FILTER (WHERE row < 0 OR row >= $n), "
+        "count(*) FILTER (WHERE row >= 0 AND row < $n), (SELECT count(*) FROM (SELECT DISTINCT row, "
+        f"criterion, metric FROM {results} WHERE row >= 0 AND row < $n)) FROM {results}",
+        {"n": n},
+    ).fetchall()[0]
+    return int(rows), int(errored), int(out_of_range), int(in_range) - int(distinct)
+
+
 def seal(
     folder: RunFolder,
     params: FactParams,
@@ -391,7 +403,8 @@ def seal(
                     "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
                 )
             _seal_results(con, folder, work)
-            write_json(work / "meta.json", {"key": key, **facts.meta})
+            counts = _count_results(con, f"read_parquet('{_glob_literal(work / 'results.parquet')}')", facts.n)
+            write_json(work / "meta.json", {"key": key, "result_counts": list(counts), **facts.meta})
             if final.exists():
                 shutil.rmtree(final)
             os.replace(work, final)
@@ -593,15 +606,14 @@ class RunColumns:
     # -- result rows ----------------------------------------------------------------------------------------------
     def _result_counts(self) -> tuple[int, int, int, int]:
         """``rows``, ``errored`` (rows with an error), ``out_of_range`` (rows pointing at a dataset row that does
-        not exist) and ``duplicates`` (in-range rows repeating a (row, criterion, metric): the last one is kept)."""
+        not exist) and ``duplicates`` (in-range rows repeating a (row, criterion, metric): the last one is kept):
+        counted when the tables were sealed (``meta.json``), else now."""
         if self._counts is None:
-            rows, errored, out_of_range, in_range, distinct = self.one(
-                "SELECT count(*), count(error), count(*) FILTER (WHERE row < 0 OR row >= $n), "
-                "count(*) FILTER (WHERE row >= 0 AND row < $n), (SELECT count(*) FROM (SELECT DISTINCT row, "
-                "criterion, metric FROM results WHERE row >= 0 AND row < $n)) FROM results",
-                {"n": self.n_queries},
-            )
-            self._counts = (int(rows), int(errored), int(out_of_range), int(in_range) - int(distinct))
+            sealed = self.meta.get("result_counts")
+            if isinstance(sealed, list) and len(sealed) == 4 and all(type(v) is int for v in sealed):
+                self._counts = (sealed[0], sealed[1], sealed[2], sealed[3])
+            else:
+                self._counts = _count_results(self.con, "results", self.n_queries)
             if self._counts[3] == 0:  # no duplicate: a pair's cells are its rows, no window needed (≈ 20 ms each)
                 self.con.execute(f"CREATE OR REPLACE MACRO cell_of(c, m) AS TABLE {_PAIR_ROWS}")
         return self._counts

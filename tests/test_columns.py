@@ -234,6 +234,13 @@ def test_result_rows_outside_the_dataset_and_errors_are_counted(old_run: Path) -
     cell = _parquet_rows(old_run.parent / "q.parquet")[lines[1]["row"]]["foundry"][key]
     assert cell["status"] == "errored" and cell["error"] == "timeout" and cell["score"] is None
     assert report.coverage["per_metric"][key]["errored"] >= 1
+    sealed = json.loads((old_run / COLUMNS_DIR / "meta.json").read_text(encoding="utf-8"))
+    assert sealed["result_counts"] == [len(lines) + 3, errored, 2, 1]  # counted once, when the tables were sealed
+    sealed.pop("result_counts")  # tables sealed by a version that did not count: counted by each reader
+    (old_run / COLUMNS_DIR / "meta.json").write_text(json.dumps(sealed), encoding="utf-8")
+    again = RunColumns.open(old_run)
+    assert (again.result_counts(), again.anomalies()) == ((len(lines) + 3, errored), (2, 1))
+    assert "result_counts" not in json.loads((old_run / COLUMNS_DIR / "meta.json").read_text(encoding="utf-8"))
 
 
 def test_a_damaged_results_line_is_named_by_line(old_run: Path) -> None:
