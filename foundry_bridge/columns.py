@@ -441,6 +441,7 @@ class RunColumns:
         self._observed: tuple[dict[str, list[str]], dict[str, str]] | None = None
         self._counts: tuple[int, int, int, int] | None = None
         self._n: int | None = None
+        self._column_types: dict[str, str] | None = None
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -560,7 +561,7 @@ class RunColumns:
         row = self.one(query, params)
         return row[0] if row else None
 
-    # -- per-query columns, in row order ------------------------------------------------------------------------
+    # -- per-query columns, in row order: the ``queries`` files' scan order (insertion order kept), no sort -------
     def _rows(self, lo: int, hi: int | None) -> str:
         hi = self.n_queries if hi is None else hi
         return "" if (lo, hi) == (0, self.n_queries) else f" WHERE row >= {int(lo)} AND row < {int(hi)}"
@@ -569,21 +570,28 @@ class RunColumns:
         """One per-query column (rows ``lo`` to ``hi``) as numpy: numbers as float64 with NULL as NaN, booleans
         as bool (NULL False), anything else as Python objects (NULL None)."""
         col = _quote(name)
-        kind = self.scalar(f"SELECT typeof({col}) FROM queries LIMIT 1")
+        kind = self._types()[name]
         where = self._rows(lo, hi)
         if kind == "BOOLEAN":
-            flags = self.sql(f"SELECT coalesce({col}, false) AS v FROM queries{where} ORDER BY row").fetchnumpy()
+            flags = self.sql(f"SELECT coalesce({col}, false) AS v FROM queries{where}").fetchnumpy()
             return np.asarray(flags["v"], bool)
         if kind in ("DOUBLE", "BIGINT", "TINYINT"):
-            got = self.sql(f"SELECT coalesce({col}::DOUBLE, 'NaN') AS v FROM queries{where} ORDER BY row")
+            got = self.sql(f"SELECT coalesce({col}::DOUBLE, 'NaN') AS v FROM queries{where}")
             return np.asarray(got.fetchnumpy()["v"], np.float64)
-        values = self.texts(name, lo, hi) if kind is not None else []
+        values = self.texts(name, lo, hi)
         return np.fromiter(values, dtype=object, count=len(values))
 
     def texts(self, name: str, lo: int = 0, hi: int | None = None) -> list[Any]:
         """A text (or list) column as Python values, rows ``lo`` to ``hi``."""
-        got = self.sql(f"SELECT {_quote(name)} FROM queries{self._rows(lo, hi)} ORDER BY row").fetchall()
+        got = self.sql(f"SELECT {_quote(name)} FROM queries{self._rows(lo, hi)}").fetchall()
         return [r[0] for r in got]
+
+    def _types(self) -> dict[str, str]:
+        """Each ``queries`` column's SQL type, asked once."""
+        if self._column_types is None:
+            got = self.sql("SELECT column_name, column_type FROM (DESCRIBE queries)").fetchall()
+            self._column_types = {str(name): str(kind) for name, kind in got}
+        return self._column_types
 
     def code_column(self, name: str) -> Codes:
         """A column of a handful of distinct strings (a query's kind), in row order, as ``Codes`` (names in order of
