@@ -608,6 +608,11 @@ class RunColumns:
         cap = "" if limit is None else f" LIMIT {int(limit)}"
         return [r[0] for r in self.sql(f"SELECT query_id FROM queries WHERE {condition} ORDER BY row{cap}").fetchall()]
 
+    def mask_where(self, condition: str) -> np.ndarray:
+        """Per query, in row order: does the SQL ``condition`` hold (NULL: no)."""
+        got = self.sql(f"SELECT coalesce({condition}, false) AS v FROM queries").fetchnumpy()
+        return np.asarray(got["v"], bool)
+
     def count_where(self, condition: str) -> int:
         return int(self.scalar(f"SELECT count(*) FROM queries WHERE {condition}"))
 

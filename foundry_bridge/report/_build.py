@@ -439,7 +439,7 @@ def _read(
     observed, evaluator_of = run.observed()
     evaluators = {**evaluator_of, **{c.name: c.evaluator for c in run_in.plan.criteria}}
     found = _Found(observed, evaluators, n_results, errored_rows)
-    negative = np.asarray(run.column("kind") == "negative", bool)
+    negative = run.mask_where("kind = 'negative'")
     expected = _expected(run_in.plan, specs, found)
     local = LocalColumns(run, run.local_keys)
     infos = _metric_infos(local.keys_, expected, found, params)
