@@ -2,10 +2,11 @@
 
 The run folder is read through its columns (``columns.RunColumns``: the results and the per-query facts as Parquet,
 sealed when the run finished, or on the first report of a folder of an earlier version) and its counts are
-checked: a truncated ``results.jsonl`` is an error, never a smaller report. Each metric's column is fetched from the
-engine one at a time and its aggregates computed in numpy (``_aggregate``); the per-query rows are made a block of
-rows at a time and written to a JSONL file as they are made (``_rows``): memory grows with the number of metrics
-and of the rows shown, not with the document text or the rows written.
+checked: a truncated ``results.jsonl`` is an error, never a smaller report. Each Foundry metric's view is evaluated
+once into a file (``ScoreColumn.materialize``) that its aggregates (one ``GROUP BY`` each), the stage rule and the
+per-query rows then read; a local metric's column is fetched from the engine one at a time and its aggregates
+computed in numpy (``_aggregate``); the per-query rows are written by the engine (``_rows``): memory grows with the
+number of metrics and of the rows shown, not with the document text or the rows written.
 """
 
 from __future__ import annotations
