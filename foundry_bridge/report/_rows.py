@@ -332,7 +332,9 @@ def fetch_rows(inp: RowInputs, path: Path, rows: list[int] | None) -> list[dict[
     if rows is not None and not rows:
         return []
     where = "" if rows is None else f" WHERE row IN ({', '.join(str(int(r)) for r in sorted(set(rows)))})"
-    got = inp.run.arrow(f"{_select(inp, path)}{where} ORDER BY row").to_pylist()
+    cur = inp.run.sql(f"{_select(inp, path)}{where} ORDER BY row")  # Python values: no Arrow (nor pyarrow) needed
+    names = [d[0] for d in cur.description]
+    got = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
     if not inp.scores:
         for r in got:
             r["foundry"] = {}
