@@ -87,7 +87,7 @@ _INPUTS = (
     "q.found, q.best"
 )
 # stand-ins for the dropped documents' ids, which the rule only names in the reason: the documents themselves are
-# put in each query's reason by the engine (``_reason_sql``)
+# put in each query's reason by the engine (the macro ``stage_reason``)
 _NAMES = ("\x00dropped-1\x00", "\x00dropped-2\x00")
 
 
@@ -282,8 +282,8 @@ def write_rows(inp: RowInputs, out: Path, rows: list[int] | None = None) -> None
 
     The ``queries``, the stages and each metric's column (``ScoreColumn.materialize``: evaluated once into a file in
     row order) are joined by position (``POSITIONAL JOIN``): a scan of each in step, no hash table and no sort, so
-    the engine holds a row group of each at a time (one hash join of the queries with every metric's cells ran out
-    of its 128 MB at 100,000 queries, with a judge's reason per query)."""
+    the engine holds a row group of each at a time (a hash join of the queries with every metric's cells at once
+    exceeds its 128 MB at 100,000 queries with a judge's reason per query)."""
     for col in inp.scores.values():
         if not col.materialized:
             col.materialize()
