@@ -656,6 +656,17 @@ class RunColumns:
                 evaluator_of[crit] = (first, evaluator)
         return observed, {c: e for c, (_, e) in evaluator_of.items()}
 
+    def in_row_order(self, criterion: str, metric: str) -> bool:
+        """Are the result rows of (``criterion``, ``metric``) one per query, in row order in the file? Then its
+        cells are its rows as the file holds them (no duplicate, none missing), to be joined with the ``queries``
+        by position."""
+        got = self.one(
+            "SELECT count(*) = $n AND coalesce(bool_and(row = i), true) FROM (SELECT row, row_number() OVER "
+            "(ORDER BY seq) - 1 AS i FROM results WHERE criterion = $c AND metric = $m)",
+            {"n": self.n_queries, "c": criterion, "m": metric},
+        )
+        return bool(got[0])
+
     def anomalies(self) -> tuple[int, int]:
         """(rows pointing outside the dataset, duplicated (row, criterion, metric) rows)."""
         return self._result_counts()[2:]

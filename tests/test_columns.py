@@ -209,6 +209,26 @@ def test_the_last_of_duplicated_result_rows_wins(old_run: Path, tmp_path: Path) 
     assert cell["score"] == 0.25 and cell["reason"] == "judged again"
 
 
+def test_result_rows_out_of_row_order_give_the_same_report_and_rows(old_run: Path, tmp_path: Path) -> None:
+    """A metric whose result rows the file holds one per query in row order is joined with the queries by
+    position; one whose rows come in another order (a resumed or parallel run) through a join: the same report and
+    the same per-query rows either way."""
+    in_order = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "a.parquet")))
+    run = RunColumns.open(old_run)
+    assert run.in_row_order("document_retrieval", "ndcg@3")
+    run.close()
+    results = old_run / "results.jsonl"
+    lines = results.read_text(encoding="utf-8").splitlines()
+    first = [line for line in lines if json.loads(line)["row"] == 0]  # every metric's first appearance, kept first
+    results.write_text("\n".join(first + [line for line in reversed(lines) if line not in first]) + "\n")
+    run = RunColumns.open(old_run)
+    assert not run.in_row_order("document_retrieval", "ndcg@3")
+    run.close()
+    shuffled = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "b.parquet")))
+    _close(_without_moving(shuffled), _without_moving(in_order))
+    assert _parquet_rows(tmp_path / "b.parquet") == _parquet_rows(tmp_path / "a.parquet")
+
+
 def test_result_rows_outside_the_dataset_and_errors_are_counted(old_run: Path) -> None:
     """The counts every report states of the result rows: rows, rows with an error, rows pointing outside the
     dataset, duplicates."""

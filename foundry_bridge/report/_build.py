@@ -1,12 +1,13 @@
 """Build a ``Report`` from a run folder: normalized Foundry results merged with locally computed metrics.
 
 The run folder is read through its columns (``columns.RunColumns``: the results and the per-query facts as Parquet,
-sealed when the run finished, or on the first report of a folder of an earlier version) and its counts are
-checked: a truncated ``results.jsonl`` is an error, never a smaller report. Each Foundry metric's view is evaluated
-once into a file (``ScoreColumn.materialize``) that its aggregates (one ``GROUP BY`` each), the stage rule and the
-per-query rows then read; a local metric's column is fetched from the engine one at a time and its aggregates
-computed in numpy (``_aggregate``); the per-query rows are written by the engine (``_rows``): memory grows with the
-number of metrics and of the rows shown, not with the document text or the rows written.
+sealed when the run finished, or on the first report of a folder of an earlier version) and its counts are checked:
+a truncated ``results.jsonl`` is an error, never a smaller report. Each Foundry metric is a view in row order
+(``ScoreColumn``: its result rows joined with the queries by position when the file holds them one per query in row
+order, else its joins evaluated once into a file, ``ScoreColumn.materialize``) that its aggregates (one ``GROUP BY``
+each), the stage rule and the per-query rows read; a local metric's column is fetched from the engine one at a time
+and its aggregates computed in numpy (``_aggregate``); the per-query rows are written by the engine (``_rows``):
+memory grows with the number of metrics and of the rows shown, not with the document text or the rows written.
 """
 
 from __future__ import annotations
@@ -504,8 +505,9 @@ def build_report(
     step("report", 1, 4)
     n_rows = b.run.n_queries
     keep = n_rows <= table_rows
-    for col in b.scores.values():  # each metric's joins run once: its rows, aggregates and distribution read it
-        col.materialize()
+    for col in b.scores.values():  # a metric's joins run once: its rows, aggregates and distribution read it
+        if not col.positional:
+            col.materialize()
     inp = _row_inputs(b, specs, judge_based=relabel is not None)
     rows = stream_rows(inp, worst=worst)
     wanted = None if keep else sorted({r for w in (rows.worst, rows.worst_ruled) for rs in w.values() for r in rs})

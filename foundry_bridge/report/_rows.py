@@ -105,7 +105,7 @@ def _groups(inp: RowInputs) -> tuple[list[dict[str, Any]], np.ndarray]:
         if judge.column is None:
             fields.append(f"-1 AS s{c}, -1 AS p{c}")
             continue
-        if not judge.column.materialized:
+        if not judge.column.positional:
             judge.column.materialize()
         joins.append(f" POSITIONAL JOIN {judge.column.view} j{c}")
         fields.append(f"j{c}.status AS s{c}, coalesce(j{c}.passed::TINYINT, -1) AS p{c}")
@@ -285,7 +285,7 @@ def write_rows(inp: RowInputs, out: Path, rows: list[int] | None = None) -> None
     the engine holds a row group of each at a time (a hash join of the queries with every metric's cells at once
     exceeds its 128 MB at 100,000 queries with a judge's reason per query)."""
     for col in inp.scores.values():
-        if not col.materialized:
+        if not col.positional:
             col.materialize()
     local = ", ".join(
         f"{_quote(k)} := CASE WHEN isnan(q.{_quote(k)}) THEN NULL ELSE q.{_quote(k)} END" for k in inp.local_keys
