@@ -374,6 +374,13 @@ def _count_results(con: duckdb.DuckDBPyConnection, results: str, n: int) -> tupl
     return int(rows), int(errored), int(out_of_range), int(in_range) - int(distinct)
 
 
+# per (criterion, metric): are its result rows one per query, in row order in the file (``RunColumns.in_row_order``)
+_IN_ROW_ORDER = (
+    "SELECT criterion, metric, count(*) = $n AND coalesce(bool_and(row = i), true) FROM (SELECT criterion, metric, "
+    "row, row_number() OVER (PARTITION BY criterion, metric ORDER BY seq) - 1 AS i FROM {results}{pair}) GROUP BY ALL"
+)
+
+
 def seal(
     folder: RunFolder,
     params: FactParams,
@@ -403,8 +410,12 @@ def seal(
                     "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
                 )
             _seal_results(con, folder, work)
-            counts = _count_results(con, f"read_parquet('{_glob_literal(work / 'results.parquet')}')", facts.n)
-            write_json(work / "meta.json", {"key": key, "result_counts": list(counts), **facts.meta})
+            results = f"read_parquet('{_glob_literal(work / 'results.parquet')}', file_row_number = true)"
+            counts = _count_results(con, results, facts.n)
+            sql = _IN_ROW_ORDER.format(results=f"(SELECT *, file_row_number AS seq FROM {results})", pair="")
+            ordered = [[c, m] for c, m, yes in con.execute(sql, {"n": facts.n}).fetchall() if yes]
+            meta = {"key": key, "result_counts": list(counts), "in_row_order": ordered, **facts.meta}
+            write_json(work / "meta.json", meta)
             if final.exists():
                 shutil.rmtree(final)
             os.replace(work, final)
@@ -660,12 +671,14 @@ class RunColumns:
         """Are the result rows of (``criterion``, ``metric``) one per query, in row order in the file? Then its
         cells are its rows as the file holds them (no duplicate, none missing), to be joined with the ``queries``
         by position."""
+        sealed = self.meta.get("in_row_order")  # found when the tables were sealed
+        if isinstance(sealed, list):
+            return [criterion, metric] in sealed
+        pair = " WHERE criterion = $c AND metric = $m"
         got = self.one(
-            "SELECT count(*) = $n AND coalesce(bool_and(row = i), true) FROM (SELECT row, row_number() OVER "
-            "(ORDER BY seq) - 1 AS i FROM results WHERE criterion = $c AND metric = $m)",
-            {"n": self.n_queries, "c": criterion, "m": metric},
+            _IN_ROW_ORDER.format(results="results", pair=pair), {"n": self.n_queries, "c": criterion, "m": metric}
         )
-        return bool(got[0])
+        return bool(got[2]) if got else self.n_queries == 0
 
     def anomalies(self) -> tuple[int, int]:
         """(rows pointing outside the dataset, duplicated (row, criterion, metric) rows)."""

@@ -209,22 +209,35 @@ def test_the_last_of_duplicated_result_rows_wins(old_run: Path, tmp_path: Path) 
     assert cell["score"] == 0.25 and cell["reason"] == "judged again"
 
 
+def _in_row_order(run_dir: Path, pair: tuple[str, str]) -> tuple[bool, bool]:
+    """Is ``pair`` in row order: as found when the tables were sealed, and as a reader of tables sealed without
+    it finds (the same)."""
+    meta_path = run_dir / COLUMNS_DIR / "meta.json"
+    run = RunColumns.open(run_dir)
+    sealed = run.in_row_order(*pair)
+    run.close()
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta_path.write_text(json.dumps({**meta, "in_row_order": None}), encoding="utf-8")
+    run = RunColumns.open(run_dir)
+    found = run.in_row_order(*pair)
+    run.close()
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    return sealed, found
+
+
 def test_result_rows_out_of_row_order_give_the_same_report_and_rows(old_run: Path, tmp_path: Path) -> None:
     """A metric whose result rows the file holds one per query in row order is joined with the queries by
     position; one whose rows come in another order (a resumed or parallel run) through a join: the same report and
     the same per-query rows either way."""
+    pair = ("document_retrieval", "ndcg@3")
     in_order = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "a.parquet")))
-    run = RunColumns.open(old_run)
-    assert run.in_row_order("document_retrieval", "ndcg@3")
-    run.close()
+    assert _in_row_order(old_run, pair) == (True, True)
     results = old_run / "results.jsonl"
     lines = results.read_text(encoding="utf-8").splitlines()
     first = [line for line in lines if json.loads(line)["row"] == 0]  # every metric's first appearance, kept first
     results.write_text("\n".join(first + [line for line in reversed(lines) if line not in first]) + "\n")
-    run = RunColumns.open(old_run)
-    assert not run.in_row_order("document_retrieval", "ndcg@3")
-    run.close()
     shuffled = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "b.parquet")))
+    assert _in_row_order(old_run, pair) == (False, False)
     _close(_without_moving(shuffled), _without_moving(in_order))
     assert _parquet_rows(tmp_path / "b.parquet") == _parquet_rows(tmp_path / "a.parquet")
 
