@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-__all__ = ["did_you_mean", "endpoint_problem", "judge_object", "printable", "shown_url", "userinfo_problem"]
+__all__ = ["builtin_entry", "did_you_mean", "endpoint_problem", "judge_object", "printable", "shown_url"]
 
 # C0 and C1 control characters and DEL, but tab and newline (the structure of tables and lines); a lone surrogate
 # (a file name's undecodable byte) and U+FFFE/U+FFFF, which UTF-8 and XML cannot hold
+T = TypeVar("T")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -58,6 +59,16 @@ def did_you_mean(
     return None
 
 
+def builtin_entry(table: Mapping[str, T], name: str, what: str) -> T:
+    """``table``'s entry by Foundry name (``builtin.x``) or short name; ``KeyError`` with a did-you-mean."""
+    found = table.get(name) or table.get(f"builtin.{name}")
+    if found is not None:
+        return found
+    guess = did_you_mean(name, list(table)) or did_you_mean(f"builtin.{name}", list(table))
+    hint = f"; did you mean {guess!r}?" if guess else f"; known: {', '.join(table)}"
+    raise KeyError(f"unknown {what} {name!r}{hint}")
+
+
 def shown_url(url: str) -> str:
     """``url`` as a message may show it: user-info replaced by ``***``, no query string, no fragment (where a key,
     a signature or a password would travel)."""
@@ -66,29 +77,20 @@ def shown_url(url: str) -> str:
     return parts._replace(netloc=netloc, query="", fragment="").geturl()
 
 
-def userinfo_problem(url: str, what: str) -> str | None:
-    """Why ``url`` must be refused when it carries user-info (``https://user:password@host/...``), or None.
-
-    httpx turns user-info into an ``Authorization: Basic`` header that replaces the bearer token or API key, and
-    the URL itself would be stored in ``state.json``; so every endpoint the project accepts refuses it, and the
-    message shows the URL with the user-info replaced by ``***`` (the password is never echoed)."""
-    if "@" not in urlsplit(url.strip()).netloc:
-        return None
-    return (
-        f"{what} {shown_url(url)!r} carries a user name or password before '@': it would be stored in the run folder "
-        "and sent as HTTP Basic auth in place of the token; remove it (keys go in an environment variable)"
-    )
-
-
 def endpoint_problem(url: str, what: str) -> str | None:
-    """Why an endpoint URL the project stores and sends to must be refused, or None: user-info
-    (``userinfo_problem``), or a query string or fragment (``?api-key=…&code=…`` would be stored in the run
-    folder, the manifest and every cache key, and breaks the request URLs built on the endpoint). The message
-    never shows the query string."""
-    problem = userinfo_problem(url, what)
-    if problem:
-        return problem
+    """Why an endpoint URL the project stores and sends to must be refused, or None; the message shows the URL
+    without user-info (``shown_url``).
+
+    - user-info (``https://user:password@host/...``): httpx would send it as ``Authorization: Basic`` in place of
+      the bearer token or API key, and the URL is stored in ``state.json``;
+    - a query string or fragment (``?api-key=…&code=…``): it would be stored in the run folder, the manifest and
+      every cache key, and breaks the request URLs built on the endpoint."""
     parts = urlsplit(url.strip())
+    if "@" in parts.netloc:
+        return (
+            f"{what} {shown_url(url)!r} carries a user name or password before '@': it would be stored in the run "
+            "folder and sent as HTTP Basic auth in place of the token; remove it (keys go in an environment variable)"
+        )
     if parts.query or parts.fragment or url.strip().endswith(("?", "#")):
         return (
             f"{what} {shown_url(url)!r} carries a query string or fragment (not shown): it would be stored in the run "

@@ -21,6 +21,7 @@ __all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_NODES", "BoundedLoader", "compose_boun
 
 MAX_DEPTH = 64  # nesting levels of collections; the shipped mappings use 5
 MAX_NODES = 100_000  # nodes after alias expansion; the shipped mappings have about 100
+Duplicates = list[tuple[str, int, int]]  # (key, first line, second line) of each key written twice
 MAX_CHARS = 10_000_000  # characters of scalars after alias expansion (a long string repeated by aliases)
 
 
@@ -33,9 +34,9 @@ class _LimitError(yaml.MarkedYAMLError):
 class BoundedLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses deep nesting, alias bombs and duplicate keys while composing."""
 
-    def __init__(self, stream: str, *, duplicate_keys: bool = False) -> None:
+    def __init__(self, stream: str, *, duplicate_keys: Duplicates | None = None) -> None:
         super().__init__(stream)
-        self._duplicate_keys = duplicate_keys
+        self._duplicates = duplicate_keys
         self._depth = 0
         self._weight: dict[int, tuple[int, int]] = {}  # id(node) → (nodes, characters) it stands for, expanded
 
@@ -76,43 +77,43 @@ class BoundedLoader(yaml.SafeLoader):
 
     def compose_mapping_node(self, anchor: Any) -> Any:
         node = super().compose_mapping_node(anchor)
-        if self._duplicate_keys:
-            return node
         first: dict[str, int] = {}
         for key, _ in node.value:
             if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
                 continue
             line = key.start_mark.line + 1
-            if key.value in first:
+            if key.value not in first:
+                first[key.value] = line
+            elif self._duplicates is not None:
+                self._duplicates.append((key.value, first[key.value], line))
+            else:
                 raise _LimitError(
                     f"key {key.value!r} is written twice in one mapping (lines {first[key.value]} and {line})",
                     key.start_mark,
                     "keep one of them: YAML would silently use the last",
                 )
-            first[key.value] = line
         return node
 
 
-def compose_bounded(text: str, *, file: str | None = None, duplicate_keys: bool = False) -> Any:
+def compose_bounded(text: str, *, file: str | None = None, duplicate_keys: Duplicates | None = None) -> Any:
     """The YAML node tree of ``text`` (None if empty); ``MappingError`` on bad YAML or a limit.
 
-    ``duplicate_keys``: accept a key written twice (JSON read for its line numbers: orjson keeps the last).
+    ``duplicate_keys``: accept a key written twice (JSON read for its line numbers: orjson keeps the last), each
+    one appended to that list as ``(key, first line, second line)``.
     """
-    loader = BoundedLoader(text, duplicate_keys=duplicate_keys)
-    try:
-        return loader.get_single_node()
-    except yaml.YAMLError as exc:
-        raise _located(exc, file) from None
-    finally:
-        loader.dispose()
+    return _read(text, file, duplicate_keys, construct=False)[1]
 
 
 def load_bounded(text: str, *, file: str | None = None) -> tuple[Any, Any]:
     """(data, node tree) of ``text``, composed once and bounded; ``MappingError`` on bad YAML or a limit."""
-    loader = BoundedLoader(text)
+    return _read(text, file, None, construct=True)
+
+
+def _read(text: str, file: str | None, duplicate_keys: Duplicates | None, *, construct: bool) -> tuple[Any, Any]:
+    loader = BoundedLoader(text, duplicate_keys=duplicate_keys)
     try:
         node = loader.get_single_node()
-        return (loader.construct_document(node) if node is not None else None), node
+        return (loader.construct_document(node) if construct and node is not None else None), node
     except yaml.YAMLError as exc:
         raise _located(exc, file) from None
     finally:

@@ -68,12 +68,11 @@ _NEGATIONS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\b(do|does|is|are|must|will|should)( not|n't)\b", re.I), lambda m: m.group(1)),
     (re.compile(r"\bcan\b", re.I), lambda m: m.group(0) + "not"),
     (re.compile(r"\b(is|are|was|were|will|must|should|may)\b", re.I), lambda m: m.group(0) + " not"),
-    (re.compile(r"\b(you|they|we|employees) (get|have|keep|need|receive)\b", re.I), lambda m: _do_not(m)),
+    (
+        re.compile(r"\b(you|they|we|employees) (get|have|keep|need|receive)\b", re.I),
+        lambda m: m.expand(r"\1 do not \2"),
+    ),
 ]
-
-
-def _do_not(m: re.Match[str]) -> str:
-    return f"{m.group(1)} do not {m.group(2)}"
 
 
 _EXCEPTION = re.compile(

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._text import did_you_mean
+from ._text import builtin_entry
 
 __all__ = [
     "CATALOG",
+    "INPUT_TYPE_ORDER",
     "INPUT_TYPE_SCHEMAS",
     "LABEL_MODEL",
     "PARAM_ALIASES",
@@ -40,6 +41,8 @@ INPUT_TYPE_SCHEMAS: dict[str, dict[str, object]] = {
     "labels": {"type": "array", "items": {"type": "object"}},
     "messages": {"type": "array", "items": {"type": "object"}},
 }
+# a field read by several inputs takes the narrowest of their types (the lowest)
+INPUT_TYPE_ORDER = {"string": 0, "documents": 0, "labels": 0, "string_or_messages": 1, "string_object_or_messages": 2}
 MetricKind = Literal["ordinal", "continuous", "boolean"]
 
 
@@ -402,9 +405,4 @@ PARAM_ALIASES: dict[str, tuple[str, ...]] = {  # parameter name → the other sp
 
 def get_evaluator(name: str) -> EvaluatorSpec:
     """Look an evaluator up by Foundry name (``builtin.x``) or short name; KeyError with a did-you-mean."""
-    spec = CATALOG.get(name) or CATALOG.get(f"builtin.{name}")
-    if spec is not None:
-        return spec
-    guess = did_you_mean(name, list(CATALOG)) or did_you_mean(f"builtin.{name}", list(CATALOG))
-    hint = f"; did you mean {guess!r}?" if guess else f"; known: {', '.join(CATALOG)}"
-    raise KeyError(f"unknown evaluator {name!r}{hint}")
+    return builtin_entry(CATALOG, name, "evaluator")

@@ -117,14 +117,12 @@ def _main(argv: list[str] | None, debug: bool) -> None:
     except click.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
-    except FoundryBridgeError as exc:
+    except (FoundryBridgeError, OSError) as exc:  # an OSError (disk, permission, path): its path and OS reason
         if debug:  # through redact: a chained exception's message may hold a token or a SAS URL
             click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
-        click.echo(f"Error: {_shown(cli_text(exc))}", err=True)
-        sys.exit(exc.exit_code)
-    except OSError as exc:  # a disk, permission or path failure: the path and the OS reason, never a traceback
-        if debug:
-            click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
-        click.echo(f"Error: {_shown(describe_os_error(exc))}", err=True)
-        sys.exit(1)
+        text, code = (
+            (cli_text(exc), exc.exit_code) if isinstance(exc, FoundryBridgeError) else (describe_os_error(exc), 1)
+        )
+        click.echo(f"Error: {_shown(text)}", err=True)
+        sys.exit(code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -40,8 +40,6 @@ from .runfolder import RESULT_COLUMNS, RunFolder, RunFolderError
 if TYPE_CHECKING:
     import duckdb
 
-    from .metrics._arrays import Codes
-
 __all__ = [
     "COLUMNS_DIR",
     "FactParams",
@@ -265,9 +263,9 @@ class _QueryFacts:
         self.parts.add(arrays)
         block: dict[str, Any] = {
             **self._facts,
-            "query_id": list(arrays.query_ids),
-            "kind": list(arrays.kinds),
-            "kind_source": list(arrays.kind_sources),
+            "query_id": arrays.query_ids,
+            "kind": arrays.kinds,
+            "kind_source": arrays.kind_sources,
             "abstains": np.asarray(arrays.abstains, np.int8),
             "contradiction": self.parts._contradiction[-1],
             **top_grades(arrays, p.stage_k),
@@ -603,16 +601,6 @@ class RunColumns:
             got = self.sql("SELECT column_name, column_type FROM (DESCRIBE queries)").fetchall()
             self._column_types = {str(name): str(kind) for name, kind in got}
         return self._column_types
-
-    def code_column(self, name: str) -> Codes:
-        """A column of a handful of distinct strings (a query's kind), in row order, as ``Codes`` (names in order of
-        first appearance); the engine finds the names and each row's index."""
-        from .metrics._arrays import Codes
-
-        col = _quote(name)
-        names = [r[0] for r in self.sql(f"SELECT {col} FROM queries GROUP BY {col} ORDER BY min(row)").fetchall()]
-        got = self.sql(f"SELECT list_position(?, {col}) - 1 AS c FROM queries ORDER BY row", [names]).fetchnumpy()
-        return Codes.of(names, np.asarray(got["c"], np.int8))
 
     def ids_where(self, condition: str, limit: int | None = None) -> list[str]:
         """The query ids of the rows where the SQL ``condition`` holds, in row order (the first ``limit``)."""

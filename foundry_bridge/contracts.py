@@ -30,7 +30,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ._text import did_you_mean
+from ._text import builtin_entry
 
 __all__ = [
     "Contract",
@@ -89,18 +89,19 @@ class Contract:
 
 
 def _metrics(schema: Mapping[str, Any] | None) -> tuple[MetricContract, ...]:
-    out = []
-    for name, m in (schema or {}).items():
-        out.append(
-            MetricContract(
-                name=name,
-                type=str(m.get("type", "continuous")),
-                higher_is_better=m.get("desirable_direction", "increase") != "decrease",
-                min_value=None if m.get("min_value") is None else float(m["min_value"]),
-                max_value=None if m.get("max_value") is None else float(m["max_value"]),
-            )
+    def bound(m: Mapping[str, Any], key: str) -> float | None:
+        return None if m.get(key) is None else float(m[key])
+
+    return tuple(
+        MetricContract(
+            name,
+            str(m.get("type", "continuous")),
+            m.get("desirable_direction", "increase") != "decrease",
+            bound(m, "min_value"),
+            bound(m, "max_value"),
         )
-    return tuple(out)
+        for name, m in (schema or {}).items()
+    )
 
 
 def _required(schema: Mapping[str, Any] | None) -> tuple[str, ...] | None:
@@ -203,13 +204,7 @@ def published_contracts() -> Mapping[str, Contract]:
 
 def get_contract(name: str) -> Contract:
     """A published contract by Foundry name (``builtin.x``) or short name; KeyError with a did-you-mean."""
-    known = published_contracts()
-    found = known.get(name) or known.get(f"builtin.{name}")
-    if found is not None:
-        return found
-    guess = did_you_mean(name, list(known)) or did_you_mean(f"builtin.{name}", list(known))
-    hint = f"; did you mean {guess!r}?" if guess else f"; known: {', '.join(known)}"
-    raise KeyError(f"unknown builtin evaluator {name!r}{hint}")
+    return builtin_entry(published_contracts(), name, "builtin evaluator")
 
 
 # -- drift -------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Retrieval coverage and retrieval utilization (Deepchecks' retrieval properties, issue #37 item 3): two judge
-calls per query over the documents ``judge-docs`` graded relevant, each a score from 0 to 1 with the judge's
-reason. docs/metrics.md ("Retrieval coverage and utilization") states the definitions and assumptions.
+"""Retrieval coverage and retrieval utilization (Deepchecks' retrieval properties): two judge calls per query over
+the documents ``judge-docs`` graded relevant, each a score from 0 to 1 with the judge's reason. docs/metrics.md
+("Retrieval coverage and utilization") states the definitions and assumptions.
 
 - **relevant documents** of a query: those ``judge-docs`` graded 2 or 3 in the same call (``judged.PASSING``), in
   rank order, their texts as graded, joined by a blank line.
@@ -21,13 +21,11 @@ in the rest: the question's words in the documents; the documents' words in the 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ._text import judge_object
-from .errors import UsageError
 
 __all__ = [
     "COVERAGE_RUBRIC",
@@ -172,14 +170,8 @@ def _on_wire(
         {"documents" if f == "joined" else f: v for f in fields if (v := getattr(items[i], f)) is not None}
         for i in sent
     )
-    model = wire.get("judge_model") or ("mock-judge" if backend == "mock" else None)
-    if model is None:
-        raise UsageError("judge-docs --backend foundry needs --judge-model: the judge model's deployment name")
-    options = {k: v for k, v in wire.items() if k not in ("judge_model", "run_dir")}
-    run = run_graders(
-        rows, graders, backend=backend, deployment=model, run_dir=f"{os.fspath(wire['run_dir'])}.coverage",
-        name="judge-docs-coverage", progress=progress, options=options,
-    )  # fmt: skip
+    name = "judge-docs-coverage"
+    run = run_graders(rows, graders, backend=backend, wire=wire, name=name, suffix=".coverage", progress=progress)
     out: dict[str, list[Value | None]] = {m: [None] * len(items) for m in MEASURES}
     for measure_name, grader in zip(MEASURES, graders, strict=True):
         for i, row in zip(sent, run.results[grader.name], strict=True):
@@ -190,20 +182,8 @@ def _on_wire(
                 out[measure_name][i] = (None, cause)
             else:
                 out[measure_name][i] = (float(row.score), row.reason or "")
-    ident = {
-        "graders": [g.kind for g in graders],
-        "prompt_sha256": {m: g.prompt_sha256 for m, g in zip(MEASURES, graders, strict=True)},
-        "run_dir": str(run.run_dir),
-        "eval_id": run.eval_id,
-        "run_ids": run.run_ids,
-    }
-    return out, ident
-
-
-def _step(progress: Callable[..., None] | None, stage: str) -> Callable[[int, int], None] | None:
-    if progress is None:
-        return None
-    return lambda done, total: progress(stage, done, total)
+    prompts = {m: g.prompt_sha256 for m, g in zip(MEASURES, graders, strict=True)}
+    return out, {"graders": [g.kind for g in graders], "prompt_sha256": prompts, **run.ids}
 
 
 def _on_local(
@@ -216,7 +196,7 @@ def _on_local(
     for measure_name in MEASURES:
         asked = [i for i, a in enumerate(asks) if a[measure_name] is None]
         requests = [_request(measure_name, items[i]) for i in asked]
-        step = _step(progress, measure_name)
+        step = None if progress is None else lambda done, total, m=measure_name: progress(m, done, total)
         answers = ask_judge(
             local, requests, task=f"{_TASK}/{measure_name}", parse=parse_share, progress=step,
             max_tokens=MAX_OUTPUT_TOKENS,

@@ -28,6 +28,7 @@ __all__ = [
     "FoundryBridgeWarning",
     "InputError",
     "MappingError",
+    "TwoWay",
     "UsageError",
     "cli_text",
     "describe_os_error",
@@ -72,7 +73,7 @@ def for_cli(text: str) -> str:
 
 def cli_text(exc: BaseException) -> str:
     """What the command line prints for ``exc``: its command-line rendering when it has one, else ``str(exc)``."""
-    return exc.cli_text() if isinstance(exc, FoundryBridgeError | FoundryBridgeWarning) else str(exc)
+    return exc.cli_text() if isinstance(exc, FoundryBridgeError | TwoWay) else str(exc)
 
 
 class FoundryBridgeError(Exception):
@@ -92,9 +93,9 @@ class FoundryBridgeError(Exception):
         return for_cli(self.template) if self.template is not None else str(self)
 
 
-class FoundryBridgeWarning(UserWarning):
-    """A warning of foundry_bridge, with two renderings like ``FoundryBridgeError`` (the CLI prints ``cli_text``
-    as a red ``WARNING:`` line)."""
+class TwoWay(BaseException):
+    """A message with two renderings, like ``FoundryBridgeError``'s: ``str()`` for Python, ``cli_text()`` for the
+    command line; the base of the warnings and interruptions that are not errors."""
 
     def __init__(self, message: str) -> None:
         self.template = message
@@ -104,40 +105,15 @@ class FoundryBridgeWarning(UserWarning):
         return for_cli(self.template)
 
 
+class FoundryBridgeWarning(TwoWay, UserWarning):
+    """A warning of foundry_bridge (the CLI prints ``cli_text`` as a red ``WARNING:`` line)."""
+
+
 class InputError(FoundryBridgeError, ValueError):
-    """Bad input, located as precisely as known: ``file:line: field: message (fix: hint)``."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        file: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-        hint: str | None = None,
-    ) -> None:
-        self.message = message
-        self.file = file
-        self.line = line
-        self.field = field
-        self.hint = hint
-        super().__init__(self.__str__())
-
-    def __str__(self) -> str:
-        return for_python(self._located())
-
-    def cli_text(self) -> str:
-        return for_cli(self._located())
-
-    def _located(self) -> str:
-        return located(self.message, file=self.file, line=self.line, field=self.field, hint=self.hint)
-
-
-class DatasetError(InputError):
-    """A dataset file or row is malformed or inconsistent. In a table (a DataFrame, parquet, Arrow...) ``row`` is
-    the 0-based row index and ``column`` the column (``field`` too): ``file`` names the table alone, and the text
-    reads ``pandas.DataFrame: row 5: context: ...``. In a JSONL file ``line`` locates it and ``row``/``column`` are
-    None."""
+    """Bad input, located as precisely as known: ``file:line: field: message (fix: hint)``. In a table (a
+    DataFrame, parquet, Arrow...) ``row`` is the 0-based row index and ``column`` the column (``field`` too):
+    ``file`` names the table alone, and the text reads ``pandas.DataFrame: row 5: context: ...``; in a file ``line``
+    locates it and ``row``/``column`` are None."""
 
     def __init__(
         self,
@@ -149,13 +125,28 @@ class DatasetError(InputError):
         hint: str | None = None,
         row: int | None = None,
     ) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+        self.hint = hint
         self.row = row
         self.column = field if row is not None else None
-        super().__init__(message, file=file, line=line, field=field, hint=hint)
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        return for_python(self._located())
+
+    def cli_text(self) -> str:
+        return for_cli(self._located())
 
     def _located(self) -> str:
         where = self.file if self.row is None else f"{self.file or 'table'}: row {self.row}"
         return located(self.message, file=where, line=self.line, field=self.field, hint=self.hint)
+
+
+class DatasetError(InputError):
+    """A dataset file or row is malformed or inconsistent."""
 
 
 class MappingError(InputError):

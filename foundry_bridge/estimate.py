@@ -344,7 +344,7 @@ class _Prompts:
 
     def render(self, name: str, prompt: Any, inputs: dict[str, Any]) -> list[Any]:
         """The messages the library sends for ``inputs`` (``AsyncPrompty.render``: its jinja environment, then its
-        chat parser), with the template compiled once per prompt instead of once per call (half the time)."""
+        chat parser), with the template compiled once per prompt instead of once per call."""
         values = {k: ("" if inputs.get(k) is None else inputs[k]) for k in prompt._inputs}
         compiled = self.compiled.get(name)
         if compiled is None:
@@ -548,11 +548,11 @@ def _budget_file(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     raise InputError("neither a report (no `trust` section) nor a comparison (no `gate`)", file=file, hint=_BUDGET_FIX)
 
 
-def _count(value: Any, file: str, where: str, *, optional: bool = True) -> int | None:
-    """A non-negative whole count from a budget file (None when absent and ``optional``), else a located error."""
+def _count(value: Any, file: str, where: str) -> int | None:
+    """A non-negative whole count from a budget file (None when absent), else a located error."""
     from .errors import InputError
 
-    if value is None and optional:
+    if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"expected a whole count ≥ 0, got {value!r}", file=file, field=where, hint=_BUDGET_FIX)
@@ -783,11 +783,6 @@ def _cells(line: BudgetLine, *, total: bool) -> tuple[str, ...]:
     )
 
 
-def _query_runs(queries: int, new_rows: int, runs: int) -> int:
-    """Rows to answer and judge: the new queries in every run, and the labelled rows beyond them once."""
-    return queries * runs + max(0, new_rows - queries)
-
-
 def price_budget(estimate: CostEstimate, budget: Budget) -> BudgetEstimate:
     """``budget`` priced with ``estimate``'s per-row judge cost (``BudgetEstimate`` states the counting)."""
     judges = [c for c in estimate.criteria if c.how == "judge"]
@@ -801,7 +796,7 @@ def price_budget(estimate: CostEstimate, budget: Budget) -> BudgetEstimate:
     def line(
         name: str, labels: int, needed: int | None, extra: int | None, judged: int, new: int, q: int
     ) -> BudgetLine:
-        k = _query_runs(q, new, budget.runs)
+        k = q * budget.runs + max(0, new - q)  # the new queries in every run, the labelled rows beyond them once
         cost = None if per_cost is None else k * per_cost
         priced = (round(k * per_calls), round(k * per_input), round(k * per_output), cost)
         return BudgetLine(name, labels, needed, extra, judged, new, q, k, *priced)

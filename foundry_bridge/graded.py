@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,13 +66,19 @@ class Grader:
 
 @dataclass
 class GraderRun:
-    """What ``run_graders`` got: per grader name, each item's ``ResultRow`` (None: no result), and the run's ids."""
+    """What ``run_graders`` got: per grader name, each item's ``ResultRow`` (None: no result), the judge deployment
+    and the run's ids."""
 
     results: dict[str, list[Any]]
+    deployment: str
     run_dir: Path
     eval_id: str | None
     run_ids: list[str] = field(default_factory=list)
-    backend: str = "mock"
+
+    @property
+    def ids(self) -> dict[str, Any]:
+        """The run's folder and service ids, as a provenance records them."""
+        return {"run_dir": str(self.run_dir), "eval_id": self.eval_id, "run_ids": self.run_ids}
 
 
 def run_graders(
@@ -80,17 +86,17 @@ def run_graders(
     graders: Sequence[Grader],
     *,
     backend: str,
-    deployment: str,
-    run_dir: str | os.PathLike[str],
+    wire: Mapping[str, Any],
     name: str,
+    suffix: str = "",
     progress: Callable[[str, int, int | None], None] | None = None,
-    options: dict[str, Any] | None = None,
 ) -> GraderRun:
     """Run ``graders`` over ``items`` (flat dicts holding the fields the messages' templates read) on ``backend``
-    (``mock``: the emulator; ``foundry``: the project at ``options['endpoint']`` or ``$AZURE_AI_PROJECT_ENDPOINT``)
-    into the run folder ``run_dir``, as ``runner.run_evaluation`` runs a plan: a finished run of the same plan there
-    is reused (nothing sent), an unfinished one continued with ``options['resume']``, anything else refused unless
-    ``options['force']``. ``deployment``: the judge model deployment the graders name."""
+    (``mock``: the emulator; ``foundry``: the project at ``wire['endpoint']`` or ``$AZURE_AI_PROJECT_ENDPOINT``)
+    into the run folder ``wire['run_dir']`` + ``suffix``, as ``runner.run_evaluation`` runs a plan: a finished run
+    of the same plan there is reused (nothing sent), an unfinished one continued with ``wire['resume']``, anything
+    else refused unless ``wire['force']``. ``wire['judge_model']``: the judge model deployment the graders name
+    (``mock-judge`` on the emulator by default); the rest of ``wire``: the runner's backend options."""
     from . import __version__
     from .mapping import load_mapping
     from .mapping.builder import build_eval_body
@@ -100,14 +106,18 @@ def run_graders(
 
     if backend not in GRADER_BACKENDS:
         raise UsageError(f"graders run on {' or '.join(GRADER_BACKENDS)}, not {backend!r}")
+    deployment = wire.get("judge_model") or ("mock-judge" if backend == "mock" else None)
+    if deployment is None:
+        raise UsageError("judge-docs --backend foundry needs --judge-model: the judge model's deployment name")
     criteria = [CriterionPlan(name=g.name, evaluator=g.spec.name, init=g.init(deployment)) for g in graders]
     spool = RowSpool()
     for item in items:
         spool.append({"item": item})
     body = build_eval_body(criteria, name=name, metadata={"generator": f"foundry_bridge {__version__}"})
     plan = Plan(name=name, mapping=load_mapping(None), criteria=criteria, eval_body=body, items=spool.rows())
-    opts = dict(options or {})
+    opts = {k: v for k, v in wire.items() if k not in ("judge_model", "run_dir")}
     resume, force = bool(opts.pop("resume", False)), bool(opts.pop("force", False))
+    run_dir = f"{os.fspath(wire['run_dir'])}{suffix}"
     summary = run_evaluation(
         plan, run_dir, GRADER_BACKENDS[backend], resume=resume, force=force, progress=progress, **opts
     )
@@ -117,4 +127,4 @@ def run_graders(
     for row in RunFolder(summary.run_dir).iter_results():
         if row.criterion in results and row.metric == metric[row.criterion] and 0 <= row.row < n:
             results[row.criterion][row.row] = row
-    return GraderRun(results, summary.run_dir, summary.eval_id, list(summary.run_ids), backend)
+    return GraderRun(results, deployment, summary.run_dir, summary.eval_id, list(summary.run_ids))

@@ -143,10 +143,6 @@ def parse_grade(content: str) -> dict[str, Any]:
     return {"grade": int(grade), "reason": str(answer.get("reason") or "")[:500]}
 
 
-def _user_message(pair: DocumentPair) -> str:
-    return _USER.format(query=pair.query, document=pair.text)
-
-
 def _grader() -> Any:
     """The ``label_model`` criterion judge-docs sends on Foundry and the emulator: ``RUBRIC_SCALE`` as the system
     message, the query and document through ``{{item.x}}`` templates, labels 0–3, passing 2 and 3."""
@@ -161,7 +157,7 @@ def _grader() -> Any:
 def _requests(pairs: Sequence[DocumentPair]) -> tuple[list[int], list[tuple[str, str]]]:
     """The pairs a judge can be asked about (a query and a document text), and their (system, user) messages."""
     askable = [i for i, p in enumerate(pairs) if p.query and p.text]
-    return askable, [(RUBRIC, _user_message(pairs[i])) for i in askable]
+    return askable, [(RUBRIC, _USER.format(query=pairs[i].query, document=pairs[i].text)) for i in askable]
 
 
 def judge_requests(records: Iterable[Any], k: int) -> tuple[list[tuple[str, str]], int, int]:
@@ -224,15 +220,7 @@ def _graded(
         {"query_id": p.query_id, "document_id": p.document_id, "query": p.query, "document": p.text}
         for p in (pairs[i] for i in askable)
     )
-    model = wire.get("judge_model") or ("mock-judge" if backend == "mock" else None)
-    if model is None:
-        raise UsageError("judge-docs --backend foundry needs --judge-model: the judge model's deployment name")
-    options = {k: v for k, v in wire.items() if k not in ("judge_model", "run_dir")}
-    step = (lambda stage, done, total: progress(stage, done, total)) if progress else None
-    run = run_graders(
-        items, [grader], backend=backend, deployment=model, run_dir=wire["run_dir"], name="judge-docs",
-        progress=step, options=options,
-    )  # fmt: skip
+    run = run_graders(items, [grader], backend=backend, wire=wire, name="judge-docs", progress=progress)
     out: list[tuple[int | None, str]] = [(None, _NO_TEXT)] * len(pairs)
     for i, row in zip(askable, run.results[grader.name], strict=True):
         if row is None:
@@ -243,20 +231,13 @@ def _graded(
             out[i] = (int(row.label), row.reason or "")
         else:
             out[i] = (None, f"UNREADABLE_LABEL: the grader answered {row.label!r}, not one of 0, 1, 2, 3")
-    judge: dict[str, Any] = {"model": MOCK_MODEL if backend == "mock" else model}
+    judge: dict[str, Any] = {"model": MOCK_MODEL if backend == "mock" else run.deployment}
     if backend == "mock":
         from .mock import stand_in_cuts
 
         judge["cuts"] = [list(c) for c in stand_in_cuts(len(SCALE))]
-    judge |= {
-        "grader": grader.kind,
-        "evaluator": grader.spec.name,
-        "deployment": model,
-        "prompt_sha256": grader.prompt_sha256,
-        "run_dir": str(run.run_dir),
-        "eval_id": run.eval_id,
-        "run_ids": run.run_ids,
-    }
+    judge |= {"grader": grader.kind, "evaluator": grader.spec.name, "deployment": run.deployment}
+    judge |= {"prompt_sha256": grader.prompt_sha256, **run.ids}
     errored = sum(1 for i in askable if out[i][0] is None)
     return out, judge, {"judge_calls": len(askable), "errored": errored}
 
@@ -468,8 +449,12 @@ def ranked_lists(
     queries carry relevance labels of their own in DATA; the queries DATA declares negative."""
     from .dataset import read_records
 
+    return _rankings(read_records(data, mapping, require_ranking=True))
+
+
+def _rankings(records: Iterable[Any]) -> tuple[dict[str, list[tuple[float | None, str]]], int, set[str]]:
     rankings, own, negative = {}, 0, set()
-    for rec in read_records(data, mapping, require_ranking=True):
+    for rec in records:
         rankings[rec.query_id] = [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
         own += bool(rec.retrieval_ground_truth)
         if rec.kind == "negative" and rec.kind_source == "declared":
@@ -482,9 +467,8 @@ CORRECTED = ("ndcg", "recall", "rr")
 
 
 def _on_unit_range(estimates: dict[str, Any]) -> dict[str, Any]:
-    """Every interval of ``estimate_mean``'s output cut to [0, 1], the metrics' range (``clipped`` set when cut).
-    No pseudo-row pad (``ppi``'s ``scale``): a per-query metric is continuous, and the pad's spread over [0, 1]
-    made the intervals cover 100 % at 10 and 30 labels in the simulation (tests/test_judged_coverage.py)."""
+    """Every interval of ``estimate_mean``'s output cut to [0, 1], the metrics' range (``clipped`` set when cut);
+    no pseudo-row pad (``ppi``'s ``scale``): a per-query metric is continuous."""
     for e in estimates.values():
         if isinstance(e, dict) and "low" in e and not math.isnan(e["low"]):
             low, high = max(e["low"], 0.0), min(e["high"], 1.0)
@@ -849,15 +833,10 @@ def run_vs_human(
     folder = RunFolder(run_dir)
     plan = folder.read_plan(items=False)
     params = FactParams.for_plan(plan)
-    rankings: dict[str, list[tuple[float | None, str]]] = {}
-    negative = 0
-    for rec in folder.iter_records(plan):
-        if rec.kind == "negative" and rec.kind_source == "declared":
-            negative += 1
-        elif rec.retrieved_documents:
-            rankings[rec.query_id] = [(d.relevance_score, d.document_id) for d in rec.retrieved_documents]
+    ranked, _, negative = _rankings(folder.iter_records(plan))
+    rankings = {q: docs for q, docs in ranked.items() if docs and q not in negative}
     human = read_qrels_file(os.fspath(human_qrels))
     out = compare_with_human(
         rankings, read_qrels_file(os.fspath(qrels)), human, ks=params.ks, threshold=params.relevance_threshold
     )
-    return {**out, "declared_negative_left_out": negative, "human_qrels": os.fspath(human_qrels)}
+    return {**out, "declared_negative_left_out": len(negative), "human_qrels": os.fspath(human_qrels)}

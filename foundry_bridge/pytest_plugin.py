@@ -75,28 +75,6 @@ def _number(config: pytest.Config, name: str, kind: Callable[[str], Any]) -> Any
         raise pytest.UsageError(f"foundry-bridge: {name.replace('_', '-')} must be a number, got {raw!r}") from None
 
 
-def _compare(
-    baseline: str,
-    candidate: str,
-    *,
-    fail_on: Sequence[str],
-    coverage_drop: float | None,
-    seed: int = 42,
-    resamples: int = 10_000,
-    alpha: float = 0.05,
-) -> Comparison:
-    from .comparison import compare_runs
-
-    return compare_runs(
-        [baseline, candidate],
-        fail_on=list(fail_on),
-        coverage_drop=coverage_drop,
-        seed=seed,
-        n_resamples=resamples,
-        alpha=alpha,
-    )
-
-
 class GateItem(pytest.Item):
     """One gated check of the comparison, run as a test."""
 
@@ -123,19 +101,19 @@ class _GateFailure(Exception):
 
 
 def _gate_items(session: pytest.Session, config: pytest.Config) -> list[GateItem]:
+    from .comparison import compare_runs
     from .errors import FoundryBridgeError
     from .integrations.junit import gate_cases
 
     baseline, candidate = config.getoption("--foundry-bridge-gate")
     fail_on = list(_setting(config, "fail_on") or [])
     try:
-        comparison = _compare(
-            baseline,
-            candidate,
+        comparison = compare_runs(
+            [baseline, candidate],
             fail_on=fail_on,
             coverage_drop=_number(config, "coverage_drop", float),
             seed=_number(config, "seed", int),
-            resamples=_number(config, "resamples", int),
+            n_resamples=_number(config, "resamples", int),
             alpha=_number(config, "alpha", float),
         )
     except FoundryBridgeError as exc:
@@ -175,10 +153,12 @@ def foundry_bridge_gate() -> Callable[..., Comparison]:
     """``foundry_bridge_gate(baseline, candidate, fail_on=[...], coverage_drop=None, seed=42, resamples=10000,
     alpha=0.05)``: compare two run folders; fail the test with the gate's reasons, else return the comparison."""
 
-    def gate(baseline: str, candidate: str, *, fail_on: Sequence[str] = (), **kwargs: Any) -> Comparison:
-        comparison = _compare(
-            str(baseline), str(candidate), fail_on=fail_on, coverage_drop=kwargs.pop("coverage_drop", None), **kwargs
-        )
+    def gate(
+        baseline: str, candidate: str, *, fail_on: Sequence[str] = (), resamples: int = 10_000, **kwargs: Any
+    ) -> Comparison:
+        from .comparison import compare_runs
+
+        comparison = compare_runs([baseline, candidate], fail_on=list(fail_on), n_resamples=resamples, **kwargs)
         if comparison.gate.get("failed"):
             pytest.fail("foundry-bridge gate failed:\n" + "\n".join(comparison.gate["reasons"]), pytrace=False)
         if comparison.gate.get("inconclusive"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from . import __version__
 from ._io import dumps, loads
 from .catalog import CATALOG
 from .dataset.frames import Table
-from .errors import BackendError, UsageError, describe_os_error, for_cli, for_python, option, spelled
+from .errors import BackendError, TwoWay, UsageError, describe_os_error, option, spelled
 from .mapping.model import Mapping
 from .mapping.plan import Plan
 from .results import RUN_FILES, ResultRow
@@ -47,12 +48,10 @@ __all__ = [
     "execute_run",
     "find_finished_twin",
     "get_backend",
-    "load_plan",
     "plan_evaluation",
     "prepare_run",
     "read_results",
     "run_evaluation",
-    "summarize",
 ]
 
 BACKENDS = ("cloud", "mock", "local")
@@ -154,19 +153,10 @@ class VerdictCounter:
 
     def summary(self, plan: Plan, run_dir: Path, backend: str) -> RunSummary:
         """The counts as a ``RunSummary``, with a warning naming the causes when any pair errored."""
-        per = self.per
-        summary = RunSummary(
-            run_dir=run_dir,
-            backend=backend,
-            rows=len(plan.items),
-            criteria=[c.name for c in plan.criteria],
-            results=self.results,
-            passed=sum(c["passed"] for c in per.values()),
-            failed=sum(c["failed"] for c in per.values()),
-            errored=sum(c["errored"] for c in per.values()),
-            no_verdict=sum(c["no_verdict"] for c in per.values()),
-            per_criterion=per,
-        )
+        criteria = [c.name for c in plan.criteria]
+        summary = RunSummary(run_dir, backend, len(plan.items), criteria, self.results, per_criterion=self.per)
+        for k in _ZERO:
+            setattr(summary, k, sum(c[k] for c in self.per.values()))
         if summary.errored:
             shown = ", ".join(f"{k} ×{v}" for k, v in sorted(self.causes.items(), key=lambda kv: -kv[1]))
             summary.warnings.append(
@@ -176,23 +166,9 @@ class VerdictCounter:
         return summary
 
 
-def summarize(rows: Iterable[ResultRow], plan: Plan, run_dir: Path, backend: str) -> RunSummary:
-    """Count verdicts per (row, criterion) of ``rows`` (in row order, streamed: see ``VerdictCounter``) and
-    collect warnings about errored results."""
-    counter = VerdictCounter(plan)
-    for _ in counter.count(rows):
-        pass
-    return counter.summary(plan, run_dir, backend)
-
-
 def read_results(run_dir: str | os.PathLike[str]) -> list[ResultRow]:
     """The ``ResultRow`` s of a run folder, as a list (``RunFolder.iter_results`` streams them)."""
     return list(RunFolder(run_dir).iter_results())
-
-
-def load_plan(run_dir: str | os.PathLike[str]) -> Plan:
-    """The plan saved in a run folder (``plan.json`` + ``items.jsonl`` + ``records.jsonl``)."""
-    return RunFolder(run_dir).read_plan()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -252,7 +228,12 @@ def prepare_run(
     """
     identity = backend_identity(backend)
     folder = choose_out(plan, backend, out, force=force, dataset=dataset)
-    state = _read_state(folder, force=force)
+    try:
+        state = folder.read_state()
+    except RunFolderError:
+        if not force:  # with force (start over), a state too damaged to read is ignored
+            raise
+        state = None
     if not force and folder.is_finished(state, plan, backend.name, identity):
         try:
             folder.check_consistent(require_manifest=True)
@@ -274,7 +255,9 @@ def prepare_run(
             )
     elif state is not None and not force and not (same and not state.service_ids()):
         what = "an unfinished run of this plan" if same else "a run of another plan or dataset"
-        hint = f"{_resume_option(folder.path)} to continue it" if same else f"another {_OUT} folder"
+        hint = (
+            f"{spelled('resume=True', f'--resume {folder.path}')} to continue it" if same else f"another {_OUT} folder"
+        )
         raise UsageError(f"{folder.path} already holds {what}; use {hint}, or {option('force')} to submit again")
     if resume and not force:
         return RunDecision("resume", folder, state, resume)
@@ -298,16 +281,6 @@ def _errored_judgements(folder: RunFolder) -> int:
     local = (manifest.model_extra or {}).get("local") if manifest is not None else None
     errors = local.get("judge_errors") if isinstance(local, dict) else None
     return errors if isinstance(errors, int) and not isinstance(errors, bool) else 0
-
-
-def _read_state(folder: RunFolder, *, force: bool) -> RunState | None:
-    """``state.json``; with ``force`` (start over) one too damaged to read is ignored."""
-    try:
-        return folder.read_state()
-    except RunFolderError:
-        if force:
-            return None
-        raise
 
 
 def default_out(data: Path, backend: str) -> Path:
@@ -363,16 +336,8 @@ def plan_evaluation(
     return build_plan(records, model, name=name, dataset_path=dataset, mapping_path=mapping_path)
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run, with what the interrupted run left and how to go on (``str``: for Python;
-    ``cli_text()``: for the command line). Still a ``KeyboardInterrupt``."""
-
-    def __init__(self, message: str) -> None:
-        self.template = message
-        super().__init__(for_python(message))
-
-    def cli_text(self) -> str:
-        return for_cli(self.template)
+class RunInterrupted(TwoWay, KeyboardInterrupt):
+    """Ctrl-C during a run, with what the interrupted run left and how to go on. Still a ``KeyboardInterrupt``."""
 
 
 def run_evaluation(
@@ -533,10 +498,6 @@ def _start_over(path: Path) -> str:
     return spelled(f"force=True, out={str(path)!r}", f"--force --out {path}")
 
 
-def _resume_option(path: Path) -> str:
-    return spelled("resume=True", f"--resume {path}")
-
-
 def _resume_call(path: Path) -> str:
     return spelled(f"`run_evaluation(out={str(path)!r}, resume=True)`", f"`foundry-bridge run --resume {path}`")
 
@@ -558,11 +519,11 @@ def _execute(
         return execute_run(decision, plan, backend, progress, notify)
     except RunFailedError as exc:
         raise RunFailedError(
-            f"{_template(exc)}. Once the cause is fixed, {_resume_call(run_dir)} submits the failed part again",
+            f"{exc.template or exc}. Once the cause is fixed, {_resume_call(run_dir)} submits the failed part again",
             run=exc.run,
         ) from exc
     except AzureError as exc:
-        if decision.resume and not backend.capabilities.resume_elsewhere and _status(exc) == 404:
+        if decision.resume and not backend.capabilities.resume_elsewhere and getattr(exc, "status_code", None) == 404:
             # an emulator that never held this run (its state died with the process that started it)
             state = decision.state
             raise _cannot_resume_here(decision.folder, backend, state.status if state else None) from None
@@ -573,17 +534,6 @@ def _execute(
         raise BackendError(f"{describe_os_error(exc)}; {_how_to_continue(decision.folder, backend)}") from exc
     except KeyboardInterrupt as exc:
         raise RunInterrupted(_after_interrupt(backend, run_dir)) from exc
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _template(exc: BaseException) -> str:
-    """``exc``'s message with its two-way phrases kept (to be wrapped in another message)."""
-    template = getattr(exc, "template", None)
-    return template if isinstance(template, str) else str(exc)
 
 
 def _saved_ids(folder: RunFolder) -> list[tuple[str, str]]:
@@ -639,7 +589,9 @@ def execute_run(
     gets one line per service id as it is created."""
     folder = decision.folder
     if decision.action == "reuse":
-        summary = summarize(folder.iter_results(), plan, folder.path, backend.name)
+        counter = VerdictCounter(plan)
+        deque(counter.count(folder.iter_results()), maxlen=0)
+        summary = counter.summary(plan, folder.path, backend.name)
         summary.reused = True
         _ids_into(summary, decision.state)
         return summary
@@ -697,12 +649,7 @@ def _manifest(
         "criteria": [{"name": c.name, "evaluator": c.evaluator, "init": c.init} for c in plan.criteria],
         "rows": len(plan.items),
         "results": summary.results,
-        "verdicts": {
-            "passed": summary.passed,
-            "failed": summary.failed,
-            "errored": summary.errored,
-            "no_verdict": summary.no_verdict,
-        },
+        "verdicts": {k: getattr(summary, k) for k in _ZERO},
         "per_criterion": summary.per_criterion,
         "warnings": summary.warnings,
         "resumed": resumed,
@@ -736,7 +683,7 @@ def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool 
     state = folder.read_state() if folder.path.is_dir() else None
     if state is None:
         raise _nothing_to_resume(folder)
-    recorded = state.backend if state is not None else None
+    recorded = state.backend
     if requested is not None and recorded and requested != recorded and not force:
         raise UsageError(f"{folder.path} was run with {option('backend', recorded)}, not {requested}")
     backend = requested or recorded
@@ -748,23 +695,6 @@ def backend_for_resume(folder: RunFolder, requested: str | None, *, force: bool 
 # ---------------------------------------------------------------------------------------------------------------
 _FOUNDRY_OPTIONS = {"inline_max_bytes", "max_rows_per_run", "page_size", "run_timeout", "eval_id"}
 _CLIENT_OPTIONS = {"api_version", "max_retries", "sleep", "poll_interval", "max_poll_interval", "retry_policy"}
-_LOCAL_OPTIONS = {
-    "judge_endpoint",
-    "judge_model",
-    "cache_dir",
-    "use_cache",
-    "cache_ttl",
-    "concurrency",
-    "api_key_env",
-    "azure",
-    "api_version",
-    "timeout",
-    "credential",
-    "judge_timeout",
-    "judge_retries",
-    "give_up_after",
-    "repeat",
-}
 
 
 # the command line's spelling of a keyword, where it is not ``--`` + the keyword with dashes
@@ -784,13 +714,6 @@ def _split(options: dict[str, Any], allowed: set[str], backend: str) -> tuple[di
     return fb, cl
 
 
-def _capped_sleep(cap: float) -> Callable[[float], None]:
-    def sleep(seconds: float) -> None:
-        time.sleep(min(seconds, cap))
-
-    return sleep
-
-
 def _mock_backend(options: dict[str, Any]) -> Backend:
     """The cloud code path over the emulator's transport, with a static fake token; the emulator's setup is part
     of the backend's identity, and its runs live in this process's memory."""
@@ -804,7 +727,7 @@ def _mock_backend(options: dict[str, Any]) -> Backend:
     fb, cl = _split(options, _FOUNDRY_OPTIONS | _CLIENT_OPTIONS, "mock")
     if emulator is None:  # nobody reads this one's call log: recording it would keep every request and response
         emulator = FoundryEmulator(record_calls=False, **emu_kwargs)
-    cl.setdefault("sleep", _capped_sleep(0.05))
+    cl.setdefault("sleep", lambda seconds: time.sleep(min(seconds, 0.05)))
     cl.setdefault("poll_interval", 0.0)
     client = FoundryClient(endpoint, credential, transport=emulator.transport(), **cl)
     setup = {"emulator": emulator.setup()}
@@ -827,24 +750,24 @@ def get_backend(name: str, **options: Any) -> Backend:
     """
     options = {k: v for k, v in options.items() if v is not None}
     if name == "cloud":
-        from .foundry import ENDPOINT_ENV, FoundryBackend, FoundryClient, default_credential
+        from .foundry import ENDPOINT_ENV, FoundryBackend, FoundryClient, default_credential, validate_endpoint
 
         endpoint = options.pop("endpoint", None) or os.environ.get(ENDPOINT_ENV)
         credential = options.pop("credential", None)
         fb, cl = _split(options, _FOUNDRY_OPTIONS | _CLIENT_OPTIONS, name)
-        from .foundry import validate_endpoint
-
         endpoint = validate_endpoint(endpoint)  # before building a credential
         client = FoundryClient(endpoint, credential or default_credential(), **cl)
         return FoundryBackend(client, name="cloud", **fb)
     if name == "mock":
         return _mock_backend(options)
     if name == "local":
-        _split(options, _LOCAL_OPTIONS, name)
+        import inspect
+
         try:
             from .local import LocalBackend
         except ImportError as exc:
             raise BackendError(f"the local backend is not available: {exc}") from exc
+        _split(options, set(inspect.signature(LocalBackend).parameters), name)
         backend: Backend = LocalBackend(**options)
         return backend
     raise UsageError(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")

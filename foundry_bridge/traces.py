@@ -343,10 +343,6 @@ def _exchange(span: dict[str, Any]) -> tuple[list[tuple[str, list[str]]], str]:
     return sent, "".join(_texts(out[0].get("parts"))) if out and isinstance(out[0], dict) else ""
 
 
-def _iso(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
 def _row(trace_id: str, trace: dict[str, Any], notes: list[_Problem]) -> dict[str, Any]:
     spans = sorted(trace["spans"], key=lambda s: (s["start"], s["seq"]))
     for s in spans:
@@ -383,7 +379,7 @@ def _row(trace_id: str, trace: dict[str, Any], notes: list[_Problem]) -> dict[st
         "response_id": attrs.get("gen_ai.response.id"),
         "model": attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or attrs.get("llm.model_name"),
         "conversation_id": attrs.get("gen_ai.conversation.id") or attrs.get("session.id"),
-        "time": _iso(trace["start"]),
+        "time": datetime.fromtimestamp(trace["start"] / 1e9, tz=UTC).isoformat(timespec="microseconds")[:-6] + "Z",
         "service": trace["service"],
         "trace_id": trace_id,
         "span_id": request["span_id"],

@@ -271,17 +271,14 @@ def passed_for_kind(
 
 # -- result shapes -----------------------------------------------------------------------------------------------
 
-_ALIASES = {"total_groundtruth_documents": "total_ground_truth_documents"}
-_ALIAS_PREFIXES = tuple(_ALIASES)
+_SERVICE_SPELLING, _CATALOG_SPELLING = "total_groundtruth_documents", "total_ground_truth_documents"
 
 
 def canonical_key(key: str) -> str:
-    """Service spellings → catalog names, also inside ``<metric>_result`` style keys."""
-    if not key.startswith(_ALIAS_PREFIXES):  # the common case, first: this runs for every key of every result
-        return key
-    for old, new in _ALIASES.items():
-        if key == old or key.startswith(old + "_"):
-            return new + key[len(old) :]
+    """The service's spelling of a metric → the catalog's (``total_groundtruth_documents``), also inside
+    ``<metric>_result`` style keys."""
+    if key == _SERVICE_SPELLING or key.startswith(_SERVICE_SPELLING + "_"):
+        return _CATALOG_SPELLING + key[len(_SERVICE_SPELLING) :]
     return key
 
 

@@ -303,11 +303,9 @@ def test_a_large_report_streams_its_rows_back_from_the_per_query_file(
     run_dir: Path, tmp_path: Path, per_query: str
 ) -> None:
     """A report that keeps only its worst rows in memory (more queries than ``table_rows``) sends the same events,
-    read back from its per-query file (Parquet, the default, or JSON lines); one that wrote no such file is refused
-    rather than send a few rows."""
+    read back from its per-query file (Parquet, the default, or JSON lines); one that wrote no such file sends them
+    all too, built again from its run folder (never a few rows)."""
     import inspect
-
-    from foundry_bridge.errors import UsageError
 
     if "table_rows" not in inspect.signature(build_report).parameters:
         pytest.skip("needs the streaming report (per-query JSONL beside it)")
@@ -321,8 +319,9 @@ def test_a_large_report_streams_its_rows_back_from_the_per_query_file(
     assert emit_evaluation_events(large, logger_provider=provider) == n
     streamed = [dict(r.log_record.attributes) for r in exporter.get_finished_logs()]
     assert streamed == [dict(r.log_record.attributes) for r in everything]
-    with pytest.raises(UsageError, match="give report --out"):
-        emit_evaluation_events(build_report(run_dir, table_rows=3), logger_provider=provider)
+    exporter.clear()
+    assert emit_evaluation_events(build_report(run_dir, table_rows=3), logger_provider=provider) == n
+    assert [dict(r.log_record.attributes) for r in exporter.get_finished_logs()] == streamed
 
 
 def test_events_carry_the_time_they_were_emitted(run_dir: Path) -> None:

@@ -13,7 +13,6 @@ from report_helpers import write_run
 from foundry_bridge.cli import cli
 from foundry_bridge.errors import InputError
 from foundry_bridge.report import build_report, render_html, render_markdown, write_labelling_queue
-from foundry_bridge.report._html import histogram_svg
 
 INJECTED = "<script>document.documentElement.setAttribute('data-pwned','1')</script> | pipe `tick` **bold**"
 
@@ -75,12 +74,13 @@ def test_html_is_self_contained_and_escaped(report) -> None:
     assert page.count("<svg") >= 4
 
 
-def test_histogram_puts_positive_and_negative_side_by_side() -> None:
-    svg = histogram_svg("g", [5, 5, 4, 1], [1, 1])
+def test_histogram_puts_positive_and_negative_side_by_side(report) -> None:
+    d = next(d for d in report.distributions if d.key == "groundedness")
+    page = render_html(report)
+    svg = page[page.index('aria-label="groundedness"') :].split("</svg>")[0]
     bars = re.findall(r"<title>(positive|negative): (\d+) in \[([\d.]+)", svg)
-    counts = {(who, float(lo)): int(n) for who, n, lo in bars}
-    assert counts[("positive", 4.5)] == 2 and counts[("positive", 0.5)] == 1 and counts[("negative", 0.5)] == 2
-    assert counts[("negative", 4.5)] == 0
+    counts = {who: [int(n) for w, n, _ in bars if w == who] for who in ("positive", "negative")}
+    assert counts == {"positive": d.positive, "negative": d.negative} and sum(d.positive) and sum(d.negative)
 
 
 def test_report_cli_formats_and_queue(run_dir: Path, tmp_path: Path) -> None:

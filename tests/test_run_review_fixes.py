@@ -24,7 +24,8 @@ from foundry_bridge.mapping import build_plan, load_mapping
 from foundry_bridge.mapping.plan import CriterionPlan, Plan
 from foundry_bridge.mock import FaultConfig, FoundryEmulator
 from foundry_bridge.results import RUN_FILES
-from foundry_bridge.runner import get_backend, load_plan, read_results, run_evaluation
+from foundry_bridge.runfolder import RunFolder
+from foundry_bridge.runner import get_backend, read_results, run_evaluation
 
 SIG = "SECRETSIGabc123"
 SAS = f"https://acct.blob.core.windows.net/c?sv=2025-01-05&sig={SIG}"
@@ -148,7 +149,7 @@ def test_resume_force_with_new_data_writes_the_new_plan(benefits_jsonl: Path, tm
     run_evaluation(_plan(benefits_jsonl), tmp_path / "run", mock(emu))
     small = _plan(benefits_jsonl, limit=5)
     run_evaluation(small, tmp_path / "run", mock(emu), resume=True, force=True)
-    saved = load_plan(tmp_path / "run")
+    saved = RunFolder(tmp_path / "run").read_plan()
     assert len(saved.items) == 5 and saved.fingerprint() == small.fingerprint()
     assert len((tmp_path / "run" / RUN_FILES["records"]).read_bytes().splitlines()) == 5
 
@@ -162,7 +163,7 @@ def test_failed_forced_run_leaves_no_old_results(benefits_jsonl: Path, tmp_path:
         run_evaluation(_plan(benefits_jsonl, limit=5), run_dir, mock(failing), force=True)
     for key in ("results", "manifest", "output_items"):
         assert not (run_dir / RUN_FILES[key]).exists(), key
-    assert len(load_plan(run_dir).items) == 5
+    assert len(RunFolder(run_dir).read_plan().items) == 5
 
 
 # -- 6: the emulator's faults are part of the reuse identity --------------------------------------------------------

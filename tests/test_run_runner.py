@@ -17,7 +17,8 @@ from foundry_bridge.foundry import FoundryBackend, FoundryClient, RunFailedError
 from foundry_bridge.mapping import build_plan, load_mapping
 from foundry_bridge.mapping.plan import Plan
 from foundry_bridge.results import RUN_FILES
-from foundry_bridge.runner import get_backend, load_plan, read_results, run_evaluation
+from foundry_bridge.runfolder import RunFolder
+from foundry_bridge.runner import get_backend, read_results, run_evaluation
 
 N_DOCRET = len(DOCUMENT_RETRIEVAL.metrics)
 
@@ -67,7 +68,7 @@ def test_full_run_writes_every_file_and_every_row_has_every_criterion(plan: Plan
     assert summary.per_criterion["relevance"] == {"passed": 7, "failed": 7, "errored": 0, "no_verdict": 0}
     assert summary.per_criterion["document_retrieval"]["passed"] == n
     assert summary.errored == 0 and not summary.warnings
-    assert load_plan(run_dir).fingerprint() == plan.fingerprint()
+    assert RunFolder(run_dir).read_plan().fingerprint() == plan.fingerprint()
 
 
 def test_exact_requests_and_inline_body(plan: Plan, tmp_path: Path) -> None:

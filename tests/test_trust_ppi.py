@@ -14,9 +14,9 @@ from foundry_bridge.metrics.ppi import (
     MIN_HUMAN_LABELS,
     MIN_LABELS,
     estimate_mean,
-    labelling_priority,
     labels_for_half_width,
     ppi_mean,
+    queue_priority,
     tuned_lambda,
 )
 
@@ -148,20 +148,17 @@ def test_estimates_without_labels_say_so() -> None:
     assert half[1] <= 0.1 < half[0]
 
 
-def test_labelling_priority_fills_unlabelled_strata_first_and_disagreement_inside() -> None:
+def test_queue_priority_is_each_strata_shrunk_residual_sd_doubled_where_judges_disagree() -> None:
     judge = np.array([5, 5, 5, 5, 5, 5, 1, 1, 3, 3], dtype=float)
     human = np.array([5, 4, 5, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 3], dtype=float)
     spread = np.zeros(10)
     spread[5] = 2.0
-    picks = labelling_priority(judge, human, spread=spread, limit=4)
-    assert [p.rank for p in picks] == [1, 2, 3, 4]
-    assert all(np.isnan(human[p.index]) for p in picks)
-    # by hand: pooled residual variance 0.1875; stratum 5 (share 0.6, residuals 0, -1, 0): σ² = (2/3 + 0.1875) / 3,
-    # gain 0.36·σ²/(4·5) = 0.0051 > stratum 1 (share 0.2, no label): 0.04·0.1875/(1·2) = 0.0037 > stratum 3 0.0012;
-    # then stratum 1 (0.0037 > 5's 0.0034), then 5 twice (0.0034, 0.0024 > 1's 0.0012 and 3's 0.0012)
-    assert [p.index for p in picks] == [5, 6, 3, 4]
-    assert picks[0].reason.startswith("judges disagree") and picks[1].reason.startswith("narrows the interval")
-    assert len({p.index for p in labelling_priority(judge, human, limit=100)}) == 6  # every unlabelled row once
+    got = queue_priority(judge, human, spread=spread)
+    # by hand: residuals of the labelled rows 0, -1, 0, 0 → pooled variance 0.1875; stratum 5: Σ(r − r̄)² = 2/3 over
+    # 3 labels; strata 1 (no label) and 3 (one label, residual 0): the pooled variance alone
+    five, rest = math.sqrt((2 / 3 + 0.1875) / 3), math.sqrt(0.1875)
+    want = [math.nan] * 3 + [five, five, 2 * five, rest, rest, rest, math.nan]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_coverage_simulation_on_a_1_to_5_scale() -> None:

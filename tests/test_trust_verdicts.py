@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -120,19 +121,25 @@ def test_the_queue_is_written_in_the_verdict_format_and_reads_back_unfilled(tmp_
     assert read_verdicts(path).verdicts[0].score == 2.0
 
 
-def test_queue_rows_from_the_priority_picks_round_trip(tmp_path: Path) -> None:
-    from foundry_bridge.dataset.verdicts import queue_rows
-    from foundry_bridge.metrics.ppi import labelling_priority
+def test_a_queue_from_the_queue_order_round_trips_as_unfilled_verdicts(tmp_path: Path) -> None:
+    from foundry_bridge.dataset.verdicts import QueueRow
+    from foundry_bridge.metrics.ppi import queue_order
 
     judge = np.array([5, 5, 1, 3], dtype=float)
     human = np.array([5, np.nan, np.nan, np.nan])
-    picks = labelling_priority(judge, human, limit=2)
-    rows = queue_rows(picks, ["a", "b", "c", "d"], "groundedness", {"c": {"query": "Q?", "response": "R."}})
-    assert [r.priority for r in rows] == [1, 2] and {r.query_id for r in rows} <= {"b", "c", "d"}
+    draws = queue_order(judge, human)[:2]
+    assert [d.place for d in draws] == [1, 2] and {d.index for d in draws} <= {1, 2, 3}  # row 0 is labelled
+    ids, text = ["a", "b", "c", "d"], {"c": ("Q?", "R.")}
+    rows = [
+        QueueRow(ids[d.index], "groundedness", d.place, d.reason, *text.get(ids[d.index], (None, None))) for d in draws
+    ]
     path = tmp_path / "q.jsonl"
     write_verdict_queue(rows, path)
-    assert read_verdicts(path).unfilled == 2
-    assert all(r.query == "Q?" for r in rows if r.query_id == "c")
+    back = read_verdicts(path)
+    assert back.unfilled == 2 and back.verdicts == []
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["query_id"] for line in lines] == [ids[d.index] for d in draws]
+    assert all(line["score"] is None and "judge" not in line for line in lines)
 
 
 def test_a_bad_cell_of_a_template_sheet_names_its_column(tmp_path: Path) -> None:

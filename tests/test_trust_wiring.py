@@ -12,10 +12,10 @@ import numpy as np
 
 from foundry_bridge.canaries import CANARY_TYPES, CanaryCase, score_canaries
 from foundry_bridge.dataset.reader import read_records
-from foundry_bridge.dataset.verdicts import human_arrays, queue_rows, read_verdicts, write_verdict_queue
+from foundry_bridge.dataset.verdicts import QueueRow, human_arrays, read_verdicts, write_verdict_queue
 from foundry_bridge.mapping import load_mapping
 from foundry_bridge.metrics.agreement import judge_trust, qrels_check, rater_mean
-from foundry_bridge.metrics.ppi import labelling_priority
+from foundry_bridge.metrics.ppi import queue_order
 from foundry_bridge.runfolder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,10 +66,14 @@ def test_trust_statistics_wire_onto_a_run_in_a_few_lines(tmp_path: Path) -> None
     retrieval = qrels_check(records, cols["builtin.retrieval"][1])
     assert retrieval.n + retrieval.n_missing == len(records)
 
-    picks = labelling_priority(score, rater_mean(hs), spread=_spread(cols), limit=5)
+    draws = queue_order(score, rater_mean(hs), spread=_spread(cols))[:5]
     queue = tmp_path / "queue.jsonl"
-    texts = {r.query_id: {"query": r.query, "response": r.response} for r in records}
-    assert write_verdict_queue(queue_rows(picks, query_ids, "builtin.groundedness", texts), queue) == 5
+    texts = {r.query_id: (r.query, r.response) for r in records}
+    rows = [
+        QueueRow(query_ids[d.index], "builtin.groundedness", d.place, d.reason, *texts[query_ids[d.index]])
+        for d in draws
+    ]
+    assert write_verdict_queue(rows, queue) == 5
     assert read_verdicts(queue).unfilled == 5
 
     cases = [c for c in (CanaryCase.from_record(r) for r in records) if c is not None]

@@ -19,6 +19,7 @@ __all__ = [
     "SectionedCommand",
     "deprecated_alias",
     "estimate_options",
+    "mapping_option",
     "quiet_option",
     "refuse_overwrite",
     "run_estimate_option",
@@ -139,6 +140,14 @@ def estimate_options(f: _F) -> _F:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def mapping_option(
+    help: str = "Mapping file (YAML). Default: the packaged mappings/default.yaml.", *, exists: bool = True
+) -> Callable[[_F], _F]:
+    """``--mapping FILE``, the ``mapping_path`` parameter (a ``Path``; None: the packaged mapping)."""
+    path = click.Path(exists=exists, dir_okay=False, path_type=Path)
+    return click.option("--mapping", "mapping_path", type=path, default=None, help=help)
 
 
 RUN_ESTIMATE_KEY = "foundry_bridge.run_estimate"

@@ -6,19 +6,15 @@ from pathlib import Path
 
 import click
 
+from ._options import mapping_option
+
 __all__ = ["command"]
 
 
 @click.command(name="canaries")
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="JSONL to write.")
-@click.option(
-    "--mapping",
-    "mapping_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Mapping file (YAML) to read DATA with. Default: the packaged mappings/default.yaml.",
-)
+@mapping_option("Mapping file (YAML) to read DATA with. Default: the packaged mappings/default.yaml.", exists=False)
 @click.option("--per-type", type=click.IntRange(1, 1_000_000), default=10, show_default=True, help="Canaries per type.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Which rows become canaries (deterministic).")
 @click.option("--type", "types", multiple=True, help="Only these canary types (repeatable). Default: every type.")

@@ -86,11 +86,12 @@ def command(
         from ._estimate import DEFAULT_JUDGE_DOCS_K
 
         k = mapping.judge_docs.k if mapping.judge_docs is not None else DEFAULT_JUDGE_DOCS_K
+    if coverage is None:
+        coverage = bool(mapping.judge_docs and mapping.judge_docs.coverage)
     if estimate:
         from ..judged import estimate_documents
 
-        wanted = coverage if coverage is not None else bool(mapping.judge_docs and mapping.judge_docs.coverage)
-        counts = estimate_documents(data, k=k, mapping=mapping, local=judge, coverage=wanted)
+        counts = estimate_documents(data, k=k, mapping=mapping, local=judge, coverage=coverage)
         click.echo(" ".join(f"{key}: {value}" for key, value in counts.items()))
         return
     progress, done = command_progress(quiet)
@@ -107,7 +108,7 @@ def command(
         judge_model=local["judge_model"] if backend != "local" else None,
         run_dir=run_dir,
         foundry=foundry,
-        coverage=coverage if coverage is not None else bool(mapping.judge_docs and mapping.judge_docs.coverage),
+        coverage=coverage,
     )
     done()
     c = prov["counts"]
@@ -123,23 +124,8 @@ def command(
         click.echo("\n".join(summary_lines(prov["coverage"]["summary"])))
 
 
-def _local_backend(
-    judge_endpoint: str | None,
-    judge_model: str | None,
-    no_cache: bool,
-    cache_dir: Path | None,
-    concurrency: int,
-    judge_timeout: float,
-    judge_retries: int,
-) -> Any:
+def _local_backend(no_cache: bool, **options: Any) -> Any:
+    """The judge of ``--backend local`` (``options``: ``LocalBackend``'s keywords, as the command names them)."""
     from ..local import LocalBackend
 
-    return LocalBackend(
-        judge_endpoint,
-        judge_model,
-        use_cache=not no_cache,
-        cache_dir=cache_dir,
-        concurrency=concurrency,
-        judge_timeout=judge_timeout,
-        judge_retries=judge_retries,
-    )
+    return LocalBackend(use_cache=not no_cache, **options)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,6 @@ def parse_indices(text: str | None) -> tuple[int, ...]:
     if any(v < 0 for v in values):
         raise UsageError(f"indices are 0-based and must be >= 0; got {text!r}")
     return values
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @click.command(
@@ -129,6 +119,7 @@ def command(
     with the project's local metrics and gives LLM judges a deterministic lexical-overlap MOCK score (never a
     real judgement). Fault options inject 429/5xx responses, failed runs, errored rows and slow runs.
     """
+    from ..foundry._client import is_loopback
     from ..mock import FoundryEmulator
     from ..mock._server import MockServer, loopback_certificate, trust_instructions
 
@@ -151,7 +142,7 @@ def command(
         server = MockServer(emulator, host, port, project=project, tls=certificate, max_body=max_body_mib << 20)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    if not _is_loopback(host):
+    if not is_loopback(host):
         click.echo(f"warning: listening on {host}, not loopback: anyone who can reach it can use it", err=True)
     click.echo(f"Foundry emulator listening on {server.url}")
     click.echo(f"project endpoint: {server.endpoint}")

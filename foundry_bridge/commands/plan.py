@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._options import estimate_options
+from ._options import estimate_options, mapping_option
 from .validate import skip_validation_option
 
 __all__ = ["command"]
@@ -14,13 +14,7 @@ __all__ = ["command"]
 
 @click.command(name="plan")
 @click.argument("data", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--mapping",
-    "mapping_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Mapping file (YAML). Default: the packaged mappings/default.yaml (Foundry field names).",
-)
+@mapping_option("Mapping file (YAML). Default: the packaged mappings/default.yaml (Foundry field names).")
 @click.option(
     "--out",
     "out",

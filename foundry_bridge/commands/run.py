@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ._options import Finite, SectionedCommand, run_estimate_option
+from ._options import Finite, SectionedCommand, mapping_option, run_estimate_option
 from .validate import skip_validation_option
 
 __all__ = ["command"]
@@ -35,13 +35,7 @@ _SECTIONS = {
 # -- the command -------------------------------------------------------------------------------------------------
 @click.command(name="run", cls=SectionedCommand, sections=_SECTIONS)
 @click.argument("data", required=False, type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--mapping",
-    "mapping_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Mapping file (YAML). Default: the packaged mappings/default.yaml.",
-)
+@mapping_option()
 @click.option(
     "--backend",
     type=click.Choice(["cloud", "mock", "local"]),

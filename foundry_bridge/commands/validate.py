@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ._options import mapping_option
+
 if TYPE_CHECKING:
     from ..validate._report import ValidationReport
 
@@ -33,13 +35,7 @@ def render_text(report: ValidationReport) -> str:
 
 @click.command(name="validate")
 @click.argument("data", type=click.Path(path_type=Path))
-@click.option(
-    "--mapping",
-    "mapping_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Mapping file (YAML). Default: the packaged mappings/default.yaml.",
-)
+@mapping_option(exists=False)
 @click.option(
     "--criteria",
     "criteria_path",

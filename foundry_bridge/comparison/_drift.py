@@ -1,4 +1,4 @@
-"""Judge drift (issue #24 item 6): "the judge changed" told apart from "the system changed".
+"""Judge drift: "the judge changed" told apart from "the system changed".
 
 When two runs were judged by different judges (``runfolder.judge_identities``: a new deployment, a new evaluator
 or library version), a judge metric's Δ between them mixes two changes: the system's and the judge's. A frozen

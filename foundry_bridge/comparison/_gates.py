@@ -1,4 +1,4 @@
-"""Gates people write (issue #36, item 2): beside the relative gate (``--fail-on rr@5``: the metric's verdict in the
+"""Gates people write: beside the relative gate (``--fail-on rr@5``: the metric's verdict in the
 primary family, ``_compare._gate``), an absolute floor and a count of lost queries, and when a gate cannot decide.
 
 - **floor** ``recall@5>=0.9`` (also ``<=``, ``>``, ``<``; ``negative:`` for negative queries): the candidate's mean

@@ -70,19 +70,9 @@ def _read(run_dir: str, ids: set[str]) -> dict[str, _Seen]:
 
 def _judges(rows: Sequence[ResultRow]) -> str:
     """The judges' result rows drawn as the run report's drill-down draws them (``_drill.judges_html``)."""
-    return judges_html(
-        [
-            DrillJudge(
-                criterion=r.criterion,
-                status="errored" if r.error else ("missing" if r.score is None else "scored"),
-                score=r.score,
-                passed=r.passed,
-                reason=r.reason,
-                error=r.error,
-            )
-            for r in rows
-        ]
-    )
+    keep = {"criterion", "score", "passed", "reason", "error"}
+    status = ["errored" if r.error else "missing" if r.score is None else "scored" for r in rows]
+    return judges_html([DrillJudge(status=s, **r.model_dump(include=keep)) for r, s in zip(rows, status, strict=True)])
 
 
 def _run_column(label: str, seen: _Seen) -> str:

@@ -1,4 +1,4 @@
-"""A mapped field absent from a row (#22 item 1): the ``missing_field`` rule, written once for the gate
+"""A mapped field absent from a row: the ``missing_field`` rule, written once for the gate
 (``foundry_bridge.validate._rows``, which reports every row) and the readers that refuse the first such row
 (``read_records(..., require_ranking=True)``, what ``metrics`` reads through).
 

@@ -92,7 +92,8 @@ def _record_assembly(
 
 
 # -- JSONL, fast ---------------------------------------------------------------------------------------------
-def _split(path: str) -> tuple[str, ...]:
+def compile_path(path: str) -> tuple[str, ...]:
+    """``parse.compile_path`` (not imported: the fast reader starts without the row parser)."""
     return tuple(seg for seg in path.replace("[]", "").split(".") if seg)
 
 
@@ -262,41 +263,41 @@ def _decoders(
     import msgspec
 
     d, g = f.retrieved_documents, f.retrieval_ground_truth
-    row_leaves: dict[tuple[str, ...], Any] = {_split(f.query_id): str | int}
+    row_leaves: dict[tuple[str, ...], Any] = {compile_path(f.query_id): str | int}
     for p in (f.kind_path, f.context, f.response):
         if p:
-            row_leaves[_split(p)] = str
+            row_leaves[compile_path(p)] = str
     if isinstance(f.kind, KindField):  # the data's own values, read through the mapping's lists
-        row_leaves[_split(f.kind.field)] = str | int | bool
+        row_leaves[compile_path(f.kind.field)] = str | int | bool
     lab_attrs: dict[tuple[str, ...], str] = {}
     if g:
         # a label the int64 arrays cannot hold is a validation error here: the row parser then words it
         label = Annotated[int, msgspec.Meta(ge=LABEL_MIN, le=LABEL_MAX)]
-        lab_leaves = {_split(g.document_id): id_type, _split(g.query_relevance_label): label}
+        lab_leaves = {compile_path(g.document_id): id_type, compile_path(g.query_relevance_label): label}
         lab_type, lab_attrs = _struct("Label", lab_leaves, required=lab_leaves if top else ())
-        row_leaves[_split(g.path)] = list[lab_type]  # type: ignore[valid-type]
+        row_leaves[compile_path(g.path)] = list[lab_type]  # type: ignore[valid-type]
     docs_dec: Any = None
     doc_attrs: dict[tuple[str, ...], str] = {}
     if d:
-        id_path = _split(d.document_id)
+        id_path = compile_path(d.document_id)
         doc_leaves: dict[tuple[str, ...], Any] = {id_path: id_type}
         nan_score: dict[tuple[str, ...], Any] = {}
         if d.relevance_score:
-            doc_leaves[_split(d.relevance_score)] = float
-            nan_score[_split(d.relevance_score)] = math.nan
+            doc_leaves[compile_path(d.relevance_score)] = float
+            nan_score[compile_path(d.relevance_score)] = math.nan
         if want_content and d.content:
-            doc_leaves[_split(d.content)] = str
+            doc_leaves[compile_path(d.content)] = str
         if top:
             doc_type, doc_attrs = _struct("Doc", doc_leaves, required=[id_path], defaults=nan_score)
             # the first `depth` list elements as the fields of an array-like struct: msgspec skips the rest
             # of the list without building anything; a missing element leaves its field None (a JSON null
             # element is a validation error, as in the list decoder)
             fields = [(f"r{i}", doc_type, None) for i in range(depth)]
-            row_leaves[_split(d.path)] = msgspec.defstruct("Top", fields, array_like=True, gc=False)
+            row_leaves[compile_path(d.path)] = msgspec.defstruct("Top", fields, array_like=True, gc=False)
         else:
             doc_type, doc_attrs = _struct("Doc", doc_leaves)
             docs_dec = msgspec.json.Decoder(list[doc_type])  # type: ignore[valid-type]
-            row_leaves[_split(d.path)] = list[msgspec.Raw]
+            row_leaves[compile_path(d.path)] = list[msgspec.Raw]
     row_type, row_attrs = _struct("Row", row_leaves)
     return msgspec.json.Decoder(row_type), docs_dec, row_attrs, doc_attrs, lab_attrs
 
@@ -329,44 +330,31 @@ class _FastConfig:
         self.top_dec, _, *attrs_t = decoders(str, True) if top_k else (None, None, row_attrs, doc_attrs, lab_attrs)
         if attrs_t != [row_attrs, doc_attrs, lab_attrs]:
             raise _Fallback("internal: decoder layouts differ")
-        # in top_dec's types the ids and label values are never None, nor is a score whose objects are the id's
-        id_path = _split(d.document_id) if d else ()
-        self.top_get_doc_id: Callable[[Any], Any] | None = None
-        self.top_get_lab_id: Callable[[Any], Any] | None = None
-        self.top_get_lab_value: Callable[[Any], Any] | None = None
-        if d:
-            self.top_get_doc_id = operator.attrgetter(doc_attrs[_split(d.document_id)])
         # both label fields at the top of the label object: a label struct is the pair (id, value) in that order,
         # so `dict(map(astuple, labels))` builds the qrels in C (twice as fast as a comprehension of getters)
-        self.top_labels_pairs = False
-        if g:
-            lab_id, lab_value = lab_attrs[_split(g.document_id)], lab_attrs[_split(g.query_relevance_label)]
-            self.top_get_lab_id = operator.attrgetter(lab_id)
-            self.top_get_lab_value = operator.attrgetter(lab_value)
-            self.top_labels_pairs = (lab_id, lab_value) == ("f0", "f1")
-        score_path = _split(d.relevance_score) if d and d.relevance_score else None
-        self.top_scores_clean = score_path is None or score_path[:-1] == id_path[: len(score_path) - 1]
-        self.top_get_score: Callable[[Any], Any] | None = None
-        if score_path is not None:
-            dotted = doc_attrs[score_path]
-            self.top_get_score = operator.attrgetter(dotted) if self.top_scores_clean else _getter(dotted)
+        pair = [lab_attrs[compile_path(p)] for p in (g.document_id, g.query_relevance_label)] if g else []
+        self.top_labels_pairs = pair == ["f0", "f1"]
+        # in top_dec's types a score is never None when its objects are the id's (a missing score decodes as NaN)
+        id_path = compile_path(d.document_id) if d else ()
+        self.score_path = compile_path(d.relevance_score) if d and d.relevance_score else None
+        self.top_scores_clean = self.score_path is None or self.score_path[:-1] == id_path[: len(self.score_path) - 1]
 
         def none(_obj: Any) -> Any:
             return None
 
-        self.get_qid = _getter(row_attrs[_split(f.query_id)])
-        get_kind = _getter(row_attrs[_split(f.kind_path)]) if f.kind_path else none
+        self.get_qid = _getter(row_attrs[compile_path(f.query_id)])
+        get_kind = _getter(row_attrs[compile_path(f.kind_path)]) if f.kind_path else none
         # the data's own kind values read through the mapping's lists (``FieldPaths.declared_kind``)
         self.get_kind = (lambda row: f.declared_kind(get_kind(row))) if isinstance(f.kind, KindField) else get_kind
-        self.get_context = _getter(row_attrs[_split(f.context)]) if f.context else none
-        self.get_response = _getter(row_attrs[_split(f.response)]) if f.response else none
-        self.get_docs = _getter(row_attrs[_split(d.path)]) if d else none
-        self.get_doc_id = _getter(doc_attrs[_split(d.document_id)]) if d else none
-        self.get_score = _getter(doc_attrs[_split(d.relevance_score)]) if d and d.relevance_score else none
-        self.get_content = _getter(doc_attrs[_split(d.content)]) if d and d.content and want_content else none
-        self.get_labels = _getter(row_attrs[_split(g.path)]) if g else none
-        self.get_lab_id = _getter(lab_attrs[_split(g.document_id)]) if g else none
-        self.get_lab_value = _getter(lab_attrs[_split(g.query_relevance_label)]) if g else none
+        self.get_context = _getter(row_attrs[compile_path(f.context)]) if f.context else none
+        self.get_response = _getter(row_attrs[compile_path(f.response)]) if f.response else none
+        self.get_docs = _getter(row_attrs[compile_path(d.path)]) if d else none
+        self.get_doc_id = _getter(doc_attrs[compile_path(d.document_id)]) if d else none
+        self.get_score = _getter(doc_attrs[compile_path(d.relevance_score)]) if d and d.relevance_score else none
+        self.get_content = _getter(doc_attrs[compile_path(d.content)]) if d and d.content and want_content else none
+        self.get_labels = _getter(row_attrs[compile_path(g.path)]) if g else none
+        self.get_lab_id = _getter(lab_attrs[compile_path(g.document_id)]) if g else none
+        self.get_lab_value = _getter(lab_attrs[compile_path(g.query_relevance_label)]) if g else none
 
 
 # above this depth the top-k struct would be wide: every line takes the raw-list path
@@ -380,14 +368,8 @@ def _scan(
     assembly: list[dict[str, Any]],
     row_line: Callable[[int, bytes], None],
 ) -> None:
-    """Read every line of the file into ``builder``, in one pass.
-
-    The file is memory-mapped and each line decoded in place, first by ``top_dec`` (strict types, only the first
-    ``depth`` documents). A line it rejects, or whose top documents repeat an id or may be followed by more (a
-    negative query, whose distinct documents are counted), goes through the raw-list reader (``_line_reader``);
-    a line neither takes (or every line, without ``cfg``) through the row parser (``row_line``), which adds it or
-    raises its problem at its line.
-    """
+    """Read every line of the file into ``builder``, in one pass: by ``top_dec`` (``_top_reader``), else the
+    raw-list reader (``_line_reader``), else (or every line, without ``cfg``) the row parser (``row_line``)."""
     import mmap
 
     import msgspec
@@ -442,12 +424,9 @@ def _top_reader(cfg: _FastConfig, add: AddQuery, assembly: list[dict[str, Any]])
     distinct documents are counted). This runs once per query."""
     import msgspec
 
-    depth, threshold, phrases, min_prefix = cfg.depth, cfg.threshold, cfg.phrases, cfg.min_prefix
-    get_qid, get_kind, get_context, get_response = cfg.get_qid, cfg.get_kind, cfg.get_context, cfg.get_response
-    get_docs, get_score, get_labels = cfg.get_docs, cfg.top_get_score, cfg.get_labels
-    get_doc_id = cfg.top_get_doc_id or cfg.get_doc_id  # top_dec exists only with a document list
-    get_lab_id = cfg.top_get_lab_id or cfg.get_lab_id  # without a label list, labs is always None
-    get_lab_value = cfg.top_get_lab_value or cfg.get_lab_value
+    depth, threshold, get_qid, get_kind = cfg.depth, cfg.threshold, cfg.get_qid, cfg.get_kind
+    get_docs, get_score, get_labels = cfg.get_docs, cfg.get_score, cfg.get_labels
+    get_doc_id, get_lab_id, get_lab_value = cfg.get_doc_id, cfg.get_lab_id, cfg.get_lab_value
     clean_scores, no_score = cfg.top_scores_clean, [math.nan] * depth
     label_pairs = cfg.top_labels_pairs
     astuple = msgspec.structs.astuple
@@ -465,10 +444,7 @@ def _top_reader(cfg: _FastConfig, add: AddQuery, assembly: list[dict[str, Any]])
                 qrels = dict(map(astuple, labs))
             else:
                 qrels = {get_lab_id(x): get_lab_value(x) for x in labs}
-            declared = get_kind(row)
-            if declared is not None and declared not in KINDS:
-                return False  # the raw-list reader sends it to the records path
-            kind, kind_source = derive_kind(declared, None if qrels is None else qrels.values(), threshold)
+            kind, kind_source = _classify(get_kind(row), qrels, threshold)
             top = get_docs(row)
             if top is None:  # the ranking absent or null: an error the records path words and locates
                 raise _Fallback("no ranking")
@@ -485,18 +461,13 @@ def _top_reader(cfg: _FastConfig, add: AddQuery, assembly: list[dict[str, Any]])
                 return False
             else:
                 n_ret = -1
-            if get_score is None:
+            if cfg.score_path is None:
                 scores: Sequence[Any] = no_score[:n]
             elif clean_scores:
                 scores = list(map(get_score, docs))
             else:
                 scores = [math.nan if v is None else v for v in map(get_score, docs)]
-            response = get_response(row)
-            abst = -1 if response is None else int(is_abstention(response, phrases))
-            add(qid, kind, kind_source, ids, scores, qrels, n_ret, abst)
-            context = get_context(row)
-            if context is not None:
-                assembly.append(_assembly_row(cfg, qid, context, ids, docs, qrels, min_prefix))
+            _emit(cfg, add, assembly, row, qid, (kind, kind_source), ids, docs, scores, qrels, n_ret)
         except TypeError as exc:
             raise _Fallback(str(exc)) from exc
         return True
@@ -512,9 +483,8 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
     """One JSONL line through the raw-list decoders (all documents kept raw, integer ids read as strings)."""
     import msgspec
 
-    depth, threshold, phrases, min_prefix = cfg.depth, cfg.threshold, cfg.phrases, cfg.min_prefix
+    depth, threshold, get_qid, get_kind = cfg.depth, cfg.threshold, cfg.get_qid, cfg.get_kind
     row_dec, docs_dec = cfg.row_dec.decode, cfg.docs_dec.decode if cfg.docs_dec else None
-    get_qid, get_kind, get_context, get_response = cfg.get_qid, cfg.get_kind, cfg.get_context, cfg.get_response
     get_docs, get_score = cfg.get_docs, cfg.get_score
     get_labels, get_lab_id, get_lab_value = cfg.get_labels, cfg.get_lab_id, cfg.get_lab_value
     ranked = cfg.ranked
@@ -557,12 +527,7 @@ def _line_reader(cfg: _FastConfig, add: Callable[..., None], assembly: list[dict
             else:
                 docs, ids, scores, n_ret = [], [], [], 0
 
-            response = get_response(row)
-            abst = -1 if response is None else int(is_abstention(response, phrases))
-            add(qid, kind, kind_source, ids, scores, qrels, n_ret, abst)
-            context = get_context(row)
-            if context is not None:
-                assembly.append(_assembly_row(cfg, qid, context, ids, docs, qrels, min_prefix))
+            _emit(cfg, add, assembly, row, qid, (kind, kind_source), ids, docs, scores, qrels, n_ret)
         except (validation_error, msgspec.DecodeError, TypeError, RecursionError) as exc:
             raise _Fallback(str(exc)) from exc
 
@@ -607,18 +572,28 @@ def _dedup_docs(cfg: _FastConfig, raws: list[Any], docs: list[Any], ids: list[st
     return [first[i] for i in top], top, len(first)
 
 
-def _assembly_row(
+def _emit(
     cfg: _FastConfig,
+    add: Callable[..., None],
+    assembly: list[dict[str, Any]],
+    row: Any,
     qid: str,
-    context: str,
+    kind: tuple[str, str],
     ids: list[str],
     docs: Sequence[Any],
+    scores: Sequence[Any],
     qrels: dict[str, int] | None,
-    min_prefix: int,
-) -> dict[str, Any]:
-    t = cfg.threshold
-    relevant = [(i, cfg.get_content(x)) for i, x in zip(ids, docs, strict=True) if qrels and qrels.get(i, 0) >= t]
-    return check_query(qid, context, relevant, min_prefix_chars=min_prefix)
+    n_ret: int,
+) -> None:
+    """One decoded query to ``add`` (its abstention from the response), and its assembly check when it has a
+    context (its relevant top documents against it)."""
+    response = cfg.get_response(row)
+    add(qid, *kind, ids, scores, qrels, n_ret, -1 if response is None else int(is_abstention(response, cfg.phrases)))
+    context = cfg.get_context(row)
+    if context is not None:
+        t = cfg.threshold
+        relevant = [(i, cfg.get_content(x)) for i, x in zip(ids, docs, strict=True) if qrels and qrels.get(i, 0) >= t]
+        assembly.append(check_query(qid, context, relevant, min_prefix_chars=cfg.min_prefix))
 
 
 # -- TREC files ------------------------------------------------------------------------------------------------

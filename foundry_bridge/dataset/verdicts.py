@@ -34,7 +34,6 @@ __all__ = [
     "VerdictFile",
     "human_arrays",
     "inclusion_array",
-    "queue_rows",
     "read_verdicts",
     "write_verdict_queue",
 ]
@@ -399,26 +398,6 @@ class QueueRow:
     context: str | None = None
     design: str | None = None
     place: dict[str, Any] | None = None  # the verdict queue's queue_place, queue_u, queue_share, ... fields
-
-
-def queue_rows(
-    picks: Iterable[Any],
-    query_ids: Sequence[str],
-    evaluator: str,
-    texts: Mapping[str, Mapping[str, str | None]] | None = None,
-) -> list[QueueRow]:
-    """Queue rows from ``metrics.ppi.labelling_priority``'s picks (``index``, ``rank``, ``reason``): ids from the run's
-    ``query_ids``, and each query's ``query``/``response``/``context`` from ``texts`` (query id → field → text)."""
-    out: list[QueueRow] = []
-    for pick in picks:
-        qid = query_ids[pick.index]
-        text = (texts or {}).get(qid, {})
-        out.append(
-            QueueRow(
-                qid, evaluator, pick.rank, pick.reason, text.get("query"), text.get("response"), text.get("context")
-            )
-        )
-    return out
 
 
 def write_verdict_queue(rows: Iterable[QueueRow], path: str | os.PathLike[str]) -> int:

@@ -9,7 +9,7 @@ from ._auth import FOUNDRY_SCOPE, AccessToken, StaticTokenCredential, TokenProvi
 from ._backend import INLINE_MAX_BYTES, MAX_ROWS_PER_RUN, FoundryBackend, chunk_ranges
 from ._client import ENDPOINT_ENV, FoundryClient, validate_endpoint
 from ._exceptions import ERROR_MAP, RunFailedError
-from ._models import DatasetVersion, Eval, EvalRun, OutputItem, OutputItemPage, OutputResult
+from ._models import DatasetVersion, Eval, EvalRun, OutputItem, OutputResult
 from ._normalize import normalize_item
 from ._paging import ItemPaged
 from ._poller import RunPoller
@@ -29,7 +29,6 @@ __all__ = [
     "FoundryClient",
     "ItemPaged",
     "OutputItem",
-    "OutputItemPage",
     "OutputResult",
     "RetryPolicy",
     "RunFailedError",

@@ -34,7 +34,7 @@ from ._paging import ItemPaged
 from ._poller import RunPoller
 from ._retry import RetryPolicy, parse_retry_after
 
-__all__ = ["ENDPOINT_ENV", "FoundryClient", "validate_endpoint"]
+__all__ = ["ENDPOINT_ENV", "FoundryClient", "is_loopback", "validate_endpoint"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -74,7 +74,8 @@ def _typed(page: tuple[str | None, list[dict[str, Any]]]) -> tuple[str | None, l
     return token, [OutputItem.model_validate(it) for it in items]
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """``localhost``, or a loopback address (brackets of an IPv6 host allowed)."""
     if host.lower() in _LOOPBACK_NAMES:
         return True
     try:
@@ -95,7 +96,7 @@ def validate_endpoint(endpoint: str | None) -> str:
         raise UsageError(problem)
     parts = urlsplit(endpoint.strip())
     host = parts.hostname or ""
-    secure = parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(host))
+    secure = parts.scheme == "https" or (parts.scheme == "http" and is_loopback(host))
     if not (host and secure):
         raise UsageError(
             "the project endpoint must be an https URL (plain http only on 127.0.0.1/localhost): "

@@ -370,49 +370,16 @@ def beside_local(insight: Insight, local_rows: Iterable[LocalRow], run_ids: Mapp
     for comp in insight.result.comparisons:
         for item in comp.compare_items:
             label = label_of.get(item.treatment_run_id, item.treatment_run_id)
-            row = local.pop((label, comp.testing_criteria, comp.metric), None)
+            where = (label, comp.testing_criteria, comp.metric)
+            foundry = (item.treatment_effect, item.p_value, item.delta_estimate)
+            row = local.pop(where, None)
             if row is None:
-                out.append(_foundry_only(label, comp, item))
+                out.append(SideBySide(*where, *foundry, None, None, None, None, None, "not compared locally"))
                 continue
             agree = _agree(item.treatment_effect, row.verdict)
-            out.append(
-                SideBySide(
-                    label,
-                    comp.testing_criteria,
-                    comp.metric,
-                    item.treatment_effect,
-                    item.p_value,
-                    item.delta_estimate,
-                    row.verdict,
-                    row.test,
-                    row.p_adjusted,
-                    row.delta,
-                    agree,
-                    _note(item.treatment_effect, row.verdict, agree),
-                )
-            )
-    for (label, criterion, metric), row in local.items():
-        note = "not in Foundry's comparison"
-        out.append(
-            SideBySide(
-                label, criterion, metric, None, None, None, row.verdict, row.test, row.p_adjusted, row.delta, None, note
-            )
-        )
+            note = _note(item.treatment_effect, row.verdict, agree)
+            out.append(SideBySide(*where, *foundry, row.verdict, row.test, row.p_adjusted, row.delta, agree, note))
+    note = "not in Foundry's comparison"
+    for where, row in local.items():
+        out.append(SideBySide(*where, None, None, None, row.verdict, row.test, row.p_adjusted, row.delta, None, note))
     return out
-
-
-def _foundry_only(label: str, comp: InsightMetricComparison, item: CompareItem) -> SideBySide:
-    return SideBySide(
-        label,
-        comp.testing_criteria,
-        comp.metric,
-        item.treatment_effect,
-        item.p_value,
-        item.delta_estimate,
-        None,
-        None,
-        None,
-        None,
-        None,
-        "not compared locally",
-    )

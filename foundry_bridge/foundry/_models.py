@@ -17,7 +17,6 @@ __all__ = [
     "Eval",
     "EvalRun",
     "OutputItem",
-    "OutputItemPage",
     "OutputResult",
     "PendingUpload",
     "ResultCounts",
@@ -145,15 +144,6 @@ class OutputItem(_Wire):
     datasource_item: dict[str, Any] | None = None
     results: list[OutputResult] = Field(default_factory=list)
     sample: dict[str, Any] | None = None
-
-
-class OutputItemPage(_Wire):
-    """The cursor envelope ``{data, first_id, last_id, has_more}``."""
-
-    data: list[OutputItem] = Field(default_factory=list)
-    first_id: str | None = None
-    last_id: str | None = None
-    has_more: bool = False
 
 
 class BlobReference(_Wire):

@@ -88,16 +88,8 @@ def _metric_cases(comparison: Comparison, reasons: list[str]) -> list[GateCase]:
             cases.append(GateCase(cand, name, False, why, why, skipped=True))
             continue
         reason = _claim(reasons, check["reason"]) if outcome == "failed" else None
-        cases.append(
-            GateCase(
-                candidate=cand,
-                name=name,
-                failed=reason is not None,
-                message=reason or f"{name}: {mc.verdict}",
-                details=_metric_details(mc, check, comparison.confidence, false_alarm),
-                p_value=mc.p_value,
-            )
-        )
+        details = _metric_details(mc, check, comparison.confidence, false_alarm)
+        cases.append(GateCase(cand, name, reason is not None, reason or f"{name}: {mc.verdict}", details, mc.p_value))
     return cases
 
 
@@ -107,15 +99,8 @@ def _written_case(check: dict[str, Any], reasons: list[str]) -> GateCase:
     name, outcome, reason = f"{check['section']} {check['gate']}", check["outcome"], check["reason"]
     if outcome == "failed":
         reason = _claim(reasons, reason) or reason
-    return GateCase(
-        candidate=check["candidate"],
-        name=name,
-        failed=outcome == "failed",
-        message=reason,
-        details=reason,
-        skipped=outcome == "skipped",
-        inconclusive=outcome == "inconclusive",
-    )
+    skipped, inconclusive = outcome == "skipped", outcome == "inconclusive"
+    return GateCase(check["candidate"], name, outcome == "failed", reason, reason, None, skipped, inconclusive)
 
 
 def _coverage_cases(comparison: Comparison, reasons: list[str]) -> list[GateCase]:

@@ -14,8 +14,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import BackendError, UsageError, option, spelled
 
@@ -45,30 +44,15 @@ _SKIPPED = {"n_rel"}  # a count of labels, not an evaluation
 
 
 def report_rows(report: Report) -> Iterator[QueryRow]:
-    """Every query row of ``report``: read back from the per-query file (Parquet or JSON lines) when the report did
-    not keep every row in memory (``per_query.complete`` false: a large run), else ``report.queries``."""
-    from ..report import QueryRow
-
-    per_query = getattr(report, "per_query", None)
-    path = getattr(per_query, "path", None)
-    if per_query is not None and not getattr(per_query, "complete", True):
-        if not path:
-            raise UsageError(
-                "this report kept only some query rows in memory and wrote none: give report --out (or --queries) "
-                "so every row is written, and --otel reads them back"
-            )
-        if getattr(per_query, "format", "jsonl") == "parquet":
-            import pyarrow.parquet as pq
-
-            for batch in pq.ParquetFile(path).iter_batches(1024):
-                yield from map(QueryRow.model_validate, batch.to_pylist())
-            return
-        with Path(path).open("rb") as fh:
-            for line in fh:
-                if line.strip():
-                    yield QueryRow.model_validate_json(line)
+    """Every query row of ``report``: ``report.queries`` when it kept every row, else read back as the report's
+    tables read them (its per-query file, or the rows built again from its run folder)."""
+    if report.per_query.complete:
+        yield from report.queries
         return
-    yield from report.queries
+    from ..report import QueryRow
+    from ..report._frames import _row_lines
+
+    yield from map(QueryRow.model_validate, _row_lines(report))
 
 
 def run_identity(report: Report) -> dict[str, Any]:
@@ -88,15 +72,12 @@ def resource_attributes(report: Report) -> dict[str, Any]:
     """The run's identity as resource attributes: set once per export, not on every event. ``service.name`` is
     ``foundry-bridge`` unless ``OTEL_SERVICE_NAME`` says otherwise."""
     p = report.provenance
-    attrs: dict[str, Any] = {"service.version": p.tool_version, "foundry_bridge.run.dir": p.run_dir}
+    attrs: dict[str, Any] = {"service.version": p.tool_version, **run_identity(report)}
     if not os.environ.get("OTEL_SERVICE_NAME"):
         attrs["service.name"] = "foundry-bridge"
     optional = {
         "foundry_bridge.backend": p.backend,
-        "foundry_bridge.eval.id": p.eval_id,
-        "foundry_bridge.run.ids": list(p.run_ids) or None,
         "foundry_bridge.report_url": p.report_url,
-        "foundry_bridge.dataset.sha256": p.dataset_sha256,
         "foundry_bridge.plan.fingerprint": p.plan_fingerprint,
         "foundry_bridge.run.status": p.run_status,
     }
@@ -246,15 +227,6 @@ def _wanted(kind: str) -> str:
     return option("exporter", kind, cli=f"--otel {kind}")
 
 
-def check_exporter(kind: object) -> Exporter:
-    """``kind`` if it is one of ``EXPORTERS``, else a ``UsageError`` naming them (before anything is made)."""
-    if kind not in EXPORTERS:
-        accepted = ", ".join(repr(e) for e in EXPORTERS)
-        raise UsageError(f"unknown OpenTelemetry exporter {kind!r} for {spelled('exporter=', '--otel')}: "
-                         f"choose one of {accepted}")  # fmt: skip
-    return cast(Exporter, kind)
-
-
 def _exporter(kind: Exporter, endpoint: str | None) -> Any:
     """A standard SDK log exporter. OTLP over HTTP/protobuf reads the usual ``OTEL_EXPORTER_OTLP_*`` variables
     when ``endpoint`` is None; Azure Monitor reads ``APPLICATIONINSIGHTS_CONNECTION_STRING``."""
@@ -353,8 +325,10 @@ def emit_evaluation_events(
 
     parent = parent_context(traceparent) if traceparent is not None else None
     own = logger_provider is None
-    if own:
-        check_exporter(exporter)
+    if own and exporter not in EXPORTERS:  # before anything is made
+        accepted = ", ".join(repr(e) for e in EXPORTERS)
+        raise UsageError(f"unknown OpenTelemetry exporter {exporter!r} for {spelled('exporter=', '--otel')}: "
+                         f"choose one of {accepted}")  # fmt: skip
     provider, counted = _provider(report, exporter, endpoint) if own else (logger_provider, None)
     from opentelemetry._logs import SeverityNumber
 

@@ -30,11 +30,6 @@ STEP_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step
 _OPEN, _CLOSE = re.compile(rb"<details\b", re.IGNORECASE), re.compile(rb"</details\s*>", re.IGNORECASE)
 
 
-def _cut_note(full_text: str | None) -> bytes:
-    where = f"; the full text is in {full_text}" if full_text else ""
-    return f"\n\n> foundry-bridge: cut here to fit GitHub's 1 MiB step summary{where}.\n".encode()
-
-
 def _closers(head: bytes) -> bytes:
     """A ``</details>`` (after a blank line, as Markdown needs) for each block ``head`` opens and leaves open."""
     return b"\n\n</details>" * max(0, len(_OPEN.findall(head)) - len(_CLOSE.findall(head)))
@@ -47,7 +42,8 @@ def _fit(text: str, limit: int, full_text: str | None = None) -> bytes:
     data = text.encode("utf-8")
     if len(data) <= limit:
         return data
-    note = _cut_note(full_text)
+    where = f"; the full text is in {full_text}" if full_text else ""
+    note = f"\n\n> foundry-bridge: cut here to fit GitHub's 1 MiB step summary{where}.\n".encode()
     budget = limit - len(note)
     while budget > 0:
         head = data[:budget]

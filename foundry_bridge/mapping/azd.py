@@ -4,7 +4,7 @@
 The format is the extension's configuration types (``EvalConfig``, ``DatasetDecl``, ``Eval``, ``EvaluatorRef``;
 decoded strictly). Written: one dataset (the plan's items) and one eval whose evaluators are the plan's criteria
 with explicit ``data_mapping``s; the mapping's ``labels`` and ``metrics``, which azd has no key for, ride in one
-comment line ``# foundry-bridge: {...}``. Read: the one eval (or the one named), its builtin evaluators becoming
+comment line ``# foundry-bridge: {...}``. Read: the file's one eval, its builtin evaluators becoming
 the mapping's ``evaluators``. A custom rubric, a ``{{sample.*}}`` binding or an unpublished version is refused,
 located at its line; later problems are located at the azd key they came from (``azd_line_finder``).
 """
@@ -138,9 +138,9 @@ def azd_eval_file(plan: Any, out: Path) -> tuple[Path, Path]:
 
 
 def mapping_data_from_azd(
-    data: dict[str, Any], *, file: str | None, node: Any, text: str, eval_name: str | None = None
+    data: dict[str, Any], *, file: str | None, node: Any, text: str
 ) -> tuple[dict[str, Any], LineOf]:
-    """The mapping (as a dict for ``mapping_from_dict``) of one eval of an azd eval file (``data``, its YAML
+    """The mapping (as a dict for ``mapping_from_dict``) of the one eval of an azd eval file (``data``, its YAML
     ``node`` tree, its ``text`` for the settings comment), and the line finder of that mapping's key paths in the
     file (``azd_line_finder``). ``MappingError`` (file, line, field) for what cannot be read offline."""
 
@@ -149,26 +149,19 @@ def mapping_data_from_azd(
 
     _check_keys(data, "", (), fail)
     evals = data["evals"]
-    names = [e.get("name") for e in evals if isinstance(e, dict)]
-    if eval_name is not None:
-        if eval_name not in names:
-            raise fail(f"no eval named {eval_name!r}", ("evals",), f"the file declares {', '.join(map(str, names))}")
-        index = names.index(eval_name)
-    elif len(evals) != 1:
+    if len(evals) != 1:
         raise fail(f"the file declares {len(evals)} evals", ("evals",), "keep one eval per file read by foundry-bridge")
-    else:
-        index = 0
-    entry = evals[index]
+    entry = evals[0]
     if not isinstance(entry, dict):
-        raise fail("an eval is a mapping", ("evals", index))
-    _check_keys(entry, "evals[]", ("evals", index), fail)
+        raise fail("an eval is a mapping", ("evals", 0))
+    _check_keys(entry, "evals[]", ("evals", 0), fail)
     refs = entry.get("evaluators")
     if not isinstance(refs, list) or not refs:
-        raise fail("an eval needs at least one evaluator", ("evals", index, "evaluators"))
+        raise fail("an eval needs at least one evaluator", ("evals", 0, "evaluators"))
     evaluators: list[dict[str, Any]] = []
     extra: dict[str, str] = {}
     for j, ref in enumerate(refs):
-        loc = ("evals", index, "evaluators", j)
+        loc = ("evals", 0, "evaluators", j)
         if not isinstance(ref, dict):
             raise fail("an evaluator entry is a mapping with `evaluator:`", loc)
         _check_keys(ref, "evals[].evaluators[]", loc, fail)
@@ -188,12 +181,12 @@ def mapping_data_from_azd(
         "dataset": {"fields": {**fields, "extra": extra}},
         "evaluators": evaluators,
     }
-    return {**mapping, **settings}, azd_line_finder(node, text, file=file, index=index)
+    return {**mapping, **settings}, azd_line_finder(node, text, file=file)
 
 
-def azd_line_finder(node: Any, text: str, *, file: str | None, index: int = 0) -> LineOf:
-    """The line in an azd eval file of a key path of the mapping read from its eval ``index``:
-    ``evaluators[j].init.x`` is ``evals[index].evaluators[j].initialization_parameters.x``, ``inputs`` is
+def azd_line_finder(node: Any, text: str, *, file: str | None) -> LineOf:
+    """The line in an azd eval file of a key path of the mapping read from its one eval:
+    ``evaluators[j].init.x`` is ``evals[0].evaluators[j].initialization_parameters.x``, ``inputs`` is
     ``data_mapping``; ``labels``/``metrics`` are the settings comment's line; anything else is the eval's line."""
     try:
         settings_line = _read_settings(text, file)[1]
@@ -204,11 +197,11 @@ def azd_line_finder(node: Any, text: str, *, file: str | None, index: int = 0) -
         if loc[:1] and loc[0] in _SETTINGS_KEYS and settings_line is not None:
             return settings_line
         if loc[:1] != ("evaluators",):
-            return key_line(node, ("evals", index))
+            return key_line(node, ("evals", 0))
         ref = list(loc[1:])
         if len(ref) >= 2:
             ref[1] = _AZD_KEY_OF.get(str(ref[1]), ref[1])
-        return key_line(node, ("evals", index, "evaluators", *ref))
+        return key_line(node, ("evals", 0, "evaluators", *ref))
 
     return line_of
 

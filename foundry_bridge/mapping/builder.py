@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._text import did_you_mean
-from ..catalog import INPUT_TYPE_SCHEMAS, get_evaluator
+from ..catalog import INPUT_TYPE_ORDER, INPUT_TYPE_SCHEMAS, get_evaluator
 from ..errors import MappingError
 from ..wire import item_template, parse_template, template_fields
 from .loader import defaults_taken, expand_param, param_type_problem
@@ -135,9 +135,6 @@ def item_fields(criteria: Iterable[CriterionPlan]) -> list[str]:
     return out
 
 
-_SPECIFICITY = {"string": 0, "documents": 0, "labels": 0, "string_or_messages": 1, "string_object_or_messages": 2}
-
-
 def item_schema(criteria: Iterable[CriterionPlan]) -> dict[str, Any]:
     """``{"type": "object", "properties": {...}, "required": [...]}`` for the fields the criteria read.
 
@@ -153,7 +150,7 @@ def item_schema(criteria: Iterable[CriterionPlan]) -> dict[str, Any]:
             if f is None:
                 continue
             t = spec.input(inp).type
-            if f not in types or _SPECIFICITY[t] < _SPECIFICITY[types[f]]:
+            if f not in types or INPUT_TYPE_ORDER[t] < INPUT_TYPE_ORDER[types[f]]:
                 types[f] = t
             if inp in spec.required_inputs and f not in required:
                 required.append(f)

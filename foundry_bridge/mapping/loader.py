@@ -89,7 +89,7 @@ def mapping_line_finder(file: str | None) -> LineOf | None:
 
     try:
         text = Path(file).read_text(encoding="utf-8")
-        node = compose_bounded(text, file=file, duplicate_keys=True)
+        node = compose_bounded(text, file=file, duplicate_keys=[])
     except (OSError, UnicodeDecodeError, MappingError):  # the file was read before; lines are a nicety
         return None
     if is_azd_node(node):

@@ -12,10 +12,11 @@ Then every metric is plain numpy on the arrays.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import repeat
-from typing import Any, Protocol, overload
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,11 +28,9 @@ __all__ = [
     "NO_LABEL",
     "AddQuery",
     "ArraysBuilder",
-    "Codes",
     "LabelRangeError",
     "QueryArrays",
     "RecordLike",
-    "Texts",
     "check_threshold",
     "from_records",
     "record_adder",
@@ -49,142 +48,6 @@ def check_threshold(relevance_threshold: int) -> int:
 
 class LabelRangeError(DatasetError):
     """A label the int64 arrays cannot hold exactly (the readers report it with its file and line first)."""
-
-
-class Texts(Sequence[str]):
-    """Strings (or None) as UTF-8 in one buffer with int64 end offsets: 8 bytes plus the text per string, not a
-    Python object each (a million query ids: ~20 MB, not ~90). Reading one decodes it."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.ends = array("q")
-        self.none: array[int] | None = None  # 1 where the value is None (made at the first None)
-
-    def append(self, text: str | None) -> None:
-        if text is None:
-            if self.none is None:
-                self.none = array("b", bytes(len(self.ends)))
-            self.none.append(1)
-        else:
-            self.buf += text.encode("utf-8", "surrogatepass")
-            if self.none is not None:
-                self.none.append(0)
-        self.ends.append(len(self.buf))
-
-    def extend(self, other: Texts) -> None:
-        """Append every string of ``other``."""
-        none = None if other.none is None else np.frombuffer(other.none, np.int8).astype(bool)
-        self.extend_utf8(bytes(other.buf), np.frombuffer(other.ends, np.int64), none)
-
-    def extend_utf8(self, data: bytes, ends: np.ndarray, none: np.ndarray | None = None) -> None:
-        """Append strings given as one UTF-8 buffer and their end offsets in it (a column's text as an engine
-        keeps it); ``none``: True where the value is None (its span empty)."""
-        if none is not None or self.none is not None:
-            if self.none is None:
-                self.none = array("b", bytes(len(self.ends)))
-            flags = np.zeros(len(ends), np.int8) if none is None else none.astype(np.int8)
-            self.none.frombytes(flags.tobytes())
-        self.ends.frombytes((np.asarray(ends, np.int64) + len(self.buf)).tobytes())
-        self.buf += data
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def _at(self, i: int) -> str | None:
-        if self.none is not None and self.none[i]:
-            return None
-        start = self.ends[i - 1] if i else 0
-        return self.buf[start : self.ends[i]].decode("utf-8", "surrogatepass")
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [self._at(j) for j in range(*i.indices(len(self)))]
-        n = len(self.ends)
-        if not -n <= i < n:
-            raise IndexError(i)
-        return self._at(i + n if i < 0 else i)
-
-    def __iter__(self) -> Iterator[Any]:
-        return (self._at(i) for i in range(len(self.ends)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Texts):
-            return self.buf == other.buf and self.ends == other.ends and self.none == other.none
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class Codes(Sequence[str]):
-    """Strings from a handful of values (a query's kind, its kind's source) as int8 codes into ``names``."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.code: dict[str, int] = {}
-        self.codes = array("b")
-
-    @classmethod
-    def of(cls, names: Sequence[str], codes: np.ndarray) -> Codes:
-        """From the distinct names (in order of first appearance) and each value's index into them."""
-        out = cls()
-        out.names, out.code = list(names), {n: k for k, n in enumerate(names)}
-        out.codes.frombytes(np.asarray(codes, np.int8).tobytes())
-        return out
-
-    def append(self, name: str) -> None:
-        code = self.code.get(name)
-        if code is None:
-            code = self.code[name] = len(self.names)
-            self.names.append(name)
-        self.codes.append(code)
-
-    def extend(self, other: Codes) -> None:
-        remap = np.array([self.code.get(n, -1) for n in other.names] or [0], np.int8)
-        for k, name in enumerate(other.names):
-            if remap[k] < 0:
-                remap[k] = self.code[name] = len(self.names)
-                self.names.append(name)
-        if len(other.codes):
-            self.codes.frombytes(remap[np.frombuffer(other.codes, np.int8)].tobytes())
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [self.names[c] for c in self.codes[i]]
-        return self.names[self.codes[i]]
-
-    def __iter__(self) -> Iterator[str]:
-        names = self.names
-        return (names[c] for c in self.codes)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def coded(self, names: Sequence[str]) -> np.ndarray:
-        """Each row's value as its index in ``names`` (int8; -1 where it is not there)."""
-        remap = np.array([names.index(n) if n in names else -1 for n in self.names] or [0], np.int8)
-        return remap[np.frombuffer(self.codes, np.int8)] if len(self.codes) else np.zeros(0, np.int8)
-
-    def mask(self, name: str) -> np.ndarray:
-        """Boolean array: where the value is ``name``."""
-        codes = np.frombuffer(self.codes, np.int8) if len(self.codes) else np.zeros(0, np.int8)
-        return codes == self.code[name] if name in self.code else np.zeros(len(codes), bool)
 
 
 class RecordLike(Protocol):
@@ -222,9 +85,9 @@ class QueryArrays:
 
     depth: int
     relevance_threshold: int
-    query_ids: Sequence[str]  # a Texts from the builders
-    kinds: Sequence[str]  # Codes from the builders
-    kind_sources: Sequence[str]
+    query_ids: list[str]
+    kinds: list[str]
+    kind_sources: list[str]
     labels: np.ndarray
     judged: np.ndarray
     length: np.ndarray
@@ -241,12 +104,10 @@ class QueryArrays:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
-    @property
+    @cached_property
     def negative(self) -> np.ndarray:
         """Boolean mask of negative queries."""
-        if isinstance(self.kinds, Codes):
-            return self.kinds.mask("negative")
-        return np.fromiter((k == "negative" for k in self.kinds), dtype=bool, count=len(self.kinds))
+        return np.fromiter(map("negative".__eq__, self.kinds), dtype=bool, count=len(self.kinds))
 
 
 #: ``add(query_id, kind, kind_source, top_ids, top_scores, qrels, n_ret, abstains)``: one query into a builder.
@@ -261,7 +122,9 @@ class ArraysBuilder:
             raise ValueError("depth must be >= 0")
         self.depth = depth
         self.threshold = check_threshold(relevance_threshold)
-        self._ids, self._kinds, self._sources = Texts(), Codes(), Codes()
+        self._ids: list[str] = []  # per query: its id, its kind, its kind source
+        self._kinds: list[str] = []
+        self._sources: list[str] = []
         self._counts = array("q")  # per query: length, n_ret, number of qrels
         self._flags = array("b")  # per query: abstains, has_labels
         self._labels: list[int] = []
@@ -281,6 +144,8 @@ class ArraysBuilder:
         labels_extend, scores_extend = self._labels.extend, self._scores.extend
         qrels_extend, top, ids = self._qrels_label.extend, self.top_ids, self._ids
         id_add, kind_add, source_add = ids.append, self._kinds.append, self._sources.append
+        distinct: dict[str, str] = {}  # kinds and sources: one object per distinct value, not one per query
+        one = distinct.setdefault
         counts_extend, flags_extend = self._counts.extend, self._flags.extend
         no_label, nan = NO_LABEL, np.nan
 
@@ -309,8 +174,8 @@ class ArraysBuilder:
             if kind == "negative":
                 top[len(ids)] = list(top_ids)
             id_add(query_id)
-            kind_add(kind)
-            source_add(kind_source)
+            kind_add(one(kind, kind))
+            source_add(one(kind_source, kind_source))
             counts_extend((n, n_ret, n_qrels))
             flags_extend((abstains, qrels is not None))
 
@@ -348,7 +213,7 @@ class ArraysBuilder:
         )
 
 
-def _int64(labels: list[int], ids: Texts, n_qrels: np.ndarray) -> np.ndarray:
+def _int64(labels: list[int], ids: Sequence[str], n_qrels: np.ndarray) -> np.ndarray:
     """``labels`` as int64, or ``LabelRangeError`` naming the first query with a label outside the range."""
     try:
         arr = np.array(labels, dtype=np.int64)

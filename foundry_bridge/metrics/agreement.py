@@ -40,6 +40,7 @@ __all__ = [
     "noise_band",
     "qrels_check",
     "rater_mean",
+    "verdict_flips",
     "weighted_kappa",
 ]
 
@@ -83,13 +84,9 @@ def confusion_matrix(judge: Any, human: Any, *, categories: Scale | None = None)
     return np.bincount(cells, minlength=cats.size * cats.size).reshape(cats.size, cats.size).astype(np.int64)
 
 
-def _kappa_from(confusion: np.ndarray, weights: np.ndarray) -> float:
-    """1 − Σ w·O / Σ w·E (E the outer product of the marginals, same total); NaN when Σ w·E is 0."""
-    return float(_kappas(confusion[None, :, :], weights)[0])
-
-
 def _kappas(confusions: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``_kappa_from`` of each of a stack of confusion matrices (… × k × k), NaN where undefined."""
+    """κ = 1 − Σ w·O / Σ w·E of each of a stack of confusion matrices (… × k × k; E the outer product of the
+    marginals, same total), NaN where Σ w·E is 0."""
     total = confusions.sum(axis=(-2, -1))[..., None, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         observed = confusions / total
@@ -101,15 +98,17 @@ def _kappas(confusions: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def cohen_kappa(judge: Any, human: Any, *, categories: Scale | None = None) -> float:
     """Cohen's κ (unweighted: every disagreement counts the same), e.g. on pass/fail as 1/0."""
-    conf = confusion_matrix(judge, human, categories=categories)
-    return _kappa_from(conf, 1.0 - np.eye(conf.shape[0]))
+    return weighted_kappa(judge, human, categories=categories, weights=None)
 
 
-def weighted_kappa(judge: Any, human: Any, *, categories: Scale | None = None, weights: Weights = "quadratic") -> float:
-    """Weighted κ on an ordinal scale (e.g. the 1–5 judges with ``categories=range(1, 6)``); quadratic by default."""
+def weighted_kappa(
+    judge: Any, human: Any, *, categories: Scale | None = None, weights: Weights | None = "quadratic"
+) -> float:
+    """Weighted κ on an ordinal scale (e.g. the 1–5 judges with ``categories=range(1, 6)``); quadratic by default,
+    None: Cohen's unweighted κ."""
     j, h, _ = _pairs(judge, human)
     cats = _categories([j, h], categories)
-    return _kappa_from(confusion_matrix(j, h, categories=cats), _disagreement_weights(cats, weights))
+    return float(_kappas(confusion_matrix(j, h, categories=cats)[None], _disagreement_weights(cats, weights))[0])
 
 
 def _disagreement_weights(cats: np.ndarray, weights: Weights | None) -> np.ndarray:
@@ -199,15 +198,20 @@ def krippendorff_alpha(ratings: Any, *, level: Level = "ordinal", categories: Sc
     counts = _unit_counts(data, cats)
     inv = 1.0 / (counts.sum(axis=1) - 1.0)
     coincidence = (counts * inv[:, None]).T @ counts - np.diag((counts * inv[:, None]).sum(axis=0))
-    n_c = coincidence.sum(axis=1)
-    n = n_c.sum()
-    if n <= 1:
-        return float("nan")
+    return float(_alphas(coincidence[None], cats, level)[0])
+
+
+def _alphas(coincidence: np.ndarray, cats: np.ndarray, level: Level) -> np.ndarray:
+    """α of each of a stack of coincidence matrices (… × k × k): 1 − (n − 1)·Σ o_ck·δ²_ck / Σ n_c·n_k·δ²_ck, NaN
+    where the denominator is 0 (no pairable value, or every value the same)."""
+    n_c = coincidence.sum(axis=-1)
+    n = n_c.sum(axis=-1)
     delta = _delta(cats, n_c, level)
-    expected = float((np.outer(n_c, n_c) * delta).sum())
-    if expected == 0:
-        return float("nan")
-    return 1.0 - (n - 1) * float((coincidence * delta).sum()) / expected
+    expected = (n_c[..., :, None] * n_c[..., None, :] * delta).sum(axis=(-2, -1))
+    observed = (coincidence * delta).sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = 1.0 - (n - 1) * observed / expected
+    return np.where(expected > 0, alpha, np.nan)
 
 
 def _unit_counts(data: np.ndarray, cats: np.ndarray) -> np.ndarray:
@@ -247,14 +251,7 @@ def alpha_interval(
     per_unit = (patterns[:, :, None] * patterns[:, None, :]) / (patterns.sum(axis=1) - 1)[:, None, None]
     per_unit -= np.einsum("uc,cd->ucd", patterns / (patterns.sum(axis=1) - 1)[:, None], np.eye(k))
     coincidence = _unit_bootstrap(per_unit.reshape(-1, k * k), sizes, resamples, seed).reshape(resamples, k, k)
-    n_c = coincidence.sum(axis=2)
-    n = n_c.sum(axis=1)
-    delta = _delta(cats, n_c, level)
-    expected = (n_c[:, :, None] * n_c[:, None, :] * delta).sum(axis=(1, 2))
-    observed = (coincidence * delta).sum(axis=(1, 2))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        alpha = 1.0 - (n - 1) * observed / expected
-    return _percentile(np.where(expected > 0, alpha, np.nan), resamples, confidence)
+    return _percentile(_alphas(coincidence, cats, level), resamples, confidence)
 
 
 def _interval_alpha(data: np.ndarray) -> float:
@@ -534,11 +531,11 @@ def _pooled(
 class JudgeNoise:
     """A judge against itself over K repeats of the same rows (``run --repeats K``).
 
-        ``noise_sd`` = √(mean over rows of the within-row variance, ddof 1): the spread of one score around the row's
-        mean; ``flip_rate`` the share of rows whose pass verdict was not the same in every repeat, ``flaky`` those rows
-        (at most ``top``, by index); ``alpha`` Krippendorff's α with the repeats as raters (1: deterministic), ordinal
-    on a scale, interval for continuous scores.
-        Rows scored fewer than twice are left out (``rows`` counts the others).
+    ``noise_sd`` = √(mean over rows of the within-row variance, ddof 1): the spread of one score around the row's
+    mean; ``flip_rate`` the share of rows whose pass verdict was not the same in every repeat, ``flaky`` those rows
+    (at most ``top``, by index); ``alpha`` Krippendorff's α with the repeats as raters (1: deterministic), ordinal
+    on a scale, interval for continuous scores. Rows scored fewer than twice are left out (``rows`` counts the
+    others).
     """
 
     repeats: int
@@ -562,7 +559,7 @@ def judge_noise(scores: Any, passed: Any = None, *, top: int = 20, categories: S
     noise = math.sqrt(float(variance.mean())) if variance.size else float("nan")
     flip_rate, flaky = None, []
     if passed is not None:
-        seen, flipped = _flips(np.atleast_2d(np.asarray(passed, dtype=np.float64)))
+        seen, flipped = verdict_flips(np.atleast_2d(np.asarray(passed, dtype=np.float64)))
         flip_rate = float(np.count_nonzero(flipped) / np.count_nonzero(seen)) if seen.any() else None
         flaky = np.nonzero(flipped)[0][:top].tolist()
     level: Level = "ordinal" if categories is not None or np.unique(s[~np.isnan(s)]).size <= 20 else "interval"
@@ -570,8 +567,9 @@ def judge_noise(scores: Any, passed: Any = None, *, top: int = 20, categories: S
     return JudgeNoise(s.shape[0], int(np.count_nonzero(twice)), noise, flip_rate, flaky, alpha, level)
 
 
-def _flips(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows with two or more verdicts, and those whose verdicts are not all the same."""
+def verdict_flips(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of a raters (or repeats, or judges) × rows matrix of 1/0/NaN verdicts: the rows with two or more verdicts,
+    and those whose verdicts are not all the same."""
     seen = np.count_nonzero(~np.isnan(p), axis=0) >= 2
     high = np.where(np.isnan(p), -np.inf, p).max(axis=0)
     low = np.where(np.isnan(p), np.inf, p).min(axis=0)

@@ -2,8 +2,8 @@
 
 The normal interval is too narrow at small n and collapses when a few labels agree; instead ``wilson`` (a
 proportion, possibly fractional), ``mean_t_interval`` and ``t_interval`` (Student's t), ``padded_variance`` (the
-n − 1-divisor variance with weighted pseudo-rows: Agresti & Min's pad on pass/fail data), ``clip`` (to the scale,
-and whether it had to be) and ``satterthwaite`` (the df of a sum of variances). docs/trust.md states the formulas.
+n − 1-divisor variance with weighted pseudo-rows: Agresti & Min's pad on pass/fail data), and ``clip`` (to the
+scale, and whether it had to be). docs/trust.md states the formulas.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ __all__ = [
     "clip",
     "mean_t_interval",
     "padded_variance",
-    "satterthwaite",
     "t_interval",
     "two_sided",
     "wilson",
@@ -76,11 +75,3 @@ def clip(low: float, high: float, lo: float, hi: float) -> tuple[float, float, b
     """[low, high] cut to [lo, hi], and whether a bound was cut."""
     cut = low < lo or high > hi
     return max(low, lo), min(high, hi), cut
-
-
-def satterthwaite(parts: list[tuple[float, float]]) -> float:
-    """(Σ Vᵢ)² / Σ (Vᵢ² / dfᵢ) over (Vᵢ, dfᵢ) with Vᵢ > 0 (inf when no part has variance: the normal limit)."""
-    live = [(v, df) for v, df in parts if v > 0 and df > 0]
-    if not live:
-        return math.inf
-    return sum(v for v, _ in live) ** 2 / sum(v * v / df for v, df in live)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._dist import normal_quantile, t_quantile
-from .intervals import PSEUDO_ROWS, clip, padded_variance, satterthwaite, t_interval, two_sided, wilson
+from .intervals import PSEUDO_ROWS, clip, padded_variance, t_interval, two_sided, wilson
 
 __all__ = [
     "CROSSFIT_FOLDS",
@@ -36,7 +36,6 @@ __all__ = [
     "Estimate",
     "MeanEstimates",
     "QueueDraw",
-    "QueuePick",
     "RaterSpread",
     "crossfit_folds",
     "crossfit_lambdas",
@@ -44,7 +43,6 @@ __all__ = [
     "fold_count",
     "ipw_ppi_mean",
     "labelled_prefix",
-    "labelling_priority",
     "labels_for_half_width",
     "ppi_mean",
     "prefix_probabilities",
@@ -144,9 +142,13 @@ def rater_spread(ratings: Any, *, iterations: int = 200) -> RaterSpread:
     return RaterSpread(sigma2 * weight, k - 1, k, sigma2, weight)
 
 
-def _with_raters(variance: float, df: float, raters: RaterSpread) -> float:
-    """Satterthwaite's df of the rows' variance (on ``df``) plus the raters' (on k − 1)."""
-    return satterthwaite([(variance, df), (raters.variance, raters.df)]) if raters.variance > 0 else df
+def _with_raters(variance: Any, df: Any, raters: RaterSpread) -> Any:
+    """Satterthwaite's df (V + V_r)² / (V²/df + V_r²/(k − 1)) of the rows' variance V (on ``df``) plus the raters'
+    V_r (on k − 1); ``df`` without the raters' variance. Scalars or arrays."""
+    if raters.variance <= 0:
+        return df
+    total = variance + raters.variance
+    return total**2 / (variance**2 / df + raters.variance**2 / raters.df)
 
 
 def _df_text(df: float) -> str:
@@ -218,19 +220,12 @@ def _grid(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return gy, gf, np.full(gy.size, PSEUDO_ROWS / gy.size)
 
 
-def _pad(v: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """The pseudo-rows' values of y − λf and their weights (λ = 0: ``PSEUDO_ROWS`` spread over the k values of one
-    mean)."""
-    gy, gf, w = _grid(v)
-    return gy - lam * gf, w
-
-
-def _residual_variance(y: np.ndarray, f: np.ndarray, lam: float, v: np.ndarray | None) -> float:
-    """s²(y − λf): the n − 1-divisor variance, padded with the pseudo-rows when there is a scale."""
-    r = y - lam * f
+def _scale_variance(y: np.ndarray, v: np.ndarray | None) -> float:
+    """s²(y): the n − 1-divisor variance, padded with the pseudo-rows' human values when there is a scale."""
     if v is None:
-        return float(r.var(ddof=1))
-    return padded_variance(r, *_pad(v, lam))
+        return float(y.var(ddof=1))
+    gy, _, w = _grid(v)
+    return padded_variance(y, gy, w)
 
 
 def _per_fold(lams: np.ndarray, variance_at: Callable[[float], float]) -> float:
@@ -402,7 +397,7 @@ def _single(
             return Estimate(method, mean, low, high, *counts, confidence, how)
         low, high = wilson(float(values.sum()), values.size, confidence=confidence)
         return Estimate(method, mean, low, high, *counts, confidence, "Wilson score")
-    variance = _residual_variance(values, np.zeros_like(values), 0.0, v) / values.size
+    variance = _scale_variance(values, v) / values.size
     return _t_estimate(method, mean, variance, counts, confidence, v, raters, n=values.size)
 
 
@@ -417,13 +412,12 @@ def _weighted_single(
     """The human-only mean of labels the queue drew with probabilities π: Hájek's weighted mean ȳ = Σ(w·y)/Σw,
     w = 1/π — on the scale, like any weighted mean — with the with-replacement variance V = n/(n − 1) · Σ w_i² ·
     (y_i − ȳ)² / N̂², N̂ = Σw (Särndal, Swensson & Wretman, *Model Assisted Survey Sampling* 1992, §2.9 and §5.7:
-    no finite-population factor, so labels drawn with π = 1 still vary — the π-weighted form Σ(1 − π)/π²·… is 0
-    there and gave a zero-width interval). With equal π it is the unweighted s²/n. On a scale V is padded like the
-    unweighted means: ``PSEUDO_ROWS`` pseudo-rows spread over the scale's values, each of the labels' mean weight,
-    so V = n·(Σ w²(y − ȳ)² + 2·w̄²·mean((v − ȳ)²)) / ((n + 1)·N̂²) — equal π give exactly the unweighted padded
-    variance. Plus the raters' variance; a pass rate's interval is Wilson on Korn & Graubard's effective n (n
-    itself when ȳ is 0 or 1), a mean's t₍df₎ clipped to the scale. Fewer than ``MIN_HUMAN_LABELS`` labels: no
-    interval."""
+    no finite-population factor, so labels drawn with π = 1 still vary). With equal π it is the unweighted s²/n.
+    On a scale V is padded like the unweighted means: ``PSEUDO_ROWS`` pseudo-rows spread over the scale's values,
+    each of the labels' mean weight, so V = n·(Σ w²(y − ȳ)² + 2·w̄²·mean((v − ȳ)²)) / ((n + 1)·N̂²) — equal π give
+    exactly the unweighted padded variance. Plus the raters' variance; a pass rate's interval is Wilson on Korn &
+    Graubard's effective n (n itself when ȳ is 0 or 1), a mean's t₍df₎ clipped to the scale. Fewer than
+    ``MIN_HUMAN_LABELS`` labels: no interval."""
     method = "human only, inverse-probability weighted"
     if y.size == 0:
         return _too_few(method, float("nan"), counts, confidence, None)
@@ -517,33 +511,30 @@ def estimate_mean(
     budget = _Budget(y, f, f_u, v, raters, confidence)
     human_halve = budget.human_to_halve()
     need = None if target is None else budget.for_target(target)
+    out = MeanEstimates(judge_only, human_only, None, None, None, None, human_halve, target, need, raters)
     if n == 0 or big_n == 0:
-        return MeanEstimates(judge_only, human_only, None, None, None, None, human_halve, target, need, raters)
+        return out
     pi = None if probability is None else np.asarray(probability, dtype=np.float64).ravel()
     if pi is not None and not np.isnan(pi[labeled]).any():
         pi = np.where(labeled, pi, np.nan)
-        human_only = _weighted_single(y, pi[labeled], (n, big_n), confidence, v, raters)
-        plain = ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v, raters=raters)
-        plus = ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v, raters=raters)
-        lam = _ipw_lambdas(j[scored], labeled[scored], h[scored], pi[scored])[1]
-        design = WEIGHTED_NOTE
-        return MeanEstimates(
-            judge_only, human_only, plain, plus, float(lam), None, human_halve, target, need, raters, design
+        return replace(
+            out,
+            human_only=_weighted_single(y, pi[labeled], (n, big_n), confidence, v, raters),
+            ppi=ipw_ppi_mean(j, h, pi, confidence=confidence, scale=v, raters=raters),
+            ppi_plus=ipw_ppi_mean(j, h, pi, lam=None, confidence=confidence, scale=v, raters=raters),
+            lam=_ipw_lambdas(j[scored], labeled[scored], h[scored], pi[scored])[1],
+            design=WEIGHTED_NOTE,
         )
     lam_y, lam_u = _uniform_lambdas(y, f, f_u)
     lam = float(lam_y.mean())
+    out = replace(out, lam=lam, design=UNIFORM_NOTE)
     if n < MIN_LABELS:
         plain = _too_few(_method(1.0, False), float(f_u.mean() + (y - f).mean()), (n, big_n), confidence)
         plus = _too_few(_method(lam, True), _uniform_point(y, f, f_u, lam_y, lam_u), (n, big_n), confidence)
-        return MeanEstimates(
-            judge_only, human_only, plain, plus, lam, None, human_halve, target, need, raters, UNIFORM_NOTE
-        )
+        return replace(out, ppi=plain, ppi_plus=plus)
     plus = _ppi_t(y, f, f_u, (lam_y, lam_u), True, confidence, v, raters)
     plain = ppi_mean(y, f, f_u, lam=1.0, confidence=confidence, scale=v, raters=raters)
-    halve = budget.ppi_to_halve()
-    return MeanEstimates(
-        judge_only, human_only, plain, plus, lam, halve, human_halve, target, need, raters, UNIFORM_NOTE
-    )
+    return replace(out, ppi=plain, ppi_plus=plus, labels_to_halve=budget.ppi_to_halve())
 
 
 def _padded_moments(y: np.ndarray, f: np.ndarray, v: np.ndarray | None) -> tuple[float, float, float]:
@@ -579,18 +570,13 @@ class _Budget:
     raters: RaterSpread
     confidence: float
 
-    def _df(self, variance: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        r = self.raters
-        if r.variance <= 0:
-            return labels - 1
-        total = variance + r.variance
-        return total**2 / (variance**2 / (labels - 1) + r.variance**2 / r.df)
-
     def _human(self, labels: np.ndarray) -> np.ndarray:
         """Half-width of the human-only mean at each count of labels: t₍df₎·√(s²/n' + V_raters)."""
-        s2 = _residual_variance(self.y, np.zeros_like(self.y), 0.0, self.v)
+        s2 = _scale_variance(self.y, self.v)
         variance = s2 / labels
-        return _t_half(variance + self.raters.variance, self._df(variance, labels), self.confidence)
+        return _t_half(
+            variance + self.raters.variance, _with_raters(variance, labels - 1, self.raters), self.confidence
+        )
 
     def human_to_halve(self) -> int | None:
         """More labels after which the human-only half-width is half today's (None: none yet, or unreachable)."""
@@ -652,7 +638,9 @@ class _Budget:
         if big_n > 0 and start < n + big_n:
             m = np.arange(start - n, big_n, dtype=np.float64)
             variance = self._ppi(m)
-            half = _t_half(variance + self.raters.variance, self._df(variance, n + m), self.confidence)
+            half = _t_half(
+                variance + self.raters.variance, _with_raters(variance, n + m - 1, self.raters), self.confidence
+            )
             ok = np.nonzero(half <= half_width)[0]
             if ok.size:
                 return int(n + m[ok[0]])
@@ -672,75 +660,22 @@ def labels_for_half_width(half_width: float, *, sd: float = 0.5, confidence: flo
     return n
 
 
-@dataclass(frozen=True)
-class QueuePick:
-    """One row to label next: its index, why, and its rank (1 = first)."""
-
-    index: int
-    rank: int
-    reason: str
-    spread: float
-
-
-def labelling_priority(
-    judge: Any, human: Any, *, spread: Any = None, limit: int = 50, prior_variance: float = 0.25
-) -> list[QueuePick]:
-    """The unlabelled rows whose label would most narrow the PPI interval, best first.
-
-    Rows are stratified by the judge's score (its distinct values; a judge with more than 10 values in deciles).
-    The rectifier's variance is Σ_b w_b² σ_b² / n_b, so one more label in stratum b removes about
-    w_b² σ̃_b² / ((n_b + 1)(n_b + 2)) (w_b the stratum's share of the rows, n_b its labels, σ̃_b² the residual
-    variance y − f there, shrunk toward the pooled one — ``prior_variance`` with no labels at all). The queue is
-    filled greedily; inside a stratum rows whose judges disagree (``spread``: e.g. max − min across judges or
-    repeats, NaN = unknown) come first, then by index. A queue row's ``reason`` names which applied.
-    """
-    j = np.asarray(judge, dtype=np.float64).ravel()
-    h = np.asarray(human, dtype=np.float64).ravel()
-    s = np.zeros_like(j) if spread is None else np.nan_to_num(np.asarray(spread, dtype=np.float64).ravel())
-    strata = _stratum_state(j, h, s, prior_variance)
-    picks: list[QueuePick] = []
-    while len(picks) < limit:
-        live = [st for st in strata if st.todo]
-        if not live:
-            break
-        best = max(live, key=lambda st: _gain(st.share, st.variance, st.labels))  # first of equals: lowest score
-        row = best.todo.pop()
-        best.labels += 1
-        why = f"judges disagree (spread {s[row]:g})" if s[row] > 0 else f"narrows the interval (judge score {j[row]:g})"
-        picks.append(QueuePick(row, len(picks) + 1, why, float(s[row])))
-    return picks
-
-
-@dataclass
-class _Stratum:
-    share: float  # w_b: the stratum's share of the scored rows
-    variance: float  # σ̃_b²
-    labels: int  # n_b, grown as the queue fills
-    todo: list[int]  # unlabelled rows, the next one last
-
-
-def _stratum_state(j: np.ndarray, h: np.ndarray, s: np.ndarray, prior_variance: float) -> list[_Stratum]:
-    """Each judge-score stratum's share, shrunk residual variance, label count and queue (next row last)."""
+def _stratum_state(j: np.ndarray, h: np.ndarray, prior_variance: float) -> list[tuple[float, np.ndarray]]:
+    """Each judge-score stratum's residual variance y − f, shrunk toward the pooled one (``prior_variance`` with no
+    labels at all): (Σ(r − r̄)² + pooled) / max(1, n_b), and its unlabelled scored rows."""
     scored = ~np.isnan(j)
     labels = np.full(j.size, -1)
     labels[scored] = _strata(j[scored])
     labeled = scored & ~np.isnan(h)
     resid = h - j
     pooled = float(np.var(resid[labeled])) if np.count_nonzero(labeled) > 1 else prior_variance
-    total = int(np.count_nonzero(scored)) or 1
-    out: list[_Stratum] = []
+    out = []
     for b in np.unique(labels[scored]):
         members = np.nonzero(labels == b)[0]
         done = members[labeled[members]]
         ss = float(((resid[done] - resid[done].mean()) ** 2).sum()) if done.size else 0.0
-        todo = members[~labeled[members]]
-        order = todo[np.lexsort((todo, -s[todo]))][::-1]  # spread descending, then index ascending, popped from the end
-        out.append(_Stratum(members.size / total, (ss + pooled) / max(1, done.size), int(done.size), order.tolist()))
+        out.append(((ss + pooled) / max(1, done.size), members[~labeled[members]]))
     return out
-
-
-def _gain(share: float, variance: float, n_b: int) -> float:
-    return share**2 * variance / ((n_b + 1) * (n_b + 2))
 
 
 def _strata(scores: np.ndarray) -> np.ndarray:
@@ -801,16 +736,15 @@ def labelled_prefix(place: Any) -> int:
 
 
 def queue_priority(judge: Any, human: Any, *, spread: Any = None, prior_variance: float = 0.25) -> np.ndarray:
-    """Each unlabelled scored row's priority (NaN: labelled or unscored): σ̃_b of its judge-score stratum (the shrunk
-    residual sd of ``labelling_priority``'s strata — Neyman allocation puts labels in proportion to w_b·σ_b) times
-    (1 + spread), so rows whose judges disagree count double."""
+    """Each unlabelled scored row's priority (NaN: labelled or unscored): σ̃_b, the shrunk residual sd of its
+    judge-score stratum (``_strata``; Neyman allocation puts labels in proportion to w_b·σ_b), times (1 + spread), so
+    rows whose judges disagree count double."""
     j = np.asarray(judge, dtype=np.float64).ravel()
     h = np.asarray(human, dtype=np.float64).ravel()
     s = np.zeros_like(j) if spread is None else np.nan_to_num(np.asarray(spread, dtype=np.float64).ravel())
     out = np.full(j.size, np.nan)
-    for st in _stratum_state(j, h, s, prior_variance):
-        rows = np.asarray(st.todo, dtype=np.intp)
-        out[rows] = math.sqrt(st.variance) * (1.0 + (s[rows] > 0))
+    for variance, rows in _stratum_state(j, h, prior_variance):
+        out[rows] = math.sqrt(variance) * (1.0 + (s[rows] > 0))
     return out
 
 
@@ -874,8 +808,7 @@ def _ipw_tuned_lambda(y: np.ndarray, f: np.ndarray, pi: np.ndarray, f_all: np.nd
     """The λ minimising the weighted estimate's variance λ²·s²(f)/N + (1/N²)·Σ c_i·(y_i − λf_i)², c = (1 − π)/π²:
     λ = Σ c·f·y / (N·s²(f) + Σ c·f²) over the labelled rows (y, f, π) and the scored rows ``f_all`` (N of them),
     clipped to [0, 1] — under inverse-probability weights a label's error counts 1/π² times, so λ leans to 1 where
-    the judge is close to the humans (``tuned_lambda``'s uniform-design λ would not: with it PPI++ was noisier than
-    PPI under the queue)."""
+    the judge is close to the humans."""
     c = (1 - pi) / pi**2
     denominator = f_all.size * _var1(f_all) + float((c * f * f).sum())
     if y.size < 2 or denominator <= 0:

@@ -70,7 +70,7 @@ class EvalRoutes(EmulatorBase):
         problem = check_grader(spec.primary.name, init) if spec.kind == "grader" else None
         if problem is not None:
             raise _bad(f"{where}: initialization_parameters: {problem} ({spec.name}).", "initialization_parameters")
-        if self.strict_evaluators and mapping:  # the pre-#14 checks: the service itself accepts these (recorded)
+        if self.strict_evaluators and mapping:  # the service itself accepts these (recorded)
             _check_inputs(where, spec, mapping)
             _check_templates(where, mapping, properties)
         out: dict[str, Any] = {

@@ -19,7 +19,6 @@ import numpy as np
 
 from ..catalog import CATALOG
 from ..columns import RunColumns, _glob_literal, _quote, _sql_path
-from ..metrics._arrays import Codes
 from ..wire import passed_for_kind
 
 __all__ = ["ERRORED", "MISSING", "SCORED", "STATUSES", "Columns", "ScoreColumn"]
@@ -149,7 +148,7 @@ class LocalColumns(Mapping[str, np.ndarray]):
 
 
 class Columns:
-    """What ``compare`` reads of a report: each query's id and kind, local values, Foundry statuses and scores."""
+    """What ``compare`` reads of a report: each query's id, local values, Foundry statuses and scores."""
 
     def __init__(self, run: RunColumns, local: LocalColumns, foundry: dict[str, ScoreColumn]) -> None:
         self.run, self.local, self.foundry = run, local, foundry
@@ -157,10 +156,6 @@ class Columns:
     @cached_property
     def query_ids(self) -> list[str]:
         return self.run.texts("query_id")
-
-    @cached_property
-    def kinds(self) -> Codes:
-        return self.run.code_column("kind")
 
     def values(self, key: str, source: str) -> np.ndarray:
         """``key``'s value on every query (NaN: undefined, errored or missing)."""

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..catalog import CATALOG
 from ..dataset import QueryRecord
 from ..metrics.assembly import contains_document, normalize_ws
-from ._format import fmt_num, md_escape
+from ._format import fmt_num, md_escape, md_table
 from ._model import STAGES, QueryRow, Report
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "is_judge",
     "judge_line",
     "judges_html",
+    "md_anchor",
     "ranked_documents",
     "stage_links",
     "stand_in",
@@ -236,7 +237,7 @@ def _md_heading(q: DrillQuery) -> str:
     return f"Query {q.query_id} ({q.stage})"
 
 
-def _md_anchor(heading: str) -> str:
+def md_anchor(heading: str) -> str:
     """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes."""
     kept = "".join(c for c in heading.lower() if c.isalnum() or c in " -_")
     return "#" + kept.replace(" ", "-")
@@ -247,7 +248,7 @@ def stage_links(report: Report, *, markdown: bool = False) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, q in enumerate(report.drill):
         if q.stage not in out:
-            out[q.stage] = _md_anchor(_md_heading(q)) if markdown else f"#{drill_anchor(i)}"
+            out[q.stage] = md_anchor(_md_heading(q)) if markdown else f"#{drill_anchor(i)}"
     return out
 
 
@@ -360,10 +361,11 @@ def drill_markdown(report: Report, max_queries: int = DRILL_PER_STAGE) -> list[s
         out += [f"#### {md_escape(_md_heading(q))}", ""]
         if q.query:
             out += [f"_{md_escape(q.query, 300)}_ — {md_escape(q.stage_reason, 300)}", ""]
-        out += ["| " + " | ".join(DOCUMENT_HEADERS) + " |", "|---" * len(DOCUMENT_HEADERS) + "|"]
-        for d, (rank, doc, score, label, place) in zip(q.documents, documents_rows(q.documents)[1], strict=True):
-            place = f"**{place}**" if d.dropped else place
-            out.append(f"| {rank} | {md_escape(doc)} | {score} | {label} | {place} |")
+        cells = zip(q.documents, documents_rows(q.documents)[1], strict=True)
+        out += md_table(
+            DOCUMENT_HEADERS,
+            ([r, md_escape(i), s, lab, f"**{p}**" if d.dropped else p] for d, (r, i, s, lab, p) in cells),
+        )
         if q.unretrieved:
             out.append("")
             out.append("Labelled, not retrieved: " + ", ".join(f"{md_escape(d)} ({n})" for d, n in q.unretrieved))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import re
+from collections.abc import Callable, Iterable, Sequence
 
-__all__ = ["fmt_num", "fmt_pct", "md_escape"]
+__all__ = ["fmt_num", "fmt_pct", "html_table", "md_escape", "md_table"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
 
@@ -32,3 +34,19 @@ def md_escape(text: object, limit: int | None = None) -> str:
         s = s[: limit - 1] + "…"
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+def md_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A Markdown table's lines: header, rule, a line per row (cells as given: escaped by the caller)."""
+    return ["| " + " | ".join(head) + " |", "|---" * len(head) + "|", *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def html_table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    td: Callable[[str], str] = lambda c: f"<td>{html.escape(c)}</td>",
+) -> str:
+    """An HTML table of text: the header cells escaped, each row's cells through ``td``."""
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(td(c) for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"

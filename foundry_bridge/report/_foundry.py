@@ -14,7 +14,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._format import fmt_num, md_escape
+from ._format import fmt_num, md_escape, md_table
 
 __all__ = [
     "FoundryAnswer",
@@ -102,11 +102,8 @@ def render_foundry_markdown(fc: FoundryComparison) -> str:
         return "\n".join([*lines, "", f"> ⚠️ {md_escape(fc.error)}", ""])
     if fc.method:
         lines += ["", f"Foundry's method: {md_escape(fc.method)}."]
-    lines += [
-        "",
-        "| candidate | metric | Foundry | p | Δ | local | adjusted p | Δ | agree |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    head = ["candidate", "metric", "Foundry", "p", "Δ", "local", "adjusted p", "Δ", "agree"]
+    rows = []
 
     def p(v: float | None) -> str:
         return "–" if v is None else f"{v:.3g}"
@@ -116,6 +113,6 @@ def render_foundry_markdown(fc: FoundryComparison) -> str:
         cells = [r.candidate, f"{r.criterion}:{r.metric}", r.foundry_effect or "–", p(r.foundry_p)]
         cells += [fmt_num(r.foundry_delta), r.local_verdict or "–", p(r.local_p_adjusted)]
         cells += [fmt_num(r.local_delta), mark]
-        lines.append("| " + " | ".join(md_escape(c) for c in cells) + " |")
-    lines += ["", f"{fc.disagreements} disagreement(s).", ""]
+        rows.append([md_escape(c) for c in cells])
+    lines += ["", *md_table(head, rows), "", f"{fc.disagreements} disagreement(s).", ""]
     return "\n".join(lines)

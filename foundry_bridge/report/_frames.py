@@ -56,14 +56,6 @@ _AGGREGATE_INTS = ("queries", "scored", "errored", "missing", "undefined", "pass
 _AGGREGATE_FLOATS = ("coverage", "mean", "median", "min", "max", "pass_rate")
 
 
-def _pandas() -> Any:
-    return optional_module("pandas", "DataFrames")
-
-
-def _polars() -> Any:
-    return optional_module("polars", "polars DataFrames")
-
-
 def _row_lines(report: Report) -> Iterator[dict[str, Any]]:
     """Every per-query row of ``report`` as a dict, in dataset order (see the module docstring for the source)."""
     if report.per_query.complete:
@@ -131,8 +123,8 @@ def query_frame(report: Report, *, polars: bool = False) -> Any:
     """``Report.to_pandas()`` / ``to_polars()``: one row per query (the module docstring lists the columns)."""
     columns = per_query_columns(report)
     if polars:
-        return _polars().DataFrame(columns, strict=False)
-    pd = _pandas()
+        return optional_module("polars", "polars DataFrames").DataFrame(columns, strict=False)
+    pd = optional_module("pandas", "DataFrames")
     frame = pd.DataFrame(columns)
     numeric = [m.key for m in report.metrics]
     frame[numeric] = frame[numeric].astype("float64")  # None → NaN: a metric column is a float column
@@ -164,8 +156,8 @@ def aggregates_frame(report: Report, *, polars: bool = False) -> Any:
     (None → NaN)."""
     rows = _aggregate_rows(report)
     if polars:
-        return _polars().DataFrame(rows, strict=False)
-    pd = _pandas()
+        return optional_module("polars", "polars DataFrames").DataFrame(rows, strict=False)
+    pd = optional_module("pandas", "DataFrames")
     frame = pd.DataFrame(
         rows, columns=["metric", "section", "source", "criterion", *_AGGREGATE_INTS, *_AGGREGATE_FLOATS]
     )

@@ -13,7 +13,6 @@ import html
 from collections.abc import Sequence
 
 from .._text import printable
-from ._aggregate import bins, counts
 from ._drill import drill_html, stage_links
 from ._format import fmt_num, fmt_pct
 from ._markdown import (
@@ -21,8 +20,8 @@ from ._markdown import (
     STAND_IN_WHY,
     bar_counts,
     canary_note,
-    emulator_note,
     headline,
+    meta_items,
     negative_rows,
     per_query_note,
     stage_basis,
@@ -35,7 +34,7 @@ from ._model import STAGES, Distribution, QueryRow, Report, Section
 from ._trust import render_trust_html
 from ._vs_human import render_vs_human_html
 
-__all__ = ["histogram_svg", "render_html", "stage_svg"]
+__all__ = ["render_html", "stage_svg"]
 
 _CSS = """
 :root{--pos:#2f6fb0;--neg:#d9822b;--bad:#b3261e;--good:#1e7b34;--muted:#666;--line:#ddd}
@@ -116,25 +115,6 @@ def content_security_policy(script: str) -> str:
 
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
-
-
-def histogram_svg(
-    title: str,
-    positive: Sequence[float],
-    negative: Sequence[float],
-    *,
-    lo: float | None = None,
-    hi: float | None = None,
-    width: int = 300,
-    height: int = 140,
-) -> str:
-    """An inline SVG histogram: positive and negative queries side by side, bar height = share of the section."""
-    import numpy as np
-
-    pos, neg = np.asarray(positive, dtype=np.float64), np.asarray(negative, dtype=np.float64)
-    edges, integer = bins(np.concatenate([pos, neg]), lo, hi)
-    d = Distribution(key=title, edges=edges, integer=integer, positive=counts(pos, edges), negative=counts(neg, edges))
-    return _svg(d, width=width, height=height)
 
 
 def _svg(d: Distribution, *, width: int = 300, height: int = 140) -> str:
@@ -325,18 +305,7 @@ def _negative_table(report: Report) -> str:
 
 
 def _meta(report: Report) -> str:
-    p, prov = report.params, report.provenance
-    meta = [
-        f"backend <code>{_e(prov.backend or 'unknown')}</code>{emulator_note(prov)}",
-        f"k = {_e(', '.join(map(str, p.k)))} (stages at k = {p.stage_k})",
-        f"relevant ⇔ label ≥ {p.relevance_threshold}",
-        f"labels {p.label_min}–{p.label_max}",
-        f"NaN policy <code>{_e(p.nan_policy)}</code>",
-    ]
-    if prov.dataset_sha256:
-        meta.append(f"dataset sha256 <code>{_e(prov.dataset_sha256[:12])}</code>")
-    if prov.run_ids:
-        meta.append("run " + ", ".join(f"<code>{_e(r)}</code>" for r in prov.run_ids))
+    prov, meta = report.provenance, meta_items(report, lambda t: f"<code>{_e(t)}</code>", queries=False)
     if prov.report_url:
         meta.append(f"Foundry report: <code>{_e(prov.report_url)}</code>")
     meta.append(f"built {_e(prov.created_at)} by foundry-bridge {_e(prov.tool_version)}")

@@ -10,8 +10,8 @@ from .._text import printable
 from ..catalog import CATALOG
 from ..metrics.measures import measure_for_key
 from ._aggregate import summary_infos
-from ._drill import drill_markdown, stage_links, stand_in
-from ._format import fmt_num, fmt_pct, md_escape
+from ._drill import drill_markdown, md_anchor, stage_links, stand_in
+from ._format import fmt_num, fmt_pct, md_escape, md_table
 from ._model import STAGES, MetricInfo, Provenance, QueryRow, Report, Section
 from ._trust import render_trust_markdown, trust_headline
 from ._vs_human import render_vs_human_markdown
@@ -25,7 +25,6 @@ __all__ = [
     "render_markdown",
     "stage_rows",
     "stand_in",
-    "summary_metric_keys",
     "trust_line",
     "worst_rows",
 ]
@@ -107,11 +106,6 @@ def trust_line(report: Report) -> str | None:
     return trust_headline(report.trust) if report.trust and report.trust.shown else None
 
 
-def summary_metric_keys(report: Report) -> list[MetricInfo]:
-    """Metrics for the summary: each criterion's primary Foundry metric and the local metrics at every k."""
-    return summary_infos(report.metrics)
-
-
 def worst_rows(report: Report) -> list[QueryRow]:
     """The worst queries of each stage that is not ok (``stages.worst``), stage by stage, the worst first."""
     by_id = {q.query_id: q for q in report.queries}
@@ -136,7 +130,7 @@ def section_rows(
     rows: list[list[str]] = []
     short: list[bool] = []
     hidden: list[str] = []
-    for info in summary_metric_keys(report) if infos is None else infos:
+    for info in summary_infos(report.metrics) if infos is None else infos:
         agg = section.metrics.get(info.key)
         if agg is None:
             continue
@@ -165,10 +159,13 @@ SECTION_HEADERS = ("metric", "coverage", "errored", "missing / undefined", "mean
 
 def _section_table(report: Report, section: Section, infos: list[MetricInfo] | None = None) -> list[str]:
     rows, short, hidden = section_rows(report, section, infos)
-    lines = ["| " + " | ".join(SECTION_HEADERS) + " |", "|---" * len(SECTION_HEADERS) + "|"]
-    for (key, coverage, *rest), bold in zip(rows, short, strict=True):
-        cells = [md_escape(key) + mean_note(key), f"**{coverage}**" if bold else coverage, *rest]
-        lines.append("| " + " | ".join(cells) + " |")
+    lines = md_table(
+        SECTION_HEADERS,
+        (
+            [md_escape(key) + mean_note(key), f"**{coverage}**" if bold else coverage, *rest]
+            for (key, coverage, *rest), bold in zip(rows, short, strict=True)
+        ),
+    )
     if hidden:
         lines.append("")
         lines.append(
@@ -229,8 +226,7 @@ def negative_table(
 
 def _negative_table(report: Report, limit: int) -> list[str]:
     head, rows = negative_table(report, limit)
-    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    lines = md_table(head, rows)
     if report.negative.queries > len(rows):
         lines.append(f"\n_… and {report.negative.queries - len(rows)} more negative queries_")
     return lines
@@ -276,22 +272,30 @@ def failed_metrics(report: Report, q: QueryRow, esc: Callable[[str], str] = md_e
     return "; ".join(bits)
 
 
-def _header(report: Report) -> list[str]:
-    """Title, the parameters line, Foundry coverage and the warnings."""
+def meta_items(report: Report, code: Callable[[str], str], *, queries: bool = True, sha: bool = True) -> list[str]:
+    """The parameters line's items (shared by the renderers), values that are names through ``code``: backend,
+    queries (``queries``), k, relevance threshold, label range, NaN policy, dataset hash (``sha``), run ids."""
     p, prov = report.params, report.provenance
-    meta = [
-        f"backend {_code(prov.backend or 'unknown')}{emulator_note(prov)}",
-        f"queries {report.coverage.get('queries', len(report.queries))} "
-        f"({report.positive.queries} positive, {report.negative.queries} negative)",
+    meta = [f"backend {code(prov.backend or 'unknown')}{emulator_note(prov)}"]
+    if queries:
+        n = report.coverage.get("queries", len(report.queries))
+        meta.append(f"queries {n} ({report.positive.queries} positive, {report.negative.queries} negative)")
+    meta += [
         f"k = {', '.join(map(str, p.k))} (stages at k = {p.stage_k})",
         f"relevant ⇔ label ≥ {p.relevance_threshold}",
         f"labels {p.label_min}–{p.label_max}",
-        f"NaN policy `{p.nan_policy}`",
+        f"NaN policy {code(p.nan_policy)}",
     ]
-    if prov.dataset_sha256:
-        meta.append(f"dataset sha256 `{prov.dataset_sha256[:12]}`")
+    if sha and prov.dataset_sha256:
+        meta.append(f"dataset sha256 {code(prov.dataset_sha256[:12])}")
     if prov.run_ids:
-        meta.append("run " + ", ".join(_code(r) for r in prov.run_ids))
+        meta.append("run " + ", ".join(code(r) for r in prov.run_ids))
+    return meta
+
+
+def _header(report: Report) -> list[str]:
+    """Title, the parameters line, Foundry coverage and the warnings."""
+    prov, meta = report.provenance, meta_items(report, _code)
     if prov.report_url:
         meta.append(_report_link(prov.report_url))
     cov = report.coverage
@@ -309,7 +313,7 @@ def _header(report: Report) -> list[str]:
 
 def _sections(report: Report) -> list[str]:
     out: list[str] = []
-    shown = {m.key for m in summary_metric_keys(report)}
+    shown = {m.key for m in summary_infos(report.metrics)}
     others = [m for m in report.metrics if m.key not in shown]
     for section in (report.positive, report.negative):
         out.append(f"### {section.kind.capitalize()} queries ({section.queries})")
@@ -355,17 +359,11 @@ def _worst_heading(report: Report) -> str:
     return f"Queries to look at ({sum(n for s, n in report.stages.counts.items() if s != 'ok')})"
 
 
-def _anchor(heading: str) -> str:
-    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as dashes."""
-    kept = "".join(c for c in heading.lower() if c.isalnum() or c in " -_")
-    return "#" + kept.replace(" ", "-")
-
-
 def _stages(report: Report) -> list[str]:
     """The verdict: how many queries fail at search, assembly and generation, as a bar each, what to fix, and a
     link to the worst queries; then the judge-trust headline."""
     total = sum(report.stages.counts.values())
-    worst = _anchor(_worst_heading(report))
+    worst = md_anchor(_worst_heading(report))
     drill = stage_links(report, markdown=True)  # each stage's worst query, drilled into
     out = ["### Where queries fail", ""]
     if numbers := headline(report):
@@ -385,16 +383,25 @@ def _stages(report: Report) -> list[str]:
     return out
 
 
+def negative_items(report: Report, esc: Callable[[str], str]) -> list[str]:
+    """The negative queries' list (shared by the text renderers): abstained, answered anyway, surfaced evidence,
+    label contradictions; ids through ``esc``."""
+    neg = report.negative_queries
+    items = [
+        f"abstained: {len(neg.abstained)}/{len(neg.queries)} ({', '.join(map(esc, neg.abstained))})",
+        f"answered anyway: {', '.join(map(esc, neg.answered)) or 'none'}",
+        f"surfaced evidence: {', '.join(map(esc, neg.surfaced_evidence)) or 'none'}",
+    ]
+    if neg.label_contradictions:
+        items.append(f"relevant label on a negative query: {', '.join(map(esc, neg.label_contradictions))}")
+    return items
+
+
 def _negatives(report: Report, max_queries: int) -> list[str]:
     neg = report.negative_queries
     if not neg.queries:
         return []
-    out = ["### Negative queries", ""]
-    out.append(f"- abstained: {len(neg.abstained)}/{len(neg.queries)} ({', '.join(map(md_escape, neg.abstained))})")
-    out.append(f"- answered anyway: {', '.join(map(md_escape, neg.answered)) or 'none'}")
-    out.append(f"- surfaced evidence: {', '.join(map(md_escape, neg.surfaced_evidence)) or 'none'}")
-    if neg.label_contradictions:
-        out.append(f"- relevant label on a negative query: {', '.join(map(md_escape, neg.label_contradictions))}")
+    out = ["### Negative queries", "", *(f"- {item}" for item in negative_items(report, md_escape))]
     raw = neg.local.get("aggregate")
     agg: dict[str, object] = raw if isinstance(raw, dict) else {}
     auc = agg.get("top_score_auc")
@@ -409,22 +416,43 @@ def _negatives(report: Report, max_queries: int) -> list[str]:
 def _canaries(report: Report) -> list[str]:
     if not report.canaries:
         return []
-    out = [
-        "### Judge canaries",
-        "",
-        "| query | canary | passed by (flagged) | failed by | caught |",
-        "|---|---|---|---|---|",
-    ]
-    for c in report.canaries:
-        caught = {True: "yes", False: "**NO**", None: "unknown"}[c.caught]
-        out.append(
-            f"| {md_escape(c.query_id)} | {md_escape(c.canary)} | {', '.join(map(md_escape, c.passed_by)) or '–'} "
-            f"| {', '.join(map(md_escape, c.failed_by)) or '–'} | {caught} |"
-        )
+    out = ["### Judge canaries", "", *md_table(CANARY_HEADERS, canary_rows(report, md_escape, "**NO**"))]
     if (note := canary_note(report)) is not None:
         out.append(f"\n_{note}_")
     out.append("")
     return out
+
+
+CANARY_HEADERS = ("query", "canary", "passed by (flagged)", "failed by", "caught")
+
+
+def canary_rows(report: Report, esc: Callable[[str], str], no: str) -> list[list[str]]:
+    """The canaries' table rows (shared by the text renderers): ids through ``esc``, a canary not caught ``no``."""
+    caught = {True: "yes", False: no, None: "unknown"}
+    rows = []
+    for c in report.canaries:
+        passed, failed = ", ".join(map(esc, c.passed_by)) or "–", ", ".join(map(esc, c.failed_by)) or "–"
+        rows.append([esc(c.query_id), esc(c.canary), passed, failed, caught[c.caught]])
+    return rows
+
+
+def worst_shown(report: Report, limit: int) -> list[QueryRow]:
+    """``worst_rows`` with at most ``limit`` queries of each stage."""
+    per_stage: dict[str, int] = {}
+    shown: list[QueryRow] = []
+    for q in worst_rows(report):
+        per_stage[q.stage] = per_stage.get(q.stage, 0) + 1
+        if per_stage[q.stage] <= limit:
+            shown.append(q)
+    return shown
+
+
+HOLE_HEADERS = ("document", "queries", "best rank", "priority")
+
+
+def hole_rows(report: Report, esc: Callable[[str], str]) -> list[list[str]]:
+    """The labelling queue's rows (document through ``esc``, queries, best rank, priority)."""
+    return [[esc(h.document_id), str(h.count), str(h.best_rank), fmt_num(h.priority)] for h in report.labelling_queue]
 
 
 def canary_note(report: Report) -> str | None:
@@ -441,12 +469,7 @@ def canary_note(report: Report) -> str | None:
 def _worst(report: Report, max_queries: int) -> list[str]:
     """The worst queries of each stage that is not ok (at most ``max_queries`` per stage), then where the rest are."""
     total = sum(n for s, n in report.stages.counts.items() if s != "ok")
-    per_stage: dict[str, int] = {}
-    shown: list[QueryRow] = []
-    for q in worst_rows(report):
-        per_stage[q.stage] = per_stage.get(q.stage, 0) + 1
-        if per_stage[q.stage] <= max_queries:
-            shown.append(q)
+    shown = worst_shown(report, max_queries)
     out = [f"### {_worst_heading(report)}", ""]
     if shown:
         out.append(
@@ -474,13 +497,8 @@ def _label_next(report: Report, max_holes: int) -> list[str]:
     if not report.labelling_queue:
         return []
     n_docs = report.coverage.get("hole_documents", len(report.labelling_queue))
-    out = [f"### Label next ({n_docs} unlabelled retrieved documents)", ""]
-    out.append("| document | queries | best rank | priority |")
-    out.append("|---|---|---|---|")
-    for h in report.labelling_queue[:max_holes]:
-        out.append(f"| {md_escape(h.document_id)} | {h.count} | {h.best_rank} | {fmt_num(h.priority)} |")
-    out.append("")
-    return out
+    rows = hole_rows(report, md_escape)[:max_holes]
+    return [f"### Label next ({n_docs} unlabelled retrieved documents)", "", *md_table(HOLE_HEADERS, rows), ""]
 
 
 def render_markdown(report: Report, *, max_queries: int = 25, max_holes: int = 10) -> str:

@@ -3,35 +3,36 @@ verdict first (``_blocks.blocks_text`` spells it, as it spells ``compare``'s). `
 
 from __future__ import annotations
 
+from ._aggregate import summary_infos
 from ._blocks import Block, blocks_text, table
 from ._drill import MD_TEXT, documents_rows, judge_line
-from ._format import fmt_num, fmt_pct
+from ._format import fmt_pct
 from ._markdown import (
+    CANARY_HEADERS,
+    HOLE_HEADERS,
     PARTIAL_LABEL,
     SECTION_HEADERS,
     STAND_IN_WHY,
     canary_note,
-    emulator_note,
+    canary_rows,
     failed_metrics,
     headline,
+    hole_rows,
     mean_note,
+    meta_items,
+    negative_items,
     negative_table,
     per_query_note,
     section_rows,
     stage_basis,
     stage_rows,
     stand_in,
-    summary_metric_keys,
     trust_line,
-    worst_rows,
+    worst_shown,
 )
 from ._model import Report
 
 __all__ = ["render_text"]
-
-
-def _plain(text: str) -> str:
-    return text
 
 
 def _cut(text: str | None, limit: int = MD_TEXT) -> str:
@@ -47,18 +48,7 @@ def headline_line(report: Report) -> str:
 
 
 def _header(report: Report) -> list[Block]:
-    p, prov, cov = report.params, report.provenance, report.coverage
-    meta = [
-        f"backend {prov.backend or 'unknown'}{emulator_note(prov)}",
-        f"queries {cov.get('queries', len(report.queries))} "
-        f"({report.positive.queries} positive, {report.negative.queries} negative)",
-        f"k = {', '.join(map(str, p.k))} (stages at k = {p.stage_k})",
-        f"relevant ⇔ label ≥ {p.relevance_threshold}",
-        f"labels {p.label_min}–{p.label_max}",
-        f"NaN policy {p.nan_policy}",
-    ]
-    if prov.run_ids:
-        meta.append("run " + ", ".join(prov.run_ids))
+    prov, cov, meta = report.provenance, report.coverage, meta_items(report, str, sha=False)
     if prov.report_url:
         meta.append(f"Foundry report {prov.report_url}")
     out = [
@@ -105,25 +95,17 @@ def _sections(report: Report) -> list[Block]:
         out.append(table(list(SECTION_HEADERS), rows))
         if hidden:
             out.append(Block("p", f"Undefined for every {section.kind} query (no relevant label): {', '.join(hidden)}"))
-    shown = {m.key for m in summary_metric_keys(report)}
+    shown = {m.key for m in summary_infos(report.metrics)}
     if any(m.key not in shown for m in report.metrics):
         out.append(Block("p", "Every other metric: --format md or html."))
     return out
 
 
 def _negatives(report: Report, limit: int) -> list[Block]:
-    neg = report.negative_queries
-    if not neg.queries:
+    if not report.negative_queries.queries:
         return []
-    items = [
-        f"abstained: {len(neg.abstained)}/{len(neg.queries)} ({', '.join(neg.abstained)})",
-        f"answered anyway: {', '.join(neg.answered) or 'none'}",
-        f"surfaced evidence: {', '.join(neg.surfaced_evidence) or 'none'}",
-    ]
-    if neg.label_contradictions:
-        items.append(f"relevant label on a negative query: {', '.join(neg.label_contradictions)}")
-    head, rows = negative_table(report, limit, _plain, "no")
-    out = [Block("h", "Negative queries", 3), Block("list", items=items), table(head, rows)]
+    head, rows = negative_table(report, limit, str, "no")
+    out = [Block("h", "Negative queries", 3), Block("list", items=negative_items(report, str)), table(head, rows)]
     if report.negative.queries > len(rows):
         out.append(Block("p", f"… and {report.negative.queries - len(rows)} more negative queries"))
     return out
@@ -132,26 +114,15 @@ def _negatives(report: Report, limit: int) -> list[Block]:
 def _canaries(report: Report) -> list[Block]:
     if not report.canaries:
         return []
-    caught = {True: "yes", False: "NO", None: "unknown"}
-    rows = [
-        [c.query_id, c.canary, ", ".join(c.passed_by) or "–", ", ".join(c.failed_by) or "–", caught[c.caught]]
-        for c in report.canaries
-    ]
-    headers = ["query", "canary", "passed by (flagged)", "failed by", "caught"]
-    out = [Block("h", "Judge canaries", 3), table(headers, rows)]
+    out = [Block("h", "Judge canaries", 3), table(CANARY_HEADERS, canary_rows(report, str, "NO"))]
     return out + ([Block("p", note)] if (note := canary_note(report)) is not None else [])
 
 
 def _worst(report: Report, limit: int) -> list[Block]:
-    per_stage: dict[str, int] = {}
     rows = []
-    for q in worst_rows(report):
-        per_stage[q.stage] = per_stage.get(q.stage, 0) + 1
-        if per_stage[q.stage] <= limit:
-            stage = q.stage + (f" · {PARTIAL_LABEL}" if q.search_partial else "")
-            rows.append(
-                [q.query_id, q.kind, stage, _cut(q.stage_reason, 100), failed_metrics(report, q, _plain) or "–"]
-            )
+    for q in worst_shown(report, limit):
+        stage = q.stage + (f" · {PARTIAL_LABEL}" if q.search_partial else "")
+        rows.append([q.query_id, q.kind, stage, _cut(q.stage_reason, 100), failed_metrics(report, q, str) or "–"])
     total = sum(n for s, n in report.stages.counts.items() if s != "ok")
     out = [Block("h", f"Queries to look at ({total})", 3)]
     if not rows:
@@ -178,7 +149,7 @@ def _drill(report: Report, limit: int) -> list[Block]:
         for d in q.dropped:
             out.append(Block("p", f"Dropped: {d.document_id} (rank {d.rank}, label {d.label}): {_cut(d.text)}"))
         out.append(Block("p", "Response: " + ("(no response)" if q.response is None else _cut(q.response))))
-        out.append(Block("list", items=[judge_line(j, _plain, "") for j in q.judges] or ["no judge scored this query"]))
+        out.append(Block("list", items=[judge_line(j, str, "") for j in q.judges] or ["no judge scored this query"]))
     if len(report.drill) > limit:
         out.append(Block("p", f"{len(report.drill) - limit} more in the HTML report."))
     return out
@@ -188,11 +159,9 @@ def _label_next(report: Report, limit: int) -> list[Block]:
     if not report.labelling_queue:
         return []
     n_docs = report.coverage.get("hole_documents", len(report.labelling_queue))
-    rows = [[h.document_id, str(h.count), str(h.best_rank), fmt_num(h.priority)] for h in report.labelling_queue]
-    headers = ["document", "queries", "best rank", "priority"]
     return [
         Block("h", f"Label next ({n_docs} unlabelled retrieved documents)", 3),
-        table(headers, rows[:limit]),
+        table(HOLE_HEADERS, hole_rows(report, str)[:limit]),
     ]
 
 

@@ -51,10 +51,11 @@ from ..metrics.agreement import (
     judge_trust,
     noise_band,
     rater_mean,
+    verdict_flips,
 )
 from ..metrics.ppi import QUEUE_SEED, queue_merge, queue_order
 from ..runfolder import RunFolder
-from ._format import fmt_num, md_escape
+from ._format import fmt_num, html_table, md_escape, md_table
 from ._model import foundry_key
 from ._trust_model import (
     PASS_RATE_HALF_WIDTH,
@@ -139,11 +140,11 @@ class _Columns:
         return np.where(self.canary, np.nan, column)
 
 
-def _judge_specs(folder: RunFolder) -> list[tuple[str, str, str, float | None, bool, list[float] | None]]:
-    """(criterion, evaluator, metric, threshold, higher is better, scale) of every judge criterion of the plan."""
+def _judges(folder: RunFolder, n: int) -> dict[str, _Judge]:
+    """Every judge criterion of the plan, its columns of ``n`` rows unscored (NaN)."""
     from ..wire import resolve_threshold
 
-    out = []
+    out = {}
     for crit in folder.read_plan(items=False, records=False).criteria:
         spec = CATALOG.get(crit.evaluator)
         if spec is None or not spec.needs_deployment:
@@ -153,9 +154,10 @@ def _judge_specs(folder: RunFolder) -> list[tuple[str, str, str, float | None, b
         if metric.kind == "ordinal" and metric.min_value is not None and metric.max_value is not None:
             scale = [float(v) for v in range(int(metric.min_value), int(metric.max_value) + 1)]
         threshold = resolve_threshold(metric, crit.init)
-        hib = metric.higher_is_better
-        out.append(
-            (crit.name, crit.evaluator, metric.name, None if threshold is None else float(threshold), hib, scale)
+        threshold = None if threshold is None else float(threshold)
+        nan = np.full(n, np.nan)
+        out[crit.name] = _Judge(
+            crit.name, crit.evaluator, metric.name, threshold, metric.higher_is_better, scale, nan, nan.copy()
         )
     return out
 
@@ -174,10 +176,7 @@ def _collect(run: RunColumns) -> _Columns:
         c = loads(case)
         cases.append(CanaryCase(qid, c["kind"], c["of"], c["expect"]))
         canary[row] = True
-    judges = {
-        c: _Judge(c, e, m, t, h, s, np.full(n, np.nan), np.full(n, np.nan))
-        for c, e, m, t, h, s in _judge_specs(run.folder)
-    }
+    judges = _judges(run.folder, n)
     for col in judges.values():
         got = run.sql(
             "SELECT row, arg_max(score, seq) FILTER (WHERE score IS NOT NULL), "
@@ -289,36 +288,21 @@ def _retrieval(cols: _Columns) -> RetrievalCheck:
     )
 
 
-class _Verdicts(Mapping[tuple[str, str], bool | None]):
-    """(query id, evaluator) → the judge's pass verdict, looked up in the columns (no dict of every cell)."""
-
-    def __init__(self, cols: _Columns, ids: set[str]) -> None:
-        self._position = {q: i for i, q in enumerate(cols.query_ids) if q in ids}
-        self._by_evaluator: dict[str, _Judge] = {}
-        for j in cols.judges.values():
-            self._by_evaluator.setdefault(j.evaluator, j)  # the first criterion of an evaluator speaks for it
-
-    def __getitem__(self, key: tuple[str, str]) -> bool | None:
-        qid, evaluator = key
-        judge, i = self._by_evaluator.get(evaluator), self._position.get(qid)
-        if judge is None or i is None:
-            raise KeyError(key)
-        value = judge.passed[i]
-        return None if np.isnan(value) else bool(value)
-
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        return ((q, e) for e in self._by_evaluator for q in self._position)
-
-    def __len__(self) -> int:
-        return len(self._position) * len(self._by_evaluator)
-
-
 def _canaries(cols: _Columns, missing: list[str]) -> list[CanaryScore]:
     if not cols.cases:
         missing.append("no generated canary in the run (`foundry-bridge canaries DATA --out DATA2`, then run DATA2)")
         return []
     ids = {c.query_id for c in cols.cases} | {c.of for c in cols.cases}
-    return score_canaries(cols.cases, _Verdicts(cols, ids))
+    first: dict[str, _Judge] = {}
+    for j in cols.judges.values():
+        first.setdefault(j.evaluator, j)  # the first criterion of an evaluator speaks for it
+    verdicts = {
+        (q, e): None if np.isnan(j.passed[i]) else bool(j.passed[i])
+        for i, q in enumerate(cols.query_ids)
+        if q in ids
+        for e, j in first.items()
+    }
+    return score_canaries(cols.cases, verdicts)
 
 
 def _unmatched(verdicts: VerdictFile, cols: _Columns) -> tuple[int, list[str]]:
@@ -442,11 +426,7 @@ def _spread(cols: _Columns) -> np.ndarray:
     """1 where the judges that scored a row disagree on pass/fail (two or more verdicts), else 0."""
     if not cols.judges:
         return np.zeros(len(cols.query_ids))
-    p = np.vstack([j.passed for j in cols.judges.values()])
-    seen = np.count_nonzero(~np.isnan(p), axis=0) >= 2
-    high = np.where(np.isnan(p), -np.inf, p).max(axis=0)
-    low = np.where(np.isnan(p), np.inf, p).min(axis=0)
-    return (seen & (high != low)).astype(float)
+    return verdict_flips(np.vstack([j.passed for j in cols.judges.values()]))[1].astype(float)
 
 
 def write_verdict_queue_for(
@@ -713,8 +693,7 @@ def render_trust_markdown(section: TrustSection) -> str:
     """The section as Markdown (dataset text escaped), starting with its ``##`` heading."""
 
     def table(head: list[str], rows: list[list[str]]) -> list[str]:
-        out = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
-        return out + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+        return md_table([md_escape(h) for h in head], ([_md_cell(c) for c in r] for r in rows))
 
     lines = ["## Can the judge be trusted?", "", md_escape(_source_line(section)), ""]
     if section.judges:
@@ -745,10 +724,8 @@ def render_trust_html(section: TrustSection) -> str:
     e = html.escape
 
     def table(head: list[str], rows: list[list[str]]) -> str:
-        th = "".join(f"<th>{e(h)}</th>" for h in head)
-        cell = {True: '<td class="few">{}</td>', False: "<td>{}</td>"}
-        body = "".join("<tr>" + "".join(cell[isinstance(c, _Few)].format(e(c)) for c in r) + "</tr>" for r in rows)
-        return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+        few = '<td class="few">'
+        return html_table(head, rows, lambda c: (few if isinstance(c, _Few) else "<td>") + e(c) + "</td>")
 
     parts = ['<section id="trust">', "<h2>Can the judge be trusted?</h2>", f"<p>{e(_source_line(section))}</p>"]
     if section.judges:

@@ -8,7 +8,7 @@ import html
 import math
 from typing import Any
 
-from ._format import md_escape
+from ._format import html_table, md_escape, md_table
 
 __all__ = ["estimate_cell", "render_vs_human_html", "render_vs_human_markdown", "vs_human_parts"]
 
@@ -77,8 +77,7 @@ def render_vs_human_markdown(v: dict[str, Any]) -> str:
     lines, tables, note = _parts(v)
     out = [f"## {_HEADING}", "", *(md_escape(line) + "\n" for line in lines)]
     for head, rows in tables:
-        out += ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
-        out += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in rows] + [""]
+        out += [*md_table([md_escape(h) for h in head], ([md_escape(c) for c in r] for r in rows)), ""]
     return "\n".join([*out, md_escape(note), ""])
 
 
@@ -87,9 +86,6 @@ def render_vs_human_html(v: dict[str, Any]) -> str:
     e = html.escape
     lines, tables, note = _parts(v)
     parts = ['<section id="judged-vs-human">', f"<h2>{_HEADING}</h2>", *(f"<p>{e(line)}</p>" for line in lines)]
-    for head, rows in tables:
-        th = "".join(f"<th>{e(h)}</th>" for h in head)
-        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
-        parts.append(f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>")
+    parts += [html_table(head, rows) for head, rows in tables]
     parts += [f"<p class=meta>{e(note)}</p>", "</section>"]
     return "\n".join(parts) + "\n"

@@ -271,33 +271,15 @@ def validate_criteria_file(path: str | os.PathLike[str], report: ValidationRepor
 def _duplicate_key_lines(text: str, ctx: Context) -> None:
     """``duplicate_key/criteria`` for every key written twice in one object, with both lines (the JSON composed as
     YAML, whose nodes know their lines)."""
-    import yaml
-
     from .._yaml import compose_bounded
 
+    found: list[tuple[str, int, int]] = []
     try:
-        stack = [compose_bounded(text, file=ctx.file, duplicate_keys=True)]
+        compose_bounded(text, file=ctx.file, duplicate_keys=found)
     except InputError:  # pragma: no cover - JSON that is not YAML: orjson keeps the last value, unreported
         return
-    while stack:
-        node = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            first: dict[Any, int] = {}
-            for key, value in node.value:
-                line = key.start_mark.line + 1
-                if key.value in first:
-                    ctx.add(
-                        "duplicate_key/criteria",
-                        str(key.value),
-                        line=line,
-                        key=key.value,
-                        first=first[key.value],
-                        second=line,
-                    )
-                first.setdefault(key.value, line)
-                stack.append(value)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
+    for key, first, second in found:
+        ctx.add("duplicate_key/criteria", key, line=second, key=key, first=first, second=second)
 
 
 def criteria_from_wire(criteria: Any, file: str | None, report: ValidationReport) -> list[Criterion]:

@@ -1,4 +1,4 @@
-"""Rows read through a mapping that does not fit them, said once for the mapping instead of once a row (#34):
+"""Rows read through a mapping that does not fit them, said once for the mapping instead of once a row:
 
 - ``EntryKeys``: a key of a document or label list's entries that the mapping spells otherwise than every entry
   has it (``relevance_score: scroe`` while each entry has ``score``);

@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from .._text import did_you_mean
+from ..catalog import INPUT_TYPE_ORDER
 from ..dataset.absent import (
     RANKING,
     absent_field,
@@ -46,8 +47,6 @@ __all__ = ["Locate", "RowChecker"]
 _EDGE_SPACE = re.compile(r"(?:^|\x00)\s|\s(?:\x00|$)")  # an id (in a NUL-joined list) with surrounding space
 _MAX_KEYS_KEPT = 1_000  # distinct row keys remembered for did-you-mean hints
 _STRINGS = ("string", "string_or_messages", "string_object_or_messages")
-# the narrowest input type wins when criteria read one field as different types
-_TYPE_ORDER = {"string": 0, "documents": 0, "labels": 0, "string_or_messages": 1, "string_object_or_messages": 2}
 
 _FILL = "fill the field in every row, or drop the evaluator"
 
@@ -111,7 +110,7 @@ class RowChecker:
         for c in criteria:
             for inp, f in c.fields.items():
                 t = c.spec.input(inp).type
-                if f not in self.field_types or _TYPE_ORDER[t] < _TYPE_ORDER[self.field_types[f]]:
+                if f not in self.field_types or INPUT_TYPE_ORDER[t] < INPUT_TYPE_ORDER[self.field_types[f]]:
                     self.field_types[f] = t
         self.id_lists = [f for f, t in self.field_types.items() if t in ("documents", "labels")]
 

@@ -40,12 +40,12 @@ class Rule:
 _FROM_RANK = "set dataset.fields.retrieved_documents.scores_from_rank: true to "
 
 
-def _e(name: str, message: str, hint: str | None = None, *, code: str | None = None) -> Rule:
-    return Rule(name, code or name.split("/")[0], "error", message, hint)
+def _e(name: str, message: str, hint: str | None = None) -> Rule:
+    return Rule(name, name.split("/")[0], "error", message, hint)
 
 
-def _w(name: str, message: str, hint: str | None = None, *, code: str | None = None) -> Rule:
-    return Rule(name, code or name.split("/")[0], "warning", message, hint)
+def _w(name: str, message: str, hint: str | None = None) -> Rule:
+    return Rule(name, name.split("/")[0], "warning", message, hint)
 
 
 _TABLE = (
