@@ -5,12 +5,12 @@ records (``records.jsonl``, else ``plan.json``'s). The tables made from them liv
 ``results.parquet`` (``results.jsonl`` in file order), ``queries-NNNNN.parquet`` (one file per block of 16,384
 records: each query's id, kind, kind source, abstention, text facts, the local ranking metrics at every k and the
 per-query facts the report and the trust section need), ``holes-NNNNN.parquet`` (every unlabelled top-k document:
-row, rank, document id) and ``meta.json`` (the negative-query report of the records, and ``key``: what the tables
-were made from). They are a cache: ``RunColumns.open`` makes them again when they are missing or their key differs
-from the folder's (``_key``: the parameters the facts are computed with, and each source file's size with a hash of
-its first and last MiB: an appended result, a rewritten run or other ``--stage-k`` all change it). A folder
-written by an earlier version simply has no (or another) key. A read-only folder gets its tables in a temporary
-folder.
+row, rank, document id) and ``meta.json`` (the negative-query report of the records, the result rows' counts, and
+``key``: what the tables were made from). They are a cache: ``RunColumns.open`` makes them again when they are
+missing or their key differs from the folder's (``_key``: the parameters the facts are computed with, and each
+source file's size with a hash of its first and last MiB: an appended result, a rewritten run or other ``--stage-k``
+all change it). A folder written by an earlier version simply has no (or another) key. A read-only folder gets its
+tables in a temporary folder.
 
 Every count, group-by, join and ranking over these files is a query of an embedded DuckDB (``connect``: a memory
 limit, spilling to ``TMPDIR``); the statistics stay numpy on columns fetched one at a time (``RunColumns.column``).
@@ -360,6 +360,25 @@ def _seal_results(con: duckdb.DuckDBPyConnection, folder: RunFolder, target: Pat
         con.execute(f"COPY ({sql}) TO '{_sql_path(target / 'results.parquet')}' (FORMAT PARQUET)")
 
 
+def _count_results(con: duckdb.DuckDBPyConnection, results: str, n: int) -> tuple[int, int, int, int]:
+    """The result rows of ``results`` (a table or ``read_parquet`` of ``results.parquet``) counted against a run of
+    ``n`` queries: ``RunColumns._result_counts``."""
+    rows, errored, out_of_range, in_range, distinct = con.execute(
+        "SELECT count(*), count(error), count(*) FILTER (WHERE row < 0 OR row >= $n), "
+        "count(*) FILTER (WHERE row >= 0 AND row < $n), (SELECT count(*) FROM (SELECT DISTINCT row, "
+        f"criterion, metric FROM {results} WHERE row >= 0 AND row < $n)) FROM {results}",
+        {"n": n},
+    ).fetchall()[0]
+    return int(rows), int(errored), int(out_of_range), int(in_range) - int(distinct)
+
+
+# per (criterion, metric): are its result rows one per query, in row order in the file (``RunColumns.in_row_order``)
+_IN_ROW_ORDER = (
+    "SELECT criterion, metric, count(*) = $n AND coalesce(bool_and(row = i), true) FROM (SELECT criterion, metric, "
+    "row, row_number() OVER (PARTITION BY criterion, metric ORDER BY seq) - 1 AS i FROM {results}{pair}) GROUP BY ALL"
+)
+
+
 def seal(
     folder: RunFolder,
     params: FactParams,
@@ -389,7 +408,12 @@ def seal(
                     "no query records (records.jsonl missing or empty, and none in plan.json)", file=str(folder.path)
                 )
             _seal_results(con, folder, work)
-            write_json(work / "meta.json", {"key": key, **facts.meta})
+            results = f"read_parquet('{_glob_literal(work / 'results.parquet')}', file_row_number = true)"
+            counts = _count_results(con, results, facts.n)
+            sql = _IN_ROW_ORDER.format(results=f"(SELECT *, file_row_number AS seq FROM {results})", pair="")
+            ordered = [[c, m] for c, m, yes in con.execute(sql, {"n": facts.n}).fetchall() if yes]
+            meta = {"key": key, "result_counts": list(counts), "in_row_order": ordered, **facts.meta}
+            write_json(work / "meta.json", meta)
             if final.exists():
                 shutil.rmtree(final)
             os.replace(work, final)
@@ -426,6 +450,7 @@ class RunColumns:
         self._observed: tuple[dict[str, list[str]], dict[str, str]] | None = None
         self._counts: tuple[int, int, int, int] | None = None
         self._n: int | None = None
+        self._column_types: dict[str, str] | None = None
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -440,6 +465,15 @@ class RunColumns:
     def define(self, sql: str) -> None:
         """Run ``sql`` (a ``CREATE OR REPLACE VIEW``) on the connection."""
         self.con.execute(sql)
+
+    def scratch(self) -> Path:
+        """A folder for this reader's own temporary files (tables a report writes once and reads again), removed
+        with the engine's spill folder by ``close``."""
+        if self._spill is None:
+            raise RunFolderError("the run's columns were closed", file=str(self.path))
+        folder = self._spill / "scratch"
+        folder.mkdir(exist_ok=True)
+        return folder
 
     @classmethod
     def open(
@@ -536,7 +570,7 @@ class RunColumns:
         row = self.one(query, params)
         return row[0] if row else None
 
-    # -- per-query columns, in row order ------------------------------------------------------------------------
+    # -- per-query columns, in row order: the ``queries`` files' scan order (insertion order kept), no sort -------
     def _rows(self, lo: int, hi: int | None) -> str:
         hi = self.n_queries if hi is None else hi
         return "" if (lo, hi) == (0, self.n_queries) else f" WHERE row >= {int(lo)} AND row < {int(hi)}"
@@ -545,26 +579,38 @@ class RunColumns:
         """One per-query column (rows ``lo`` to ``hi``) as numpy: numbers as float64 with NULL as NaN, booleans
         as bool (NULL False), anything else as Python objects (NULL None)."""
         col = _quote(name)
-        kind = self.scalar(f"SELECT typeof({col}) FROM queries LIMIT 1")
+        kind = self._types()[name]
         where = self._rows(lo, hi)
         if kind == "BOOLEAN":
-            flags = self.sql(f"SELECT coalesce({col}, false) AS v FROM queries{where} ORDER BY row").fetchnumpy()
+            flags = self.sql(f"SELECT coalesce({col}, false) AS v FROM queries{where}").fetchnumpy()
             return np.asarray(flags["v"], bool)
         if kind in ("DOUBLE", "BIGINT", "TINYINT"):
-            got = self.sql(f"SELECT coalesce({col}::DOUBLE, 'NaN') AS v FROM queries{where} ORDER BY row")
+            got = self.sql(f"SELECT coalesce({col}::DOUBLE, 'NaN') AS v FROM queries{where}")
             return np.asarray(got.fetchnumpy()["v"], np.float64)
-        values = self.texts(name, lo, hi) if kind is not None else []
+        values = self.texts(name, lo, hi)
         return np.fromiter(values, dtype=object, count=len(values))
 
     def texts(self, name: str, lo: int = 0, hi: int | None = None) -> list[Any]:
         """A text (or list) column as Python values, rows ``lo`` to ``hi``."""
-        got = self.sql(f"SELECT {_quote(name)} FROM queries{self._rows(lo, hi)} ORDER BY row").fetchall()
+        got = self.sql(f"SELECT {_quote(name)} FROM queries{self._rows(lo, hi)}").fetchall()
         return [r[0] for r in got]
+
+    def _types(self) -> dict[str, str]:
+        """Each ``queries`` column's SQL type, asked once."""
+        if self._column_types is None:
+            got = self.sql("SELECT column_name, column_type FROM (DESCRIBE queries)").fetchall()
+            self._column_types = {str(name): str(kind) for name, kind in got}
+        return self._column_types
 
     def ids_where(self, condition: str, limit: int | None = None) -> list[str]:
         """The query ids of the rows where the SQL ``condition`` holds, in row order (the first ``limit``)."""
         cap = "" if limit is None else f" LIMIT {int(limit)}"
         return [r[0] for r in self.sql(f"SELECT query_id FROM queries WHERE {condition} ORDER BY row{cap}").fetchall()]
+
+    def mask_where(self, condition: str) -> np.ndarray:
+        """Per query, in row order: does the SQL ``condition`` hold (NULL: no)."""
+        got = self.sql(f"SELECT coalesce({condition}, false) AS v FROM queries").fetchnumpy()
+        return np.asarray(got["v"], bool)
 
     def count_where(self, condition: str) -> int:
         return int(self.scalar(f"SELECT count(*) FROM queries WHERE {condition}"))
@@ -572,15 +618,14 @@ class RunColumns:
     # -- result rows ----------------------------------------------------------------------------------------------
     def _result_counts(self) -> tuple[int, int, int, int]:
         """``rows``, ``errored`` (rows with an error), ``out_of_range`` (rows pointing at a dataset row that does
-        not exist) and ``duplicates`` (in-range rows repeating a (row, criterion, metric): the last one is kept)."""
+        not exist) and ``duplicates`` (in-range rows repeating a (row, criterion, metric): the last one is kept):
+        counted when the tables were sealed (``meta.json``), else now."""
         if self._counts is None:
-            rows, errored, out_of_range, in_range, distinct = self.one(
-                "SELECT count(*), count(error), count(*) FILTER (WHERE row < 0 OR row >= $n), "
-                "count(*) FILTER (WHERE row >= 0 AND row < $n), (SELECT count(*) FROM (SELECT DISTINCT row, "
-                "criterion, metric FROM results WHERE row >= 0 AND row < $n)) FROM results",
-                {"n": self.n_queries},
-            )
-            self._counts = (int(rows), int(errored), int(out_of_range), int(in_range) - int(distinct))
+            sealed = self.meta.get("result_counts")
+            if isinstance(sealed, list) and len(sealed) == 4 and all(type(v) is int for v in sealed):
+                self._counts = (sealed[0], sealed[1], sealed[2], sealed[3])
+            else:
+                self._counts = _count_results(self.con, "results", self.n_queries)
             if self._counts[3] == 0:  # no duplicate: a pair's cells are its rows, no window needed (≈ 20 ms each)
                 self.con.execute(f"CREATE OR REPLACE MACRO cell_of(c, m) AS TABLE {_PAIR_ROWS}")
         return self._counts
@@ -609,6 +654,19 @@ class RunColumns:
             if crit not in evaluator_of or first < evaluator_of[crit][0]:
                 evaluator_of[crit] = (first, evaluator)
         return observed, {c: e for c, (_, e) in evaluator_of.items()}
+
+    def in_row_order(self, criterion: str, metric: str) -> bool:
+        """Are the result rows of (``criterion``, ``metric``) one per query, in row order in the file? Then its
+        cells are its rows as the file holds them (no duplicate, none missing), to be joined with the ``queries``
+        by position."""
+        sealed = self.meta.get("in_row_order")  # found when the tables were sealed
+        if isinstance(sealed, list):
+            return [criterion, metric] in sealed
+        pair = " WHERE criterion = $c AND metric = $m"
+        got = self.one(
+            _IN_ROW_ORDER.format(results="results", pair=pair), {"n": self.n_queries, "c": criterion, "m": metric}
+        )
+        return bool(got[2]) if got else self.n_queries == 0
 
     def anomalies(self) -> tuple[int, int]:
         """(rows pointing outside the dataset, duplicated (row, criterion, metric) rows)."""

@@ -209,6 +209,39 @@ def test_the_last_of_duplicated_result_rows_wins(old_run: Path, tmp_path: Path) 
     assert cell["score"] == 0.25 and cell["reason"] == "judged again"
 
 
+def _in_row_order(run_dir: Path, pair: tuple[str, str]) -> tuple[bool, bool]:
+    """Is ``pair`` in row order: as found when the tables were sealed, and as a reader of tables sealed without
+    it finds (the same)."""
+    meta_path = run_dir / COLUMNS_DIR / "meta.json"
+    run = RunColumns.open(run_dir)
+    sealed = run.in_row_order(*pair)
+    run.close()
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta_path.write_text(json.dumps({**meta, "in_row_order": None}), encoding="utf-8")
+    run = RunColumns.open(run_dir)
+    found = run.in_row_order(*pair)
+    run.close()
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    return sealed, found
+
+
+def test_result_rows_out_of_row_order_give_the_same_report_and_rows(old_run: Path, tmp_path: Path) -> None:
+    """A metric whose result rows the file holds one per query in row order is joined with the queries by
+    position; one whose rows come in another order (a resumed or parallel run) through a join: the same report and
+    the same per-query rows either way."""
+    pair = ("document_retrieval", "ndcg@3")
+    in_order = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "a.parquet")))
+    assert _in_row_order(old_run, pair) == (True, True)
+    results = old_run / "results.jsonl"
+    lines = results.read_text(encoding="utf-8").splitlines()
+    first = [line for line in lines if json.loads(line)["row"] == 0]  # every metric's first appearance, kept first
+    results.write_text("\n".join(first + [line for line in reversed(lines) if line not in first]) + "\n")
+    shuffled = json.loads(render_json(build_report(old_run, queries_out=tmp_path / "b.parquet")))
+    assert _in_row_order(old_run, pair) == (False, False)
+    _close(_without_moving(shuffled), _without_moving(in_order))
+    assert _parquet_rows(tmp_path / "b.parquet") == _parquet_rows(tmp_path / "a.parquet")
+
+
 def test_result_rows_outside_the_dataset_and_errors_are_counted(old_run: Path) -> None:
     """The counts every report states of the result rows: rows, rows with an error, rows pointing outside the
     dataset, duplicates."""
@@ -234,6 +267,13 @@ def test_result_rows_outside_the_dataset_and_errors_are_counted(old_run: Path) -
     cell = _parquet_rows(old_run.parent / "q.parquet")[lines[1]["row"]]["foundry"][key]
     assert cell["status"] == "errored" and cell["error"] == "timeout" and cell["score"] is None
     assert report.coverage["per_metric"][key]["errored"] >= 1
+    sealed = json.loads((old_run / COLUMNS_DIR / "meta.json").read_text(encoding="utf-8"))
+    assert sealed["result_counts"] == [len(lines) + 3, errored, 2, 1]  # counted once, when the tables were sealed
+    sealed.pop("result_counts")  # tables sealed by a version that did not count: counted by each reader
+    (old_run / COLUMNS_DIR / "meta.json").write_text(json.dumps(sealed), encoding="utf-8")
+    again = RunColumns.open(old_run)
+    assert (again.result_counts(), again.anomalies()) == ((len(lines) + 3, errored), (2, 1))
+    assert "result_counts" not in json.loads((old_run / COLUMNS_DIR / "meta.json").read_text(encoding="utf-8"))
 
 
 def test_a_damaged_results_line_is_named_by_line(old_run: Path) -> None:

@@ -44,15 +44,16 @@ def test_report_numbers_are_unchanged(runs: tuple[Path, Path], golden: dict[str,
 def test_report_numbers_are_unchanged_when_read_in_small_blocks(
     runs: tuple[Path, Path], golden: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Records sealed 700 at a time (one Parquet file each), per-query rows fetched 300 at a time: a run larger
-    than every block gives the numbers of one block (block edges fall inside the run, not on it)."""
+    """Records sealed 700 at a time (one Parquet file each), each Foundry metric's rows written 300 to a row group
+    (the files the per-query rows join by position): a run larger than every block gives the numbers of one block
+    (block edges fall inside the run, not on it, nor on each other)."""
     import shutil
 
     from foundry_bridge import columns
-    from foundry_bridge.report import _rows
+    from foundry_bridge.report import _columns
 
     monkeypatch.setattr(columns, "BLOCK", 700)
-    monkeypatch.setattr(_rows, "_BATCH", 300)
+    monkeypatch.setattr(_columns, "ROW_GROUP", 300)
     run = tmp_path / "run"
     shutil.copytree(runs[0], run)
     shutil.rmtree(run / columns.COLUMNS_DIR, ignore_errors=True)  # sealed again, in blocks of 700

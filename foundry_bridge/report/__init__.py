@@ -8,18 +8,28 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import Any
+
 from . import _frames, _model
 from ._build import ReportError, build_report, foundry_key
-from ._html import render_html
-from ._markdown import render_markdown
 from ._model import STAGES, QueryRow, Report, report_json_schema
-from ._plain import render_text
 from ._queue import write_labelling_queue
 from ._render import FORMATS, queries_path, render, render_json
 from ._stages import STAGE_RULES, attribute_stage
 from ._trust import render_trust_html, render_trust_markdown, trust_section, write_verdict_queue_for
 
 _model.FRAMES = _frames  # the DataFrames stand above the build: plugged in here (see _model.Frames)
+
+# the Markdown, HTML and terminal renderers, imported at their first use (a JSON report never loads them)
+_RENDERERS = {"render_html": "._html", "render_markdown": "._markdown", "render_text": "._plain"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENDERERS:
+        return getattr(import_module(_RENDERERS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FORMATS",

@@ -1,11 +1,13 @@
 """Build a ``Report`` from a run folder: normalized Foundry results merged with locally computed metrics.
 
 The run folder is read through its columns (``columns.RunColumns``: the results and the per-query facts as Parquet,
-sealed when the run finished, or on the first report of a folder of an earlier version) and its counts are
-checked: a truncated ``results.jsonl`` is an error, never a smaller report. Each metric's column is fetched from the
-engine one at a time and its aggregates computed in numpy (``_aggregate``); the per-query rows are made a block of
-rows at a time and written to a JSONL file as they are made (``_rows``): memory grows with the number of metrics
-and of the rows shown, not with the document text or the rows written.
+sealed when the run finished, or on the first report of a folder of an earlier version) and its counts are checked:
+a truncated ``results.jsonl`` is an error, never a smaller report. Each Foundry metric is a view in row order
+(``ScoreColumn``: its result rows joined with the queries by position when the file holds them one per query in row
+order, else its joins evaluated once into a file, ``ScoreColumn.materialize``) that its aggregates (one ``GROUP BY``
+each), the stage rule and the per-query rows read; a local metric's column is fetched from the engine one at a time
+and its aggregates computed in numpy (``_aggregate``); the per-query rows are written by the engine (``_rows``):
+memory grows with the number of metrics and of the rows shown, not with the document text or the rows written.
 """
 
 from __future__ import annotations
@@ -439,7 +441,7 @@ def _read(
     observed, evaluator_of = run.observed()
     evaluators = {**evaluator_of, **{c.name: c.evaluator for c in run_in.plan.criteria}}
     found = _Found(observed, evaluators, n_results, errored_rows)
-    negative = np.asarray(run.column("kind") == "negative", bool)
+    negative = run.mask_where("kind = 'negative'")
     expected = _expected(run_in.plan, specs, found)
     local = LocalColumns(run, run.local_keys)
     infos = _metric_infos(local.keys_, expected, found, params)
@@ -503,18 +505,21 @@ def build_report(
     step("report", 1, 4)
     n_rows = b.run.n_queries
     keep = n_rows <= table_rows
+    for col in b.scores.values():  # a metric's joins run once: its rows, aggregates and distribution read it
+        if not col.positional:
+            col.materialize()
     inp = _row_inputs(b, specs, judge_based=relabel is not None)
     rows = stream_rows(inp, worst=worst)
     wanted = None if keep else sorted({r for w in (rows.worst, rows.worst_ruled) for rs in w.values() for r in rs})
     with tempfile.TemporaryDirectory(prefix="foundry-bridge-rows-") as tmp:
         work = Path(tmp)
         if queries_out is None:  # only the rows the report shows
-            write_rows(inp, work, work / "rows.parquet", wanted)
+            write_rows(inp, work / "rows.parquet", wanted)
             shown = fetch_rows(inp, work / "rows.parquet", wanted)
         else:
             with atomic_open(queries_out, sweep=True) as fh:  # written where fh is, renamed into place
                 made = Path(fh.name) if per_query == "parquet" else work / "rows.parquet"
-                write_rows(inp, work, made)
+                write_rows(inp, made)
                 if per_query == "jsonl":
                     write_json_lines(inp, made, fh)
                 shown = fetch_rows(inp, made, wanted)

@@ -9,19 +9,26 @@ is the correct outcome, so it reads as passed and its reason says so.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
 from ..catalog import CATALOG
-from ..columns import RunColumns, _quote
+from ..columns import RunColumns, _glob_literal, _quote, _sql_path
 from ..wire import passed_for_kind
 
 __all__ = ["ERRORED", "MISSING", "SCORED", "STATUSES", "Columns", "ScoreColumn"]
 
 STATUSES = ("scored", "errored", "missing")
 SCORED, ERRORED, MISSING = 0, 1, 2
+# rows per Parquet row group the engine writes: it holds a whole row group in memory while it writes (at its default
+# of 122,880 rows, a 100,000-query run's rows at once: beyond its memory limit with a judge's reason per query)
+ROW_GROUP = 8192
+_PAIR = "SELECT * FROM results WHERE criterion = {c} AND metric = {m}"  # one metric's result rows, in file order
 
 
 def _literal(text: str) -> str:
@@ -38,6 +45,16 @@ class ScoreColumn:
     ) -> None:
         self.run, self.key, self.criterion, self.metric = run, key, criterion, metric
         self.view = _quote(f"score:{key}")
+        c, m = _literal(criterion), _literal(metric)
+        self.positional = run.in_row_order(criterion, metric)  # the view's rows come in row order
+        if self.positional:  # its cells are its rows: joined by position, none missing (no criterion error read)
+            source, fallback = f"queries q POSITIONAL JOIN ({_PAIR.format(c=c, m=m)}) c", "NULL::VARCHAR"
+        else:
+            source = (
+                f"queries q LEFT JOIN cell_of({c}, {m}) c ON c.row = q.row LEFT JOIN (SELECT row, error FROM "
+                f"criterion_error WHERE criterion = {c}) e ON e.row = q.row"
+            )
+            fallback = "e.error"
         spec = CATALOG.get(evaluator or "")
         flip = "FALSE"  # a fail on a negative query that abstained, read for the kind (wire.passed_for_kind)
         passed, note = True, ""
@@ -49,18 +66,30 @@ class ScoreColumn:
         run.define(
             f"CREATE OR REPLACE VIEW {self.view} AS "
             "WITH s AS (SELECT q.row, q.kind, q.abstains, c.row IS NOT NULL AS present, c.score, c.passed, c.label, "
-            "c.threshold, c.reason, CASE WHEN c.row IS NULL THEN e.error ELSE c.error END AS error, "
-            "CASE WHEN c.row IS NULL THEN (CASE WHEN e.error IS NULL THEN 2 ELSE 1 END) WHEN c.error IS NOT NULL "
+            f"c.threshold, c.reason, CASE WHEN c.row IS NULL THEN {fallback} ELSE c.error END AS error, "
+            f"CASE WHEN c.row IS NULL THEN (CASE WHEN {fallback} IS NULL THEN 2 ELSE 1 END) WHEN c.error IS NOT NULL "
             f"THEN 1 WHEN {has_value} THEN 0 ELSE 2 END::TINYINT AS status, "
-            f"({flip}) AND c.passed = false AS flip FROM queries q "
-            f"LEFT JOIN cell_of({_literal(criterion)}, {_literal(metric)}) c "
-            f"ON c.row = q.row LEFT JOIN (SELECT row, error FROM criterion_error WHERE criterion = "
-            f"{_literal(criterion)}) e ON e.row = q.row) "
+            f"({flip}) AND c.passed = false AS flip FROM {source}) "
             "SELECT row, kind, status, present, score, label, threshold, error, "
             f"CASE WHEN flip AND status = 0 THEN {passed} ELSE passed END AS passed, "
             f"CASE WHEN flip AND status = 0 THEN rtrim({_literal(note + '. ')} || coalesce(reason, ''), "
             "' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13)) ELSE reason END AS reason FROM s"
         )
+
+    def materialize(self) -> None:
+        """Evaluate the view once into a Parquet file of the run's scratch folder (one row per query, in row order)
+        and read it from there afterwards: the joins with the results run once however often the metric is read,
+        and the view can be joined by position with the ``queries`` (``POSITIONAL JOIN``). A metric whose result
+        rows are in row order already (``positional``) needs none of this: its view is a positional join."""
+        fd, name = tempfile.mkstemp(suffix=".parquet", dir=self.run.scratch())
+        os.close(fd)
+        path = Path(name)
+        self.run.sql(
+            f"COPY (SELECT * FROM {self.view} ORDER BY row) TO '{_sql_path(path)}' (FORMAT parquet, ROW_GROUP_SIZE "
+            f"{ROW_GROUP})"
+        )
+        self.run.define(f"CREATE OR REPLACE VIEW {self.view} AS SELECT * FROM read_parquet('{_glob_literal(path)}')")
+        self.positional = True
 
     def fields_sql(self, alias: str) -> str:
         """The query's ``FoundryScore`` (``_model.FoundryScore``'s fields, in its order) from this view joined as

@@ -26,15 +26,18 @@ from ._model import LIST_CAP, Report
 __all__ = ["LABEL_PLACEHOLDER", "Queue", "write_labelling_queue"]
 
 LABEL_PLACEHOLDER = "?"
-# the documents in queue order: priority rounded to 1e-9 (the engine's sum is Σ 1/rank to 1e-9, not to the bit), then
-# count, best rank, id
+# queue order: priority rounded to 1e-9 (the engine's sum is Σ 1/rank to 1e-9, not to the bit), then count, best
+# rank, id
+_ORDER = "round(approx, 9) DESC, n DESC, best, document_id"
+# the first ``$docs`` documents in queue order (the engine's top-N: no sort of every document), each with its place
 _RANKED = (
-    "SELECT *, row_number() OVER (ORDER BY round(approx, 9) DESC, n DESC, best, document_id) AS place FROM queue_docs"
+    f"SELECT *, row_number() OVER (ORDER BY {_ORDER}) AS place FROM (SELECT * FROM queue_docs ORDER BY {_ORDER} "
+    "LIMIT $docs)"
 )
 # every hole of the documents ranked ``place <= $docs``, in queue order, the first ``$holes`` of each document
 _HOLES = (
     f"SELECT r.document_id, r.n, r.best, r.rank_sum, r.approx, h.rank, q.query_id, q.query FROM ({_RANKED}) r "
-    "JOIN holes h USING (document_id) JOIN queries q ON q.row = h.row WHERE r.place <= $docs "
+    "JOIN holes h USING (document_id) JOIN queries q ON q.row = h.row "
     "QUALIFY row_number() OVER (PARTITION BY r.place ORDER BY h.rank, q.query_id, h.row) <= $holes "
     "ORDER BY r.place, h.rank, q.query_id, h.row"
 )

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ._html import render_html
-from ._markdown import render_markdown
 from ._model import Report
 
 __all__ = ["FORMATS", "queries_path", "render", "render_json"]
@@ -17,6 +15,20 @@ def render_json(report: Report) -> str:
     when ``report --human-qrels`` asked for it)."""
     exclude = None if report.judged_vs_human else {"judged_vs_human"}
     return report.model_dump_json(indent=2, exclude=exclude) + "\n"
+
+
+def render_markdown(report: Report) -> str:
+    """``_markdown.render_markdown``, imported at its first use."""
+    from ._markdown import render_markdown
+
+    return render_markdown(report)
+
+
+def render_html(report: Report) -> str:
+    """``_html.render_html``, imported at its first use."""
+    from ._html import render_html
+
+    return render_html(report)
 
 
 FORMATS: dict[str, Callable[[Report], str]] = {"json": render_json, "md": render_markdown, "html": render_html}

@@ -1,12 +1,13 @@
 """The per-query rows: each query's stage decided in Python (``_stages.attribute_stage``, the one domain rule), the
 rows themselves made by the engine (Parquet; JSON lines on request, by one ``COPY`` of those rows).
 
-A pass over the stage rule's inputs (the facts and hit@stage_k streamed in batches, the answer judges' status and
-verdict fetched whole) decides each query's stage; the stages are handed to the engine as one compact table
-(``stage_rows``: a stage code, a reason code and the partial-search flag per query), and the rows (``write_rows``:
-the facts, local metrics, each Foundry metric's ``FoundryScore`` from its view, the stage) are written by the engine
-and Arrow. The report keeps the stage of every query (one byte each), the canaries, the ``worst`` rows of each stage
-and, when the run has at most ``table_rows`` queries, every row (the HTML's per-query table).
+The stage rule runs once per distinct inputs (``_groups``: the facts, hit@stage_k and the answer judges' status and
+verdict of every query grouped by the engine; a handful of groups in a large run); the stages are handed to the
+engine as one compact table (``stage_rows``: a stage code, a reason code and the partial-search flag per query) and
+a macro (``stage_reason``: the reason of a code, with the query's dropped documents named where the rule names
+them), and the rows (``write_rows``: the facts, local metrics, each Foundry metric's ``FoundryScore``, the stage)
+are written by the engine. The report keeps the stage of every query (one byte each), the canaries, the ``worst``
+rows of each stage and, when the run has at most ``table_rows`` queries, every row (the HTML's per-query table).
 
 The worst rows of a stage: most failed answer judges first, then the lowest mean of the answer judges' primary
 scores (each scaled to 0–1 by its catalog range; a query without one counts as 1), then dataset order.
@@ -14,7 +15,6 @@ scores (each scaled to 0–1 by its catalog range; a query without one counts as
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -23,13 +23,11 @@ import numpy as np
 
 from .._io import dumps
 from ..columns import RunColumns, _glob_literal, _quote, _sql_path
-from ._columns import SCORED, STATUSES, ScoreColumn
+from ._columns import ROW_GROUP, SCORED, STATUSES, ScoreColumn, _literal
 from ._model import LIST_CAP, STAGES, CanaryFlag
 from ._stages import JudgeScore, ScoreState, attribute_stage, judge_decided, missed_top_grade
 
 __all__ = ["Judge", "RowInputs", "RowsOut", "fetch_rows", "stream_rows", "write_json_lines", "write_rows"]
-
-_BATCH = 8192  # rows of the stage rule's inputs fetched from the engine at once
 
 
 @dataclass(frozen=True)
@@ -82,27 +80,53 @@ def _canary(query_id: str, canary: str, judges: list[JudgeScore]) -> CanaryFlag:
     )
 
 
-_FACTS = (
-    "q.row, q.query_id, q.kind, q.canary, q.dropped_relevant, q.checked, q.contradiction, q.found, q.best, "
-    "q.response IS NOT NULL AS has_response, q.abstains"
+# the stage rule's inputs of a query, as the engine groups them (a judge's status and verdict appended per judge)
+_INPUTS = (
+    "q.kind, {hit} AS hit, coalesce(q.checked, false) AS checked, len(coalesce(q.dropped_relevant, [])) > 0 AS "
+    "dropped, q.response IS NOT NULL AS has_response, q.abstains, coalesce(q.contradiction, false) AS contradiction, "
+    "q.found, q.best"
 )
+# stand-ins for the dropped documents' ids, which the rule only names in the reason: the documents themselves are
+# put in each query's reason by the engine (the macro ``stage_reason``)
+_NAMES = ("\x00dropped-1\x00", "\x00dropped-2\x00")
 
 
-def _batches(inp: RowInputs) -> Any:
-    """The facts the stage rule reads and hit@stage_k of every query, as Arrow record batches in row order (the
-    ``queries`` files' order: one scan, no sort). Judge labels grade every top-k document a judge could grade: a
-    query with no relevant label whose top k holds no ungraded document has hit 0 (the judge found none), not an
-    undefined hit (human qrels: no relevant document known)."""
+def _groups(inp: RowInputs) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The distinct inputs of the stage rule over every query (the facts, hit@stage_k, whether the query has
+    dropped documents and each answer judge's status and verdict: one ``GROUP BY`` of the engine) and each query's
+    group. Judge labels grade every top-k document a judge could grade: a query with no relevant label whose top k
+    holds no ungraded document has hit 0 (the judge found none), not an undefined hit (human qrels: no relevant
+    document known)."""
     hit = f"q.{_quote(inp.hit_key)}"
     if inp.judge_based:
         hit = f"CASE WHEN coalesce(isnan({hit}), true) AND len(q.holes) = 0 THEN 0.0 ELSE {hit} END"
-    sql = f"SELECT {_FACTS}, {hit} AS hit FROM queries q"
-    return inp.run.con.sql(sql).to_arrow_reader(_BATCH)
+    fields, joins = [_INPUTS.format(hit=f"CASE WHEN isnan({hit}) THEN NULL ELSE {hit} END")], []
+    for c, judge in enumerate(inp.judges):
+        if judge.column is None:
+            fields.append(f"-1 AS s{c}, -1 AS p{c}")
+            continue
+        if not judge.column.positional:
+            judge.column.materialize()
+        joins.append(f" POSITIONAL JOIN {judge.column.view} j{c}")
+        fields.append(f"j{c}.status AS s{c}, coalesce(j{c}.passed::TINYINT, -1) AS p{c}")
+    got = inp.run.sql(  # numpy, not Arrow: pyarrow's conversion to numpy would import pandas (0.4 s)
+        f"SELECT * EXCLUDE (row), list(row) AS rows FROM (SELECT q.row, {', '.join(fields)} FROM queries q"
+        f"{''.join(joins)}) GROUP BY ALL"
+    ).fetchnumpy()
+    rows = got.pop("rows")  # each group's rows
+    sizes = np.array([len(r) for r in rows], np.int64)
+    if int(sizes.sum()) != inp.run.n_queries:
+        raise RuntimeError("the stage rule's inputs do not cover every query")  # never: one row per query
+    group = np.empty(inp.run.n_queries, np.int32)
+    if len(rows):
+        group[np.concatenate(list(rows))] = np.repeat(np.arange(len(rows), dtype=np.int32), sizes)
+    columns = {name: values.tolist() for name, values in got.items()}  # NULL (masked): None
+    return [{name: values[g] for name, values in columns.items()} for g in range(len(rows))], group
 
 
 def _badness(judges: list[Judge], fields: list[dict[str, Any] | None], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per query of a block: the answer judges that failed, and the mean of their primary scores scaled to 0–1
-    by each judge's catalog range (1 where none)."""
+    """Per query: the answer judges that failed, and the mean of their primary scores scaled to 0–1 by each
+    judge's catalog range (1 where none)."""
     failed, total, count = np.zeros(n, np.int64), np.zeros(n), np.zeros(n, np.int64)
     for judge, f in zip(judges, fields, strict=True):
         if f is None:
@@ -117,201 +141,175 @@ def _badness(judges: list[Judge], fields: list[dict[str, Any] | None], n: int) -
 
 
 JUDGE_BASED = " (judge-based: relevance from judge-labelled qrels)"
-_REMEMBERED = 4096  # distinct stage inputs kept at most (a run has a handful; the memo is emptied when full)
 
 
-class _Stages:
-    """``attribute_stage`` on each query, remembered by its inputs (few distinct ones in a large run). A query with
-    dropped documents is decided afresh: its reason names them, so its inputs are its own and remembering them
-    would grow with the run."""
+@dataclass(frozen=True)
+class _Decided:
+    """The stage rule on one group of inputs: the stage, the reason (``prefix``; with dropped documents named,
+    ``prefix`` + the names joined by ``sep`` + ``suffix``), the partial search miss, decided by the judges."""
 
-    def __init__(self, judges: list[Judge], judge_based: bool = False) -> None:
-        self.judges, self.judge_based = judges, judge_based
-        self.seen: dict[tuple[Any, ...], tuple[str, str]] = {}
-        self.made: dict[tuple[tuple[int, int], ...], list[JudgeScore]] = {}
+    stage: str
+    prefix: str
+    sep: str | None
+    suffix: str
+    partial: bool
+    by_judge: bool
+    verdicts: list[JudgeScore]
 
-    def verdicts(self, codes: tuple[tuple[int, int], ...]) -> list[JudgeScore]:
-        """The answer judges' verdicts from their (status, passed) codes (-1: missing / none)."""
-        got = self.made.get(codes)
-        if got is None:
-            got = self.made[codes] = [
-                JudgeScore(j.criterion, ScoreState("missing" if s < 0 else STATUSES[s], None if p < 0 else bool(p)))
-                for j, (s, p) in zip(self.judges, codes, strict=True)
-            ]
-        return got
 
-    def __call__(self, key: tuple[Any, ...]) -> tuple[str, str]:
-        if key[3]:  # dropped documents
-            return self._decide(key)
-        got = self.seen.get(key)
-        if got is None:
-            if len(self.seen) >= _REMEMBERED:
-                self.seen.clear()
-            got = self.seen[key] = self._decide(key)
-        return got
+def _decide(inp: RowInputs, key: dict[str, Any]) -> _Decided:
+    """``attribute_stage`` on a group's inputs. A group with dropped documents is decided with stand-ins for their
+    ids (``_NAMES``, once two, once one): the rule names them in its reason, joined, and the two reasons give the
+    text around the names and the separator (the rule decides on whether documents were dropped, never on which:
+    ``attribute_stage``)."""
+    abstained = None if key["abstains"] < 0 else key["abstains"] == 1
+    verdicts = [
+        JudgeScore(j.criterion, ScoreState("missing" if s < 0 else STATUSES[s], None if p < 0 else bool(p)))
+        for c, j in enumerate(inp.judges)
+        for s, p in [(key[f"s{c}"], key[f"p{c}"])]
+    ]
+    grades = (key["found"], key["best"])
 
-    def _decide(self, key: tuple[Any, ...]) -> tuple[str, str]:
-        kind, hit, checked, dropped, has_response, abstained, codes, contradiction, grades = key
+    def rule(dropped: tuple[str, ...]) -> tuple[str, str]:
         stage, reason = attribute_stage(
-            kind=kind,
-            hit=hit,
-            assembly_checked=checked,
+            kind=key["kind"],
+            hit=key["hit"],
+            assembly_checked=key["checked"],
             dropped_relevant=dropped,
-            has_response=has_response,
+            has_response=key["has_response"],
             abstained=abstained,
-            answer_judges=self.verdicts(codes),
-            label_contradiction=contradiction,
+            answer_judges=verdicts,
+            label_contradiction=key["contradiction"],
             grades=grades,
         )
-        return stage, reason + (JUDGE_BASED if self.judge_based else "")
+        return stage, reason + (JUDGE_BASED if inp.judge_based else "")
+
+    stage, reason = rule(_NAMES if key["dropped"] else ())
+    prefix, sep, suffix = reason, None, ""
+    if key["dropped"] and _NAMES[0] in reason:
+        prefix, rest = reason.split(_NAMES[0], 1)
+        sep, _, suffix = rest.partition(_NAMES[1])
+        if rule(_NAMES[:1]) != (stage, prefix + _NAMES[0] + suffix) or any(n in prefix + suffix for n in _NAMES):
+            raise RuntimeError("the stage rule names the dropped documents otherwise than joined in its reason")
+    elif key["dropped"] and rule(_NAMES[:1]) != (stage, reason):
+        raise RuntimeError("the stage rule decides on which documents were dropped")
+    partial = missed_top_grade(key["kind"], key["hit"], grades)
+    return _Decided(stage, prefix, sep, suffix, partial, judge_decided(key["kind"], stage, abstained), verdicts)
+
+
+def _first_ids(run: RunColumns, rows: dict[str, np.ndarray]) -> dict[str, list[str]]:
+    """The query ids of some lists of rows (each at most ``LIST_CAP`` long), one query of the engine."""
+    wanted = sorted({int(r) for at in rows.values() for r in at.tolist()})
+    if not wanted:
+        return {name: [] for name in rows}
+    got = run.sql(f"SELECT row, query_id FROM queries WHERE row IN ({', '.join(map(str, wanted))})").fetchall()
+    qid = dict(got)
+    return {name: [qid[r] for r in at.tolist()] for name, at in rows.items()}
+
+
+def _worst(at: np.ndarray, failed: np.ndarray, scaled: np.ndarray, worst: int) -> list[int]:
+    """The ``worst`` rows of ``at``: most failed judges, then the lowest scaled score, then dataset order."""
+    return at[np.lexsort((at, scaled[at], -failed[at]))][:worst].tolist() if worst > 0 else []
 
 
 def stream_rows(inp: RowInputs, *, worst: int) -> RowsOut:
-    """Every query's stage (``attribute_stage``), in dataset order, a batch of rows at a time; then the stages handed
-    to the engine (``stage_rows``, ``stage_reasons``) for ``write_rows``. Kept: the stage codes, the canaries, the
-    first query ids of each stage and the ``worst`` rows of each stage."""
+    """Every query's stage (``attribute_stage``, once per distinct inputs: ``_groups``), in dataset order; then the
+    stages handed to the engine (``stage_rows``, ``stage_reason``) for ``write_rows``. Kept: the stage codes, the
+    canaries, the first query ids of each stage and the ``worst`` rows of each stage."""
     n = inp.run.n_queries
-    out = RowsOut(np.zeros(n, np.int8), stage_ids={s: [] for s in STAGES})
-    reason = np.zeros(n, np.int32)
-    partial_of = np.zeros(n, bool)
-    reasons: dict[str, int] = {}
-    heaps: dict[str, list[tuple[tuple[int, float, int], int]]] = {s: [] for s in STAGES}
-    ruled: dict[str, list[tuple[tuple[int, float, int], int]]] = {s: [] for s in STAGES}
+    keys, group = _groups(inp)
+    decided = [_decide(inp, key) for key in keys]
+    templates: dict[tuple[str, str | None, str], int] = {}
+    codes = np.array([templates.setdefault((d.prefix, d.sep, d.suffix), len(templates)) for d in decided], np.int32)
     stage_index: dict[str, int] = {s: k for k, s in enumerate(STAGES)}
+    stage = np.array([stage_index[d.stage] for d in decided], np.int8)[group]
+    partial = np.array([d.partial for d in decided], bool)[group]
+    by_judge = np.array([d.by_judge for d in decided], bool)[group]
+    out = RowsOut(stage)
+    judged_at = {s: np.flatnonzero(by_judge & (stage == k)) for k, s in enumerate(STAGES)}
+    judged_order = sorted((at[0], s) for s, at in judged_at.items() if at.size)  # stages in order of their first row
+    lists = {f"stage:{s}": np.flatnonzero(stage == k)[:LIST_CAP] for k, s in enumerate(STAGES)}
+    lists |= {f"judged:{s}": judged_at[s][:LIST_CAP] for _, s in judged_order}
+    partial_at = np.flatnonzero(partial)
+    lists["partial"] = partial_at[:LIST_CAP]
+    ids = _first_ids(inp.run, lists)
+    out.stage_ids = {s: ids[f"stage:{s}"] for s in STAGES}
+    out.judged = {s: int(judged_at[s].size) for _, s in judged_order}
+    out.judged_ids = {s: ids[f"judged:{s}"] for _, s in judged_order}
+    out.search_partial, out.search_partial_ids = int(partial_at.size), ids["partial"]
     canaries = _Canaries()
-    stages = _Stages(inp.judges, inp.judge_based)
-    whole = [None if j.column is None else j.column.numbers() for j in inp.judges]  # one query each
-    lo = 0
-    for batch in _batches(inp):
-        c = batch.to_pydict()
-        m = len(c["row"])
-        hi = lo + m
-        qids, kinds, canary, found, best = c["query_id"], c["kind"], c["canary"], c["found"], c["best"]
-        if c["row"] and c["row"][0] != lo:
-            raise RuntimeError("the queries' columns are out of row order")  # never: one scan of files in order
-        judged = [None if w is None else {k: v[lo:hi] for k, v in w.items()} for w in whole]
-        codes = [
-            [(-1, -1)] * m if f is None else list(zip(f["status"].tolist(), f["passed"].tolist(), strict=True))
-            for f in judged
-        ]
-        per_row = list(zip(*codes, strict=True)) if codes else [()] * m
-        abstained = [None if a < 0 else a == 1 for a in c["abstains"]]
-        hits = [None if (x is None or x != x) else x for x in c["hit"]]
-        grades = list(zip(found, best, strict=True))
-        facts = zip(
-            kinds, hits, c["checked"], c["dropped_relevant"], c["has_response"], abstained, per_row,
-            c["contradiction"], grades, strict=True,
-        )  # fmt: skip
-        decided = [stages((k, h, bool(x), tuple(d or ()), r, a, v, bool(t), g)) for k, h, x, d, r, a, v, t, g in facts]
-        code = np.array([stage_index[st] for st, _ in decided], np.int8)
-        out.stage[lo:hi] = code
-        reason[lo:hi] = [reasons.setdefault(why, len(reasons)) for _, why in decided]
-        partial = [missed_top_grade(k, h, g) for k, h, g in zip(kinds, hits, grades, strict=True)]
-        partial_of[lo:hi] = partial
-        for st, ids in out.stage_ids.items():
-            ids.extend(qids[j] for j in np.flatnonzero(code == stage_index[st])[: LIST_CAP - len(ids)].tolist())
-        by_judge = [judge_decided(k, st, a) for k, (st, _), a in zip(kinds, decided, abstained, strict=True)]
-        for j in np.flatnonzero(by_judge).tolist():
-            st = decided[j][0]
-            out.judged[st] = out.judged.get(st, 0) + 1
-            if len(ids := out.judged_ids.setdefault(st, [])) < LIST_CAP:
-                ids.append(qids[j])
-        partial_at = np.flatnonzero(partial)
-        out.search_partial += len(partial_at)
-        out.search_partial_ids.extend(qids[j] for j in partial_at[: LIST_CAP - len(out.search_partial_ids)].tolist())
-        for j in (j for j, x in enumerate(canary) if x is not None):
-            canaries.add(lo + j, _canary(qids[j], canary[j], stages.verdicts(per_row[j])))
-        failed, scaled = _badness(inp.judges, judged, m)
-        by_rule = ~np.asarray(by_judge, bool) if inp.stand_in else None
-        for st, heap in heaps.items():
-            at = np.flatnonzero(code == stage_index[st])
-            at = at[np.lexsort((at, scaled[at], -failed[at]))]  # the block's worst first
-            for j in at[:worst].tolist():
-                _push(heap, ((int(failed[j]), -float(scaled[j]), -(lo + j)), lo + j), worst)
-            for j in [] if by_rule is None else at[by_rule[at]][:worst].tolist():
-                _push(ruled[st], ((int(failed[j]), -float(scaled[j]), -(lo + j)), lo + j), worst)
-        lo = hi
-    out.worst = {s: [r for _, r in sorted(h, reverse=True)] for s, h in heaps.items()}
-    out.worst_ruled = {s: [r for _, r in sorted(h, reverse=True)] for s, h in ruled.items()} if inp.stand_in else {}
+    for row, qid, canary in inp.run.sql(
+        "SELECT row, query_id, canary FROM queries WHERE canary IS NOT NULL ORDER BY row"
+    ).fetchall():
+        canaries.add(row, _canary(qid, canary, decided[group[row]].verdicts))
     out.canaries, out.canary_counts = canaries.shown(), canaries.counts
+    whole = [None if j.column is None else j.column.numbers() for j in inp.judges]
+    failed, scaled = _badness(inp.judges, whole, n)
+    at_stage = {s: np.flatnonzero(stage == k) for k, s in enumerate(STAGES)}
+    out.worst = {s: _worst(at, failed, scaled, worst) for s, at in at_stage.items()}
+    if inp.stand_in:
+        out.worst_ruled = {s: _worst(at[~by_judge[at]], failed, scaled, worst) for s, at in at_stage.items()}
     con = inp.run.con  # numpy columns as they are: pyarrow's conversion would import pandas (0.4 s) for them
-    con.register("stage_rows", {"row": np.arange(n), "stage": out.stage, "reason": reason, "partial": partial_of})
-    con.register(
-        "stage_reasons", {"code": np.arange(len(reasons), dtype=np.int32), "reason": np.array(list(reasons), object)}
-    )
+    con.register("stage_rows", {"row": np.arange(n), "stage": stage, "reason": codes[group], "partial": partial})
+    con.execute(_reason_macro(list(templates)))
     return out
 
 
-# Parquet written by the engine in row groups of _BATCH rows: it holds a whole row group in memory while it writes
-# (at its default of 122,880 rows, a 100,000-query run's rows at once: beyond its memory limit)
-_GROUPS = f"(FORMAT parquet, ROW_GROUP_SIZE {_BATCH})"
+def _reason_macro(templates: list[tuple[str, str | None, str]]) -> str:
+    """The macro ``stage_reason(code, dropped)``: the stage reason of a query of template ``code`` whose dropped
+    documents are ``dropped`` (the text; where the rule names them, the names joined and the text after them). A
+    run has a handful of templates: each is a branch of the macro, its texts literals."""
+    branches = []
+    for code, (prefix, sep, suffix) in enumerate(templates):
+        text = _literal(prefix)
+        if sep is not None:
+            text += f" || array_to_string(coalesce(dropped, []), {_literal(sep)}) || {_literal(suffix)}"
+        branches.append(f"WHEN {code} THEN {text}")
+    return f"CREATE OR REPLACE MACRO stage_reason(code, dropped) AS CASE code {' '.join(branches)} ELSE NULL END"
+
+
 _ROW_FIELDS = (
     "row, query_id, kind, kind_source, query, response, canary, local, {foundry} AS foundry, abstained, "
     "dropped_relevant, holes, stage, stage_reason, search_partial"
 )
 
 
-def write_rows(inp: RowInputs, work: Path, out: Path, rows: list[int] | None = None) -> None:
+def write_rows(inp: RowInputs, out: Path, rows: list[int] | None = None) -> None:
     """The per-query rows (``_model.QueryRow``'s fields, in its order; ``rows``: only these) as Parquet at ``out``, in
-    dataset order: the facts and local metrics from ``queries`` (NaN: null), each Foundry metric's ``FoundryScore``
-    as a struct field of ``foundry``, the stage from ``stream_rows``' table.
+    dataset order, by one ``COPY`` of the engine: the facts and local metrics from ``queries`` (NaN: null), each
+    Foundry metric's ``FoundryScore`` as a struct field of ``foundry`` (no ``foundry`` column when the run has no
+    Foundry metric), the stage from ``stream_rows``' table.
 
-    The engine writes the queries' part and each Foundry metric's column to ``work``, one file each, in row order
-    (one join of the queries with one metric's cells at a time), and Arrow puts them side by side a batch at a time
-    into ``out`` (``_side_by_side``): no query of the engine holds two metrics' reasons at once (one query joining
-    them all ran out of the engine's 128 MB at 100,000 queries, with a judge's reason per query)."""
+    The ``queries``, the stages and each metric's column (``ScoreColumn.materialize``: evaluated once into a file in
+    row order) are joined by position (``POSITIONAL JOIN``): a scan of each in step, no hash table and no sort, so
+    the engine holds a row group of each at a time (a hash join of the queries with every metric's cells at once
+    exceeds its 128 MB at 100,000 queries with a judge's reason per query)."""
+    for col in inp.scores.values():
+        if not col.positional:
+            col.materialize()
     local = ", ".join(
         f"{_quote(k)} := CASE WHEN isnan(q.{_quote(k)}) THEN NULL ELSE q.{_quote(k)} END" for k in inp.local_keys
     )
     stages = "[" + ", ".join(f"'{s}'" for s in STAGES) + "]"
     where = "" if rows is None else f" WHERE q.row IN ({', '.join(str(int(r)) for r in sorted(set(rows))) or '-1'})"
-    base = work / "queries.parquet"
+    joins = "".join(f" POSITIONAL JOIN {col.view} p{c}" for c, col in enumerate(inp.scores.values()))
+    fields = ", ".join(f"{_quote(key)} := {col.fields_sql(f'p{c}')}" for c, (key, col) in enumerate(inp.scores.items()))
+    foundry = f"{_nullable(f'struct_pack({fields})')} AS foundry, " if fields else ""
     inp.run.sql(
         "COPY (SELECT q.row, q.query_id, q.kind, q.kind_source, q.query, q.response, q.canary, "
-        f"struct_pack({local}) AS local, CASE WHEN q.abstains < 0 THEN NULL ELSE q.abstains = 1 END AS abstained, "
+        f"{_nullable(f'struct_pack({local})')} AS local, {foundry}"
+        "CASE WHEN q.abstains < 0 THEN NULL ELSE q.abstains = 1 END AS abstained, "
         f"q.dropped_relevant, q.holes, {stages}[st.stage + 1] AS stage, "
-        "(SELECT list(reason ORDER BY code) FROM stage_reasons)[st.reason + 1] AS stage_reason, "
-        f"st.partial AS search_partial FROM queries q POSITIONAL JOIN stage_rows st{where}) "
-        f"TO '{_sql_path(base)}' {_GROUPS}"
+        "stage_reason(st.reason, q.dropped_relevant) AS stage_reason, "
+        f"st.partial AS search_partial FROM queries q POSITIONAL JOIN stage_rows st{joins}{where}) "
+        f"TO '{_sql_path(out)}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP})"
     )
-    parts = []
-    for c, col in enumerate(inp.scores.values()):
-        parts.append(work / f"foundry-{c}.parquet")
-        inp.run.sql(
-            f"COPY (SELECT {col.fields_sql('q')} AS v FROM {col.view} q{where} ORDER BY q.row) "
-            f"TO '{_sql_path(parts[-1])}' {_GROUPS}"
-        )
-    _side_by_side(base, parts, list(inp.scores), out)
 
 
-def _side_by_side(base: Path, parts: list[Path], keys: list[str], out: Path) -> None:
-    """``base``'s columns with, after ``local``, a ``foundry`` struct of the ``parts``' ``v`` columns (named
-    ``keys``), row by row: the files are read in step, ``_BATCH`` rows at a time (Arrow's batches are of that size
-    in every file), and written a row group a batch."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    first = pq.ParquetFile(base)
-    readers = [first.iter_batches(_BATCH), *(pq.ParquetFile(path).iter_batches(_BATCH) for path in parts)]
-    names = list(first.schema_arrow.names)
-    at = names.index("local") + 1
-    writer = None
-    try:
-        for batches in zip(*readers, strict=True):
-            head, rest = batches[0], batches[1:]
-            if any(len(b) != len(head) for b in rest):
-                raise RuntimeError("the per-query files are out of step")  # never: each holds one row per query
-            columns = list(head.columns)
-            if rest:
-                columns.insert(at, pa.StructArray.from_arrays([b.column(0) for b in rest], names=keys))
-            batch = pa.RecordBatch.from_arrays(columns, names=[*names[:at], "foundry", *names[at:]] if rest else names)
-            writer = writer or pq.ParquetWriter(out, batch.schema)
-            writer.write_batch(batch)
-        if writer is None:  # no row at all
-            pq.write_table(first.read(), out)
-    finally:
-        if writer is not None:
-            writer.close()
+def _nullable(struct: str) -> str:
+    """A struct column the Parquet file declares optional, as every column of the per-query rows (the engine
+    declares a bare ``struct_pack`` required)."""
+    return f"CASE WHEN q.row IS NULL THEN NULL ELSE {struct} END"
 
 
 def _select(inp: RowInputs, path: Path) -> str:
@@ -334,7 +332,9 @@ def fetch_rows(inp: RowInputs, path: Path, rows: list[int] | None) -> list[dict[
     if rows is not None and not rows:
         return []
     where = "" if rows is None else f" WHERE row IN ({', '.join(str(int(r)) for r in sorted(set(rows)))})"
-    got = inp.run.arrow(f"{_select(inp, path)}{where} ORDER BY row").to_pylist()
+    cur = inp.run.sql(f"{_select(inp, path)}{where} ORDER BY row")  # Python values: no Arrow (nor pyarrow) needed
+    names = [d[0] for d in cur.description]
+    got = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
     if not inp.scores:
         for r in got:
             r["foundry"] = {}
@@ -361,13 +361,3 @@ class _Canaries:
         if self.counts["canaries"] <= LIST_CAP:
             return [f for _, f in sorted(self.missed + self.caught, key=lambda rf: rf[0])]
         return [f for _, f in (self.missed + self.caught)[:LIST_CAP]]
-
-
-def _push(heap: list[Any], item: tuple[tuple[int, float, int], Any], limit: int) -> None:
-    """Keep the ``limit`` items with the largest keys (the worst rows) in a min-heap."""
-    if limit <= 0:
-        return
-    if len(heap) < limit:
-        heapq.heappush(heap, item)
-    elif item[0] > heap[0][0]:
-        heapq.heapreplace(heap, item)

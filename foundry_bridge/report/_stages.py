@@ -91,7 +91,9 @@ def attribute_stage(
 ) -> tuple[Stage, str]:
     """Return ``(stage, reason)`` per ``STAGE_RULES``. ``grades``: the best label in the top K and the best of the
     query's labels (``metrics.ranking.top_grades``); when the first is below the second (``missed_top_grade``) the
-    reason ends with the partial search miss."""
+    reason ends with the partial search miss. Of ``dropped_relevant`` the rule reads whether it is empty, never
+    which documents it holds; the reason names them joined by one separator (the report decides a run's queries
+    once per distinct inputs and names each query's documents in its reason: ``_rows._decide``)."""
     stage, reason = _stage(
         kind=kind,
         hit=hit,

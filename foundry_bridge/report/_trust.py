@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,29 @@ class _Judge:
     passed: np.ndarray
 
 
+class _QueryIds(Sequence[str]):
+    """The run's query ids in row order, fetched from its columns at the first use beyond their count (a report
+    without judges or verdicts needs only the count)."""
+
+    def __init__(self, run: RunColumns) -> None:
+        self.run, self._ids = run, None if run.n_queries else list[str]()
+
+    @property
+    def ids(self) -> list[str]:
+        if self._ids is None:
+            self._ids = self.run.texts("query_id")
+        return self._ids
+
+    def __len__(self) -> int:
+        return self.run.n_queries
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.ids[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+
 @dataclass
 class _Columns:
     """The one pass over the folder: the run's query ids, the judges' columns, the qrels truth, canary cases."""
@@ -143,7 +166,7 @@ def _collect(run: RunColumns) -> _Columns:
     """The run's query ids, qrels truth and canary cases (its per-query columns), and each judge's last score and
     verdict per row (rows without an error), one judge at a time."""
     n = run.n_queries
-    query_ids = run.texts("query_id")
+    query_ids = _QueryIds(run)
     truth = np.asarray(run.column("holds_relevant"), np.float64) if n else np.zeros(0)
     cases: list[CanaryCase] = []
     canary = np.zeros(n, bool)
