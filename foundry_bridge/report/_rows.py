@@ -15,6 +15,8 @@ scores (each scaled to 0–1 by its catalog range; a query without one counts as
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -295,15 +297,32 @@ def write_rows(inp: RowInputs, out: Path, rows: list[int] | None = None) -> None
     joins = "".join(f" POSITIONAL JOIN {col.view} p{c}" for c, col in enumerate(inp.scores.values()))
     fields = ", ".join(f"{_quote(key)} := {col.fields_sql(f'p{c}')}" for c, (key, col) in enumerate(inp.scores.items()))
     foundry = f"{_nullable(f'struct_pack({fields})')} AS foundry, " if fields else ""
-    inp.run.sql(
+    _copy(
+        inp,
         "COPY (SELECT q.row, q.query_id, q.kind, q.kind_source, q.query, q.response, q.canary, "
         f"{_nullable(f'struct_pack({local})')} AS local, {foundry}"
         "CASE WHEN q.abstains < 0 THEN NULL ELSE q.abstains = 1 END AS abstained, "
         f"q.dropped_relevant, q.holes, {stages}[st.stage + 1] AS stage, "
         "stage_reason(st.reason, q.dropped_relevant) AS stage_reason, "
         f"st.partial AS search_partial FROM queries q POSITIONAL JOIN stage_rows st{joins}{where}) "
-        f"TO '{_sql_path(out)}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP})"
+        f"TO '{_sql_path(out)}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP})",
+        out,
     )
+
+
+def _copy(inp: RowInputs, sql: str, out: Path) -> None:
+    """Run the engine's ``COPY``; its I/O error (a full disk, no permission) becomes the ``OSError`` it wraps, with
+    the errno the engine reports and ``out`` as its file, so the command names the file and the reason."""
+    import duckdb
+
+    try:
+        inp.run.sql(sql)
+    except duckdb.IOException as exc:
+        found = re.search(r'"errno":"(\d+)"', str(exc))
+        if found is None:
+            raise OSError(None, str(exc).splitlines()[0], str(out)) from exc
+        code = int(found.group(1))
+        raise OSError(code, os.strerror(code), str(out)) from exc
 
 
 def _nullable(struct: str) -> str:
