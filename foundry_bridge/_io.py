@@ -14,6 +14,7 @@ from typing import IO, Any, cast
 import orjson
 
 __all__ = [
+    "ENGINE_MEMORY",
     "atomic_open",
     "dumps",
     "gc_paused",
@@ -24,6 +25,9 @@ __all__ = [
     "write_json",
     "write_jsonl",
 ]
+
+# the query engine's memory limit for one command (``columns.connect``), named in its out-of-memory error
+ENGINE_MEMORY = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "128MB")
 
 
 def dumps(obj: Any, *, indent: bool = False) -> bytes:

@@ -125,4 +125,21 @@ def _main(argv: list[str] | None, debug: bool) -> None:
         )
         click.echo(f"Error: {_shown(text)}", err=True)
         sys.exit(code)
+    except Exception as exc:
+        if type(exc).__name__ != "OutOfMemoryException" or not type(exc).__module__.endswith("duckdb"):
+            raise
+        if debug:
+            click.echo(redact("".join(traceback.format_exception(exc))).rstrip("\n"), err=True)
+        click.echo(f"Error: {engine_memory_text()}", err=True)
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def engine_memory_text() -> str:
+    """The one line for a query that ran out of the engine's memory limit, with the setting that raises it."""
+    from ._io import ENGINE_MEMORY
+
+    return (
+        f"the query engine ran out of its memory limit ({ENGINE_MEMORY}) on this input (fix: raise it, e.g. "
+        "FOUNDRY_BRIDGE_DUCKDB_MEMORY=1GB, and run the command again)"
+    )

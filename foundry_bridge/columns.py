@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import dumps, held, loads, remove_stale, write_json
+from ._io import ENGINE_MEMORY, dumps, held, loads, remove_stale, write_json
 from .mapping.plan import Plan
 from .runfolder import RESULT_COLUMNS, RunFolder, RunFolderError
 
@@ -52,7 +52,7 @@ __all__ = [
 COLUMNS_DIR = "columns"
 _WORK = f".{COLUMNS_DIR}.*"  # the temporary folder ``seal`` fills beside ``columns/``
 BLOCK = 16_384  # records whose facts are computed (and written as one Parquet file) at once
-MEMORY_LIMIT = os.environ.get("FOUNDRY_BRIDGE_DUCKDB_MEMORY", "128MB")
+MEMORY_LIMIT = ENGINE_MEMORY
 
 # per-query fact columns (besides the local metrics) and their SQL types
 _FACT_TYPES = {

@@ -519,6 +519,8 @@ class RunFolder:
 
         try:
             yield
+        except duckdb.OutOfMemoryException:
+            raise  # the engine's limit, not the file (the CLI says how to raise it)
         except duckdb.Error as exc:
             path = self.file("results")
             with path.open("rb") as fh:
