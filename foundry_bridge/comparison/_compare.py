@@ -374,35 +374,19 @@ def _row(
     )
 
 
-def _flip_matrix(orders: Mapping[Any, Any], scores: Mapping[Any, list[Any]]) -> Any:
-    """The pair's flip scores (``metrics.significance.flip_scores``) as one (queries × rows) matrix, the rows in the
-    order ``_compare_pair`` returns them (metric by metric, the sections within), the queries of each section
-    sorted by id (``orders``): a query's flip is the same whichever run is the baseline and wherever the runs list
-    it."""
-    import numpy as np
-
-    sections = list(scores)
-    sizes = [len(orders[s]) for s in sections]
-    offsets = dict(zip(sections, np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
-    columns = len(scores[sections[0]]) if sections else 0
-    out = np.zeros((sum(sizes), columns * len(sections)))
-    for k in range(columns):
-        for j, s in enumerate(sections):
-            out[offsets[s] : offsets[s] + sizes[j], k * len(sections) + j] = scores[s][k][orders[s]]
-    return out
-
-
 def _compare_pair(
     eng: Engine, pair: tuple[int, int], names: Sequence[str], sel: _Selection, opts: CompareOptions
 ) -> tuple[list[MetricComparison], list[PairedTest], Any, Paired]:
-    """Run B of ``pair`` against run A on every metric they share (``sel.compared``), per section: the join
-    (``Engine.pair``), then a metric at a time its paired vectors fetched and tested, only the sign-flips' sorted
-    |d| waiting for the section's Monte Carlo (``metrics.significance.PairedTests``: one generator per section,
-    keyed by the two names unordered and the section, so swapping baseline and candidate keeps p)."""
+    """Run B of ``pair`` against run A on every metric they share (``sel.compared``), per section: the join of
+    query ids (``Engine.pair``), then a metric at a time its cells joined (``Engine.key``), its vectors tested and
+    their flip scores kept (a block per section, filled in place), only the sign-flips' sorted |d| waiting for the
+    section's Monte Carlo (``metrics.significance.PairedTests``: one generator per section, keyed by the two names
+    unordered and the section, so swapping baseline and candidate keeps p)."""
+    import numpy as np
+
     i, j = pair
     name, key_of_pair = names[j], "|".join(sorted((names[i], names[j])))
-    low = [k for k in sel.compared if sel.infos[k].higher_is_better is False]
-    paired = eng.pair(i, j, sel.compared, low, name)
+    paired = eng.pair(i, j, name)
     sections = [s for s in SECTIONS if paired.sizes[s]]
     tests = {
         s: PairedTests(
@@ -412,24 +396,23 @@ def _compare_pair(
         )
         for s in sections
     }
-    orders = {s: eng.id_order(sel.compared[0], s) for s in sections} if sel.compared else {}
+    orders = {s: eng.id_order(s) for s in sections} if sel.compared else {}
     rows: dict[str, list[MetricComparison]] = {s: [] for s in sections}
-    scores: dict[str, list[Any]] = {s: [] for s in sections}
-    for key in sel.compared:
+    flips = [np.empty((paired.sizes[s], len(sel.compared))) for s in sections]
+    for k, key in enumerate(sel.compared):
         info, kind = sel.infos[key], sel.kinds[key]
-        values = eng.vectors(key)
-        for section in sections:
-            b_all, c_all = values[section]
+        got = eng.key(i, j, key, info.higher_is_better is False)
+        for section, block in zip(sections, flips, strict=True):
+            b_all, c_all = got.vectors[section]
             tests[section].add(PairedSample(b_all, c_all, kind))
-            scores[section].append(flip_scores(b_all, c_all, kind))
-            stat = paired.stats[section, key]
-            rows[section].append(_row(name, section, info, kind, stat, paired.worse.get((section, key), [])))
+            block[:, k] = flip_scores(b_all, c_all, kind)[orders[section]]
+            rows[section].append(_row(name, section, info, kind, got.stats[section], got.worse.get(section, [])))
     done = {s: t.done() for s, t in tests.items()}
     for section in sections:
         for mc, test in zip(rows[section], done[section], strict=True):
             _tested(mc, test)
     ordered = [(rows[s][k], done[s][k]) for k in range(len(sel.compared)) for s in sections]  # metric by metric
-    return [mc for mc, _ in ordered], [test for _, test in ordered], _flip_matrix(orders, scores), paired
+    return [mc for mc, _ in ordered], [test for _, test in ordered], flips, paired
 
 
 @dataclass
@@ -442,7 +425,9 @@ class _Compared:
     owners: list[tuple[int, int]]
     coverage: list[CoverageChange]
     queries: list[CandidateQueries]
-    flips: dict[tuple[int, int], Any]  # each pair's flip scores, one column per row of the pair, in order
+    # each pair's flip scores (``metrics.significance.flip_scores``), a (queries × metrics) block per section (the
+    # queries sorted by id: a query's flip is the same whichever run is the baseline and wherever the runs list it)
+    flips: dict[tuple[int, int], list[Any]]
 
 
 def _compare_pairs(
@@ -733,11 +718,12 @@ def _gate(
     }
 
 
-def _wy_family(tests: list[PairedTest], scores: Any, n_resamples: int, rng: Any) -> tuple[list[float], str]:
-    """One pair's secondary tests corrected by Westfall–Young minP over the pair's joint sign flips; the adjusted p
+def _wy_family(tests: list[PairedTest], scores: list[Any], n_resamples: int, rng: Any) -> tuple[list[float], str]:
+    """One pair's secondary tests corrected by Westfall–Young minP over the pair's joint sign flips (``scores``: a
+    block of flip scores per section, its columns the tests in order); the adjusted p
     is never below the test's own p (a Wilcoxon's or McNemar's exact p, a sign-flip's shown p)."""
     _, adjusted = westfall_young(scores, n_resamples=n_resamples, rng=rng)
-    informative = int(scores.any(axis=1).sum())
+    informative = sum(int(z.any(axis=1).sum()) for z in scores)
     flips = f"exact over 2^{informative}" if 2**informative <= n_resamples else f"{n_resamples} flips"
     out = [max(float(q), float(t.p or 0.0)) for q, t in zip(adjusted, tests, strict=True)]
     return out, f"{WY_NAME} over {len(tests)} ({flips})"
@@ -770,13 +756,15 @@ def _correct(done: _Compared, sel: _Selection, opts: CompareOptions, names: Sequ
         label = "none (raw p)" if method == "none" else f"{CORRECTION_NAME[method]} over {len(family)}"
         adjusted.update({k: (q, label) for k, q in zip(family, ps, strict=True)})
     if opts.correction == "westfall-young":
-        for pair, scores in done.flips.items():
-            rows = [k for k in secondary if done.owners[k] == pair]
-            if rows:
-                first = done.owners.index(pair)
+        for pair, blocks in done.flips.items():
+            mine = [k for k in secondary if done.owners[k] == pair]
+            if mine:
+                first, width = done.owners.index(pair), len(blocks)  # the pair's rows: metric by metric, sections
+                rows = [k for s in range(width) for k in mine if (k - first) % width == s]  # section by section
+                columns = [[(k - first) // width for k in rows if (k - first) % width == s] for s in range(width)]
+                scores = [b if c == list(range(b.shape[1])) else b[:, c] for b, c in zip(blocks, columns, strict=True)]
                 rng = paired_generator(opts.seed, "|".join(sorted(names[i] for i in pair)) + "|joint")
-                columns = scores[:, [k - first for k in rows]]
-                ps, label = _wy_family([done.tests[k] for k in rows], columns, opts.n_resamples, rng)
+                ps, label = _wy_family([done.tests[k] for k in rows], scores, opts.n_resamples, rng)
                 adjusted.update({k: (q, label) for k, q in zip(rows, ps, strict=True)})
     left_out = 0
     for k, (mc, test) in enumerate(zip(done.rows, done.tests, strict=True)):

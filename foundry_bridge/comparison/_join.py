@@ -157,19 +157,25 @@ def arrays_table(
 
 @dataclass
 class Paired:
-    """One pair's join: the unpaired queries and, per (section, key), the GROUP BY's numbers and the got-worse
-    window's rows."""
+    """One pair's join of query ids: the unpaired queries and the paired queries per section."""
 
     queries: CandidateQueries
     sizes: dict[str, int]  # paired queries per section
-    stats: dict[tuple[str, str], dict[str, Any]]
-    worse: dict[tuple[str, str], list[dict[str, Any]]]
+
+
+@dataclass
+class PairedKey:
+    """One key of a pair: per section, the ``GROUP BY``'s numbers, the got-worse window's rows and the paired
+    values in A's order (NaN: undefined)."""
+
+    stats: dict[str, dict[str, Any]]
+    worse: dict[str, list[dict[str, Any]]]
+    vectors: dict[str, tuple[Any, Any]]
 
 
 class Engine:
     """One connection over every run's tables (``tables``), views per run ``i``: ``queries<i>``, ``cells<i>``,
-    ``ids<i>`` (each query id once: its first row, its last row and that row's kind) and ``v<i>`` (each id's cells
-    of its last row)."""
+    ``ids<i>`` (each query id once: its first row, its last row and that row's kind)."""
 
     def __init__(self, con: Any, tables: Sequence[RunTable]) -> None:
         self.con, self.tables = con, tables
@@ -180,21 +186,15 @@ class Engine:
                 f"CREATE VIEW ids{i} AS SELECT query_id, min(row) AS first, max(row) AS last, arg_max(kind, row) "
                 f"AS kind FROM queries{i} GROUP BY query_id"
             )
-            con.execute(
-                f"CREATE VIEW v{i} AS SELECT d.query_id, d.first, d.kind, c.key, c.value FROM ids{i} d "
-                f"JOIN cells{i} c ON c.row = d.last"
-            )
 
-    def pair(self, i: int, j: int, keys: Sequence[str], lower_is_better: Sequence[str], name: str) -> Paired:
-        """Run ``j`` against run ``i`` on ``keys``: the join into the temporary table ``pair`` (A's kind is the
-        section, A's first row the order), its anti-joins, its ``GROUP BY`` and its got-worse window (a key in
-        ``lower_is_better`` got worse when it rose)."""
+    def pair(self, i: int, j: int, name: str) -> Paired:
+        """Run ``j``'s query ids joined to run ``i``'s into the temporary table ``pair`` (A's kind is the section,
+        A's first row the order, each run's last row the one whose cells count), and its anti-joins. The cells are
+        joined a key at a time (``key``): the engine holds one key's pairs, never every key's at once."""
         con = self.con
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE pair AS SELECT a.kind AS section, key, a.first AS pos, query_id, "
-            f"a.value AS va, b.value AS vb, b.value - a.value AS d FROM v{i} a JOIN v{j} b USING (query_id, key) "
-            "WHERE list_contains($keys, key) AND a.kind IN ('positive', 'negative')",
-            {"keys": list(keys)},
+            "CREATE OR REPLACE TEMP TABLE pair AS SELECT a.kind AS section, a.first AS pos, query_id, a.last AS ra, "
+            f"b.last AS rb FROM ids{i} a JOIN ids{j} b USING (query_id) WHERE a.kind IN ('positive', 'negative')"
         )
 
         def ids(sql: str) -> list[str]:
@@ -208,59 +208,64 @@ class Engine:
                 f"SELECT query_id FROM ids{i} a JOIN ids{j} b USING (query_id) WHERE a.kind <> b.kind ORDER BY a.first"
             ),
         )
-        sizes = dict(
-            con.execute(f"SELECT kind, count(*) FROM ids{i} SEMI JOIN ids{j} USING (query_id) GROUP BY kind").fetchall()
+        sizes = dict(con.execute("SELECT section, count(*) FROM pair GROUP BY section").fetchall())
+        return Paired(queries, {s: int(sizes.get(s, 0)) for s in SECTIONS})
+
+    def key(self, i: int, j: int, key: str, lower_is_better: bool) -> PairedKey:
+        """``key``'s cells of runs ``i`` and ``j`` joined on ``pair`` into the temporary table ``pk``: per section
+        its ``GROUP BY`` (n, means, Δ, its sd, wins/ties/losses), its got-worse window (the key got worse when it
+        fell, or rose if ``lower_is_better``) and its paired vectors."""
+        import numpy as np
+
+        con = self.con
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE pk AS SELECT p.section, p.pos, a.value AS va, b.value AS vb, "
+            f"b.value - a.value AS d FROM pair p JOIN (SELECT row, value FROM cells{i} WHERE key = $key) a "
+            f"ON a.row = p.ra JOIN (SELECT row, value FROM cells{j} WHERE key = $key) b ON b.row = p.rb",
+            {"key": key},
         )
-        stats: dict[tuple[str, str], dict[str, Any]] = {}
-        for section, key, n, n_paired, mean_a, mean_b, delta, sd, up, same, down in con.execute(
-            "SELECT section, key, count(*), count(d), avg(va) FILTER (d IS NOT NULL), avg(vb) FILTER (d IS NOT NULL), "
+        stats: dict[str, dict[str, Any]] = {}
+        for section, n, n_paired, mean_a, mean_b, delta, sd, up, same, down in con.execute(
+            "SELECT section, count(*), count(d), avg(va) FILTER (d IS NOT NULL), avg(vb) FILTER (d IS NOT NULL), "
             "avg(d), stddev_samp(d), count(*) FILTER (d > 0), count(*) FILTER (d = 0), count(*) FILTER (d < 0) "
-            "FROM pair GROUP BY ALL"
+            "FROM pk GROUP BY section"
         ).fetchall():
-            low = key in lower_is_better
-            stats[section, key] = {
+            stats[section] = {
                 "n": n,
                 "n_paired": n_paired,
                 "means": (mean_a, mean_b),
                 "delta": delta,
                 "sd": sd,
-                "wins": down if low else up,
+                "wins": down if lower_is_better else up,
                 "ties": same,
-                "losses": up if low else down,
+                "losses": up if lower_is_better else down,
             }
-        worse: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for section, key, qid, a, b in con.execute(
-            "SELECT section, key, query_id, va, vb FROM pair WHERE CASE WHEN list_contains($low, key) THEN d > 0 "
-            "ELSE d < 0 END QUALIFY row_number() OVER (PARTITION BY section, key ORDER BY abs(d) DESC, pos) <= $cap "
-            "ORDER BY section, key, abs(d) DESC, pos",
-            {"low": list(lower_is_better), "cap": LIST_CAP},
+        worse: dict[str, list[dict[str, Any]]] = {}
+        worsened = "d > 0" if lower_is_better else "d < 0"
+        for section, qid, a, b in con.execute(
+            f"SELECT k.section, p.query_id, k.va, k.vb FROM (SELECT * FROM pk WHERE {worsened} "
+            "QUALIFY row_number() OVER (PARTITION BY section ORDER BY abs(d) DESC, pos) <= $cap) k "
+            "JOIN pair p USING (pos) ORDER BY k.section, abs(k.d) DESC, k.pos",
+            {"cap": LIST_CAP},
         ).fetchall():
-            worse.setdefault((section, key), []).append({"query_id": qid, "baseline": a, "candidate": b})
-        return Paired(queries, {s: int(sizes.get(s, 0)) for s in SECTIONS}, stats, worse)
-
-    def vectors(self, key: str) -> dict[str, tuple[Any, Any]]:
-        """``key``'s paired values per section of the pair, in A's order (NaN: undefined): one read of the pair
-        table a metric."""
-        import numpy as np
-
-        got = self.con.execute(
-            "SELECT list_position($sections, section) AS section, va, vb FROM pair WHERE key = $key "
-            "ORDER BY section, pos",
-            {"sections": list(SECTIONS), "key": key},
-        )
-        f = got.fetchnumpy()
-        section = np.asarray(f["section"])  # 1-based index into SECTIONS: no string leaves the engine
+            worse.setdefault(section, []).append({"query_id": qid, "baseline": a, "candidate": b})
+        f = con.execute(
+            "SELECT list_position($sections, section) AS section, va, vb FROM pk ORDER BY section, pos",
+            {"sections": list(SECTIONS)},
+        ).fetchnumpy()
+        where = np.asarray(f["section"])  # 1-based index into SECTIONS: no string leaves the engine
         a, b = (np.ma.filled(np.ma.asarray(f[c], np.float64), np.nan) for c in ("va", "vb"))
-        return {s: (a[section == n], b[section == n]) for n, s in enumerate(SECTIONS, 1)}
+        vectors: dict[str, tuple[Any, Any]] = {s: (a[where == n], b[where == n]) for n, s in enumerate(SECTIONS, 1)}
+        return PairedKey(stats, worse, vectors)
 
-    def id_order(self, key: str, section: str) -> Any:
+    def id_order(self, section: str) -> Any:
         """The section's paired queries (A's order) sorted by query id: the flips' row order."""
         import numpy as np
 
         got = self.con.execute(
-            "SELECT rank FROM (SELECT pos, row_number() OVER (ORDER BY query_id) AS rank FROM pair WHERE key = ? "
-            "AND section = ?) ORDER BY pos",
-            [key, section],
+            "SELECT rank FROM (SELECT pos, row_number() OVER (ORDER BY query_id) AS rank FROM pair WHERE section = ?) "
+            "ORDER BY pos",
+            [section],
         ).fetchnumpy()
         return np.argsort(np.asarray(got["rank"]), kind="stable")
 

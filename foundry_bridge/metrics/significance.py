@@ -656,20 +656,33 @@ def flip_scores(a: Any, b: Any, kind: MetricKind) -> np.ndarray:
     return out
 
 
-def _flip_stats(z: np.ndarray, n_resamples: int, rng: Any) -> np.ndarray:
-    """|Σᵢ sᵢ·zᵢⱼ| per flip (rows) and test (columns), row 0 the observed assignment (every sᵢ = +1): every one of
+def _flip_stats(blocks: Sequence[np.ndarray], n_resamples: int, rng: Any) -> np.ndarray:
+    """|Σᵢ sᵢ·zᵢⱼ| per flip (rows) and test (columns), row 0 the observed assignment (every sᵢ = +1), for the
+    block-diagonal z of ``blocks`` (their rows stacked, their columns side by side, zero elsewhere): every one of
     the 2^n assignments when 2^n ≤ ``n_resamples`` (exact), else ``n_resamples`` random ones (one Monte Carlo draw
-    for every test), drawn a block of queries at a time (``_WORK_CELLS`` signs held at once)."""
-    n = z.shape[0]
+    for every test), drawn a block of queries at a time (``_WORK_CELLS`` signs held at once) and multiplied by each
+    block's rows among them."""
+    n = sum(z.shape[0] for z in blocks)
+    widths = np.cumsum([0] + [z.shape[1] for z in blocks])
     if n <= 30 and 2**n <= n_resamples:
+        dense = np.zeros((n, int(widths[-1])))
+        top = 0
+        for z, c0, c1 in zip(blocks, widths[:-1], widths[1:], strict=True):
+            dense[top : top + z.shape[0], c0:c1] = z
+            top += z.shape[0]
         codes = np.arange(2**n, dtype=np.int64)
-        return np.abs((1.0 - 2.0 * ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1)) @ z)
-    partial = np.zeros((n_resamples, z.shape[1]))
+        return np.abs((1.0 - 2.0 * ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1)) @ dense)
+    partial = np.zeros((n_resamples, int(widths[-1])))
     step = max(1, _WORK_CELLS // n_resamples)
+    tops = np.cumsum([0] + [z.shape[0] for z in blocks])
     for start in range(0, n, step):
-        block = z[start : start + step]
-        _add_product(partial, _int8_bits(rng, n_resamples, block.shape[0]), block, signs=True)
-    total = z.sum(axis=0, keepdims=True)
+        stop = min(n, start + step)
+        bits = _int8_bits(rng, n_resamples, stop - start)
+        for z, top, c0, c1 in zip(blocks, tops[:-1], widths[:-1], widths[1:], strict=True):
+            lo, hi = max(start, top), min(stop, top + z.shape[0])
+            if lo < hi:
+                _add_product(partial[:, c0:c1], bits[:, lo - start : hi - start], z[lo - top : hi - top], signs=True)
+    total = np.concatenate([z.sum(axis=0) for z in blocks])[None, :]
     return np.abs(np.vstack([total, total - 2.0 * partial]))
 
 
@@ -696,22 +709,28 @@ def _resampled_p(stats: np.ndarray, tol: np.ndarray) -> np.ndarray:
 def westfall_young(scores: Any, *, n_resamples: int = 10_000, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Westfall & Young's step-down minP (1993, Algorithm 4.1) for m two-sided sign-flip tests sharing n queries.
 
-    ``scores`` (n × m, ``flip_scores`` per column): test j's statistic is |Σᵢ sᵢ·scoresᵢⱼ| under one flip vector s
-    for all m tests at once, so correlated tests (copies of one metric at another k) share their flips and cost
-    the family nothing. Only queries with a non-zero score in some test are flipped: exact over all 2^n' of them
-    when 2^n' ≤ ``n_resamples``, else the observed assignment plus ``n_resamples`` random ones from ``rng``.
-    Returns (the raw p of each test under these flips, the adjusted p): with the tests ordered by raw p, p̃₍ᵢ₎ is
-    the share of flips whose smallest p among the tests ranked i..m reaches p₍ᵢ₎, made monotone; strong control of
-    the family-wise error under subset pivotality (each test's null distribution is its sign-flip's alone)."""
-    z = np.asarray(scores, dtype=np.float64)
-    if z.ndim != 2:
-        raise ValueError(f"scores must be a (queries × tests) matrix, got shape {z.shape}")
-    m = z.shape[1]
+    ``scores`` (n × m, ``flip_scores`` per column; or a list of such arrays, the blocks of one block-diagonal
+    matrix, rows stacked and columns side by side: tests on disjoint queries held without their zeros): test j's
+    statistic is |Σᵢ sᵢ·scoresᵢⱼ| under one flip vector s for all m tests at once, so correlated tests (copies of
+    one metric at another k) share their flips and cost the family nothing. Only queries with a non-zero score in
+    some test are flipped: exact over all 2^n' of them when 2^n' ≤ ``n_resamples``, else the observed assignment
+    plus ``n_resamples`` random ones from ``rng``. Returns (the raw p of each test under these flips, the adjusted
+    p): with the tests ordered by raw p, p̃₍ᵢ₎ is the share of flips whose smallest p among the tests ranked i..m
+    reaches p₍ᵢ₎, made monotone; strong control of the family-wise error under subset pivotality (each test's null
+    distribution is its sign-flip's alone)."""
+    blocked = isinstance(scores, list) and all(isinstance(z, np.ndarray) for z in scores)
+    blocks = list(scores) if blocked else [scores]
+    for k, z in enumerate(blocks):
+        z = np.asarray(z, dtype=np.float64)
+        if z.ndim != 2:
+            raise ValueError(f"scores must be a (queries × tests) matrix, got shape {z.shape}")
+        keep = np.any(z != 0, axis=1)
+        blocks[k] = z if keep.all() else z[keep]  # an uninformative query is never flipped
+    m = sum(z.shape[1] for z in blocks)
     if m == 0:
         return np.zeros(0), np.zeros(0)
-    z = z[np.any(z != 0, axis=1)]
-    stats = _flip_stats(z, n_resamples, rng if rng is not None else paired_generator(0, ""))
-    tol = 1e-9 * np.maximum(1.0, np.abs(z).sum(axis=0))
+    stats = _flip_stats(blocks, n_resamples, rng if rng is not None else paired_generator(0, ""))
+    tol = 1e-9 * np.maximum(1.0, np.concatenate([np.abs(z).sum(axis=0) for z in blocks]))
     p_all = _resampled_p(stats, tol)
     raw = p_all[0]
     order = np.argsort(raw, kind="stable")
