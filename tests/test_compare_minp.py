@@ -161,3 +161,26 @@ def test_blocks_of_disjoint_queries_equal_the_matrix_with_its_zeros(n_resamples:
     got = westfall_young([top, bottom], n_resamples=n_resamples, rng=np.random.default_rng(3))
     assert got[0] == pytest.approx(want[0], abs=1e-12)
     assert got[1] == pytest.approx(want[1], abs=1e-12)
+
+
+def test_flip_scores_kept_in_a_file_give_the_p_of_the_matrix(tmp_path, monkeypatch) -> None:
+    """compare keeps each pair's flip scores in a file (a million queries × every metric would be RAM), read back
+    a window of rows at a time, with its uninformative queries and the tests outside the family skipped: the same
+    p as the matrix in memory with those columns cut out, across windows and Monte Carlo blocks."""
+    from foundry_bridge.comparison._join import ColumnFile
+    from foundry_bridge.metrics.significance import FlipBlock
+
+    monkeypatch.setattr(ColumnFile, "WINDOW", 64)
+    rng = np.random.default_rng(11)
+    z = rng.normal(0.05, 1.0, (1500, 4))
+    z[rng.random(1500) < 0.3] = 0.0  # uninformative queries, not flipped
+    z[:, 2] = 0.0  # a test left out of the family
+    stored = ColumnFile(tmp_path / "flips.f64", *z.shape)
+    for k in range(z.shape[1]):
+        stored.put(k, z[:, k])
+    want = westfall_young(z[:, [0, 1, 3]], n_resamples=999, rng=np.random.default_rng(4))
+    got = westfall_young([FlipBlock(stored, [0, 1, 3])], n_resamples=999, rng=np.random.default_rng(4))
+    assert got[0].tolist() == pytest.approx(want[0].tolist(), abs=1e-12)
+    assert got[1].tolist() == pytest.approx(want[1].tolist(), abs=1e-12)
+    assert 0 < want[0].min() < 1
+    assert stored[100:300].tolist() == z[100:300].tolist()  # a slice across windows, as written

@@ -37,6 +37,7 @@ from ..metrics.significance import (
     LEFT_OUT,
     WY_NAME,
     Correction,
+    FlipBlock,
     MetricKind,
     PairedSample,
     PairedTest,
@@ -382,7 +383,6 @@ def _compare_pair(
     their flip scores kept (a block per section, filled in place), only the sign-flips' sorted |d| waiting for the
     section's Monte Carlo (``metrics.significance.PairedTests``: one generator per section, keyed by the two names
     unordered and the section, so swapping baseline and candidate keeps p)."""
-    import numpy as np
 
     i, j = pair
     name, key_of_pair = names[j], "|".join(sorted((names[i], names[j])))
@@ -398,14 +398,14 @@ def _compare_pair(
     }
     orders = {s: eng.id_order(s) for s in sections} if sel.compared else {}
     rows: dict[str, list[MetricComparison]] = {s: [] for s in sections}
-    flips = [np.empty((paired.sizes[s], len(sel.compared))) for s in sections]
+    flips = [eng.flip_file(paired.sizes[s], len(sel.compared)) for s in sections]
     for k, key in enumerate(sel.compared):
         info, kind = sel.infos[key], sel.kinds[key]
         got = eng.key(i, j, key, info.higher_is_better is False)
         for section, block in zip(sections, flips, strict=True):
             b_all, c_all = got.vectors[section]
             tests[section].add(PairedSample(b_all, c_all, kind))
-            block[:, k] = flip_scores(b_all, c_all, kind)[orders[section]]
+            block.put(k, flip_scores(b_all, c_all, kind)[orders[section]])
             rows[section].append(_row(name, section, info, kind, got.stats[section], got.worse.get(section, [])))
     done = {s: t.done() for s, t in tests.items()}
     for section in sections:
@@ -718,12 +718,12 @@ def _gate(
     }
 
 
-def _wy_family(tests: list[PairedTest], scores: list[Any], n_resamples: int, rng: Any) -> tuple[list[float], str]:
+def _wy_family(tests: list[PairedTest], scores: list[FlipBlock], n_resamples: int, rng: Any) -> tuple[list[float], str]:
     """One pair's secondary tests corrected by Westfall–Young minP over the pair's joint sign flips (``scores``: a
-    block of flip scores per section, its columns the tests in order); the adjusted p
-    is never below the test's own p (a Wilcoxon's or McNemar's exact p, a sign-flip's shown p)."""
+    block of flip scores per section, its chosen columns the tests in order); the adjusted p is never below the
+    test's own p (a Wilcoxon's or McNemar's exact p, a sign-flip's shown p)."""
     _, adjusted = westfall_young(scores, n_resamples=n_resamples, rng=rng)
-    informative = sum(int(z.any(axis=1).sum()) for z in scores)
+    informative = sum(b.height for b in scores)
     flips = f"exact over 2^{informative}" if 2**informative <= n_resamples else f"{n_resamples} flips"
     out = [max(float(q), float(t.p or 0.0)) for q, t in zip(adjusted, tests, strict=True)]
     return out, f"{WY_NAME} over {len(tests)} ({flips})"
@@ -762,7 +762,7 @@ def _correct(done: _Compared, sel: _Selection, opts: CompareOptions, names: Sequ
                 first, width = done.owners.index(pair), len(blocks)  # the pair's rows: metric by metric, sections
                 rows = [k for s in range(width) for k in mine if (k - first) % width == s]  # section by section
                 columns = [[(k - first) // width for k in rows if (k - first) % width == s] for s in range(width)]
-                scores = [b if c == list(range(b.shape[1])) else b[:, c] for b, c in zip(blocks, columns, strict=True)]
+                scores = [FlipBlock(b, c) for b, c in zip(blocks, columns, strict=True)]
                 rng = paired_generator(opts.seed, "|".join(sorted(names[i] for i in pair)) + "|joint")
                 ps, label = _wy_family([done.tests[k] for k in rows], scores, opts.n_resamples, rng)
                 adjusted.update({k: (q, label) for k, q in zip(rows, ps, strict=True)})
@@ -898,7 +898,7 @@ def compare_runs(
             if progress is not None:
                 progress("reading runs", i + 1, len(runs))
         names = run_names([t.run_dir for t in tables], labels)
-        eng = Engine(con, tables)
+        eng = Engine(con, tables, work)
 
         def describe(chosen: list[str]) -> tuple[list[str], list[RunSummaryRow]]:
             rows = [eng.summary(i, name, chosen) for i, name in enumerate(names)]

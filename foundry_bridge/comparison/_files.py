@@ -249,7 +249,7 @@ def compare_run_files(
             arrays_table(topics, values, infos, str(path), work, i)
             for i, (values, path) in enumerate(zip(scored.values, runs, strict=True))
         ]
-        comparison = compare_sources(Engine(con, tables), names, describe, opts)
+        comparison = compare_sources(Engine(con, tables, work), names, describe, opts)
     who, notes = relevance_labels or (None, ())
     comparison.warnings = [*notes, *scored.warnings, *comparison.warnings]
     comparison.qrels = {

@@ -173,12 +173,59 @@ class PairedKey:
     vectors: dict[str, tuple[Any, Any]]
 
 
+class ColumnFile:
+    """A (rows × columns) matrix of floats kept in a file column after column: written a column at a time
+    (``put``), read a slice of rows at a time (``z[start:stop]``, a window of ``WINDOW`` rows read at once) through
+    the page cache, never mapped into memory — so a pair's flip scores (a million queries × every metric) cost the
+    process nothing while they wait for the Westfall–Young flips."""
+
+    WINDOW = 1 << 15
+
+    def __init__(self, path: Path, rows: int, columns: int) -> None:
+        self.path, self.shape = path, (rows, columns)
+        with open(path, "wb") as f:
+            f.truncate(rows * columns * 8)
+        self._window: tuple[int, Any] = (-1, None)
+
+    def put(self, column: int, values: Any) -> None:
+        import numpy as np
+
+        with open(self.path, "r+b") as f:
+            f.seek(column * self.shape[0] * 8)
+            np.ascontiguousarray(values, dtype=np.float64).tofile(f)
+        self._window = (-1, None)
+
+    def __getitem__(self, rows: slice) -> Any:
+        import numpy as np
+
+        start, stop, _ = rows.indices(self.shape[0])
+        if start >= stop:
+            return np.zeros((0, self.shape[1]))
+        first = start - start % self.WINDOW
+        if stop > first + self.WINDOW:  # across windows: read as it is asked
+            return self._read(start, stop)
+        if self._window[0] != first:
+            self._window = (first, self._read(first, min(self.shape[0], first + self.WINDOW)))
+        return self._window[1][start - first : stop - first]
+
+    def _read(self, start: int, stop: int) -> Any:
+        import numpy as np
+
+        out = np.empty((stop - start, self.shape[1]))
+        with open(self.path, "rb") as f:
+            for c in range(self.shape[1]):
+                f.seek((c * self.shape[0] + start) * 8)
+                out[:, c] = np.fromfile(f, dtype=np.float64, count=stop - start)
+        return out
+
+
 class Engine:
     """One connection over every run's tables (``tables``), views per run ``i``: ``queries<i>``, ``cells<i>``,
-    ``ids<i>`` (each query id once: its first row, its last row and that row's kind)."""
+    ``ids<i>`` (each query id once: its first row, its last row and that row's kind); ``work``: the folder of the
+    tables and of each pair's flip scores (``flip_file``)."""
 
-    def __init__(self, con: Any, tables: Sequence[RunTable]) -> None:
-        self.con, self.tables = con, tables
+    def __init__(self, con: Any, tables: Sequence[RunTable], work: Path) -> None:
+        self.con, self.tables, self.work, self.files = con, tables, work, 0
         for i, t in enumerate(tables):
             con.execute(f"CREATE VIEW queries{i} AS SELECT * FROM read_parquet('{_path(t.queries)}')")
             con.execute(f"CREATE VIEW cells{i} AS SELECT * FROM read_parquet('{_path(t.cells)}/*.parquet')")
@@ -257,6 +304,11 @@ class Engine:
         a, b = (np.ma.filled(np.ma.asarray(f[c], np.float64), np.nan) for c in ("va", "vb"))
         vectors: dict[str, tuple[Any, Any]] = {s: (a[where == n], b[where == n]) for n, s in enumerate(SECTIONS, 1)}
         return PairedKey(stats, worse, vectors)
+
+    def flip_file(self, rows: int, columns: int) -> ColumnFile:
+        """A new ``ColumnFile`` of ``rows`` × ``columns`` in the work folder."""
+        self.files += 1
+        return ColumnFile(self.work / f"flips-{self.files}.f64", rows, columns)
 
     def id_order(self, section: str) -> Any:
         """The section's paired queries (A's order) sorted by query id: the flips' row order."""

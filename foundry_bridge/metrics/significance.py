@@ -14,8 +14,9 @@ judge's noise band is "within judge noise". docs/trust.md and docs/report.md sta
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -32,6 +33,7 @@ __all__ = [
     "Correction",
     "Effect",
     "FamilyRow",
+    "FlipBlock",
     "MetricKind",
     "PairedSample",
     "PairedTest",
@@ -656,33 +658,79 @@ def flip_scores(a: Any, b: Any, kind: MetricKind) -> np.ndarray:
     return out
 
 
-def _flip_stats(blocks: Sequence[np.ndarray], n_resamples: int, rng: Any) -> np.ndarray:
+class FlipBlock:
+    """One block of Westfall–Young's flip scores as the flips read it: the tests among the columns (``columns``: all
+    when None) of a (queries × tests) matrix — an array, or anything with a ``shape`` whose row slices are arrays —
+    over its informative queries (a non-zero score in one of them), a slice of rows at a time: neither the rows nor
+    the columns are copied out whole."""
+
+    def __init__(self, z: Any, columns: Sequence[int] | None = None, *, every_row: bool = False) -> None:
+        self.z = z if hasattr(z, "shape") and not isinstance(z, np.ndarray) else np.asarray(z, dtype=np.float64)
+        if len(self.z.shape) != 2:
+            raise ValueError(f"scores must be a (queries × tests) matrix, got shape {self.z.shape}")
+        whole = columns is None or list(columns) == list(range(self.z.shape[1]))
+        self.columns = None if whole else np.asarray(columns, dtype=np.int64)
+        self.width = self.z.shape[1] if self.columns is None else self.columns.size
+        self.rows: np.ndarray | None = None  # the informative queries' rows (None: all, as they are)
+        if not every_row:
+            keep = np.concatenate([np.any(part != 0, axis=1) for part in self._slices(self.z.shape[0])] or [[]])
+            self.rows = None if keep.all() else np.flatnonzero(keep)
+        self.height = self.z.shape[0] if self.rows is None else self.rows.size
+
+    def part(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start``..``stop`` of the informative queries, in the chosen columns."""
+        if self.rows is None:
+            z = self.z[start:stop]
+        else:
+            at = self.rows[start:stop]
+            z = self.z[int(at[0]) : int(at[-1]) + 1][at - at[0]] if at.size else np.zeros((0, self.z.shape[1]))
+        return z if self.columns is None else z[:, self.columns]
+
+    def _slices(self, height: int) -> Iterator[np.ndarray]:
+        step = max(1, _WORK_CELLS // max(1, self.width))
+        for start in range(0, height, step):
+            yield self.part(start, start + step)
+
+    @cached_property
+    def sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per test, Σ z (the observed statistic's sum) and Σ |z|."""
+        total, size = np.zeros(self.width), np.zeros(self.width)
+        for part in self._slices(self.height):
+            total += part.sum(axis=0)
+            size += np.abs(part).sum(axis=0)
+        return total, size
+
+
+def _flip_stats(blocks: Sequence[Any], n_resamples: int, rng: Any) -> np.ndarray:
     """|Σᵢ sᵢ·zᵢⱼ| per flip (rows) and test (columns), row 0 the observed assignment (every sᵢ = +1), for the
-    block-diagonal z of ``blocks`` (their rows stacked, their columns side by side, zero elsewhere): every one of
-    the 2^n assignments when 2^n ≤ ``n_resamples`` (exact), else ``n_resamples`` random ones (one Monte Carlo draw
-    for every test), drawn a block of queries at a time (``_WORK_CELLS`` signs held at once) and multiplied by each
-    block's rows among them."""
-    n = sum(z.shape[0] for z in blocks)
-    widths = np.cumsum([0] + [z.shape[1] for z in blocks])
+    block-diagonal z of ``blocks`` (``FlipBlock``s, or arrays: every row; their rows stacked, their columns side by
+    side, zero elsewhere): every one of the 2^n assignments when 2^n ≤ ``n_resamples`` (exact), else
+    ``n_resamples`` random ones (one Monte Carlo draw for every test), drawn a block of queries at a time
+    (``_WORK_CELLS`` signs held at once) and multiplied by each block's rows among them."""
+    blocks = [b if isinstance(b, FlipBlock) else FlipBlock(b, every_row=True) for b in blocks]
+    n = sum(b.height for b in blocks)
+    widths = np.cumsum([0] + [b.width for b in blocks])
+    total = np.concatenate([b.sums[0] for b in blocks])[None, :]
     if n <= 30 and 2**n <= n_resamples:
         dense = np.zeros((n, int(widths[-1])))
         top = 0
-        for z, c0, c1 in zip(blocks, widths[:-1], widths[1:], strict=True):
-            dense[top : top + z.shape[0], c0:c1] = z
-            top += z.shape[0]
+        for b, c0, c1 in zip(blocks, widths[:-1], widths[1:], strict=True):
+            dense[top : top + b.height, c0:c1] = b.part(0, b.height)
+            top += b.height
         codes = np.arange(2**n, dtype=np.int64)
         return np.abs((1.0 - 2.0 * ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1)) @ dense)
     partial = np.zeros((n_resamples, int(widths[-1])))
     step = max(1, _WORK_CELLS // n_resamples)
-    tops = np.cumsum([0] + [z.shape[0] for z in blocks])
+    tops = np.cumsum([0] + [b.height for b in blocks])
     for start in range(0, n, step):
         stop = min(n, start + step)
         bits = _int8_bits(rng, n_resamples, stop - start)
-        for z, top, c0, c1 in zip(blocks, tops[:-1], widths[:-1], widths[1:], strict=True):
-            lo, hi = max(start, top), min(stop, top + z.shape[0])
+        for b, top, c0, c1 in zip(blocks, tops[:-1], widths[:-1], widths[1:], strict=True):
+            lo, hi = max(start, top), min(stop, top + b.height)
             if lo < hi:
-                _add_product(partial[:, c0:c1], bits[:, lo - start : hi - start], z[lo - top : hi - top], signs=True)
-    total = np.concatenate([z.sum(axis=0) for z in blocks])[None, :]
+                _add_product(
+                    partial[:, c0:c1], bits[:, lo - start : hi - start], b.part(lo - top, hi - top), signs=True
+                )
     return np.abs(np.vstack([total, total - 2.0 * partial]))
 
 
@@ -718,19 +766,13 @@ def westfall_young(scores: Any, *, n_resamples: int = 10_000, rng: Any = None) -
     p): with the tests ordered by raw p, p̃₍ᵢ₎ is the share of flips whose smallest p among the tests ranked i..m
     reaches p₍ᵢ₎, made monotone; strong control of the family-wise error under subset pivotality (each test's null
     distribution is its sign-flip's alone)."""
-    blocked = isinstance(scores, list) and all(isinstance(z, np.ndarray) for z in scores)
-    blocks = list(scores) if blocked else [scores]
-    for k, z in enumerate(blocks):
-        z = np.asarray(z, dtype=np.float64)
-        if z.ndim != 2:
-            raise ValueError(f"scores must be a (queries × tests) matrix, got shape {z.shape}")
-        keep = np.any(z != 0, axis=1)
-        blocks[k] = z if keep.all() else z[keep]  # an uninformative query is never flipped
-    m = sum(z.shape[1] for z in blocks)
+    blocks = scores if isinstance(scores, list) else [scores]
+    blocks = [b if isinstance(b, FlipBlock) else FlipBlock(b) for b in blocks]  # uninformative queries never flip
+    m = sum(b.width for b in blocks)
     if m == 0:
         return np.zeros(0), np.zeros(0)
     stats = _flip_stats(blocks, n_resamples, rng if rng is not None else paired_generator(0, ""))
-    tol = 1e-9 * np.maximum(1.0, np.concatenate([np.abs(z).sum(axis=0) for z in blocks]))
+    tol = 1e-9 * np.maximum(1.0, np.concatenate([b.sums[1] for b in blocks]))
     p_all = _resampled_p(stats, tol)
     raw = p_all[0]
     order = np.argsort(raw, kind="stable")
