@@ -817,9 +817,6 @@ def _local_lines(comparisons: list[MetricComparison], sel: _Selection) -> list[L
 noise_bands_by_key = noise_bands  # the name compare's callers know: each judge's bands under its report keys
 
 
-noise_bands_by_key = noise_bands  # the name compare's callers know: each judge's bands under its report keys
-
-
 def _headline(base: RunTable, metrics: Sequence[str] | None, chosen: list[str]) -> list[str]:
     """The sweep table's metrics: those asked for, else rr, recall and ndcg at the stage k and the primary Foundry
     metrics."""
