@@ -118,7 +118,7 @@ def _gate_items(session: pytest.Session, config: pytest.Config) -> list[GateItem
         )
     except FoundryBridgeError as exc:
         raise pytest.UsageError(f"foundry-bridge gate: {exc}") from None
-    cases = gate_cases(comparison, fail_on=fail_on)
+    cases = gate_cases(comparison)
     names = [f"foundry-bridge::{c.candidate}::{c.name}" for c in cases]
     return [GateItem.from_parent(session, name=n, nodeid=n, case=c) for n, c in zip(names, cases, strict=True)]
 

@@ -87,6 +87,25 @@ def test_a_report_that_tests_nothing_loads_no_dataframe_or_evaluation_library(tm
     assert {m for m in loaded if m.startswith(heavy)} == set()
 
 
+def test_compare_without_foundry_loads_no_azure_or_http_client(tmp_path: Path) -> None:
+    """``compare A B`` of two run folders asks no service (no ``--foundry``): the Azure SDK and the HTTP client it
+    would use stay unloaded."""
+    from foundry_bridge import build_report, run_evaluation
+
+    run = tmp_path / "run"
+    run_evaluation(ROOT / "samples" / "benefits" / "rag_eval.jsonl", backend="mock", out=run)
+    build_report(run)
+    out = tmp_path / "c.json"
+    code = (
+        "import sys\nfrom foundry_bridge.cli import main\n"
+        f"sys.argv=['foundry-bridge','compare',{str(run)!r},{str(run)!r},'--format','json','--out',{str(out)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    loaded = _modules_loaded_by(code)
+    assert out.is_file()
+    assert {m for m in loaded if m.startswith(("azure", "httpx", "foundry_bridge.foundry"))} == set()
+
+
 def test_every_command_has_help_and_is_documented() -> None:
     runner = CliRunner()
     docs = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))

@@ -118,8 +118,8 @@ def junit_path() -> Path | None:
     return Path(junit) if junit else None
 
 
-def publish_comparison(comparison: Comparison, fail_on: tuple[str, ...], out: Path | None) -> None:
+def publish_comparison(comparison: Comparison, out: Path | None) -> None:
     """``out``: the file the command wrote (``--out``), else None: it printed the comparison."""
     from ..integrations.summary import publish_comparison as publish
 
-    publish(comparison, fail_on=fail_on, junit=junit_path(), out=out, echo=_echo)
+    publish(comparison, junit=junit_path(), out=out, echo=_echo)

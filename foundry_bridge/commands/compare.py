@@ -336,7 +336,9 @@ def command(
             **common,
         )
     else:
-        from ..foundry._insights import request_comparison
+        request: Any = None  # the service is asked, and its client imported, only with --foundry
+        if foundry:
+            from ..foundry._insights import request_comparison as request
 
         comparison = compare_runs(
             list(runs),
@@ -347,7 +349,7 @@ def command(
             trust_floor=judge_trust_floor,
             anchor=anchor,
             anchor_verdicts=human_verdicts,
-            foundry=request_comparison if foundry else None,
+            foundry=request,
             all_pairs=bool(all_pairs),
             progress=progress,
             **common,
@@ -368,7 +370,7 @@ def command(
         with atomic_open(out) as fh:
             fh.write(text.encode("utf-8"))
         click.echo(f"wrote {out} ({fmt})", err=True)
-    publish_comparison(comparison, fail_on, out)
+    publish_comparison(comparison, out)
     if comparison.gate.get("failed"):
         raise CompareGateFailed("compare gate failed: " + "; ".join(comparison.gate["reasons"]))
     if comparison.gate.get("inconclusive"):

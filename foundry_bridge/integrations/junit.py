@@ -16,7 +16,6 @@ false-alarm rate across all gates the comparison states (docs/ci.md).
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,11 +111,9 @@ def _coverage_cases(comparison: Comparison, reasons: list[str]) -> list[GateCase
     return cases
 
 
-def gate_cases(comparison: Comparison, *, fail_on: Sequence[str] = ()) -> list[GateCase]:
-    """The gated checks of ``comparison``, in the order: metrics as the gate checked them, then coverage, then any
-    gate reason no case claimed. ``fail_on`` is not read (the comparison holds its gate's checks); it is kept so
-    callers written for the earlier signature work."""
-    del fail_on
+def gate_cases(comparison: Comparison) -> list[GateCase]:
+    """The gated checks of ``comparison`` (it holds its gate's checks), in the order: metrics as the gate checked
+    them, then coverage, then any gate reason no case claimed."""
     reasons = list(comparison.gate.get("reasons", []))
     if not comparison.gate.get("checked"):
         return [
@@ -130,11 +127,11 @@ def gate_cases(comparison: Comparison, *, fail_on: Sequence[str] = ()) -> list[G
     return cases
 
 
-def render_junit(comparison: Comparison, *, fail_on: Sequence[str] = ()) -> str:
+def render_junit(comparison: Comparison) -> str:
     """JUnit XML: ``<testsuites>`` with one ``<testsuite>`` per candidate; a failed check is a ``<failure>``
     whose ``message`` is the gate's line and whose text the numbers; a skipped one a ``<skipped>`` saying why; a
     passed one has its numbers as ``system-out``."""
-    return _xml(comparison, gate_cases(comparison, fail_on=fail_on))
+    return _xml(comparison, gate_cases(comparison))
 
 
 def _xml(comparison: Comparison, cases: list[GateCase]) -> str:
@@ -163,9 +160,9 @@ def _xml(comparison: Comparison, cases: list[GateCase]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + printable(ET.tostring(root, encoding="unicode")) + "\n"
 
 
-def write_junit(comparison: Comparison, path: str | Path, *, fail_on: Sequence[str] = ()) -> tuple[int, int]:
+def write_junit(comparison: Comparison, path: str | Path) -> tuple[int, int]:
     """Write the JUnit XML atomically; return (test cases, failures)."""
-    cases = gate_cases(comparison, fail_on=fail_on)
+    cases = gate_cases(comparison)
     with atomic_open(Path(path)) as fh:
         fh.write(_xml(comparison, cases).encode("utf-8"))
     return len(cases), sum(c.failed for c in cases)

@@ -113,7 +113,6 @@ def publish_report(
 def publish_comparison(
     comparison: Comparison,
     *,
-    fail_on: tuple[str, ...],
     junit: Path | None,
     out: Path | None = None,
     echo: Callable[[str], object],
@@ -128,5 +127,5 @@ def publish_comparison(
     if junit is not None:
         from .junit import write_junit
 
-        cases, failures = write_junit(comparison, junit, fail_on=fail_on)
+        cases, failures = write_junit(comparison, junit)
         echo(f"wrote {junit}: {cases} test case(s), {failures} failed (JUnit XML)")
