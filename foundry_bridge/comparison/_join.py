@@ -49,6 +49,7 @@ class RunTable:
     nan_policy: str = "drop"
     stage_k: int | None = None
     foundry_keys: list[str] = field(default_factory=list)  # coverage: each Foundry metric (no /pass row)
+    files: dict[str, Path] = field(default_factory=dict)  # each key's file of cells (a key's join reads it alone)
     stages: dict[str, int] = field(default_factory=dict)  # queries per stage (run folders)
 
 
@@ -82,40 +83,33 @@ def folder_table(run_dir: str | os.PathLike[str], stage_k: int | None, work: Pat
     from ..report._build import read_run
 
     b, stages = read_run(run_dir, stage_k)
-    parts: list[str] = []
+    parts: dict[str, tuple[str, str, str, str]] = {}  # key: its value, score, scored and the relation they come from
     for info in b.infos:
         kind, judge = metric_kind(info)
-        key = info.key
         if info.source == "local":
-            v = _quote(key)
+            v = _quote(info.key)
             value = f"CASE WHEN isnan({v}) THEN NULL ELSE {v} END"
-            parts.append(
-                f"SELECT row, {_literal(key)} AS key, {value} AS value, {value} AS score, NULL AS scored FROM queries"
-            )
+            parts[info.key] = (value, value, "NULL", "queries")
             continue
-        view = b.scores[key].view
+        view = b.scores[info.key].view
         score = "CASE WHEN status = 0 AND NOT isnan(score) THEN score END"
         verdict = "CASE WHEN status = 0 AND passed IS NOT NULL THEN passed::DOUBLE END"
-        value = verdict if kind == "boolean" else score
-        parts.append(
-            f"SELECT row, {_literal(key)} AS key, {value} AS value, {score} AS score, status = 0 AS scored FROM {view}"
-        )
+        parts[info.key] = (verdict if kind == "boolean" else score, score, "status = 0", view)
         if judge:
-            parts.append(
-                f"SELECT row, {_literal(key + PASS)} AS key, {verdict} AS value, NULL AS score, NULL AS scored "
-                f"FROM {view}"
-            )
-    parts = parts or ["SELECT NULL AS row, NULL AS key, NULL AS value, NULL AS score, NULL AS scored LIMIT 0"]
+            parts[info.key + PASS] = (verdict, "NULL", "NULL", view)
+    parts = parts or {"": ("NULL", "NULL", "NULL", "(SELECT row FROM queries LIMIT 0)")}  # a file for the view
     queries, cells = work / f"queries-{index}.parquet", work / f"cells-{index}"
     cells.mkdir()
     b.run.sql(
         f"COPY (SELECT row::BIGINT AS row, query_id::VARCHAR AS query_id, kind::VARCHAR AS kind FROM queries) "
         f"TO '{_path(queries)}' (FORMAT parquet)"
     )
-    for n, part in enumerate(parts):  # a query each: the engine's memory holds one metric's view at a time
+    files = {key: cells / f"{n}.parquet" for n, key in enumerate(parts)}
+    for key, (value, score, scored, source) in parts.items():  # a query each: one metric's view at a time
         b.run.sql(
-            f"COPY (SELECT row::BIGINT AS row, key::VARCHAR AS key, value::DOUBLE AS value, score::DOUBLE AS score, "
-            f"scored::BOOLEAN AS scored FROM ({part})) TO '{_path(cells / f'{n}.parquet')}' (FORMAT parquet)"
+            f"COPY (SELECT row::BIGINT AS row, {_literal(key)}::VARCHAR AS key, ({value})::DOUBLE AS value, "
+            f"({score})::DOUBLE AS score, ({scored})::BOOLEAN AS scored FROM {source}) "
+            f"TO '{_path(files[key])}' (FORMAT parquet)"
         )
     b.run.close()
     return RunTable(
@@ -128,6 +122,7 @@ def folder_table(run_dir: str | os.PathLike[str], stage_k: int | None, work: Pat
         stage_k=b.params.stage_k,
         foundry_keys=[m.key for m in b.infos if m.source == "foundry"],
         stages=stages,
+        files=files,
     )
 
 
@@ -147,12 +142,13 @@ def arrays_table(
     pq.write_table(pa.table([rows, list(query_ids), ["positive"] * n], schema=pa.schema(kinds)), queries)
     types = pa.schema({"row": pa.int64(), "key": pa.string(), "value": pa.float64(), "score": pa.float64(),
                        "scored": pa.bool_()})  # fmt: skip
-    for m, (key, v) in enumerate(values.items()):  # one file a measure, as a run folder's
+    files = {key: cells / f"{m}.parquet" for m, key in enumerate(values)}
+    for key, v in values.items():  # one file a measure, as a run folder's
         v = np.asarray(v, np.float64)
         value = pa.array(v, pa.float64(), mask=np.isnan(v))
         pq.write_table(pa.table([rows, [key] * n, value, value, pa.nulls(n, pa.bool_())], schema=types),
-                       cells / f"{m}.parquet")  # fmt: skip
-    return RunTable(infos=infos, queries=queries, cells=cells, run_dir=run_dir)
+                       files[key])  # fmt: skip
+    return RunTable(infos=infos, queries=queries, cells=cells, run_dir=run_dir, files=files)
 
 
 @dataclass
@@ -265,11 +261,11 @@ class Engine:
         import numpy as np
 
         con = self.con
+        cells_a, cells_b = (self._cells(t, key) for t in (i, j))  # the key's own file: the others' not scanned
         con.execute(
             "CREATE OR REPLACE TEMP TABLE pk AS SELECT p.section, p.pos, a.value AS va, b.value AS vb, "
-            f"b.value - a.value AS d FROM pair p JOIN (SELECT row, value FROM cells{i} WHERE key = $key) a "
-            f"ON a.row = p.ra JOIN (SELECT row, value FROM cells{j} WHERE key = $key) b ON b.row = p.rb",
-            {"key": key},
+            f"b.value - a.value AS d FROM pair p JOIN (SELECT row, value FROM {cells_a}) a "
+            f"ON a.row = p.ra JOIN (SELECT row, value FROM {cells_b}) b ON b.row = p.rb"
         )
         stats: dict[str, dict[str, Any]] = {}
         for section, n, n_paired, mean_a, mean_b, delta, sd, up, same, down in con.execute(
@@ -304,6 +300,13 @@ class Engine:
         a, b = (np.ma.filled(np.ma.asarray(f[c], np.float64), np.nan) for c in ("va", "vb"))
         vectors: dict[str, tuple[Any, Any]] = {s: (a[where == n], b[where == n]) for n, s in enumerate(SECTIONS, 1)}
         return PairedKey(stats, worse, vectors)
+
+    def _cells(self, i: int, key: str) -> str:
+        """Run ``i``'s cells of ``key``, as a relation of the engine."""
+        path = self.tables[i].files.get(key)
+        if path is None:
+            return f"(SELECT row, value FROM cells{i} WHERE key = {_literal(key)})"
+        return f"read_parquet('{_path(path)}')"
 
     def flip_file(self, rows: int, columns: int) -> ColumnFile:
         """A new ``ColumnFile`` of ``rows`` × ``columns`` in the work folder."""
