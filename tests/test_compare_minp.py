@@ -184,3 +184,21 @@ def test_flip_scores_kept_in_a_file_give_the_p_of_the_matrix(tmp_path, monkeypat
     assert got[1].tolist() == pytest.approx(want[1].tolist(), abs=1e-12)
     assert 0 < want[0].min() < 1
     assert stored[100:300].tolist() == z[100:300].tolist()  # a slice across windows, as written
+
+
+def test_the_flips_signs_are_numpys_int8_draw_and_leave_the_generator_where_it_does() -> None:
+    """Westfall–Young's flips are ``rng.integers(0, 2, (resamples, queries), dtype=np.int8)`` and the sign-flip Monte
+    Carlo's ``rng.bytes``: drawn faster, the same bits and the same stream after, whatever the block's size (an odd
+    number of 32-bit words leaves half of the generator's 64-bit output for the next draw) and whatever was drawn
+    before."""
+    from foundry_bridge.metrics.significance import _int8_bits, _uint32_words
+
+    ours, numpys = np.random.default_rng(11), np.random.default_rng(11)
+    for rows, cols in [(10, 7), (3, 3), (4, 4), (1, 1), (10_000, 209), (5, 1), (7, 13)] * 2:
+        assert np.array_equal(_int8_bits(ours, rows, cols) > 127, numpys.integers(0, 2, (rows, cols), np.int8) == 1)
+        assert ours.integers(0, 2**32, 3, np.uint32).tolist() == numpys.integers(0, 2**32, 3, np.uint32).tolist()
+    assert ours.random() == numpys.random()
+    for size in (1, 3, 8, 100_001):  # the sign-flip Monte Carlo's bytes
+        words = _uint32_words(ours, -(-size // 4))
+        assert words.view(np.uint8)[:size].tobytes() == numpys.bytes(size)
+    assert ours.random() == numpys.random()
