@@ -346,7 +346,10 @@ def test_options_as_a_dataclass_or_as_keywords_give_one_comparison(runs) -> None
     chosen = {"fail_on": ["relevance"], "correction": "holm", "n_resamples": 500, "coverage_drop": 1.0}
     as_keywords = compare_runs([runs["base"], runs["better"]], **chosen)
     as_options = compare_runs([runs["base"], runs["better"]], CompareOptions(**chosen))
-    assert as_options.model_dump() == as_keywords.model_dump()
+    from test_report_golden import _differences
+
+    # the same numbers to 1e-9: the engine's parallel sums may differ in the last bit from one call to the next
+    assert _differences(as_options.model_dump(), as_keywords.model_dump()) == []
     assert as_options.n_resamples == 500 and as_options.gate["checked"]
     with pytest.raises(TypeError, match="fail_onn"):
         compare_runs([runs["base"], runs["better"]], fail_onn=["relevance"])
