@@ -133,7 +133,7 @@ def test_swapping_baseline_and_candidate_negates_delta_and_keeps_p(runs) -> None
     for a in forth.metrics:
         b = back.get("good", a.metric, a.section)
         assert (a.p_value, a.p_adjusted, a.n_paired) == (b.p_value, b.p_adjusted, b.n_paired), a.metric
-        assert a.delta == (None if b.delta is None else -b.delta), a.metric
+        assert a.delta == (None if b.delta is None else pytest.approx(-b.delta, rel=1e-9, abs=1e-12)), a.metric
         if a.ci_low is not None:
             assert (a.ci_low, a.ci_high) == pytest.approx((-b.ci_high, -b.ci_low)), a.metric
 
