@@ -191,7 +191,7 @@ def test_the_flips_signs_are_numpys_int8_draw_and_leave_the_generator_where_it_d
     Carlo's ``rng.bytes``: drawn faster, the same bits and the same stream after, whatever the block's size (an odd
     number of 32-bit words leaves half of the generator's 64-bit output for the next draw) and whatever was drawn
     before."""
-    from foundry_bridge.metrics.significance import _int8_bits, _uint32_words
+    from foundry_bridge.metrics.significance import _int8_bits, _random_bytes
 
     ours, numpys = np.random.default_rng(11), np.random.default_rng(11)
     for rows, cols in [(10, 7), (3, 3), (4, 4), (1, 1), (10_000, 209), (5, 1), (7, 13)] * 2:
@@ -199,6 +199,5 @@ def test_the_flips_signs_are_numpys_int8_draw_and_leave_the_generator_where_it_d
         assert ours.integers(0, 2**32, 3, np.uint32).tolist() == numpys.integers(0, 2**32, 3, np.uint32).tolist()
     assert ours.random() == numpys.random()
     for size in (1, 3, 8, 100_001):  # the sign-flip Monte Carlo's bytes
-        words = _uint32_words(ours, -(-size // 4))
-        assert words.view(np.uint8)[:size].tobytes() == numpys.bytes(size)
+        assert _random_bytes(ours, size).tobytes() == numpys.bytes(size)
     assert ours.random() == numpys.random()

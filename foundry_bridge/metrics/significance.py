@@ -302,8 +302,7 @@ def _monte_carlo_hits(flips: Sequence[_Flip], n_resamples: int, rng: Any) -> lis
     by_runs, by_sign = np.zeros((n_resamples, len(runs))), np.zeros((n_resamples, len(dense)))
     for start in range(0, int(sizes[0]), step):
         stop = min(int(sizes[0]), start + step)
-        cells = (stop - start) * width  # rng.bytes(cells): its 32-bit words' bytes
-        raw = _uint32_words(rng, -(-cells // 4)).view(np.uint8)[:cells].reshape(stop - start, width)
+        raw = _random_bytes(rng, (stop - start) * width).reshape(stop - start, width)
         bits = np.unpackbits(raw, axis=1)  # positions × resamples (padded to whole words), 0/1
         if start < reach:
             end = min(stop, reach)
@@ -740,19 +739,20 @@ def _int8_bits(rng: Any, rows: int, cols: int) -> np.ndarray:
     bit: numpy draws such an array as the top bit of each byte of ``ceil(rows·cols / 4)`` 32-bit words, low byte
     first, a last word's spare bytes unused; these are the same words, and the generator is left where that call
     leaves it."""
-    cells = rows * cols
-    return _uint32_words(rng, -(-cells // 4)).view(np.uint8)[:cells].reshape(rows, cols)
+    return _random_bytes(rng, rows * cols).reshape(rows, cols)
 
 
-def _uint32_words(rng: Any, count: int) -> np.ndarray:
-    """``rng.integers(0, 2**32, size=count, dtype=np.uint32)``'s words, little-endian, a third of its cost: numpy
-    takes them from the bit generator's 64-bit outputs, low half first, keeping a spare high half (``has_uint32``,
-    ``uinteger`` in the generator's state) for the next 32-bit draw; here the outputs are drawn at once and the spare
-    half is used and kept the same way. A generator without that state draws through ``integers``."""
+def _random_bytes(rng: Any, size: int) -> np.ndarray:
+    """``rng.bytes(size)`` as an array, at a third of its cost. numpy makes those bytes from the little-endian
+    32-bit words of ``rng.integers(0, 2**32, ceil(size / 4), np.uint32)``, which it takes from the bit generator's
+    64-bit outputs, low half first, keeping a spare high half (``has_uint32``, ``uinteger`` in the generator's
+    state) for the next 32-bit draw; here the outputs are drawn at once and the spare half is used and kept the same
+    way. A generator without that state draws through ``bytes``."""
     bg = rng.bit_generator
     state = bg.state
+    count = -(-size // 4)
     if "has_uint32" not in state or count == 0:
-        return rng.integers(0, 1 << 32, size=count, dtype=np.uint32).astype("<u4", copy=False)
+        return np.frombuffer(rng.bytes(size), dtype=np.uint8)
     head = np.array([state["uinteger"]] if state["has_uint32"] else [], "<u4")
     if head.size:
         state["has_uint32"] = 0
@@ -763,7 +763,8 @@ def _uint32_words(rng: Any, count: int) -> np.ndarray:
         state = bg.state
         state["has_uint32"], state["uinteger"] = 1, int(words[-1])
         bg.state = state
-    return np.concatenate([head, words[:rest]]) if head.size else words[:rest]
+    words = np.concatenate([head, words[:rest]]) if head.size else words[:rest]
+    return words.view(np.uint8)[:size]
 
 
 def _resampled_p(stats: np.ndarray, tol: np.ndarray) -> np.ndarray:
