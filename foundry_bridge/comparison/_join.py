@@ -265,8 +265,8 @@ class Engine:
         con.execute(
             "CREATE OR REPLACE TEMP TABLE pk AS SELECT p.section, p.pos, a.value AS va, b.value AS vb, "
             f"b.value - a.value AS d FROM pair p JOIN (SELECT row, value FROM {cells_a}) a "
-            f"ON a.row = p.ra JOIN (SELECT row, value FROM {cells_b}) b ON b.row = p.rb"
-        )
+            f"ON a.row = p.ra JOIN (SELECT row, value FROM {cells_b}) b ON b.row = p.rb ORDER BY p.section, p.pos"
+        )  # in query order: the parallel join's own order would change the means' last bit from call to call
         stats: dict[str, dict[str, Any]] = {}
         for section, n, n_paired, mean_a, mean_b, delta, sd, up, same, down in con.execute(
             "SELECT section, count(*), count(d), avg(va) FILTER (d IS NOT NULL), avg(vb) FILTER (d IS NOT NULL), "
